@@ -1,1 +1,597 @@
-fn main(){}
+//! The `kiln` command line: inspect the embedded targets, resolve problems against them, and
+//! work with MIOpen database files.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use kiln::{ConvProblem, ConvSpec, DataType, Direction, Layout};
+use kiln_embed::finddb::FindDb;
+use kiln_embed::kdb::KernelDb;
+use kiln_embed::perfdb::PerfDb;
+
+#[derive(Parser)]
+#[command(
+    name = "kiln",
+    version,
+    about = "GPU kernels and their tuning databases, baked into one binary"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Embedded targets, per-table record counts, raw vs embedded bytes, provenance.
+    Info,
+    /// Resolve a convolution problem to ranked solutions and their perf params.
+    Resolve(ResolveArgs),
+    /// Work with MIOpen database files.
+    #[command(subcommand)]
+    Db(DbCommand),
+}
+
+#[derive(Args)]
+struct ResolveArgs {
+    /// A find-db key (`64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F`); else use the flags.
+    key: Option<String>,
+    /// Target basename or alias (default: the only embedded target).
+    #[arg(long)]
+    target: Option<String>,
+    /// Batch size.
+    #[arg(short = 'n', default_value_t = 1)]
+    n: u32,
+    /// Input channels.
+    #[arg(short = 'c', default_value_t = 1)]
+    c: u32,
+    /// Input height.
+    #[arg(short = 'H', default_value_t = 1)]
+    h: u32,
+    /// Input width.
+    #[arg(short = 'W', default_value_t = 1)]
+    w: u32,
+    /// Output channels.
+    #[arg(short = 'k', default_value_t = 1)]
+    k: u32,
+    /// Filter height.
+    #[arg(short = 'y', default_value_t = 1)]
+    fy: u32,
+    /// Filter width.
+    #[arg(short = 'x', default_value_t = 1)]
+    fx: u32,
+    /// Padding height.
+    #[arg(short = 'p', default_value_t = 0)]
+    pad_h: u32,
+    /// Padding width.
+    #[arg(short = 'q', default_value_t = 0)]
+    pad_w: u32,
+    /// Stride height.
+    #[arg(short = 'u', default_value_t = 1)]
+    stride_h: u32,
+    /// Stride width.
+    #[arg(short = 'v', default_value_t = 1)]
+    stride_w: u32,
+    /// Dilation height.
+    #[arg(short = 'l', default_value_t = 1)]
+    dil_h: u32,
+    /// Dilation width.
+    #[arg(short = 'j', default_value_t = 1)]
+    dil_w: u32,
+    /// Group count.
+    #[arg(short = 'g', default_value_t = 1)]
+    groups: u32,
+    /// Direction as MIOpenDriver's -F: 1 forward, 2 backward data, 4 backward weights.
+    #[arg(short = 'F', default_value_t = 1)]
+    direction: u32,
+    /// Spatial dimensions (2 or 3).
+    #[arg(long = "spatial_dim", default_value_t = 2)]
+    spatial_dim: u8,
+    /// Input depth (3-D).
+    #[arg(long = "in_d", default_value_t = 1)]
+    in_d: u32,
+    /// Filter depth (3-D).
+    #[arg(long = "fil_d", default_value_t = 1)]
+    fil_d: u32,
+    /// Padding depth (3-D).
+    #[arg(long = "pad_d", default_value_t = 0)]
+    pad_d: u32,
+    /// Stride depth (3-D).
+    #[arg(long = "conv_stride_d", default_value_t = 1)]
+    stride_d: u32,
+    /// Dilation depth (3-D).
+    #[arg(long = "dilation_d", default_value_t = 1)]
+    dil_d: u32,
+    /// Layout of all tensors: NCHW, NHWC, NCDHW, NDHWC.
+    #[arg(long, default_value = "NCHW")]
+    layout: String,
+    /// Data type: FP32, FP16, BF16, INT8.
+    #[arg(long = "type", default_value = "FP32")]
+    dtype: String,
+}
+
+#[derive(Subcommand)]
+enum DbCommand {
+    /// Import MIOpen find-db / perf-db / kdb files into targets/<base>/ with sha256 pins.
+    Import(ImportArgs),
+    /// Parse files fully; report counts, or the first error with file:line.
+    Check {
+        /// Files (.fdb.txt, .db.txt, .db, .kdb).
+        files: Vec<PathBuf>,
+    },
+    /// Convert between forms: perf-db SQLite <-> text (`sqlite2txt`), find-db v1.0 -> v2.0.
+    Convert {
+        /// Input file.
+        input: PathBuf,
+        /// Output file; its name picks the form (.db = SQLite, .db.txt = text, .fdb.txt).
+        output: PathBuf,
+    },
+    /// Statistics: records, solvers, key mix.
+    Stats {
+        /// A database file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// Target basename (`gfx942130`, `sm_90_132`).
+    #[arg(long)]
+    target: String,
+    /// Find-db text file.
+    #[arg(long)]
+    find_db: Option<PathBuf>,
+    /// Perf-db, SQLite or text (stored as text `<base>.db.txt`).
+    #[arg(long)]
+    perf_db: Option<PathBuf>,
+    /// Kernel db.
+    #[arg(long)]
+    kdb: Option<PathBuf>,
+    /// Where the files came from (recorded in target.toml, printed by `kiln info`).
+    #[arg(long)]
+    origin: String,
+    /// Cargo feature aliases to record.
+    #[arg(long)]
+    alias: Vec<String>,
+    /// The targets folder.
+    #[arg(long, default_value = "targets")]
+    targets_dir: PathBuf,
+}
+
+type CliResult = Result<(), Box<dyn std::error::Error>>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info => info(),
+        Command::Resolve(args) => resolve(&args),
+        Command::Db(DbCommand::Import(args)) => import(&args),
+        Command::Db(DbCommand::Check { files }) => check(&files),
+        Command::Db(DbCommand::Convert { input, output }) => convert(&input, &output),
+        Command::Db(DbCommand::Stats { file }) => stats(&file),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kiln: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn human(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.2} MiB", bytes as f64 / (1u64 << 20) as f64)
+    } else if bytes >= 1 << 10 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+fn info() -> CliResult {
+    let targets = kiln::targets();
+    println!(
+        "kiln {} — {} embedded target(s)",
+        env!("CARGO_PKG_VERSION"),
+        targets.len()
+    );
+    for t in targets {
+        println!();
+        let aliases = if t.aliases.is_empty() {
+            String::new()
+        } else {
+            format!(" (aliases: {})", t.aliases.join(", "))
+        };
+        println!(
+            "{}{}: {} {} with {} {}, {} code objects",
+            t.basename,
+            aliases,
+            t.vendor.name(),
+            t.arch,
+            t.compute_units,
+            if t.vendor == kiln::Vendor::Amd {
+                "CUs"
+            } else {
+                "SMs"
+            },
+            t.code_object
+        );
+        println!("  origin: {}", t.origin);
+        println!(
+            "  {:<8} {:>9} {:>12} {:>12} {:>12} {:>7} {:>9}",
+            "table", "records", "raw", "embedded", "decoded", "blocks", "dict"
+        );
+        let mut raw_total = 0;
+        let mut emb_total = 0;
+        for (kind, table) in [
+            ("find-db", t.find_db),
+            ("perf-db", t.perf_db),
+            ("kdb", t.kdb),
+        ] {
+            let Some(table) = table else { continue };
+            let s = table.stats()?;
+            let raw = t
+                .inputs
+                .iter()
+                .find(|i| i.kind == kind)
+                .map(|i| i.bytes)
+                .unwrap_or(0);
+            raw_total += raw;
+            emb_total += s.embedded_bytes as u64;
+            println!(
+                "  {:<8} {:>9} {:>12} {:>12} {:>12} {:>7} {:>9}",
+                kind,
+                s.records,
+                human(raw),
+                human(s.embedded_bytes as u64),
+                human(s.decoded_bytes),
+                s.blocks,
+                human(s.dict_bytes as u64)
+            );
+        }
+        println!(
+            "  {:<8} {:>9} {:>12} {:>12}",
+            "total",
+            "",
+            human(raw_total),
+            human(emb_total)
+        );
+        for i in t.inputs {
+            println!(
+                "  input {} ({}, {} B, {} records)\n    from {}\n    sha256 {}",
+                i.name, i.kind, i.bytes, i.records, i.source, i.sha256
+            );
+        }
+    }
+    println!("\nbuild provenance:");
+    for (k, v) in kiln::build_provenance() {
+        println!("  {k}: {v}");
+    }
+    Ok(())
+}
+
+fn pick_target(
+    name: Option<&str>,
+) -> Result<&'static kiln::EmbeddedTarget, Box<dyn std::error::Error>> {
+    match name {
+        Some(n) => Ok(kiln::named_target(n)?),
+        None => match kiln::targets() {
+            [only] => Ok(only),
+            all => Err(format!(
+                "{} targets are embedded ([{}]); choose one with --target",
+                all.len(),
+                all.iter()
+                    .map(|t| t.basename)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+            .into()),
+        },
+    }
+}
+
+fn problem_from_flags(a: &ResolveArgs) -> Result<ConvProblem, Box<dyn std::error::Error>> {
+    let layout = Layout::from_name(&a.layout)
+        .ok_or_else(|| format!("unknown layout '{}' (NCHW, NHWC, NCDHW, NDHWC)", a.layout))?;
+    let dtype = DataType::from_name(&a.dtype)
+        .ok_or_else(|| format!("unknown data type '{}' (FP32, FP16, BF16, INT8)", a.dtype))?;
+    let direction = Direction::from_driver_flag(a.direction).ok_or_else(|| {
+        format!(
+            "-F {}: use 1 (forward), 2 (backward data) or 4 (backward weights)",
+            a.direction
+        )
+    })?;
+    // One type for all tensors, as the shipped keys write INT8 convolutions too.
+    let types = [dtype; 3];
+    let spec = ConvSpec {
+        spatial_dims: a.spatial_dim,
+        n: a.n,
+        c: a.c,
+        k: a.k,
+        input: [a.in_d, a.h, a.w],
+        filter: [a.fil_d, a.fy, a.fx],
+        pad: [a.pad_d, a.pad_h, a.pad_w],
+        stride: [a.stride_d, a.stride_h, a.stride_w],
+        dilation: [a.dil_d, a.dil_h, a.dil_w],
+        groups: a.groups,
+        layouts: [layout; 3],
+        data_types: types,
+        cast_types: [None; 3],
+        direction,
+        bias: 0,
+    };
+    Ok(ConvProblem::new(spec)?)
+}
+
+fn resolve(a: &ResolveArgs) -> CliResult {
+    let target = pick_target(a.target.as_deref())?;
+    let problem = match &a.key {
+        Some(key) => ConvProblem::from_find_db_key(key).map_err(|e| kiln::Error::BadKey {
+            key: key.clone(),
+            source: e,
+        })?,
+        None => problem_from_flags(a)?,
+    };
+    println!(
+        "target:         {} ({} {} CUs/SMs)",
+        target.basename, target.arch, target.compute_units
+    );
+    println!("find-db key:    {}", problem.find_db_key());
+    println!("perf-db key:    {}", problem.perf_db_key());
+    println!("network config: {}", problem.network_config());
+    let solutions = target.find_solutions(&problem)?;
+    let Some(solutions) = solutions else {
+        println!(
+            "not in the find-db of {}: no measured solution for this problem",
+            target.basename
+        );
+        return Ok(());
+    };
+    let ranked = solutions.ranked()?;
+    println!("{} solution(s), fastest first:", ranked.len());
+    println!(
+        "  {:<4} {:<46} {:>10} {:>12}  {}",
+        "rank", "solver", "time ms", "workspace", "algorithm"
+    );
+    for (i, s) in ranked.iter().enumerate() {
+        println!(
+            "  {:<4} {:<46} {:>10} {:>12}  {}",
+            i + 1,
+            s.solver,
+            kiln_format::records::format_g6(s.time_ms),
+            s.workspace,
+            s.algorithm
+        );
+        if let Some(p) = target.perf_params(&problem, s.solver)? {
+            println!("       perf params: {p}");
+        }
+    }
+    // kiln's own solvers arrive with its kernels; until then MIOpen's solvers are catalogue only.
+    println!(
+        "runnable by kiln: none of these (they are MIOpen's solvers; {} embeds no kiln kernels)",
+        target.basename
+    );
+    Ok(())
+}
+
+fn sha256_hex(path: &Path) -> Result<String, Box<dyn std::error::Error>> {
+    Ok(kiln_embed::fetch::sha256_file(path)?)
+}
+
+fn import(a: &ImportArgs) -> CliResult {
+    let id = kiln::TargetId::parse_basename(&a.target)?;
+    let dir = a.targets_dir.join(&a.target);
+    std::fs::create_dir_all(&dir)?;
+    let base = &a.target;
+    let mut files = kiln_embed::target::TargetFiles::default();
+    let mut pins = std::collections::BTreeMap::new();
+    if let Some(src) = &a.find_db {
+        let db = FindDb::read(src)?;
+        let name = format!("{base}.HIP.fdb.txt");
+        let out = dir.join(&name);
+        // Written back in v2.0 form (legacy v1.0 items converted); v2.0 input is copied as is.
+        let text = std::fs::read_to_string(src)?;
+        let normalized = db.to_text();
+        std::fs::write(&out, if text == normalized { text } else { normalized })?;
+        println!("find-db: {} records -> {}", db.records.len(), out.display());
+        pins.insert(name.clone(), sha256_hex(&out)?);
+        files.find_db = Some(name);
+    }
+    if let Some(src) = &a.perf_db {
+        let db = PerfDb::read(src)?;
+        let name = format!("{base}.db.txt");
+        let out = dir.join(&name);
+        std::fs::write(&out, db.to_text())?;
+        println!("perf-db: {} configs -> {}", db.records.len(), out.display());
+        pins.insert(name.clone(), sha256_hex(&out)?);
+        files.perf_db = Some(name);
+    }
+    if let Some(src) = &a.kdb {
+        let db = KernelDb::read(src)?;
+        let name = format!("{base}.kdb");
+        let out = dir.join(&name);
+        std::fs::copy(src, &out)?;
+        println!(
+            "kdb: {} code objects -> {}",
+            db.entries.len(),
+            out.display()
+        );
+        pins.insert(name.clone(), sha256_hex(&out)?);
+        files.kdb = Some(name);
+    }
+    let vendor = id.vendor();
+    let cfg = kiln_embed::target::TargetConfig {
+        basename: base.clone(),
+        vendor: vendor.name().into(),
+        arch: id.arch.clone(),
+        compute_units: id.compute_units,
+        code_object: if vendor == kiln::Vendor::Amd {
+            "hsaco".into()
+        } else {
+            "cubin".into()
+        },
+        aliases: a.alias.clone(),
+        origin: a.origin.clone(),
+        files,
+        pins,
+    };
+    std::fs::write(
+        dir.join("target.toml"),
+        kiln_embed::target::render_target_toml(&cfg),
+    )?;
+    // Re-read what was written, exactly as build.rs will.
+    kiln_embed::target::TargetConfig::load(&dir)?;
+    println!("wrote {}", dir.join("target.toml").display());
+    Ok(())
+}
+
+enum DbKind {
+    Find,
+    Perf,
+    Kdb,
+}
+
+fn kind_of(path: &Path) -> Result<DbKind, Box<dyn std::error::Error>> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if name.ends_with(".fdb.txt") {
+        Ok(DbKind::Find)
+    } else if name.ends_with(".kdb") || name.ends_with(".ukdb") {
+        Ok(DbKind::Kdb)
+    } else if name.ends_with(".db.txt")
+        || name.ends_with(".db")
+        || name.ends_with(".udb.txt")
+        || name.ends_with(".udb")
+    {
+        Ok(DbKind::Perf)
+    } else {
+        Err(format!("{}: cannot tell the database kind from the name (expected .fdb.txt, .db.txt, .db or .kdb)", path.display()).into())
+    }
+}
+
+fn check(files: &[PathBuf]) -> CliResult {
+    if files.is_empty() {
+        return Err("no files given".into());
+    }
+    for f in files {
+        match kind_of(f)? {
+            DbKind::Find => {
+                let db = FindDb::read(f)?;
+                let items: usize = db.records.iter().map(|r| r.items.len()).sum();
+                println!(
+                    "{}: ok, find-db, {} records, {} solutions",
+                    f.display(),
+                    db.records.len(),
+                    items
+                );
+            }
+            DbKind::Perf => {
+                let db = PerfDb::read(f)?;
+                let items: usize = db.records.iter().map(|r| r.items.len()).sum();
+                println!(
+                    "{}: ok, perf-db, {} configs, {} entries",
+                    f.display(),
+                    db.records.len(),
+                    items
+                );
+            }
+            DbKind::Kdb => {
+                let db = KernelDb::read(f)?;
+                let bytes: usize = db.entries.iter().map(|e| e.object.len()).sum();
+                println!(
+                    "{}: ok, kdb, {} code objects, {} B uncompressed, MD5s verified",
+                    f.display(),
+                    db.entries.len(),
+                    bytes
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn convert(input: &Path, output: &Path) -> CliResult {
+    match (kind_of(input)?, kind_of(output)?) {
+        (DbKind::Perf, DbKind::Perf) => {
+            let db = PerfDb::read(input)?;
+            let out_name = output.to_string_lossy();
+            if out_name.ends_with(".txt") {
+                std::fs::write(output, db.to_text())?;
+            } else {
+                db.write_sqlite(output)?;
+            }
+            println!("{} configs -> {}", db.records.len(), output.display());
+        }
+        (DbKind::Find, DbKind::Find) => {
+            let db = FindDb::read(input)?;
+            std::fs::write(output, db.to_text())?;
+            println!(
+                "{} records -> {} (v2.0)",
+                db.records.len(),
+                output.display()
+            );
+        }
+        _ => return Err(
+            "convert works perf-db <-> perf-db (SQLite/text) and find-db -> find-db (v1.0 -> v2.0)"
+                .into(),
+        ),
+    }
+    Ok(())
+}
+
+fn stats(file: &Path) -> CliResult {
+    use std::collections::BTreeMap;
+    let mut solvers: BTreeMap<String, usize> = BTreeMap::new();
+    let mut mix: BTreeMap<String, usize> = BTreeMap::new();
+    let mut note = |p: &ConvProblem| {
+        let l = p.layouts()[0].name();
+        let t = p.data_types()[0].name();
+        let d = p.direction().key();
+        let g = if p.groups() > 1 { " grouped" } else { "" };
+        *mix.entry(format!("{}-D {l} {t} {d}{g}", p.spatial_dims()))
+            .or_default() += 1;
+    };
+    match kind_of(file)? {
+        DbKind::Find => {
+            let db = FindDb::read(file)?;
+            for r in &db.records {
+                note(&ConvProblem::from_find_db_key(&r.key)?);
+                for i in &r.items {
+                    *solvers.entry(i.solver.clone()).or_default() += 1;
+                }
+            }
+            println!("{}: find-db, {} records", file.display(), db.records.len());
+        }
+        DbKind::Perf => {
+            let db = PerfDb::read(file)?;
+            for r in &db.records {
+                note(&ConvProblem::from_perf_db_key(&r.key)?);
+                for i in &r.items {
+                    *solvers.entry(i.solver.clone()).or_default() += 1;
+                }
+            }
+            println!("{}: perf-db, {} configs", file.display(), db.records.len());
+        }
+        DbKind::Kdb => {
+            let db = KernelDb::read(file)?;
+            for e in &db.entries {
+                *solvers.entry(e.kernel_name.clone()).or_default() += 1;
+            }
+            println!("{}: kdb, {} code objects", file.display(), db.entries.len());
+        }
+    }
+    println!("problems by kind:");
+    for (k, v) in &mix {
+        println!("  {v:>7}  {k}");
+    }
+    let mut by_count: Vec<_> = solvers.into_iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    println!("entries by solver (kdb: by kernel file):");
+    for (s, n) in by_count {
+        println!("  {n:>7}  {s}");
+    }
+    Ok(())
+}

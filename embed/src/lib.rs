@@ -1,1 +1,16 @@
-pub fn placeholder(){}
+//! kiln's build-time half. Reads and writes MIOpen's database formats (kdb, find-db, perf-db in
+//! SQLite and text form), fetches target files pinned by sha256, and packs them into the
+//! perfect-hash tables that `build.rs` compiles into the `kiln` binary.
+
+#![warn(missing_docs)]
+
+pub mod codegen;
+pub mod error;
+pub mod fetch;
+pub mod finddb;
+pub mod kdb;
+pub mod pack;
+pub mod perfdb;
+pub mod target;
+
+pub use error::{Error, Result};

@@ -375,12 +375,22 @@ impl ConvProblem {
                 ))?;
         }
         if spec.c % spec.groups != 0 {
-            return Err(ProblemError::new("groups", "must divide the input channels c"));
+            return Err(ProblemError::new(
+                "groups",
+                "must divide the input channels c",
+            ));
         }
         if spec.k % spec.groups != 0 {
-            return Err(ProblemError::new("groups", "must divide the output channels k"));
+            return Err(ProblemError::new(
+                "groups",
+                "must divide the output channels k",
+            ));
         }
-        for (l, name) in spec.layouts.iter().zip(["x layout", "w layout", "y layout"]) {
+        for (l, name) in spec
+            .layouts
+            .iter()
+            .zip(["x layout", "w layout", "y layout"])
+        {
             if l.spatial_dims() != dims {
                 return Err(ProblemError::new(
                     name,
@@ -508,7 +518,11 @@ impl ConvProblem {
     /// problem description is built from dy (B: `{dy, w, dx}`, W: `{dy, dw, x}`).
     fn key_sides(&self) -> KeySides {
         let fwd = self.direction == Direction::Forward;
-        let (ic, ik) = if fwd { (self.c, self.k) } else { (self.k, self.c) };
+        let (ic, ik) = if fwd {
+            (self.c, self.k)
+        } else {
+            (self.k, self.c)
+        };
         let (isp, osp) = if fwd {
             (self.input, self.output)
         } else {
@@ -551,7 +565,8 @@ impl ConvProblem {
     }
 
     fn write_layouts(out: &mut KeyBuf, sep: char, l: [Layout; 3]) {
-        let all_default = l.iter().all(|&x| x == Layout::Nchw) || l.iter().all(|&x| x == Layout::Ncdhw);
+        let all_default =
+            l.iter().all(|&x| x == Layout::Nchw) || l.iter().all(|&x| x == Layout::Ncdhw);
         out.push_str(l[0].name());
         if !all_default {
             out.push_char(sep);
@@ -618,7 +633,7 @@ impl ConvProblem {
         let s = self.key_sides();
         let three = self.spatial_dims == 3;
         let mut out = KeyBuf::new();
-        let mut field = |out: &mut KeyBuf, v: u32| {
+        let field = |out: &mut KeyBuf, v: u32| {
             if !out.is_empty() {
                 out.push_char('x');
             }
@@ -736,7 +751,8 @@ impl ConvProblem {
                 if n >= want {
                     return Err(ProblemError::at(name, "too many 'x' separated values", i));
                 }
-                v[3 - want + n] = parse_u32(p).ok_or(ProblemError::at(name, "not a decimal number", i))?;
+                v[3 - want + n] =
+                    parse_u32(p).ok_or(ProblemError::at(name, "not a decimal number", i))?;
                 n += 1;
             }
             if n != want {
@@ -795,7 +811,11 @@ impl ConvProblem {
         };
         let types = match DataType::from_name(fields[i]) {
             Some(t) => [t; 3],
-            None => DataType::split_concat(fields[i]).ok_or(ProblemError::at("data_type", "unknown data type", i))?,
+            None => DataType::split_concat(fields[i]).ok_or(ProblemError::at(
+                "data_type",
+                "unknown data type",
+                i,
+            ))?,
         };
         i += 1;
         let (direction, groups, casts) = parse_direction_suffix(fields[i]).map_err(|mut e| {
@@ -855,14 +875,35 @@ impl ConvProblem {
             return Err(ProblemError::new("key", "expected 24 'x' separated fields"));
         }
         const NAMES: [&str; 21] = [
-            "spatial_dim", "in_channels", "in_h", "in_w", "in_d", "fil_h", "fil_w", "fil_d",
-            "out_channels", "batchsize", "pad_h", "pad_w", "pad_d", "conv_stride_h",
-            "conv_stride_w", "conv_stride_d", "dilation_h", "dilation_w", "dilation_d", "bias",
+            "spatial_dim",
+            "in_channels",
+            "in_h",
+            "in_w",
+            "in_d",
+            "fil_h",
+            "fil_w",
+            "fil_d",
+            "out_channels",
+            "batchsize",
+            "pad_h",
+            "pad_w",
+            "pad_d",
+            "conv_stride_h",
+            "conv_stride_w",
+            "conv_stride_d",
+            "dilation_h",
+            "dilation_w",
+            "dilation_d",
+            "bias",
             "group_count",
         ];
         let mut v = [0u32; 21];
         for (idx, slot) in v.iter_mut().enumerate() {
-            *slot = parse_u32(fields[idx]).ok_or(ProblemError::at(NAMES[idx], "not a decimal number", idx))?;
+            *slot = parse_u32(fields[idx]).ok_or(ProblemError::at(
+                NAMES[idx],
+                "not a decimal number",
+                idx,
+            ))?;
         }
         let dims = v[0];
         if dims != 2 && dims != 3 {
@@ -873,16 +914,32 @@ impl ConvProblem {
             // Depth fields of 2-D rows: in_d = fil_d = 1, pad/stride/dilation_d = 0.
             for (idx, want) in [(4usize, 1u32), (7, 1), (12, 0), (15, 0), (18, 0)] {
                 if v[idx] != want {
-                    return Err(ProblemError::at(NAMES[idx], "unexpected depth value for a 2-D problem", idx));
+                    return Err(ProblemError::at(
+                        NAMES[idx],
+                        "unexpected depth value for a 2-D problem",
+                        idx,
+                    ));
                 }
             }
         }
-        let layout = Layout::from_name(fields[21]).ok_or(ProblemError::at("layout", "unknown layout", 21))?;
+        let layout = Layout::from_name(fields[21]).ok_or(ProblemError::at(
+            "layout",
+            "unknown layout",
+            21,
+        ))?;
         let types = match DataType::from_name(fields[22]) {
             Some(t) => [t; 3],
-            None => DataType::split_concat(fields[22]).ok_or(ProblemError::at("data_type", "unknown data type", 22))?,
+            None => DataType::split_concat(fields[22]).ok_or(ProblemError::at(
+                "data_type",
+                "unknown data type",
+                22,
+            ))?,
         };
-        let direction = Direction::from_key(fields[23]).ok_or(ProblemError::at("direction", "must be F, B or W", 23))?;
+        let direction = Direction::from_key(fields[23]).ok_or(ProblemError::at(
+            "direction",
+            "must be F, B or W",
+            23,
+        ))?;
         let fwd = direction == Direction::Forward;
         let in_sp = [if dims == 3 { v[4] } else { 1 }, v[2], v[3]];
         let (in_c, out_c) = (v[1], v[8]);
@@ -891,7 +948,11 @@ impl ConvProblem {
         let pad = [d3(v[12], 0), v[10], v[11]];
         let stride = [d3(v[15], 1), v[13], v[14]];
         let dilation = [d3(v[18], 1), v[16], v[17]];
-        let types = if fwd { types } else { [types[2], types[1], types[0]] };
+        let types = if fwd {
+            types
+        } else {
+            [types[2], types[1], types[0]]
+        };
         // The "in" side is dy for backward problems: recover x's spatial size from dy's.
         let (c, k) = if fwd { (in_c, out_c) } else { (out_c, in_c) };
         let x_sp = if fwd {
@@ -941,28 +1002,41 @@ struct KeySides {
 }
 
 /// Parses `F`, `F_g32`, `B_g2_ciFP8`, ...
-fn parse_direction_suffix(s: &str) -> Result<(Direction, u32, [Option<DataType>; 3]), ProblemError> {
+fn parse_direction_suffix(
+    s: &str,
+) -> Result<(Direction, u32, [Option<DataType>; 3]), ProblemError> {
     let (dir, mut rest) = s.split_at(s.len().min(1));
-    let direction = Direction::from_key(dir).ok_or(ProblemError::new("direction", "must be F, B or W"))?;
+    let direction =
+        Direction::from_key(dir).ok_or(ProblemError::new("direction", "must be F, B or W"))?;
     let mut groups = 1;
     let mut casts = [None; 3];
     if let Some(r) = rest.strip_prefix("_g") {
         let end = r.find('_').unwrap_or(r.len());
-        groups = parse_u32(&r[..end]).ok_or(ProblemError::new("group count", "not a decimal number"))?;
+        groups =
+            parse_u32(&r[..end]).ok_or(ProblemError::new("group count", "not a decimal number"))?;
         if groups == 1 {
-            return Err(ProblemError::new("group count", "_g1 is never written by MIOpen"));
+            return Err(ProblemError::new(
+                "group count",
+                "_g1 is never written by MIOpen",
+            ));
         }
         rest = &r[end..];
     }
     for (slot, tag) in casts.iter_mut().zip(["_ci", "_cw", "_co"]) {
         if let Some(r) = rest.strip_prefix(tag) {
             let end = r.find('_').unwrap_or(r.len());
-            *slot = Some(DataType::from_name(&r[..end]).ok_or(ProblemError::new("cast type", "unknown data type"))?);
+            *slot = Some(
+                DataType::from_name(&r[..end])
+                    .ok_or(ProblemError::new("cast type", "unknown data type"))?,
+            );
             rest = &r[end..];
         }
     }
     if !rest.is_empty() {
-        return Err(ProblemError::new("direction", "unexpected text after the direction"));
+        return Err(ProblemError::new(
+            "direction",
+            "unexpected text after the direction",
+        ));
     }
     Ok((direction, groups, casts))
 }
@@ -1007,7 +1081,8 @@ mod tests {
     #[test]
     fn backward_swaps_sides() {
         // B key: leading C-H-W belong to dy. dy has 128 channels, dx 32.
-        let p = ConvProblem::from_find_db_key("128-14-14-5x5-32-14-14-1-2x2-1x1-1x1-0-NCHW-FP32-B").unwrap();
+        let p = ConvProblem::from_find_db_key("128-14-14-5x5-32-14-14-1-2x2-1x1-1x1-0-NCHW-FP32-B")
+            .unwrap();
         assert_eq!((p.c(), p.k()), (32, 128));
         assert_eq!(
             p.perf_db_key().as_str(),
@@ -1039,26 +1114,36 @@ mod tests {
             p.network_config().as_str(),
             "64x56x56x3x3x64x56x56x32xNCHWxFP32x1x1x1x1x1x1x1xFxDefault"
         );
-        assert_eq!(p.find_db_key().as_str(), "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F");
+        assert_eq!(
+            p.find_db_key().as_str(),
+            "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
+        );
     }
 
     #[test]
     fn mixed_types_and_casts() {
         let key = "64-8-8-3x3-64-6-6-1-0x0-1x1-1x1-0-NCHW-INT8INT8INT32-F_g2_ciFP8";
         let p = ConvProblem::from_find_db_key(key).unwrap();
-        assert_eq!(p.data_types(), [DataType::Int8, DataType::Int8, DataType::Int32]);
+        assert_eq!(
+            p.data_types(),
+            [DataType::Int8, DataType::Int8, DataType::Int32]
+        );
         assert_eq!(p.find_db_key().as_str(), key);
     }
 
     #[test]
     fn bad_keys_name_the_field() {
-        let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCWH-FP32-F").unwrap_err();
+        let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCWH-FP32-F")
+            .unwrap_err();
         assert_eq!((e.field, e.field_index), ("layout", Some(12)));
-        let e = ConvProblem::from_find_db_key("64-56-5a-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F").unwrap_err();
+        let e = ConvProblem::from_find_db_key("64-56-5a-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F")
+            .unwrap_err();
         assert_eq!((e.field, e.field_index), ("in_w", Some(2)));
-        let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP33-F").unwrap_err();
+        let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP33-F")
+            .unwrap_err();
         assert_eq!(e.field, "data_type");
-        let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-55-56-32-1x1-1x1-1x1-0-NCHW-FP32-F").unwrap_err();
+        let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-55-56-32-1x1-1x1-1x1-0-NCHW-FP32-F")
+            .unwrap_err();
         assert_eq!(e.field, "output size");
         let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56").unwrap_err();
         assert_eq!(e.field, "key");
@@ -1066,11 +1151,24 @@ mod tests {
 
     #[test]
     fn rejects_invalid_specs() {
-        let base = ConvSpec { c: 6, k: 4, groups: 4, input: [1, 8, 8], ..ConvSpec::default() };
+        let base = ConvSpec {
+            c: 6,
+            k: 4,
+            groups: 4,
+            input: [1, 8, 8],
+            ..ConvSpec::default()
+        };
         assert_eq!(ConvProblem::new(base).unwrap_err().field, "groups");
-        let big = ConvSpec { filter: [1, 9, 9], input: [1, 8, 8], ..ConvSpec::default() };
+        let big = ConvSpec {
+            filter: [1, 9, 9],
+            input: [1, 8, 8],
+            ..ConvSpec::default()
+        };
         assert_eq!(ConvProblem::new(big).unwrap_err().field, "fil_h");
-        let bad = ConvSpec { layouts: [Layout::Ncdhw; 3], ..ConvSpec::default() };
+        let bad = ConvSpec {
+            layouts: [Layout::Ncdhw; 3],
+            ..ConvSpec::default()
+        };
         assert_eq!(ConvProblem::new(bad).unwrap_err().field, "x layout");
     }
 }

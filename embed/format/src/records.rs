@@ -31,7 +31,10 @@ pub const ALGORITHM_NAMES: [&str; 16] = [
 
 /// Index of an algorithm name in [`ALGORITHM_NAMES`].
 pub fn algorithm_index(name: &str) -> Option<u8> {
-    ALGORITHM_NAMES.iter().position(|n| *n == name).map(|i| i as u8)
+    ALGORITHM_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .map(|i| i as u8)
 }
 
 /// A malformed payload (only possible if the binary's data is damaged).
@@ -76,10 +79,16 @@ pub fn encode_find_payload(items: &[RawFindItem]) -> Vec<u8> {
 }
 
 /// Iterates a find-db payload without allocating.
-pub fn find_items(payload: &[u8]) -> Result<impl ExactSizeIterator<Item = RawFindItem> + '_, PayloadError> {
-    let (&n, rest) = payload.split_first().ok_or(PayloadError("empty find-db payload"))?;
+pub fn find_items(
+    payload: &[u8],
+) -> Result<impl ExactSizeIterator<Item = RawFindItem> + '_, PayloadError> {
+    let (&n, rest) = payload
+        .split_first()
+        .ok_or(PayloadError("empty find-db payload"))?;
     if rest.len() != n as usize * FIND_ITEM_LEN {
-        return Err(PayloadError("find-db payload length does not match its item count"));
+        return Err(PayloadError(
+            "find-db payload length does not match its item count",
+        ));
     }
     Ok(rest.chunks_exact(FIND_ITEM_LEN).map(|c| RawFindItem {
         solver: u16::from_le_bytes([c[0], c[1]]),
@@ -121,8 +130,11 @@ impl<'a> Iterator for PerfItems<'a> {
             let head = r.get(..6).ok_or(PayloadError("truncated perf-db item"))?;
             let solver = u16::from_le_bytes([head[0], head[1]]);
             let len = u32::from_le_bytes([head[2], head[3], head[4], head[5]]) as usize;
-            let params = r.get(6..6 + len).ok_or(PayloadError("truncated perf-db params"))?;
-            let params = core::str::from_utf8(params).map_err(|_| PayloadError("perf-db params are not UTF-8"))?;
+            let params = r
+                .get(6..6 + len)
+                .ok_or(PayloadError("truncated perf-db params"))?;
+            let params = core::str::from_utf8(params)
+                .map_err(|_| PayloadError("perf-db params are not UTF-8"))?;
             Ok((solver, params, 6 + len))
         })();
         match parsed {
@@ -140,7 +152,9 @@ impl<'a> Iterator for PerfItems<'a> {
 
 /// Iterates a perf-db payload without allocating.
 pub fn perf_items(payload: &[u8]) -> Result<PerfItems<'_>, PayloadError> {
-    let (&n, rest) = payload.split_first().ok_or(PayloadError("empty perf-db payload"))?;
+    let (&n, rest) = payload
+        .split_first()
+        .ok_or(PayloadError("empty perf-db payload"))?;
     Ok(PerfItems { rest, left: n })
 }
 
@@ -193,7 +207,11 @@ pub fn kdb_key(kernel_name: &str, kernel_args: &str) -> Vec<u8> {
 /// which is how MIOpen writes find-db times: `0.0863205`, `1566.28`, `1e-05`, `2.5e+06`.
 pub fn format_g6(v: f64) -> String {
     if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     if !v.is_finite() {
         return if v.is_nan() {
@@ -252,8 +270,18 @@ mod tests {
     #[test]
     fn find_payload_round_trip() {
         let items = [
-            RawFindItem { solver: 3, algorithm: 4, time_ms: 0.052681, workspace: 0 },
-            RawFindItem { solver: 0, algorithm: 0, time_ms: 6.73167, workspace: 15052800 },
+            RawFindItem {
+                solver: 3,
+                algorithm: 4,
+                time_ms: 0.052681,
+                workspace: 0,
+            },
+            RawFindItem {
+                solver: 0,
+                algorithm: 0,
+                time_ms: 6.73167,
+                workspace: 15052800,
+            },
         ];
         let p = encode_find_payload(&items);
         let back: Vec<_> = find_items(&p).unwrap().collect();

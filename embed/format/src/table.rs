@@ -97,11 +97,18 @@ impl fmt::Display for TableError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TableError::Malformed(what) => write!(f, "embedded table is malformed: {what}"),
-            TableError::Decompress { block } => write!(f, "embedded table block {block} does not decompress"),
-            TableError::DigestMismatch { block } => {
-                write!(f, "embedded table block {block} failed its sha256 check (corrupted binary?)")
+            TableError::Decompress { block } => {
+                write!(f, "embedded table block {block} does not decompress")
             }
-            TableError::BadRecord { slot } => write!(f, "embedded table record {slot} is out of bounds"),
+            TableError::DigestMismatch { block } => {
+                write!(
+                    f,
+                    "embedded table block {block} failed its sha256 check (corrupted binary?)"
+                )
+            }
+            TableError::BadRecord { slot } => {
+                write!(f, "embedded table record {slot} is out of bounds")
+            }
         }
     }
 }
@@ -199,7 +206,9 @@ impl Header {
     pub fn parse(b: &[u8]) -> Result<Header, TableError> {
         let m = TableError::Malformed;
         if b.len() < HEADER_LEN || &b[..8] != MAGIC {
-            return Err(m("bad magic (not a kiln table, or built by another kiln version)"));
+            return Err(m(
+                "bad magic (not a kiln table, or built by another kiln version)",
+            ));
         }
         let r32 = |at| read_u32(b, at).ok_or(m("truncated header"));
         let r64 = |at| read_u64(b, at).ok_or(m("truncated header"));
@@ -418,8 +427,10 @@ impl EmbeddedTable {
         let hashes = phf_shared::hash(&key, &h.hash_key);
         let disp_index = (hashes.g % h.disp_count) as usize;
         let at = h.disps_at + disp_index * 8;
-        let d1 = read_u32(self.blob, at).ok_or(TableError::Malformed("displacement out of bounds"))?;
-        let d2 = read_u32(self.blob, at + 4).ok_or(TableError::Malformed("displacement out of bounds"))?;
+        let d1 =
+            read_u32(self.blob, at).ok_or(TableError::Malformed("displacement out of bounds"))?;
+        let d2 = read_u32(self.blob, at + 4)
+            .ok_or(TableError::Malformed("displacement out of bounds"))?;
         let slot = phf_shared::displace(hashes.f1, hashes.f2, d1, d2) % h.record_count;
         let record = self.record_in(&h, slot)?;
         Ok(key.eq_bytes(record.key).then_some(record))
@@ -468,7 +479,9 @@ impl EmbeddedTable {
     fn block(&self, h: &Header, index: u32) -> Result<&'static [u8], TableError> {
         let m = TableError::Malformed;
         let states = self.storage.states();
-        let state = states.get(index as usize).ok_or(m("more blocks than decode states"))?;
+        let state = states
+            .get(index as usize)
+            .ok_or(m("more blocks than decode states"))?;
         let at = h.blocks_at + index as usize * BLOCK_DESC_LEN;
         let desc = self
             .blob
@@ -476,7 +489,10 @@ impl EmbeddedTable {
             .and_then(BlockDesc::parse)
             .ok_or(m("block descriptor out of bounds"))?;
         let (base, storage_len) = self.storage.region();
-        let dec_end = desc.dec_offset.checked_add(desc.dec_len as u64).ok_or(m("block range overflows"))?;
+        let dec_end = desc
+            .dec_offset
+            .checked_add(desc.dec_len as u64)
+            .ok_or(m("block range overflows"))?;
         if dec_end > storage_len as u64 || dec_end > h.decoded_len {
             return Err(m("block lies outside the decode storage"));
         }
@@ -486,7 +502,10 @@ impl EmbeddedTable {
                     // SAFETY: READY means the range was fully written and is immutable from now on;
                     // it lies within the storage (checked above).
                     let bytes = unsafe {
-                        core::slice::from_raw_parts(base.add(desc.dec_offset as usize), desc.dec_len as usize)
+                        core::slice::from_raw_parts(
+                            base.add(desc.dec_offset as usize),
+                            desc.dec_len as usize,
+                        )
                     };
                     return Ok(bytes);
                 }
@@ -494,7 +513,12 @@ impl EmbeddedTable {
                 BLOCK_DECODING => std::thread::yield_now(),
                 _ => {
                     if state
-                        .compare_exchange(BLOCK_EMPTY, BLOCK_DECODING, Ordering::Acquire, Ordering::Acquire)
+                        .compare_exchange(
+                            BLOCK_EMPTY,
+                            BLOCK_DECODING,
+                            Ordering::Acquire,
+                            Ordering::Acquire,
+                        )
                         .is_err()
                     {
                         continue;
@@ -503,10 +527,17 @@ impl EmbeddedTable {
                     // reader touches it before then, and blocks do not overlap (checked by the writer
                     // and bounded above).
                     let dst = unsafe {
-                        core::slice::from_raw_parts_mut(base.add(desc.dec_offset as usize), desc.dec_len as usize)
+                        core::slice::from_raw_parts_mut(
+                            base.add(desc.dec_offset as usize),
+                            desc.dec_len as usize,
+                        )
                     };
                     let result = self.decode_into(h, &desc, index, dst);
-                    let next = if result.is_ok() { BLOCK_READY } else { BLOCK_FAILED };
+                    let next = if result.is_ok() {
+                        BLOCK_READY
+                    } else {
+                        BLOCK_FAILED
+                    };
                     state.store(next, Ordering::Release);
                     result?;
                 }
@@ -514,7 +545,13 @@ impl EmbeddedTable {
         }
     }
 
-    fn decode_into(&self, h: &Header, desc: &BlockDesc, index: u32, dst: &mut [u8]) -> Result<(), TableError> {
+    fn decode_into(
+        &self,
+        h: &Header,
+        desc: &BlockDesc,
+        index: u32,
+        dst: &mut [u8],
+    ) -> Result<(), TableError> {
         let m = TableError::Malformed;
         let comp_start = (h.compressed_at as u64)
             .checked_add(desc.comp_offset)
@@ -550,8 +587,10 @@ fn string_at(blob: &'static [u8], h: &Header, index: u32) -> Result<&'static str
         .get(h.strings_at..h.strings_at + h.strings_len as usize)
         .ok_or(m("string section out of bounds"))?;
     let bytes_at = 4 * (h.string_count as usize + 1);
-    let start = read_u32(section, 4 * index as usize).ok_or(m("string offset out of bounds"))? as usize;
-    let end = read_u32(section, 4 * index as usize + 4).ok_or(m("string offset out of bounds"))? as usize;
+    let start =
+        read_u32(section, 4 * index as usize).ok_or(m("string offset out of bounds"))? as usize;
+    let end =
+        read_u32(section, 4 * index as usize + 4).ok_or(m("string offset out of bounds"))? as usize;
     let bytes = section
         .get(bytes_at + start..bytes_at + end)
         .ok_or(m("string out of bounds"))?;
@@ -646,6 +685,9 @@ mod tests {
         let mut h = encode_header(TableKind::FindDb, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0).to_vec();
         assert!(Header::parse(&h).is_ok());
         h[0] = b'X';
-        assert_eq!(Header::parse(&h).unwrap_err(), TableError::Malformed("bad magic (not a kiln table, or built by another kiln version)"));
+        assert_eq!(
+            Header::parse(&h).unwrap_err(),
+            TableError::Malformed("bad magic (not a kiln table, or built by another kiln version)")
+        );
     }
 }

@@ -42,7 +42,11 @@ pub struct BasenameError {
 
 impl fmt::Display for BasenameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "bad target basename '{}': {}", self.basename, self.reason)
+        write!(
+            f,
+            "bad target basename '{}': {}",
+            self.basename, self.reason
+        )
     }
 }
 
@@ -80,7 +84,9 @@ impl TargetId {
     pub fn basename(&self) -> String {
         match self.vendor() {
             Vendor::Nvidia => format!("{}_{}", self.arch, self.compute_units),
-            Vendor::Amd if self.compute_units <= 64 => format!("{}_{}", self.arch, self.compute_units),
+            Vendor::Amd if self.compute_units <= 64 => {
+                format!("{}_{}", self.arch, self.compute_units)
+            }
             Vendor::Amd => format!("{}{:x}", self.arch, self.compute_units),
         }
     }
@@ -93,11 +99,17 @@ impl TargetId {
             reason,
         };
         if let Some(rest) = basename.strip_prefix("sm_") {
-            let (arch_num, cu) = rest.split_once('_').ok_or(err("NVIDIA basenames are sm_<arch>_<SM count>"))?;
+            let (arch_num, cu) = rest
+                .split_once('_')
+                .ok_or(err("NVIDIA basenames are sm_<arch>_<SM count>"))?;
             if arch_num.is_empty() || !arch_num.bytes().all(|b| b.is_ascii_alphanumeric()) {
-                return Err(err("the sm arch must be alphanumeric, e.g. sm_90 or sm_90a"));
+                return Err(err(
+                    "the sm arch must be alphanumeric, e.g. sm_90 or sm_90a",
+                ));
             }
-            let cu = crate::problem::parse_u32(cu).filter(|&c| c > 0).ok_or(err("SM count must be a positive decimal"))?;
+            let cu = crate::problem::parse_u32(cu)
+                .filter(|&c| c > 0)
+                .ok_or(err("SM count must be a positive decimal"))?;
             return Ok(TargetId::new(&basename[..3 + arch_num.len()], cu));
         }
         let arch = KNOWN_AMD_ARCHS
@@ -112,13 +124,18 @@ impl TargetId {
             rest = r;
         }
         let cu = if let Some(dec) = rest.strip_prefix('_') {
-            let cu = crate::problem::parse_u32(dec).ok_or(err("CU count after '_' must be decimal"))?;
+            let cu =
+                crate::problem::parse_u32(dec).ok_or(err("CU count after '_' must be decimal"))?;
             if cu > 64 {
                 return Err(err("CU counts above 64 are written in hex without '_'"));
             }
             cu
         } else {
-            if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            if rest.is_empty()
+                || !rest
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            {
                 return Err(err("CU count missing or not lowercase hex"));
             }
             u32::from_str_radix(rest, 16).map_err(|_| err("CU count out of range"))?
@@ -126,7 +143,10 @@ impl TargetId {
         if cu == 0 {
             return Err(err("CU count must be positive"));
         }
-        Ok(TargetId { arch, compute_units: cu })
+        Ok(TargetId {
+            arch,
+            compute_units: cu,
+        })
     }
 }
 
@@ -163,7 +183,15 @@ mod tests {
 
     #[test]
     fn bad_basenames() {
-        for bad in ["gfx999_4", "gfx906_", "gfx906_100", "gfx942XYZ", "sm_90", "sm_90_0", "gfx942_0"] {
+        for bad in [
+            "gfx999_4",
+            "gfx906_",
+            "gfx906_100",
+            "gfx942XYZ",
+            "sm_90",
+            "sm_90_0",
+            "gfx942_0",
+        ] {
             assert!(TargetId::parse_basename(bad).is_err(), "{bad}");
         }
     }

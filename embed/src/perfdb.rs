@@ -1,0 +1,446 @@
+//! MIOpen perf-db in both forms: SQLite (`config` + `perf_db` tables) and text (`.db.txt`,
+//! `KEY=Solver:params;...` with the `x`-joined key `sqlite2txt` writes).
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use kiln_format::ConvProblem;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{Error, Result};
+
+/// One (solver, params) entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PerfItem {
+    /// Solver DB name.
+    pub solver: String,
+    /// Serialized PerformanceConfig (opaque to kiln's readers).
+    pub params: String,
+}
+
+/// One perf-db record: a problem key and the tuned params of each solver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PerfRecord {
+    /// `2x...xNCHWxFP32xF`.
+    pub key: String,
+    /// Entries in file (or SQLite row) order.
+    pub items: Vec<PerfItem>,
+}
+
+/// A whole perf-db.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PerfDb {
+    /// Records.
+    pub records: Vec<PerfRecord>,
+}
+
+/// Integer columns of `config`, in `sqlite2txt`'s key order.
+pub const CONFIG_INT_COLUMNS: [&str; 21] = [
+    "spatial_dim",
+    "in_channels",
+    "in_h",
+    "in_w",
+    "in_d",
+    "fil_h",
+    "fil_w",
+    "fil_d",
+    "out_channels",
+    "batchsize",
+    "pad_h",
+    "pad_w",
+    "pad_d",
+    "conv_stride_h",
+    "conv_stride_w",
+    "conv_stride_d",
+    "dilation_h",
+    "dilation_w",
+    "dilation_d",
+    "bias",
+    "group_count",
+];
+/// Text columns of `config`, after the integers in the key.
+pub const CONFIG_TEXT_COLUMNS: [&str; 3] = ["layout", "data_type", "direction"];
+
+/// MIOpen's perf-db schema (as in the shipped `gfx942130.db`).
+pub const SCHEMA: &str = "CREATE TABLE `config` (`id` INTEGER PRIMARY KEY ASC,`layout` TEXT NOT NULL,`data_type` TEXT NOT NULL,`direction` TEXT NOT NULL,`spatial_dim` INT NOT NULL,`in_channels` INT NOT NULL,`in_h` INT NOT NULL,`in_w` INT NOT NULL,`in_d` INT NOT NULL,`fil_h` INT NOT NULL,`fil_w` INT NOT NULL,`fil_d` INT NOT NULL,`out_channels` INT NOT NULL, `batchsize` INT NOT NULL,`pad_h` INT NOT NULL,`pad_w` INT NOT NULL,`pad_d` INT NOT NULL,`conv_stride_h` INT NOT NULL,`conv_stride_w` INT NOT NULL,`conv_stride_d` INT NOT NULL,`dilation_h` INT NOT NULL,`dilation_w` INT NOT NULL,`dilation_d` INT NOT NULL,`bias` INT NOT NULL,`group_count` INT NOT NULL);
+CREATE TABLE `perf_db` (`id` INTEGER PRIMARY KEY ASC,`solver` TEXT NOT NULL,`config` INTEGER NOT NULL, `params` TEXT NOT NULL);
+CREATE UNIQUE INDEX `idx_config` ON config( layout,data_type,direction,spatial_dim,in_channels,in_h,in_w,in_d,fil_h,fil_w,fil_d,out_channels,batchsize,pad_h,pad_w,pad_d,conv_stride_h,conv_stride_w,conv_stride_d,dilation_h,dilation_w,dilation_d,bias,group_count );
+CREATE UNIQUE INDEX `idx_perf_db` ON perf_db(solver, config);";
+
+fn valid_solver(s: &str) -> bool {
+    !s.is_empty() && !s.contains([';', ':', '=']) && !s.contains(char::is_whitespace)
+}
+
+/// Checks one record's key and items; returns a reason on failure.
+fn check_record(key: &str, items: &[PerfItem]) -> std::result::Result<(), String> {
+    ConvProblem::from_perf_db_key(key).map_err(|e| format!("bad perf-db key: {e}"))?;
+    let mut seen = HashSet::new();
+    for it in items {
+        if !valid_solver(&it.solver) {
+            return Err(format!("bad solver name '{}'", it.solver));
+        }
+        if it.params.contains([';', '\n', '\r']) {
+            return Err(format!(
+                "params of {} contain ';' or a line break",
+                it.solver
+            ));
+        }
+        if !seen.insert(it.solver.as_str()) {
+            return Err(format!("solver {} appears twice", it.solver));
+        }
+    }
+    if items.len() > u8::MAX as usize {
+        return Err("more than 255 solvers in one record".into());
+    }
+    Ok(())
+}
+
+impl PerfDb {
+    /// Reads either form, chosen by content: SQLite files start with `SQLite format 3\0`.
+    pub fn read(path: &Path) -> Result<PerfDb> {
+        let mut head = [0u8; 16];
+        let n = {
+            use std::io::Read;
+            let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+            f.read(&mut head).map_err(|e| Error::io(path, e))?
+        };
+        if n == 16 && &head == b"SQLite format 3\0" {
+            PerfDb::read_sqlite(path)
+        } else {
+            PerfDb::read_text(path)
+        }
+    }
+
+    /// Reads the text form.
+    pub fn read_text(path: &Path) -> Result<PerfDb> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| Error::parse(path, 0, "", "not UTF-8 text"))?;
+        PerfDb::parse_text(&text, path)
+    }
+
+    /// Parses the text form; `file` names the source in errors.
+    pub fn parse_text(text: &str, file: &Path) -> Result<PerfDb> {
+        let mut records = Vec::new();
+        let mut seen = HashSet::new();
+        for (idx, raw) in text.split('\n').enumerate() {
+            let line_no = idx + 1;
+            let line = raw.strip_suffix('\r').unwrap_or(raw);
+            if line.is_empty() {
+                continue;
+            }
+            let err = |reason: String| Error::parse(file, line_no, line, reason);
+            let (key, content) = line
+                .split_once('=')
+                .ok_or_else(|| err("missing '=' between key and solvers".into()))?;
+            if content.is_empty() {
+                return Err(err("no solvers after '='".into()));
+            }
+            let mut items = Vec::new();
+            for item in content.split(';') {
+                let (solver, params) = item.split_once(':').ok_or_else(|| {
+                    err(format!(
+                        "item '{item}' has no ':' between solver and params"
+                    ))
+                })?;
+                items.push(PerfItem {
+                    solver: solver.to_string(),
+                    params: params.to_string(),
+                });
+            }
+            check_record(key, &items).map_err(err)?;
+            if !seen.insert(key.to_string()) {
+                return Err(err("duplicate key (each key has one line)".into()));
+            }
+            records.push(PerfRecord {
+                key: key.to_string(),
+                items,
+            });
+        }
+        Ok(PerfDb { records })
+    }
+
+    /// Reads the SQLite form exactly as MIOpen's `sqlite2txt` does: the same join, rows of
+    /// one config joined in row order.
+    pub fn read_sqlite(path: &Path) -> Result<PerfDb> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| Error::sqlite(path, format!("cannot open as SQLite: {e}")))?;
+        check_columns(
+            &conn,
+            path,
+            "config",
+            &[&CONFIG_INT_COLUMNS[..], &CONFIG_TEXT_COLUMNS[..], &["id"]].concat(),
+        )?;
+        check_columns(
+            &conn,
+            path,
+            "perf_db",
+            &["id", "solver", "config", "params"],
+        )?;
+        let fields: Vec<&str> = CONFIG_INT_COLUMNS
+            .iter()
+            .chain(CONFIG_TEXT_COLUMNS.iter())
+            .copied()
+            .collect();
+        let sql = format!(
+            "SELECT solver, params, {} FROM perf_db INNER JOIN config ON perf_db.config = config.id",
+            fields.join(", ")
+        );
+        let mut stmt = conn.prepare(&sql).map_err(|e| Error::sqlite(path, e))?;
+        let mut rows = stmt.query([]).map_err(|e| Error::sqlite(path, e))?;
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut records: Vec<PerfRecord> = Vec::new();
+        let mut row_no = 0usize;
+        while let Some(row) = rows.next().map_err(|e| Error::sqlite(path, e))? {
+            row_no += 1;
+            let bad = |col: &str, e: rusqlite::Error| {
+                Error::sqlite(
+                    path,
+                    format!("perf_db join row {row_no}: column {col}: {e}"),
+                )
+            };
+            let solver: String = row.get(0).map_err(|e| bad("solver", e))?;
+            let params: String = row.get(1).map_err(|e| bad("params", e))?;
+            let mut key = String::new();
+            for (i, name) in CONFIG_INT_COLUMNS.iter().enumerate() {
+                let v: i64 = row.get(2 + i).map_err(|e| bad(name, e))?;
+                if !key.is_empty() {
+                    key.push('x');
+                }
+                key.push_str(&v.to_string());
+            }
+            for (i, name) in CONFIG_TEXT_COLUMNS.iter().enumerate() {
+                let v: String = row
+                    .get(2 + CONFIG_INT_COLUMNS.len() + i)
+                    .map_err(|e| bad(name, e))?;
+                key.push('x');
+                key.push_str(&v);
+            }
+            let slot = *index.entry(key.clone()).or_insert_with(|| {
+                records.push(PerfRecord {
+                    key,
+                    items: Vec::new(),
+                });
+                records.len() - 1
+            });
+            records[slot].items.push(PerfItem { solver, params });
+        }
+        for r in &records {
+            check_record(&r.key, &r.items)
+                .map_err(|reason| Error::sqlite(path, format!("config {}: {reason}", r.key)))?;
+        }
+        Ok(PerfDb { records })
+    }
+
+    /// The text form (`sqlite2txt` output), one line per record in record order.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for r in &self.records {
+            out.push_str(&r.key);
+            out.push('=');
+            for (i, it) in r.items.iter().enumerate() {
+                if i > 0 {
+                    out.push(';');
+                }
+                out.push_str(&it.solver);
+                out.push(':');
+                out.push_str(&it.params);
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Writes the SQLite form with MIOpen's schema (replacing `path`).
+    pub fn write_sqlite(&self, path: &Path) -> Result<()> {
+        if path.exists() {
+            std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
+        }
+        let mut conn = Connection::open(path).map_err(|e| Error::sqlite(path, e))?;
+        conn.execute_batch(SCHEMA)
+            .map_err(|e| Error::sqlite(path, e))?;
+        let tx = conn.transaction().map_err(|e| Error::sqlite(path, e))?;
+        {
+            let cols: Vec<&str> = CONFIG_TEXT_COLUMNS
+                .iter()
+                .chain(CONFIG_INT_COLUMNS.iter())
+                .copied()
+                .collect();
+            let marks = vec!["?"; cols.len()].join(",");
+            let mut cfg = tx
+                .prepare(&format!(
+                    "INSERT INTO config({}) VALUES({marks})",
+                    cols.join(",")
+                ))
+                .map_err(|e| Error::sqlite(path, e))?;
+            let mut perf = tx
+                .prepare("INSERT INTO perf_db(solver, config, params) VALUES(?, ?, ?)")
+                .map_err(|e| Error::sqlite(path, e))?;
+            for r in &self.records {
+                let fields: Vec<&str> = r.key.split('x').collect();
+                if fields.len() != 24 {
+                    return Err(Error::sqlite(
+                        path,
+                        format!("key {} does not have 24 fields", r.key),
+                    ));
+                }
+                let mut values: Vec<rusqlite::types::Value> = Vec::new();
+                for t in &fields[21..24] {
+                    values.push(rusqlite::types::Value::Text(t.to_string()));
+                }
+                for v in &fields[..21] {
+                    let n: i64 = v.parse().map_err(|_| {
+                        Error::sqlite(path, format!("key {}: '{v}' is not a number", r.key))
+                    })?;
+                    values.push(rusqlite::types::Value::Integer(n));
+                }
+                cfg.execute(rusqlite::params_from_iter(values.iter()))
+                    .map_err(|e| Error::sqlite(path, e))?;
+                let id = tx.last_insert_rowid();
+                for it in &r.items {
+                    perf.execute(rusqlite::params![it.solver, id, it.params])
+                        .map_err(|e| Error::sqlite(path, e))?;
+                }
+            }
+        }
+        tx.commit().map_err(|e| Error::sqlite(path, e))
+    }
+
+    /// Merges `other` into `self`: new keys are appended, and for existing keys the items of
+    /// `other` replace same-solver items (MIOpen's perf-db merge policy: the newer record wins
+    /// per solver).
+    pub fn merge(&mut self, other: PerfDb) {
+        let mut index: HashMap<String, usize> = self
+            .records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.key.clone(), i))
+            .collect();
+        for rec in other.records {
+            match index.get(&rec.key) {
+                Some(&i) => {
+                    for it in rec.items {
+                        let items = &mut self.records[i].items;
+                        match items.iter_mut().find(|x| x.solver == it.solver) {
+                            Some(x) => *x = it,
+                            None => items.push(it),
+                        }
+                    }
+                }
+                None => {
+                    index.insert(rec.key.clone(), self.records.len());
+                    self.records.push(rec);
+                }
+            }
+        }
+    }
+}
+
+/// Checks that `table` exists and has `columns` (MIOpen checks names only, not schema text).
+pub(crate) fn check_columns(
+    conn: &Connection,
+    path: &Path,
+    table: &str,
+    columns: &[&str],
+) -> Result<()> {
+    let mut stmt = conn
+        .prepare(&format!("PRAGMA table_info({table})"))
+        .map_err(|e| Error::sqlite(path, format!("not a readable SQLite database: {e}")))?;
+    let names: Vec<String> = stmt
+        .query_map([], |r| r.get::<_, String>(1))
+        .and_then(|rows| rows.collect())
+        .map_err(|e| Error::sqlite(path, format!("not a readable SQLite database: {e}")))?;
+    if names.is_empty() {
+        return Err(Error::sqlite(
+            path,
+            format!("wrong schema: no table '{table}'"),
+        ));
+    }
+    let missing: Vec<&str> = columns
+        .iter()
+        .copied()
+        .filter(|c| !names.iter().any(|n| n == c))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::sqlite(
+            path,
+            format!(
+                "wrong schema: table '{table}' lacks column(s) {}",
+                missing.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "2x960x8x8x1x1x1x1x960x8x0x0x0x1x1x0x1x1x0x0x1xNHWCxFP32xF=ConvAsmImplicitGemmGTCDynamicFwdXdlopsNHWC:fwd,nhwc,fp32,0,0,32,64,32,16,16,4,1,1,1,2,0,0,0,0,0,1,4,1,1,1,8,1,32,1,4,2,1,1,8,1,32,66;ConvHipImplicitGemmFwdXdlops:DeviceConv2dFwdXdl_Input_N_Hi_Wi_C_Weight_K_Y_X_C_Output_N_Ho_Wo_K<256, 128, 64, 4, Filter1x1Stride1Pad0, 4, 32, 32, 2, 1, 4, 4, 4, 4>\n";
+
+    #[test]
+    fn text_round_trip() {
+        let db = PerfDb::parse_text(TEXT, Path::new("t.db.txt")).unwrap();
+        assert_eq!(db.records[0].items.len(), 2);
+        assert_eq!(db.to_text(), TEXT);
+    }
+
+    #[test]
+    fn sqlite_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = PerfDb::parse_text(TEXT, Path::new("t.db.txt")).unwrap();
+        let p = dir.path().join("t.db");
+        db.write_sqlite(&p).unwrap();
+        assert_eq!(PerfDb::read(&p).unwrap(), db);
+    }
+
+    #[test]
+    fn wrong_schema_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.db");
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch("CREATE TABLE config(id INTEGER PRIMARY KEY, layout TEXT); CREATE TABLE perf_db(id INTEGER, solver TEXT, config INTEGER, params TEXT);").unwrap();
+        drop(c);
+        let e = PerfDb::read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("wrong schema: table 'config' lacks column(s) spatial_dim"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_text_names_line() {
+        let e = PerfDb::parse_text("2x1x1=Foo:1", Path::new("p.txt"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("p.txt:1: bad perf-db key"), "{e}");
+        let e = PerfDb::parse_text(
+            &format!("{TEXT}{}", TEXT.replace('=', "")),
+            Path::new("p.txt"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("p.txt:2: missing '='"), "{e}");
+    }
+
+    #[test]
+    fn merge_replaces_per_solver() {
+        let mut a = PerfDb::parse_text(TEXT, Path::new("a")).unwrap();
+        let b = PerfDb {
+            records: vec![PerfRecord {
+                key: a.records[0].key.clone(),
+                items: vec![PerfItem {
+                    solver: "ConvHipImplicitGemmFwdXdlops".into(),
+                    params: "X".into(),
+                }],
+            }],
+        };
+        a.merge(b);
+        assert_eq!(a.records[0].items.len(), 2);
+        assert_eq!(a.records[0].items[1].params, "X");
+    }
+}
