@@ -1,5 +1,11 @@
 //! The `kiln` command line: inspect the embedded targets, resolve problems against them, and
 //! work with MIOpen database files.
+//!
+//! `no_main`: std's start-up reads `/proc/self/maps` (glibc's `pthread_getattr_np`, to place the
+//! main thread's stack guard). An appliance binary should open nothing but its libraries, so
+//! kiln enters through C's `main` and skips that step; argv still reaches `std::env::args`
+//! (glibc hands it to std at load time).
+#![no_main]
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -160,7 +166,19 @@ struct ImportArgs {
 
 type CliResult = Result<(), Box<dyn std::error::Error>>;
 
-fn main() -> ExitCode {
+/// C entry point (see the module docs for why not `fn main`).
+#[unsafe(no_mangle)]
+pub extern "C" fn main(
+    _argc: std::ffi::c_int,
+    _argv: *const *const std::ffi::c_char,
+) -> std::ffi::c_int {
+    match run() {
+        ExitCode::SUCCESS => 0,
+        _ => 1,
+    }
+}
+
+fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info => info(),
