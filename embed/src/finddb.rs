@@ -229,9 +229,6 @@ mod tests {
         assert!(e.contains("t:2: duplicate key"), "{e}");
         let cut = &LINE[..LINE.len() - 20];
         let e = FindDb::parse(cut, Path::new("t")).unwrap_err().to_string();
-        assert!(
-            e.contains("t:1: unknown algorithm 'miopenConvolutionFwdAl'"),
-            "{e}"
-        );
+        assert!(e.contains("t:1: unknown algorithm 'miopenConvol'"), "{e}");
     }
 }

@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod codegen;
+pub mod compile;
 pub mod error;
 pub mod fetch;
 pub mod finddb;

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what kiln's builds and tests need on a fresh Debian 12 machine (idempotent).
+#   apt:  clang-19 lld-19 clang-tools-19 (AMD code objects), strace (no-file-access test),
+#         python3 (plain SQLite client in tests; already on the image)
+#   pip:  nvidia-cuda-nvrtc-cu12 / nvidia-cuda-nvcc-cu12 12.9.86 (NVIDIA cubins), into
+#         $KILN_TOOLS/cuda-wheels
+# Set KILN_SETUP_SKIP_APT=1 to skip apt (e.g. without root).
+set -euo pipefail
+KILN_TOOLS=${KILN_TOOLS:-$HOME/.cache/kiln-tools}
+export DEBIAN_FRONTEND=noninteractive
+
+need_apt=()
+command -v clang++-19 >/dev/null || need_apt+=(clang-19 lld-19)
+command -v clang-offload-bundler-19 >/dev/null || [ -x /usr/lib/llvm-19/bin/clang-offload-bundler ] || need_apt+=(clang-tools-19)
+command -v strace >/dev/null || need_apt+=(strace)
+command -v python3 >/dev/null || need_apt+=(python3)
+if [ ${#need_apt[@]} -gt 0 ] && [ "${KILN_SETUP_SKIP_APT:-0}" != 1 ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+WHEELS="$KILN_TOOLS/cuda-wheels"
+if [ ! -f "$WHEELS/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" ]; then
+  mkdir -p "$WHEELS"
+  python3 -m pip install -q --disable-pip-version-check --target "$WHEELS" \
+    nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-cuda-nvcc-cu12==12.9.86
+fi
+echo "kiln tools ready: clang++-19 $(clang++-19 --version | head -1 | sed 's/.*version //'), NVRTC wheel in $WHEELS"
