@@ -95,12 +95,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         fetch: FetchOptions { cache_dir, offline },
         provenance,
     };
-    let started = std::time::Instant::now();
     let report = embed(&req)?;
     for input in &report.inputs {
         println!("cargo:rerun-if-changed={}", input.display());
     }
-    for t in &report.tables {
+    // KILN_EMBED_VERBOSE=1 shows what was packed (kiln info shows it too, from the binary).
+    let verbose = env("KILN_EMBED_VERBOSE").is_some_and(|v| v != "0");
+    for t in report.tables.iter().filter(|_| verbose) {
         println!(
             "cargo:warning=kiln: {} {}: {} records, {} B in -> {} B embedded (dict {} B, zstd -{})",
             t.target,
@@ -112,6 +113,5 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             t.packed.level
         );
     }
-    let _ = started;
     Ok(())
 }

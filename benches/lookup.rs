@@ -1,1 +1,97 @@
-fn main() {}
+//! Lookup cost on the embedded gfx942130 tables (MIOpen's real find-db and perf-db): one
+//! lookup per iteration, cycling through every key, blocks already decoded (the steady state
+//! of a running appliance). Results: benches/RESULTS.md.
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use kiln::ConvProblem;
+
+fn load() -> (Vec<String>, Vec<ConvProblem>, Vec<(ConvProblem, String)>) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("targets/gfx942130");
+    let fdb = kiln_embed::finddb::FindDb::read(&dir.join("gfx942130.HIP.fdb.txt")).unwrap();
+    let pdb = kiln_embed::perfdb::PerfDb::read(&dir.join("gfx942130.db.txt")).unwrap();
+    let keys: Vec<String> = fdb.records.iter().map(|r| r.key.clone()).collect();
+    let problems = keys
+        .iter()
+        .map(|k| ConvProblem::from_find_db_key(k).unwrap())
+        .collect();
+    let perf = pdb
+        .records
+        .iter()
+        .map(|r| {
+            (
+                ConvProblem::from_perf_db_key(&r.key).unwrap(),
+                r.items.last().unwrap().solver.clone(),
+            )
+        })
+        .collect();
+    (keys, problems, perf)
+}
+
+fn lookups(c: &mut Criterion) {
+    let target = kiln::named_target("gfx942130").unwrap();
+    let (keys, problems, perf) = load();
+    for k in &keys {
+        target.find_solutions_by_key(k).unwrap().unwrap();
+    }
+    for (p, s) in &perf {
+        target.perf_params(p, s).unwrap().unwrap();
+    }
+    let mut i = 0usize;
+    c.bench_function("find-db lookup by key (9,600 keys, cycling)", |b| {
+        b.iter(|| {
+            i = (i + 1) % keys.len();
+            black_box(target.find_solutions_by_key(black_box(&keys[i])).unwrap())
+        })
+    });
+    let mut i = 0usize;
+    c.bench_function("find-db lookup by problem (key built on the stack)", |b| {
+        b.iter(|| {
+            i = (i + 1) % problems.len();
+            black_box(target.find_solutions(black_box(&problems[i])).unwrap())
+        })
+    });
+    let mut i = 0usize;
+    c.bench_function("find-db lookup by problem + ranked solutions", |b| {
+        b.iter(|| {
+            i = (i + 1) % problems.len();
+            let s = target
+                .find_solutions(black_box(&problems[i]))
+                .unwrap()
+                .unwrap();
+            black_box(s.ranked().unwrap().first().map(|s| s.time_ms))
+        })
+    });
+    let mut i = 0usize;
+    c.bench_function(
+        "perf-db lookup by problem + solver (9,393 configs, cycling)",
+        |b| {
+            b.iter(|| {
+                i = (i + 1) % perf.len();
+                let (p, s) = &perf[i];
+                black_box(target.perf_params(black_box(p), black_box(s)).unwrap())
+            })
+        },
+    );
+    let miss =
+        ConvProblem::from_find_db_key("3-3-3-1x1-3-3-3-3-0x0-1x1-1x1-0-NCHW-FP32-F").unwrap();
+    c.bench_function("find-db miss by problem", |b| {
+        b.iter(|| black_box(target.find_solutions(black_box(&miss)).unwrap()))
+    });
+}
+
+criterion_group!(benches, lookups);
+
+fn keys_only(c: &mut Criterion) {
+    let p = ConvProblem::from_find_db_key("1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-FP32-F")
+        .unwrap();
+    c.bench_function("find-db key of a problem", |b| {
+        b.iter(|| black_box(black_box(&p).find_db_key()))
+    });
+    c.bench_function("perf-db key of a problem", |b| {
+        b.iter(|| black_box(black_box(&p).perf_db_key()))
+    });
+}
+criterion_group!(keys, keys_only);
+criterion_main!(benches, keys);

@@ -107,13 +107,6 @@ pub struct CodeObject {
 }
 
 impl EmbeddedTarget {
-    fn table(
-        &'static self,
-        table: Option<&'static EmbeddedTable>,
-    ) -> Option<&'static EmbeddedTable> {
-        table
-    }
-
     fn table_err(
         &self,
         table: &'static str,
@@ -131,17 +124,19 @@ impl EmbeddedTarget {
         if key.is_truncated() {
             return Ok(None);
         }
-        self.find_solutions_by_key(key.as_str())
+        self.find_solutions_by_key_bytes(key.as_bytes())
     }
 
     /// Find-db lookup by key text (`64-56-56-3x3-...-F`).
     pub fn find_solutions_by_key(&'static self, key: &str) -> Result<Option<Solutions>> {
-        let Some(table) = self.table(self.find_db) else {
+        self.find_solutions_by_key_bytes(key.as_bytes())
+    }
+
+    fn find_solutions_by_key_bytes(&'static self, key: &[u8]) -> Result<Option<Solutions>> {
+        let Some(table) = self.find_db else {
             return Ok(None);
         };
-        let rec = table
-            .get(key.as_bytes())
-            .map_err(self.table_err("find-db"))?;
+        let rec = table.get(key).map_err(self.table_err("find-db"))?;
         Ok(rec.map(|r| Solutions {
             target: self.basename,
             table,
@@ -159,7 +154,7 @@ impl EmbeddedTarget {
         if key.is_truncated() {
             return Ok(None);
         }
-        self.perf_params_by_key(key.as_str(), solver)
+        self.perf_params_by_key_bytes(key.as_bytes(), solver)
     }
 
     /// Perf-db lookup by key text (`2x...xF`).
@@ -168,13 +163,18 @@ impl EmbeddedTarget {
         key: &str,
         solver: &str,
     ) -> Result<Option<&'static str>> {
+        self.perf_params_by_key_bytes(key.as_bytes(), solver)
+    }
+
+    fn perf_params_by_key_bytes(
+        &'static self,
+        key: &[u8],
+        solver: &str,
+    ) -> Result<Option<&'static str>> {
         let Some(table) = self.perf_db else {
             return Ok(None);
         };
-        let Some(rec) = table
-            .get(key.as_bytes())
-            .map_err(self.table_err("perf-db"))?
-        else {
+        let Some(rec) = table.get(key).map_err(self.table_err("perf-db"))? else {
             return Ok(None);
         };
         let payload_err = |source| Error::Payload {
@@ -185,9 +185,9 @@ impl EmbeddedTarget {
         for item in perf_items(rec.payload).map_err(payload_err)? {
             let (idx, params) = item.map_err(payload_err)?;
             if table
-                .string(idx as u32)
+                .string_bytes(idx as u32)
                 .map_err(self.table_err("perf-db"))?
-                == solver
+                == solver.as_bytes()
             {
                 return Ok(Some(params));
             }

@@ -369,8 +369,8 @@ fn resolve(a: &ResolveArgs) -> CliResult {
     let ranked = solutions.ranked()?;
     println!("{} solution(s), fastest first:", ranked.len());
     println!(
-        "  {:<4} {:<46} {:>10} {:>12}  {}",
-        "rank", "solver", "time ms", "workspace", "algorithm"
+        "  {:<4} {:<46} {:>10} {:>12}  algorithm",
+        "rank", "solver", "time ms", "workspace"
     );
     for (i, s) in ranked.iter().enumerate() {
         println!(

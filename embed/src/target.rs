@@ -53,16 +53,17 @@ impl TargetConfig {
     pub fn load(dir: &Path) -> Result<TargetConfig> {
         let path = dir.join("target.toml");
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-        let folder = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_string();
+        let folder = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        TargetConfig::parse(&text, folder, &path)
+    }
+
+    /// Parses and validates `target.toml` text found in folder `folder` (at `path`, for errors).
+    pub fn parse(text: &str, folder: &str, path: &Path) -> Result<TargetConfig> {
         let bad = |reason: String| Error::Target {
-            target: folder.clone(),
+            target: folder.to_string(),
             reason: format!("{}: {reason}", path.display()),
         };
-        let cfg: TargetConfig = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let cfg: TargetConfig = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
         let id = TargetId::parse_basename(&cfg.basename).map_err(|e| bad(e.to_string()))?;
         if cfg.basename != folder {
             return Err(bad(format!(

@@ -170,6 +170,15 @@ impl DataType {
         }
     }
 
+    /// Parses a key's type field: one name, or three concatenated names that are not all the
+    /// same (MIOpen writes a single name then, so that form would not round-trip).
+    fn parse_key_field(s: &str) -> Option<[DataType; 3]> {
+        match DataType::from_name(s) {
+            Some(t) => Some([t; 3]),
+            None => DataType::split_concat(s).filter(|t| !(t[0] == t[1] && t[1] == t[2])),
+        }
+    }
+
     /// Splits a concatenation such as `INT8INT8INT32` into its names.
     fn split_concat(s: &str) -> Option<[DataType; 3]> {
         let mut out = [DataType::Fp32; 3];
@@ -374,13 +383,13 @@ impl ConvProblem {
                     "dilated filter is larger than the padded input",
                 ))?;
         }
-        if spec.c % spec.groups != 0 {
+        if !spec.c.is_multiple_of(spec.groups) {
             return Err(ProblemError::new(
                 "groups",
                 "must divide the input channels c",
             ));
         }
-        if spec.k % spec.groups != 0 {
+        if !spec.k.is_multiple_of(spec.groups) {
             return Err(ProblemError::new(
                 "groups",
                 "must divide the output channels k",
@@ -795,6 +804,13 @@ impl ConvProblem {
         };
         let layouts = if three_layouts {
             let l = [layout(i)?, layout(i + 1)?, layout(i + 2)?];
+            if l.iter().all(|&x| x == Layout::Nchw) || l.iter().all(|&x| x == Layout::Ncdhw) {
+                return Err(ProblemError::at(
+                    "layout",
+                    "three NCHW/NCDHW tokens: MIOpen writes a single one",
+                    i,
+                ));
+            }
             i += 3;
             l
         } else {
@@ -809,14 +825,11 @@ impl ConvProblem {
             i += 1;
             [l; 3]
         };
-        let types = match DataType::from_name(fields[i]) {
-            Some(t) => [t; 3],
-            None => DataType::split_concat(fields[i]).ok_or(ProblemError::at(
-                "data_type",
-                "unknown data type",
-                i,
-            ))?,
-        };
+        let types = DataType::parse_key_field(fields[i]).ok_or(ProblemError::at(
+            "data_type",
+            "unknown data type (or three equal types, which MIOpen writes as one)",
+            i,
+        ))?;
         i += 1;
         let (direction, groups, casts) = parse_direction_suffix(fields[i]).map_err(|mut e| {
             e.field_index = Some(i);
@@ -927,14 +940,11 @@ impl ConvProblem {
             "unknown layout",
             21,
         ))?;
-        let types = match DataType::from_name(fields[22]) {
-            Some(t) => [t; 3],
-            None => DataType::split_concat(fields[22]).ok_or(ProblemError::at(
-                "data_type",
-                "unknown data type",
-                22,
-            ))?,
-        };
+        let types = DataType::parse_key_field(fields[22]).ok_or(ProblemError::at(
+            "data_type",
+            "unknown data type (or three equal types, which MIOpen writes as one)",
+            22,
+        ))?;
         let direction = Direction::from_key(fields[23]).ok_or(ProblemError::at(
             "direction",
             "must be F, B or W",
@@ -955,23 +965,30 @@ impl ConvProblem {
         };
         // The "in" side is dy for backward problems: recover x's spatial size from dy's.
         let (c, k) = if fwd { (in_c, out_c) } else { (out_c, in_c) };
-        let x_sp = if fwd {
-            in_sp
-        } else {
-            let mut x = [1u32; 3];
-            for i in 0..3 {
-                if dims == 2 && i == 0 {
-                    continue;
+        let x_sp =
+            if fwd {
+                in_sp
+            } else {
+                let mut x = [1u32; 3];
+                for i in 0..3 {
+                    if dims == 2 && i == 0 {
+                        continue;
+                    }
+                    // Smallest x whose forward output is dy (the usual inverse, exact for stride 1).
+                    let dy = (in_sp[i] as u64)
+                        .checked_sub(1)
+                        .ok_or(ProblemError::new("in_h/in_w/in_d", "must be positive"))?;
+                    let span = dilation[i] as u64 * (filter[i] as u64).saturating_sub(1) + 1;
+                    let v = (dy * stride[i] as u64 + span)
+                        .saturating_sub(2 * pad[i] as u64)
+                        .max(1);
+                    x[i] = u32::try_from(v).ok().filter(|&v| v <= MAX_DIM).ok_or(
+                        ProblemError::new("in_h/in_w/in_d", "too large (limit 2^24)"),
+                    )?;
                 }
-                // Smallest x whose forward output is dy (the usual inverse, exact for stride 1).
-                let span = dilation[i] as u64 * (filter[i] as u64).saturating_sub(1) + 1;
-                let v = (in_sp[i] as u64 - 1) * stride[i] as u64 + span;
-                let v = v.saturating_sub(2 * pad[i] as u64);
-                x[i] = u32::try_from(v).unwrap_or(u32::MAX);
-            }
-            x
-        };
-        ConvProblem::new(ConvSpec {
+                x
+            };
+        let problem = ConvProblem::new(ConvSpec {
             spatial_dims: dims,
             n: v[9],
             c,
@@ -987,7 +1004,15 @@ impl ConvProblem {
             cast_types: [None; 3],
             direction,
             bias: v[19],
-        })
+        })?;
+        // No x gives this dy (e.g. padding alone makes the output larger): not a real problem.
+        if !fwd && problem.output != in_sp {
+            return Err(ProblemError::new(
+                "output size",
+                "no input size gives this dy with this filter, pad and stride",
+            ));
+        }
+        Ok(problem)
     }
 }
 
@@ -1005,7 +1030,12 @@ struct KeySides {
 fn parse_direction_suffix(
     s: &str,
 ) -> Result<(Direction, u32, [Option<DataType>; 3]), ProblemError> {
-    let (dir, mut rest) = s.split_at(s.len().min(1));
+    // The direction is one ASCII letter; anything else (even a multi-byte char) is an error.
+    let (dir, mut rest) = if s.is_char_boundary(1) {
+        s.split_at(1)
+    } else {
+        (s, "")
+    };
     let direction =
         Direction::from_key(dir).ok_or(ProblemError::new("direction", "must be F, B or W"))?;
     let mut groups = 1;
@@ -1147,6 +1177,33 @@ mod tests {
         assert_eq!(e.field, "output size");
         let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56").unwrap_err();
         assert_eq!(e.field, "key");
+    }
+
+    #[test]
+    fn fuzz_findings_stay_fixed() {
+        // Non-canonical forms MIOpen never writes must not parse (they could not round-trip).
+        for key in [
+            "1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-BF16BF16BF16-F",
+            "1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-NCHW-NCHW-FP32-F",
+            "1-41-14-1x1-2-1-14-6-0x0-1x1-1x1-0-NCHW-INT64-\u{239}",
+        ] {
+            assert!(ConvProblem::from_find_db_key(key).is_err(), "{key}");
+        }
+        // A backward key whose x cannot be recovered by the plain inverse (stride 11, pad 3).
+        let p = ConvProblem::from_find_db_key("80-1-1-4x1-1914-2-1-41-3x0-11x1-1x1-0-NCHW-FP32-W")
+            .unwrap();
+        let pk = p.perf_db_key();
+        assert_eq!(
+            ConvProblem::from_perf_db_key(pk.as_str())
+                .unwrap()
+                .perf_db_key(),
+            pk
+        );
+        // dy of size 0 is an error, not an underflow.
+        assert!(ConvProblem::from_perf_db_key(
+            "2x1000x13x0x1x1x1x1x512x16x0x0x0x1x1x0x1x1x0x0x1xNCHWxFP16xB"
+        )
+        .is_err());
     }
 
     #[test]

@@ -27,6 +27,7 @@ use core::cell::UnsafeCell;
 use core::fmt;
 use core::hash::Hasher;
 use core::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
 
 use phf_shared::{HashKey, PhfHash};
 use sha2::{Digest, Sha256};
@@ -381,17 +382,22 @@ pub struct TableStats {
 pub struct EmbeddedTable {
     blob: &'static [u8],
     storage: &'static dyn DecodeStorage,
+    header: OnceLock<Result<Header, TableError>>,
 }
 
 impl EmbeddedTable {
     /// Wraps a blob and its decode storage (both statics emitted by the build).
     pub const fn new(blob: &'static [u8], storage: &'static dyn DecodeStorage) -> Self {
-        EmbeddedTable { blob, storage }
+        EmbeddedTable {
+            blob,
+            storage,
+            header: OnceLock::new(),
+        }
     }
 
-    /// The header (parsed on each call: a few loads, cheaper than synchronising a cache).
+    /// The header, parsed and bounds-checked on first use.
     pub fn header(&self) -> Result<Header, TableError> {
-        Header::parse(self.blob)
+        *self.header.get_or_init(|| Header::parse(self.blob))
     }
 
     /// Sizes for reports.
@@ -409,6 +415,12 @@ impl EmbeddedTable {
 
     /// Interned string `index` (solver names of find-db and perf-db tables).
     pub fn string(&self, index: u32) -> Result<&'static str, TableError> {
+        let bytes = self.string_bytes(index)?;
+        core::str::from_utf8(bytes).map_err(|_| TableError::Malformed("string is not UTF-8"))
+    }
+
+    /// The bytes of interned string `index`, without UTF-8 validation (for comparisons).
+    pub fn string_bytes(&self, index: u32) -> Result<&'static [u8], TableError> {
         let h = self.header()?;
         string_at(self.blob, &h, index)
     }
@@ -578,7 +590,7 @@ fn decompress(src: &[u8], dict: &[u8], dst: &mut [u8]) -> std::io::Result<usize>
     d.decompress_to_buffer(src, dst)
 }
 
-fn string_at(blob: &'static [u8], h: &Header, index: u32) -> Result<&'static str, TableError> {
+fn string_at(blob: &'static [u8], h: &Header, index: u32) -> Result<&'static [u8], TableError> {
     let m = TableError::Malformed;
     if index >= h.string_count {
         return Err(m("string index out of range"));
@@ -591,10 +603,9 @@ fn string_at(blob: &'static [u8], h: &Header, index: u32) -> Result<&'static str
         read_u32(section, 4 * index as usize).ok_or(m("string offset out of bounds"))? as usize;
     let end =
         read_u32(section, 4 * index as usize + 4).ok_or(m("string offset out of bounds"))? as usize;
-    let bytes = section
+    section
         .get(bytes_at + start..bytes_at + end)
-        .ok_or(m("string out of bounds"))?;
-    core::str::from_utf8(bytes).map_err(|_| m("string is not UTF-8"))
+        .ok_or(m("string out of bounds"))
 }
 
 /// Serializes the string section: offsets then bytes.
