@@ -10,6 +10,7 @@ pub mod error;
 pub mod fetch;
 pub mod finddb;
 pub mod kdb;
+pub mod kdbbuild;
 pub mod pack;
 pub mod perfdb;
 pub mod target;

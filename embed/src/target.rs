@@ -40,6 +40,9 @@ pub struct TargetConfig {
     pub aliases: Vec<String>,
     /// Where the data came from (printed by `kiln info`).
     pub origin: String,
+    /// The compiler that built the kdb (written by `kiln kdb build`).
+    #[serde(default)]
+    pub toolchain: Option<String>,
     /// The files.
     #[serde(default)]
     pub files: TargetFiles,
@@ -145,6 +148,9 @@ pub fn render_target_toml(cfg: &TargetConfig) -> String {
     let aliases: Vec<String> = cfg.aliases.iter().map(|a| q(a)).collect();
     out.push_str(&format!("aliases = [{}]\n", aliases.join(", ")));
     out.push_str(&format!("origin = {}\n", q(&cfg.origin)));
+    if let Some(t) = &cfg.toolchain {
+        out.push_str(&format!("toolchain = {}\n", q(t)));
+    }
     out.push_str("\n[files]\n");
     for (k, v) in [
         ("find_db", &cfg.files.find_db),
@@ -183,6 +189,7 @@ mod tests {
             code_object: "hsaco".into(),
             aliases: vec!["mi210".into()],
             origin: "test".into(),
+            toolchain: Some("clang version 19.1.7".into()),
             files: TargetFiles {
                 find_db: Some("gfx90a68.HIP.fdb.txt".into()),
                 perf_db: None,
