@@ -24,6 +24,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     let targets_dir = manifest.join("targets");
     println!("cargo:rerun-if-changed=targets");
+    println!("cargo:rerun-if-changed=kernels/manifest.toml");
 
     // A target is enabled by the cargo feature named by its basename.
     let mut enabled = Vec::new();
@@ -94,6 +95,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         sources,
         fetch: FetchOptions { cache_dir, offline },
         provenance,
+        manifest: Some(manifest.join("kernels/manifest.toml")),
     };
     let report = embed(&req)?;
     for input in &report.inputs {

@@ -60,6 +60,7 @@ impl core::fmt::Debug for EmbeddedTarget {
 mod generated {
     #[allow(unused_imports)]
     use super::{EmbeddedTarget, InputFile};
+    use crate::solvers::ManifestSolver;
     include!(concat!(env!("OUT_DIR"), "/kiln_embedded.rs"));
 }
 
@@ -78,4 +79,14 @@ pub fn target(name: &str) -> Option<&'static EmbeddedTarget> {
 /// How this binary's tables were built: kiln version, rustc, profile, zstd, table format.
 pub fn build_provenance() -> &'static [(&'static str, &'static str)] {
     generated::BUILD_PROVENANCE
+}
+
+/// The solvers of `kernels/manifest.toml` (see [`crate::solvers`]).
+pub fn kernel_manifest() -> &'static [crate::solvers::ManifestSolver] {
+    generated::KERNEL_MANIFEST
+}
+
+/// Data types every kernel is compiled for.
+pub fn kernel_data_types() -> &'static [&'static str] {
+    generated::KERNEL_DATA_TYPES
 }

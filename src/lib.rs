@@ -20,10 +20,16 @@
 
 #![warn(missing_docs)]
 
+pub mod backend;
+pub mod codeobject;
+pub mod context;
 pub mod db;
 pub mod embedded;
 pub mod error;
+pub mod networks;
 pub mod select;
+pub mod solvers;
+pub mod verify;
 
 pub use db::{CodeObject, Solution, Solutions};
 pub use embedded::{build_provenance, target, targets, EmbeddedTarget, InputFile};

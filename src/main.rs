@@ -39,6 +39,49 @@ enum Command {
     /// Build kernel dbs from kernels/manifest.toml.
     #[command(subcommand)]
     Kdb(KdbCommand),
+    /// GPUs found, and the embedded target each maps to.
+    Devices,
+    /// Run one problem on the GPU with random inputs, checked against a CPU reference (f64).
+    Run(RunArgs),
+    /// Boot check: every embedded solver and perf config on a problem set, checked; non-zero exit on any failure.
+    Selftest(DeviceArgs),
+    /// The main job: every ResNet-50 conv layer through kiln (on a GPU: run and verify; without: resolve and verify code objects).
+    Demo(DemoArgs),
+    /// Cold start inside one process: from a ready context to the first convolution's result, by phase.
+    Coldstart(DeviceArgs),
+}
+
+#[derive(Args)]
+struct DeviceArgs {
+    /// cuda:0, cuda://GPU-<uuid>, hip:0, hip://<uuid> (default: KILN_DEVICE, else the first GPU).
+    #[arg(long)]
+    device: Option<String>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    problem: ResolveArgs,
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// Timed repeats.
+    #[arg(long, default_value_t = 20)]
+    repeats: usize,
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// Batch size.
+    #[arg(short = 'n', default_value_t = 1)]
+    n: u32,
+    /// FP32, FP16 or BF16.
+    #[arg(long = "type", default_value = "FP32")]
+    dtype: String,
+    /// NCHW or NHWC.
+    #[arg(long, default_value = "NCHW")]
+    layout: String,
 }
 
 #[derive(Subcommand)]
@@ -209,6 +252,11 @@ fn run() -> ExitCode {
         Command::Db(DbCommand::Check { files }) => check(&files),
         Command::Db(DbCommand::Convert { input, output }) => convert(&input, &output),
         Command::Db(DbCommand::Stats { file }) => stats(&file),
+        Command::Devices => devices(),
+        Command::Run(a) => run_one(&a),
+        Command::Selftest(a) => selftest(&a),
+        Command::Demo(a) => demo(&a),
+        Command::Coldstart(a) => coldstart(&a),
         Command::Kdb(KdbCommand::Build { targets, check, targets_dir, kernels_dir }) => {
             kdb_build(&targets, check, &targets_dir, &kernels_dir)
         }
@@ -688,6 +736,234 @@ fn kdb_build(targets: &[String], check: bool, targets_dir: &Path, kernels_dir: &
     }
     if !stale.is_empty() {
         return Err(format!("stale kdb for [{}]: kernels or compilers changed; run `make kdb` and commit", stale.join(", ")).into());
+    }
+    Ok(())
+}
+
+fn devices() -> CliResult {
+    let all = kiln::backend::list_devices();
+    if all.is_empty() {
+        println!("no GPU found ({})", kiln::backend::cuda::absence_reason());
+        return Ok(());
+    }
+    for d in all {
+        let target = match kiln::select_target(&d.arch, d.compute_units) {
+            Ok(sel) => format!("{}{}", sel.target.basename, if sel.exact { "" } else { " (closest CU count)" }),
+            Err(e) => format!("none: {e}"),
+        };
+        println!("{}  {}  {}  {} SMs/CUs  {}  -> embedded target {}", d.spec, d.name, d.arch, d.compute_units, d.uuid, target);
+    }
+    Ok(())
+}
+
+fn open_context(a: &DeviceArgs) -> Result<kiln::context::Context, Box<dyn std::error::Error>> {
+    let backend = kiln::backend::open(a.device.as_deref())?;
+    Ok(kiln::context::Context::new(backend)?)
+}
+
+fn run_one(a: &RunArgs) -> CliResult {
+    let p = match &a.problem.key {
+        Some(key) => ConvProblem::from_find_db_key(key).map_err(|e| kiln::Error::BadKey { key: key.clone(), source: e })?,
+        None => problem_from_flags(&a.problem)?,
+    };
+    let ctx = open_context(&a.device)?;
+    let info = ctx.backend().info().clone();
+    let (target, exact) = ctx.target();
+    println!("device {} ({} {}, {} SMs/CUs) -> target {}{}", info.spec, info.name, info.arch, info.compute_units, target.basename, if exact { "" } else { " (closest)" });
+    println!("problem {}", p.find_db_key());
+    let cands = ctx.find_solutions(&p)?;
+    let c = cands[0];
+    let r = kiln::verify::run_checked(&ctx, &p, &c, 1, a.repeats)?;
+    println!(
+        "{} [{}] ({:?}): {:.4} ms median of {}, relative error {:.2e} (tolerance {:.0e}) {}",
+        c.solver.id,
+        c.params,
+        c.ranking,
+        r.time_ms,
+        a.repeats,
+        r.error,
+        kiln::verify::tolerance(p.data_types()[0]),
+        if r.passed { "PASS" } else { "FAIL" }
+    );
+    if !r.passed {
+        return Err("result outside tolerance".into());
+    }
+    Ok(())
+}
+
+/// The selftest problem set: 2-D and 3-D, both layout families, three types, groups and
+/// depthwise, padding, stride, dilation, odd sizes.
+fn selftest_problems() -> Vec<ConvProblem> {
+    let mut out = Vec::new();
+    let shapes: [(u8, u32, u32, u32, [u32; 3], [u32; 3], [u32; 3], [u32; 3], [u32; 3], u32); 9] = [
+        // dims, n, c, k, input, filter, pad, stride, dilation, groups
+        (2, 2, 16, 32, [1, 14, 14], [1, 3, 3], [0, 1, 1], [1, 1, 1], [1, 1, 1], 1),
+        (2, 3, 24, 40, [1, 17, 13], [1, 1, 1], [0, 0, 0], [1, 1, 1], [1, 1, 1], 1),
+        (2, 2, 8, 12, [1, 23, 19], [1, 5, 3], [0, 2, 0], [1, 2, 1], [1, 1, 2], 1),
+        (2, 1, 32, 32, [1, 15, 15], [1, 3, 3], [0, 1, 1], [1, 1, 1], [1, 1, 1], 32),
+        (2, 2, 12, 18, [1, 11, 9], [1, 3, 3], [0, 1, 1], [1, 2, 2], [1, 1, 1], 3),
+        (2, 1, 3, 16, [1, 33, 31], [1, 7, 7], [0, 3, 3], [1, 2, 2], [1, 1, 1], 1),
+        (2, 4, 64, 64, [1, 8, 8], [1, 3, 3], [0, 2, 2], [1, 1, 1], [1, 2, 2], 1),
+        (3, 1, 4, 8, [5, 9, 7], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1], 1),
+        (3, 2, 6, 6, [4, 7, 9], [2, 3, 1], [0, 1, 0], [2, 1, 1], [1, 1, 1], 3),
+    ];
+    for (dims, n, c, k, input, filter, pad, stride, dilation, groups) in shapes {
+        for dtype in [DataType::Fp32, DataType::Fp16, DataType::Bf16] {
+            for cl in [false, true] {
+                let layout = match (dims, cl) {
+                    (2, false) => Layout::Nchw,
+                    (2, true) => Layout::Nhwc,
+                    (_, false) => Layout::Ncdhw,
+                    (_, true) => Layout::Ndhwc,
+                };
+                let spec = ConvSpec { spatial_dims: dims, n, c, k, input, filter, pad, stride, dilation, groups, layouts: [layout; 3], data_types: [dtype; 3], ..ConvSpec::default() };
+                if let Ok(p) = ConvProblem::new(spec) {
+                    out.push(p);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn selftest(a: &DeviceArgs) -> CliResult {
+    let ctx = open_context(a)?;
+    let info = ctx.backend().info().clone();
+    let (target, exact) = ctx.target();
+    println!("kiln selftest on {} ({} {}, {} SMs/CUs, {}) -> target {}{}", info.spec, info.name, info.arch, info.compute_units, info.uuid, target.basename, if exact { "" } else { " (closest)" });
+    let problems = selftest_problems();
+    let (mut runs, mut failures) = (0, 0);
+    let mut per_solver: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    let mut seed = 1u64;
+    for p in &problems {
+        for solver in kiln::solvers::manifest() {
+            for params in solver.params {
+                if kiln::solvers::applicable(solver, p, params).is_err() {
+                    continue;
+                }
+                seed += 1;
+                let cand = kiln::context::Candidate { solver, params, time_ms: 0.0, workspace: 0, ranking: kiln::context::Ranking::Heuristic };
+                let r = kiln::verify::run_checked(&ctx, p, &cand, seed, 3);
+                runs += 1;
+                let e = per_solver.entry(solver.id).or_default();
+                e.0 += 1;
+                match r {
+                    Ok(r) if r.passed => {}
+                    Ok(r) => {
+                        failures += 1;
+                        e.1 += 1;
+                        println!("FAIL {} [{params}] {}: relative error {:.3e}", solver.id, p.find_db_key(), r.error);
+                    }
+                    Err(err) => {
+                        failures += 1;
+                        e.1 += 1;
+                        println!("FAIL {} [{params}] {}: {err}", solver.id, p.find_db_key());
+                    }
+                }
+            }
+        }
+    }
+    println!("{} problems, {runs} runs (every applicable solver and perf config, fresh random inputs, outputs poisoned)", problems.len());
+    for (s, (n, f)) in &per_solver {
+        println!("  {s:<22} {n:>4} runs  {f} failed");
+    }
+    if failures > 0 || runs == 0 {
+        return Err(format!("selftest: {failures} of {runs} runs failed").into());
+    }
+    println!("selftest passed");
+    Ok(())
+}
+
+fn demo(a: &DemoArgs) -> CliResult {
+    let dtype = DataType::from_name(&a.dtype).ok_or("--type must be FP32, FP16 or BF16")?;
+    let layout = Layout::from_name(&a.layout).ok_or("--layout must be NCHW or NHWC")?;
+    let layers = kiln::networks::resnet50(a.n, dtype, layout, false);
+    match open_context(&a.device) {
+        Ok(ctx) => demo_gpu(&ctx, &layers),
+        Err(e) => {
+            println!("no GPU: {e}");
+            println!("resolving ResNet-50 (N={}, {}, {}) for every embedded target instead, verifying every code object the plan needs", a.n, dtype.name(), layout.name());
+            demo_plan(&layers)
+        }
+    }
+}
+
+fn demo_gpu(ctx: &kiln::context::Context, layers: &[kiln::networks::Layer]) -> CliResult {
+    let info = ctx.backend().info().clone();
+    let (target, _) = ctx.target();
+    println!("ResNet-50 on {} ({} {}) with target {}", info.spec, info.name, info.arch, target.basename);
+    println!("{:<22} {:<48} {:<22} {:<10} {:>10} {:>10}", "layer", "problem", "solver", "params", "time ms", "rel error");
+    let (mut total, mut worst, mut failed) = (0.0, 0.0f64, 0);
+    for (i, l) in layers.iter().enumerate() {
+        let c = ctx.find_solutions(&l.problem)?[0];
+        let r = kiln::verify::run_checked(ctx, &l.problem, &c, 1000 + i as u64, 10)?;
+        total += r.time_ms;
+        worst = worst.max(r.error);
+        failed += usize::from(!r.passed);
+        println!("{:<22} {:<48} {:<22} {:<10} {:>10.4} {:>10.2e}{}", l.name, l.problem.find_db_key().as_str(), c.solver.id, c.params, r.time_ms, r.error, if r.passed { "" } else { "  FAIL" });
+    }
+    println!("{} layers, total {:.3} ms, worst relative error {:.2e}", layers.len(), total, worst);
+    if failed > 0 {
+        return Err(format!("{failed} layers outside tolerance").into());
+    }
+    Ok(())
+}
+
+fn demo_plan(layers: &[kiln::networks::Layer]) -> CliResult {
+    for t in kiln::targets() {
+        let Some(_) = t.kdb else { continue };
+        let device = if t.arch.starts_with("gfx") { format!("{}:sramecc+:xnack-", t.arch) } else { t.arch.to_string() };
+        let mut solvers_used: std::collections::BTreeMap<&str, usize> = Default::default();
+        let mut objects = std::collections::BTreeSet::new();
+        for l in layers {
+            let c = kiln::context::rank(t, &l.problem)?[0];
+            *solvers_used.entry(c.solver.id).or_default() += 1;
+            let name = kiln::solvers::kernel_name(c.solver);
+            let args = kiln::solvers::kernel_args(c.solver, l.problem.data_types()[0], c.params, t.arch);
+            let obj = t.code_object(&name, &args)?.ok_or_else(|| format!("{}: no code object {name} {args}", t.basename))?;
+            kiln::codeobject::check_for_device(obj.bytes, &device)?;
+            objects.insert((name, args));
+        }
+        let used: Vec<String> = solvers_used.iter().map(|(s, n)| format!("{s} x{n}")).collect();
+        println!("{:<11} {} layers resolved, {} code objects decoded, sha256- and ELF-verified for {}: {}", t.basename, layers.len(), objects.len(), device, used.join(", "));
+    }
+    println!("no GPU was found: nothing was run (AMD code objects are never run here; NVIDIA ones run with `make device-run`)");
+    Ok(())
+}
+
+fn coldstart(a: &DeviceArgs) -> CliResult {
+    let t_open = std::time::Instant::now();
+    let ctx = open_context(a)?;
+    let opened = t_open.elapsed().as_secs_f64();
+    let be = ctx.backend();
+    // A problem whose kdb block nothing has touched yet in this process.
+    let p = ConvProblem::new(ConvSpec { n: 1, c: 64, k: 64, input: [1, 56, 56], filter: [1, 3, 3], pad: [0, 1, 1], ..ConvSpec::default() })?;
+    let [xn, wn, yn] = p.element_counts();
+    let x = be.alloc(xn as usize * 4)?;
+    let w = be.alloc(wn as usize * 4)?;
+    let y = be.alloc(yn as usize * 4)?;
+    be.upload(x, &kiln::verify::encode(DataType::Fp32, &kiln::verify::random_values(xn as usize, 7)).0)?;
+    be.upload(w, &kiln::verify::encode(DataType::Fp32, &kiln::verify::random_values(wn as usize, 8)).0)?;
+    be.synchronize()?;
+    let t0 = std::time::Instant::now();
+    let c = ctx.find_solutions(&p)?[0];
+    let t1 = std::time::Instant::now();
+    let (inv, times) = ctx.prepare_timed(&p, &c)?;
+    let t2 = std::time::Instant::now();
+    let buf = |ptr, n: u64| kiln::context::Buffer { ptr, bytes: n * 4 };
+    ctx.run(&inv, buf(x, xn), buf(w, wn), buf(y, yn), None, kiln::backend::Stream::default())?;
+    be.synchronize()?;
+    let t3 = std::time::Instant::now();
+    let ms = |s: f64| s * 1e3;
+    println!("cold start on {} ({}), solver {} [{}], context opened in {:.1} ms (cuInit + primary context, not counted)", be.info().spec, be.info().name, c.solver.id, c.params, ms(opened));
+    println!("  resolve (find-db/heuristic)      {:.3} ms", ms((t1 - t0).as_secs_f64()));
+    println!("  kdb decode + sha256              {:.3} ms", ms(times.decompress_s));
+    println!("  ELF + target checks              {:.3} ms", ms(times.verify_s));
+    println!("  module load + function lookup    {:.3} ms", ms(times.module_load_s));
+    println!("  first launch + synchronize       {:.3} ms", ms((t3 - t2).as_secs_f64()));
+    println!("  total, ready context -> result   {:.3} ms", ms((t3 - t0).as_secs_f64()));
+    for p in [x, w, y] {
+        be.free(p);
     }
     Ok(())
 }

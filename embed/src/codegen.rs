@@ -28,6 +28,8 @@ pub struct EmbedRequest {
     pub fetch: FetchOptions,
     /// Toolchain and version facts to record.
     pub provenance: Vec<(String, String)>,
+    /// `kernels/manifest.toml`, emitted as `KERNEL_MANIFEST` for the runtime's solvers.
+    pub manifest: Option<PathBuf>,
 }
 
 /// One packed table, for the build log.
@@ -211,6 +213,28 @@ pub fn embed(req: &EmbedRequest) -> Result<EmbedReport> {
         }
         index.entry(k.as_str(), v.clone());
     }
+    let mut manifest_code = String::from("pub static KERNEL_MANIFEST: &[ManifestSolver] = &[\n");
+    let mut data_types = String::new();
+    if let Some(path) = &req.manifest {
+        report.inputs.push(path.clone());
+        let m = crate::kdbbuild::Manifest::load(path)?;
+        for s in &m.solvers {
+            let params: Vec<String> = s.params.iter().map(|p| format!("{p:?}")).collect();
+            writeln!(
+                manifest_code,
+                "    ManifestSolver {{ id: {:?}, algorithm: {:?}, source: {:?}, function: {:?}, options: {:?}, params: &[{}] }},",
+                s.id,
+                s.algorithm,
+                s.source,
+                s.function,
+                s.options,
+                params.join(", ")
+            )
+            .ok();
+        }
+        data_types = m.data_types.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>().join(", ");
+    }
+    manifest_code.push_str("];\n");
     let mut prov = String::new();
     for (k, v) in &req.provenance {
         write!(prov, "({k:?}, {v:?}), ").ok();
@@ -223,7 +247,11 @@ pub fn embed(req: &EmbedRequest) -> Result<EmbedReport> {
          /// Basenames and aliases -> index into [`TARGETS`] (a rust-phf map generated at build time).\n\
          pub static TARGET_INDEX: ::phf::Map<&'static str, usize> = {};\n\n\
          /// How this binary's tables were built: (what, value) pairs.\n\
-         pub static BUILD_PROVENANCE: &[(&str, &str)] = &[{prov}];\n",
+         pub static BUILD_PROVENANCE: &[(&str, &str)] = &[{prov}];\n\n\
+         /// The solvers of kernels/manifest.toml (what every kdb was compiled from).\n\
+         {manifest_code}\n\
+         /// Data types every solver is compiled for.\n\
+         pub static KERNEL_DATA_TYPES: &[&str] = &[{data_types}];\n",
         index.build()
     );
     write_if_changed(&req.out_dir.join("kiln_embedded.rs"), code.as_bytes())?;

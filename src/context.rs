@@ -1,0 +1,313 @@
+//! The public run-time API: a device context picks its embedded target, ranks solutions for a
+//! problem (find-db, else a heuristic over the applicable solvers: never benchmarks, never
+//! compiles), prepares an invoker from the embedded kdb (cached by network config and solver,
+//! as MIOpen's invoker cache), and runs it on device buffers whose sizes are checked.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+use kiln_format::ConvProblem;
+
+use crate::backend::{Backend, BackendError, DevicePtr, Function, Stream};
+use crate::embedded::EmbeddedTarget;
+use crate::select::select_target;
+use crate::solvers::{self, KernelArgs, LaunchDims, ManifestSolver};
+
+/// Errors of the run-time API.
+#[derive(Debug)]
+pub enum RunError {
+    /// Lookup or selection error.
+    Kiln(crate::Error),
+    /// The driver refused something.
+    Backend(BackendError),
+    /// A code object failed its checks.
+    CodeObject {
+        /// Solver.
+        solver: &'static str,
+        /// kdb key.
+        key: String,
+        /// What failed.
+        source: crate::codeobject::CodeObjectError,
+    },
+    /// The kdb has no object for a solver variant.
+    MissingKernel {
+        /// Target.
+        target: &'static str,
+        /// `kernel_name` / `kernel_args`.
+        key: String,
+    },
+    /// No embedded solver applies.
+    NoSolution {
+        /// The problem's find-db key.
+        problem: String,
+        /// Why each solver was rejected.
+        reasons: Vec<(&'static str, &'static str)>,
+    },
+    /// A buffer is smaller than the problem needs.
+    BufferTooSmall {
+        /// `x`, `w`, `y` or `workspace`.
+        which: &'static str,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes given.
+        given: u64,
+    },
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Kiln(e) => write!(f, "{e}"),
+            RunError::Backend(e) => write!(f, "{e}"),
+            RunError::CodeObject { solver, key, source } => write!(f, "solver {solver}, kernel {key}: {source}"),
+            RunError::MissingKernel { target, key } => write!(f, "target {target} embeds no code object {key} (rebuild the kdb: make kdb)"),
+            RunError::NoSolution { problem, reasons } => {
+                write!(f, "no embedded solver applies to {problem}:")?;
+                for (s, r) in reasons {
+                    write!(f, " {s}: {r};")?;
+                }
+                Ok(())
+            }
+            RunError::BufferTooSmall { which, needed, given } => write!(f, "buffer {which} holds {given} B, the problem needs {needed} B"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+impl From<crate::Error> for RunError {
+    fn from(e: crate::Error) -> Self {
+        RunError::Kiln(e)
+    }
+}
+impl From<BackendError> for RunError {
+    fn from(e: BackendError) -> Self {
+        RunError::Backend(e)
+    }
+}
+
+/// Where a candidate's rank came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ranking {
+    /// A measured find-db record.
+    FindDb,
+    /// The cost model (the problem is not in the find-db, or none of its solvers is kiln's).
+    Heuristic,
+}
+
+/// A runnable solution.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate {
+    /// The solver.
+    pub solver: &'static ManifestSolver,
+    /// Its perf config.
+    pub params: &'static str,
+    /// Measured (find-db) or estimated time in ms.
+    pub time_ms: f64,
+    /// Workspace bytes.
+    pub workspace: u64,
+    /// Where the rank came from.
+    pub ranking: Ranking,
+}
+
+/// A prepared solution: kernel loaded, launch computed.
+#[derive(Debug)]
+pub struct Invoker {
+    /// The solver.
+    pub solver: &'static ManifestSolver,
+    /// Its perf config.
+    pub params: &'static str,
+    function: Function,
+    dims: LaunchDims,
+    args: KernelArgs,
+    problem: ConvProblem,
+}
+
+impl Invoker {
+    /// Grid and block of the launch.
+    pub fn dims(&self) -> LaunchDims {
+        self.dims
+    }
+}
+
+/// A device buffer (address and size in bytes).
+#[derive(Clone, Copy, Debug)]
+pub struct Buffer {
+    /// Device address.
+    pub ptr: DevicePtr,
+    /// Size in bytes.
+    pub bytes: u64,
+}
+
+/// Time spent in each step of a cold `prepare`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PrepareTimes {
+    /// kdb lookup, block decode and sha256 (first touch of the block).
+    pub decompress_s: f64,
+    /// ELF structure and target checks.
+    pub verify_s: f64,
+    /// `cuModuleLoadData` + function lookup.
+    pub module_load_s: f64,
+}
+
+type InvokerKey = (String, &'static str);
+
+/// A device and the embedded target it runs.
+pub struct Context {
+    backend: Box<dyn Backend>,
+    target: &'static EmbeddedTarget,
+    exact: bool,
+    invokers: Mutex<HashMap<InvokerKey, Arc<Invoker>>>,
+}
+
+impl Context {
+    /// Opens a context on a backend: the embedded target is chosen by arch and CU count.
+    pub fn new(backend: Box<dyn Backend>) -> Result<Context, RunError> {
+        let info = backend.info();
+        let sel = select_target(&info.arch, info.compute_units)?;
+        Ok(Context {
+            backend,
+            target: sel.target,
+            exact: sel.exact,
+            invokers: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
+    }
+
+    /// The embedded target in use, and whether its CU count matched exactly.
+    pub fn target(&self) -> (&'static EmbeddedTarget, bool) {
+        (self.target, self.exact)
+    }
+
+    /// Ranked runnable solutions for `p`.
+    pub fn find_solutions(&self, p: &ConvProblem) -> Result<Vec<Candidate>, RunError> {
+        rank(self.target, p)
+    }
+
+    /// Loads (or reuses) the invoker of a candidate for `p`.
+    pub fn prepare(&self, p: &ConvProblem, c: &Candidate) -> Result<Arc<Invoker>, RunError> {
+        self.prepare_timed(p, c).map(|(i, _)| i)
+    }
+
+    /// As [`Context::prepare`], also reporting where a cold prepare spent its time.
+    pub fn prepare_timed(&self, p: &ConvProblem, c: &Candidate) -> Result<(Arc<Invoker>, PrepareTimes), RunError> {
+        let key = (p.network_config().as_str().to_string(), c.solver.id);
+        if let Some(inv) = self.invokers.lock().map_err(|_| poisoned())?.get(&key) {
+            return Ok((inv.clone(), PrepareTimes::default()));
+        }
+        let mut times = PrepareTimes::default();
+        let t0 = std::time::Instant::now();
+        let dtype = p.data_types()[0];
+        let name = solvers::kernel_name(c.solver);
+        let args = solvers::kernel_args(c.solver, dtype, c.params, self.target.arch);
+        let object = self.target.code_object(&name, &args)?.ok_or_else(|| RunError::MissingKernel {
+            target: self.target.basename,
+            key: format!("'{name}' '{args}'"),
+        })?;
+        let t1 = std::time::Instant::now();
+        crate::codeobject::check_for_device(object.bytes, &self.backend.info().arch).map_err(|source| RunError::CodeObject {
+            solver: c.solver.id,
+            key: format!("'{name}' '{args}'"),
+            source,
+        })?;
+        let t2 = std::time::Instant::now();
+        let module = self.backend.load_module(object.bytes)?;
+        let function = self.backend.function(module, c.solver.function)?;
+        let t3 = std::time::Instant::now();
+        times.decompress_s = (t1 - t0).as_secs_f64();
+        times.verify_s = (t2 - t1).as_secs_f64();
+        times.module_load_s = (t3 - t2).as_secs_f64();
+        let inv = Arc::new(Invoker {
+            solver: c.solver,
+            params: c.params,
+            function,
+            dims: solvers::launch_dims(c.solver, p, c.params),
+            args: KernelArgs::of(p),
+            problem: *p,
+        });
+        let mut cache = self.invokers.lock().map_err(|_| poisoned())?;
+        let inv = cache.entry(key).or_insert(inv).clone();
+        Ok((inv, times))
+    }
+
+    /// Runs an invoker on `x`, `w`, `y` (and `workspace`, unused by kiln's solvers).
+    pub fn run(&self, inv: &Invoker, x: Buffer, w: Buffer, y: Buffer, workspace: Option<Buffer>, stream: Stream) -> Result<(), RunError> {
+        let p = &inv.problem;
+        let es = p.data_types()[0].size_bytes() as u64;
+        let [xn, wn, yn] = p.element_counts();
+        for (which, buf, n) in [("x", x, xn), ("w", w, wn), ("y", y, yn)] {
+            if buf.bytes < n * es {
+                return Err(RunError::BufferTooSmall { which, needed: n * es, given: buf.bytes });
+            }
+        }
+        let need_ws = solvers::workspace(inv.solver, p);
+        if need_ws > workspace.map_or(0, |b| b.bytes) {
+            return Err(RunError::BufferTooSmall { which: "workspace", needed: need_ws, given: workspace.map_or(0, |b| b.bytes) });
+        }
+        let (mut xp, mut wp, mut yp, mut args) = (x.ptr.0, w.ptr.0, y.ptr.0, inv.args);
+        let mut params: [*mut c_void; 4] = [
+            (&mut xp as *mut u64).cast(),
+            (&mut wp as *mut u64).cast(),
+            (&mut yp as *mut u64).cast(),
+            (&mut args as *mut KernelArgs).cast(),
+        ];
+        self.backend.launch(inv.function, inv.dims.grid, inv.dims.block, stream, &mut params)?;
+        Ok(())
+    }
+}
+
+fn poisoned() -> RunError {
+    RunError::Backend(BackendError { call: "invoker cache", message: "lock poisoned by a panic in another thread".into() })
+}
+
+/// Ranks the runnable solutions of `p` on `target` (no device needed).
+pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Candidate>, RunError> {
+    let mut out = Vec::new();
+    let mut reasons = Vec::new();
+    // Measured records first: kiln's solvers named in the find-db, in measured order.
+    if let Some(found) = target.find_solutions(p)? {
+        for s in found.iter() {
+            let s = s?;
+            let Some(solver) = solvers::by_id(s.solver) else { continue };
+            let params = target.perf_params(p, solver.id)?.and_then(|q| solver.params.iter().copied().find(|x| *x == q));
+            let params = match params {
+                Some(q) if solvers::applicable(solver, p, q).is_ok() => q,
+                _ => match solvers::default_params(solver, p) {
+                    Some(q) => q,
+                    None => continue,
+                },
+            };
+            out.push(Candidate { solver, params, time_ms: s.time_ms, workspace: s.workspace, ranking: Ranking::FindDb });
+        }
+    }
+    // Every other applicable solver, ranked by the cost model after the measured ones.
+    let mut rest = Vec::new();
+    for solver in solvers::manifest() {
+        if out.iter().any(|c| c.solver.id == solver.id) {
+            continue;
+        }
+        let tuned = target.perf_params(p, solver.id)?.and_then(|q| solver.params.iter().copied().find(|x| *x == q));
+        let params = tuned.filter(|q| solvers::applicable(solver, p, q).is_ok()).or_else(|| solvers::default_params(solver, p));
+        match params {
+            Some(q) => rest.push(Candidate {
+                solver,
+                params: q,
+                time_ms: solvers::estimated_ms(solver, p),
+                workspace: solvers::workspace(solver, p),
+                ranking: Ranking::Heuristic,
+            }),
+            None => reasons.push((solver.id, solvers::applicable(solver, p, solver.params[0]).err().unwrap_or("no applicable perf config"))),
+        }
+    }
+    rest.sort_by(|a, b| a.time_ms.total_cmp(&b.time_ms));
+    out.extend(rest);
+    if out.is_empty() {
+        return Err(RunError::NoSolution { problem: p.find_db_key().as_str().to_string(), reasons });
+    }
+    Ok(out)
+}
