@@ -2,20 +2,31 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 20
 
-.PHONY: demo test setup lint fuzz-smoke bench measure-embed check-fmt
+.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb kdb-check hip-check device-pack
 
-## Run kiln's main job on its embedded default databases.
+## Run kiln's main job on its embedded default databases: every ResNet-50 conv layer through
+## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects).
 demo:
 	$(CARGO) build --release --quiet
-	./target/release/kiln info
+	./target/release/kiln devices
+	./target/release/kiln demo
 	@echo
-	./target/release/kiln resolve --target gfx942130 -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1
-	@echo
-	./target/release/kiln resolve --target mi300x 1280-4-4-1x1-1280-4-4-30-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP32-F
+	./target/release/kiln resolve --target mi300x -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1
 
-## Install toolchains (clang-19, NVRTC wheel, strace) and run every test.
+## Install toolchains (clang-19, NVRTC wheel, strace, libamdhip64) and run every test:
+## the workspace, the HIP backend's no-device path, and kdb freshness.
 test: setup
 	$(CARGO) test --workspace
+	$(CARGO) test --features hip --test no_gpu
+	$(CARGO) run --quiet -- kdb build --check
+
+## Rebuild every target's kdb from kernels/ (commit the result).
+kdb: setup
+	$(CARGO) run --quiet --no-default-features --features cli -- kdb build
+
+## Build the H100 package (device-pack/); run it with the device tool: bash device-pack/on-device.sh
+device-pack:
+	bash ci/device-run.sh
 
 setup:
 	bash ci/setup.sh
@@ -24,6 +35,7 @@ setup:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --all-targets --features hip -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
 
 ## Each text-parser fuzz target for FUZZ_SECONDS (cargo-fuzz on stable via RUSTC_BOOTSTRAP).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what kiln's builds and tests need on a fresh Debian 12 machine (idempotent).
 #   apt:  clang-19 lld-19 clang-tools-19 (AMD code objects), strace (no-file-access test),
+#         hipcc libamdhip64-dev (the `hip` feature builds and links against them),
 #         python3 (plain SQLite client in tests; already on the image)
 #   pip:  nvidia-cuda-nvrtc-cu12 / nvidia-cuda-nvcc-cu12 12.9.86 (NVIDIA cubins), into
 #         $KILN_TOOLS/cuda-wheels
@@ -13,6 +14,10 @@ need_apt=()
 command -v clang++-19 >/dev/null || need_apt+=(clang-19 lld-19)
 command -v clang-offload-bundler-19 >/dev/null || [ -x /usr/lib/llvm-19/bin/clang-offload-bundler ] || need_apt+=(clang-tools-19)
 command -v strace >/dev/null || need_apt+=(strace)
+# The `hip` feature links libamdhip64 (Debian's ROCm 5.2); hipconfig (package hipcc) tells
+# hip-runtime-sys where the headers are.
+[ -f /usr/include/hip/hip_runtime_api.h ] || need_apt+=(libamdhip64-dev)
+command -v hipconfig >/dev/null || need_apt+=(hipcc)
 command -v python3 >/dev/null || need_apt+=(python3)
 if [ ${#need_apt[@]} -gt 0 ] && [ "${KILN_SETUP_SKIP_APT:-0}" != 1 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

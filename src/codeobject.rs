@@ -62,9 +62,21 @@ fn setting(v: u8) -> &'static str {
 impl fmt::Display for ObjectTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ObjectTarget::Amd { mach, xnack, sramecc } => {
-                let name = AMD_MACH.iter().find(|(_, m)| m == mach).map_or("unknown gfx", |(n, _)| n);
-                write!(f, "AMD {name} (mach 0x{mach:x}), xnack {}, sramecc {}", setting(*xnack), setting(*sramecc))
+            ObjectTarget::Amd {
+                mach,
+                xnack,
+                sramecc,
+            } => {
+                let name = AMD_MACH
+                    .iter()
+                    .find(|(_, m)| m == mach)
+                    .map_or("unknown gfx", |(n, _)| n);
+                write!(
+                    f,
+                    "AMD {name} (mach 0x{mach:x}), xnack {}, sramecc {}",
+                    setting(*xnack),
+                    setting(*sramecc)
+                )
             }
             ObjectTarget::Nvidia { sm } => write!(f, "NVIDIA cubin for sm_{sm}"),
         }
@@ -88,7 +100,9 @@ pub enum CodeObjectError {
 impl fmt::Display for CodeObjectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CodeObjectError::Malformed(why) => write!(f, "code object is not a well-formed ELF: {why}"),
+            CodeObjectError::Malformed(why) => {
+                write!(f, "code object is not a well-formed ELF: {why}")
+            }
             CodeObjectError::Mismatch { object, device } => {
                 write!(f, "code object does not fit the device: the binary has {object}; the device is {device}")
             }
@@ -125,7 +139,10 @@ pub fn inspect(obj: &[u8]) -> Result<ObjectTarget, CodeObjectError> {
     let flags = u32_at(obj, 48).ok_or(bad("truncated header"))?;
     let phoff = u64_at(obj, 32).ok_or(bad("truncated header"))?;
     let shoff = u64_at(obj, 40).ok_or(bad("truncated header"))?;
-    let (phentsize, phnum) = (u16_at(obj, 54).unwrap_or(0) as u64, u16_at(obj, 56).unwrap_or(0) as u64);
+    let (phentsize, phnum) = (
+        u16_at(obj, 54).unwrap_or(0) as u64,
+        u16_at(obj, 56).unwrap_or(0) as u64,
+    );
     let (shentsize, shnum, shstrndx) = (
         u16_at(obj, 58).unwrap_or(0) as u64,
         u16_at(obj, 60).unwrap_or(0) as u64,
@@ -137,7 +154,10 @@ pub fn inspect(obj: &[u8]) -> Result<ObjectTarget, CodeObjectError> {
         }
         for i in 0..phnum {
             let at = (phoff + i * 56) as usize;
-            let (off, filesz) = (u64_at(obj, at + 8).unwrap_or(u64::MAX), u64_at(obj, at + 32).unwrap_or(u64::MAX));
+            let (off, filesz) = (
+                u64_at(obj, at + 8).unwrap_or(u64::MAX),
+                u64_at(obj, at + 32).unwrap_or(u64::MAX),
+            );
             if !within(obj.len(), off, filesz) {
                 return Err(bad(&format!("segment {i} lies outside the object")));
             }
@@ -152,7 +172,10 @@ pub fn inspect(obj: &[u8]) -> Result<ObjectTarget, CodeObjectError> {
     for i in 0..shnum {
         let at = (shoff + i * 64) as usize;
         let sh_type = u32_at(obj, at + 4).unwrap_or(0);
-        let (off, size) = (u64_at(obj, at + 24).unwrap_or(u64::MAX), u64_at(obj, at + 32).unwrap_or(u64::MAX));
+        let (off, size) = (
+            u64_at(obj, at + 24).unwrap_or(u64::MAX),
+            u64_at(obj, at + 32).unwrap_or(u64::MAX),
+        );
         const SHT_NOBITS: u32 = 8;
         if sh_type != SHT_NOBITS && !within(obj.len(), off, size) {
             return Err(bad(&format!("section {i} lies outside the object")));
@@ -166,10 +189,16 @@ pub fn inspect(obj: &[u8]) -> Result<ObjectTarget, CodeObjectError> {
         }),
         EM_CUDA => {
             // cubin ELF ABI 7 (CUDA 12) keeps the SM in the low byte; ABI 8 (CUDA 13) one byte up.
-            let sm = if obj[8] >= 8 { (flags >> 8) & 0xff } else { flags & 0xff };
+            let sm = if obj[8] >= 8 {
+                (flags >> 8) & 0xff
+            } else {
+                flags & 0xff
+            };
             Ok(ObjectTarget::Nvidia { sm })
         }
-        m => Err(bad(&format!("e_machine {m} is neither AMDGPU (224) nor CUDA (190)"))),
+        m => Err(bad(&format!(
+            "e_machine {m} is neither AMDGPU (224) nor CUDA (190)"
+        ))),
     }
 }
 
@@ -182,10 +211,18 @@ pub fn check_for_device(obj: &[u8], device_arch: &str) -> Result<ObjectTarget, C
         device: device_arch.to_string(),
     };
     match target {
-        ObjectTarget::Amd { mach, xnack, sramecc } => {
+        ObjectTarget::Amd {
+            mach,
+            xnack,
+            sramecc,
+        } => {
             let mut parts = device_arch.split(':');
             let name = parts.next().unwrap_or_default();
-            let want = AMD_MACH.iter().find(|(n, _)| *n == name).map(|(_, m)| *m).ok_or_else(mismatch)?;
+            let want = AMD_MACH
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, m)| *m)
+                .ok_or_else(mismatch)?;
             if want != mach {
                 return Err(mismatch());
             }
@@ -228,7 +265,10 @@ mod tests {
         let solver = crate::solvers::by_id("ConvDirectNaiveFwd").unwrap();
         let _ = name;
         let args = crate::solvers::kernel_args(solver, kiln_format::DataType::Fp32, "", t.arch);
-        t.code_object(&crate::solvers::kernel_name(solver), &args).unwrap().unwrap().bytes
+        t.code_object(&crate::solvers::kernel_name(solver), &args)
+            .unwrap()
+            .unwrap()
+            .bytes
     }
 
     #[test]
@@ -237,8 +277,14 @@ mod tests {
             let Some(kdb) = t.kdb else { continue };
             for slot in 0..kdb.len().unwrap() {
                 let rec = kdb.record(slot).unwrap();
-                let obj = kiln_format::records::kdb_payload(rec.payload).unwrap().object;
-                let device = if t.arch.starts_with("gfx") { format!("{}:sramecc+:xnack-", t.arch) } else { t.arch.to_string() };
+                let obj = kiln_format::records::kdb_payload(rec.payload)
+                    .unwrap()
+                    .object;
+                let device = if t.arch.starts_with("gfx") {
+                    format!("{}:sramecc+:xnack-", t.arch)
+                } else {
+                    t.arch.to_string()
+                };
                 check_for_device(obj, &device).unwrap_or_else(|e| panic!("{}: {e}", t.basename));
             }
         }
@@ -247,12 +293,17 @@ mod tests {
     #[test]
     fn mismatches_name_both_sides() {
         let gfx90a = object("gfx90a68", "");
-        let e = check_for_device(gfx90a, "gfx942:sramecc+:xnack-").unwrap_err().to_string();
+        let e = check_for_device(gfx90a, "gfx942:sramecc+:xnack-")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("the binary has AMD gfx90a (mach 0x3f), xnack any, sramecc any; the device is gfx942"), "{e}");
         let sm90 = object("sm_90_132", "");
         assert_eq!(inspect(sm90).unwrap(), ObjectTarget::Nvidia { sm: 90 });
         let e = check_for_device(sm90, "sm_80").unwrap_err().to_string();
-        assert!(e.contains("NVIDIA cubin for sm_90; the device is sm_80"), "{e}");
+        assert!(
+            e.contains("NVIDIA cubin for sm_90; the device is sm_80"),
+            "{e}"
+        );
         assert!(check_for_device(object("sm_80_108", ""), "sm_86").is_ok());
         assert!(check_for_device(gfx90a, "sm_90").is_err());
     }
@@ -260,7 +311,10 @@ mod tests {
     #[test]
     fn structure_outside_the_bytes_is_refused() {
         let obj = object("gfx942130", "");
-        assert!(inspect(&obj[..obj.len() - 1]).is_err(), "sections end at the last byte");
+        assert!(
+            inspect(&obj[..obj.len() - 1]).is_err(),
+            "sections end at the last byte"
+        );
         assert!(inspect(&obj[..40]).is_err());
         let mut bad = obj.to_vec();
         bad[40..48].copy_from_slice(&(obj.len() as u64).to_le_bytes()); // e_shoff past the end

@@ -60,8 +60,15 @@ impl std::fmt::Display for RunError {
         match self {
             RunError::Kiln(e) => write!(f, "{e}"),
             RunError::Backend(e) => write!(f, "{e}"),
-            RunError::CodeObject { solver, key, source } => write!(f, "solver {solver}, kernel {key}: {source}"),
-            RunError::MissingKernel { target, key } => write!(f, "target {target} embeds no code object {key} (rebuild the kdb: make kdb)"),
+            RunError::CodeObject {
+                solver,
+                key,
+                source,
+            } => write!(f, "solver {solver}, kernel {key}: {source}"),
+            RunError::MissingKernel { target, key } => write!(
+                f,
+                "target {target} embeds no code object {key} (rebuild the kdb: make kdb)"
+            ),
             RunError::NoSolution { problem, reasons } => {
                 write!(f, "no embedded solver applies to {problem}:")?;
                 for (s, r) in reasons {
@@ -69,7 +76,14 @@ impl std::fmt::Display for RunError {
                 }
                 Ok(())
             }
-            RunError::BufferTooSmall { which, needed, given } => write!(f, "buffer {which} holds {given} B, the problem needs {needed} B"),
+            RunError::BufferTooSmall {
+                which,
+                needed,
+                given,
+            } => write!(
+                f,
+                "buffer {which} holds {given} B, the problem needs {needed} B"
+            ),
         }
     }
 }
@@ -195,7 +209,11 @@ impl Context {
     }
 
     /// As [`Context::prepare`], also reporting where a cold prepare spent its time.
-    pub fn prepare_timed(&self, p: &ConvProblem, c: &Candidate) -> Result<(Arc<Invoker>, PrepareTimes), RunError> {
+    pub fn prepare_timed(
+        &self,
+        p: &ConvProblem,
+        c: &Candidate,
+    ) -> Result<(Arc<Invoker>, PrepareTimes), RunError> {
         let key = (p.network_config().as_str().to_string(), c.solver.id);
         if let Some(inv) = self.invokers.lock().map_err(|_| poisoned())?.get(&key) {
             return Ok((inv.clone(), PrepareTimes::default()));
@@ -205,16 +223,21 @@ impl Context {
         let dtype = p.data_types()[0];
         let name = solvers::kernel_name(c.solver);
         let args = solvers::kernel_args(c.solver, dtype, c.params, self.target.arch);
-        let object = self.target.code_object(&name, &args)?.ok_or_else(|| RunError::MissingKernel {
-            target: self.target.basename,
-            key: format!("'{name}' '{args}'"),
-        })?;
+        let object =
+            self.target
+                .code_object(&name, &args)?
+                .ok_or_else(|| RunError::MissingKernel {
+                    target: self.target.basename,
+                    key: format!("'{name}' '{args}'"),
+                })?;
         let t1 = std::time::Instant::now();
-        crate::codeobject::check_for_device(object.bytes, &self.backend.info().arch).map_err(|source| RunError::CodeObject {
-            solver: c.solver.id,
-            key: format!("'{name}' '{args}'"),
-            source,
-        })?;
+        crate::codeobject::check_for_device(object.bytes, &self.backend.info().arch).map_err(
+            |source| RunError::CodeObject {
+                solver: c.solver.id,
+                key: format!("'{name}' '{args}'"),
+                source,
+            },
+        )?;
         let t2 = std::time::Instant::now();
         let module = self.backend.load_module(object.bytes)?;
         let function = self.backend.function(module, c.solver.function)?;
@@ -236,18 +259,34 @@ impl Context {
     }
 
     /// Runs an invoker on `x`, `w`, `y` (and `workspace`, unused by kiln's solvers).
-    pub fn run(&self, inv: &Invoker, x: Buffer, w: Buffer, y: Buffer, workspace: Option<Buffer>, stream: Stream) -> Result<(), RunError> {
+    pub fn run(
+        &self,
+        inv: &Invoker,
+        x: Buffer,
+        w: Buffer,
+        y: Buffer,
+        workspace: Option<Buffer>,
+        stream: Stream,
+    ) -> Result<(), RunError> {
         let p = &inv.problem;
         let es = p.data_types()[0].size_bytes() as u64;
         let [xn, wn, yn] = p.element_counts();
         for (which, buf, n) in [("x", x, xn), ("w", w, wn), ("y", y, yn)] {
             if buf.bytes < n * es {
-                return Err(RunError::BufferTooSmall { which, needed: n * es, given: buf.bytes });
+                return Err(RunError::BufferTooSmall {
+                    which,
+                    needed: n * es,
+                    given: buf.bytes,
+                });
             }
         }
         let need_ws = solvers::workspace(inv.solver, p);
         if need_ws > workspace.map_or(0, |b| b.bytes) {
-            return Err(RunError::BufferTooSmall { which: "workspace", needed: need_ws, given: workspace.map_or(0, |b| b.bytes) });
+            return Err(RunError::BufferTooSmall {
+                which: "workspace",
+                needed: need_ws,
+                given: workspace.map_or(0, |b| b.bytes),
+            });
         }
         let (mut xp, mut wp, mut yp, mut args) = (x.ptr.0, w.ptr.0, y.ptr.0, inv.args);
         let mut params: [*mut c_void; 4] = [
@@ -256,13 +295,22 @@ impl Context {
             (&mut yp as *mut u64).cast(),
             (&mut args as *mut KernelArgs).cast(),
         ];
-        self.backend.launch(inv.function, inv.dims.grid, inv.dims.block, stream, &mut params)?;
+        self.backend.launch(
+            inv.function,
+            inv.dims.grid,
+            inv.dims.block,
+            stream,
+            &mut params,
+        )?;
         Ok(())
     }
 }
 
 fn poisoned() -> RunError {
-    RunError::Backend(BackendError { call: "invoker cache", message: "lock poisoned by a panic in another thread".into() })
+    RunError::Backend(BackendError {
+        call: "invoker cache",
+        message: "lock poisoned by a panic in another thread".into(),
+    })
 }
 
 /// Ranks the runnable solutions of `p` on `target` (no device needed).
@@ -273,8 +321,12 @@ pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Cand
     if let Some(found) = target.find_solutions(p)? {
         for s in found.iter() {
             let s = s?;
-            let Some(solver) = solvers::by_id(s.solver) else { continue };
-            let params = target.perf_params(p, solver.id)?.and_then(|q| solver.params.iter().copied().find(|x| *x == q));
+            let Some(solver) = solvers::by_id(s.solver) else {
+                continue;
+            };
+            let params = target
+                .perf_params(p, solver.id)?
+                .and_then(|q| solver.params.iter().copied().find(|x| *x == q));
             let params = match params {
                 Some(q) if solvers::applicable(solver, p, q).is_ok() => q,
                 _ => match solvers::default_params(solver, p) {
@@ -282,7 +334,13 @@ pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Cand
                     None => continue,
                 },
             };
-            out.push(Candidate { solver, params, time_ms: s.time_ms, workspace: s.workspace, ranking: Ranking::FindDb });
+            out.push(Candidate {
+                solver,
+                params,
+                time_ms: s.time_ms,
+                workspace: s.workspace,
+                ranking: Ranking::FindDb,
+            });
         }
     }
     // Every other applicable solver, ranked by the cost model after the measured ones.
@@ -291,8 +349,12 @@ pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Cand
         if out.iter().any(|c| c.solver.id == solver.id) {
             continue;
         }
-        let tuned = target.perf_params(p, solver.id)?.and_then(|q| solver.params.iter().copied().find(|x| *x == q));
-        let params = tuned.filter(|q| solvers::applicable(solver, p, q).is_ok()).or_else(|| solvers::default_params(solver, p));
+        let tuned = target
+            .perf_params(p, solver.id)?
+            .and_then(|q| solver.params.iter().copied().find(|x| *x == q));
+        let params = tuned
+            .filter(|q| solvers::applicable(solver, p, q).is_ok())
+            .or_else(|| solvers::default_params(solver, p));
         match params {
             Some(q) => rest.push(Candidate {
                 solver,
@@ -301,13 +363,21 @@ pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Cand
                 workspace: solvers::workspace(solver, p),
                 ranking: Ranking::Heuristic,
             }),
-            None => reasons.push((solver.id, solvers::applicable(solver, p, solver.params[0]).err().unwrap_or("no applicable perf config"))),
+            None => reasons.push((
+                solver.id,
+                solvers::applicable(solver, p, solver.params[0])
+                    .err()
+                    .unwrap_or("no applicable perf config"),
+            )),
         }
     }
     rest.sort_by(|a, b| a.time_ms.total_cmp(&b.time_ms));
     out.extend(rest);
     if out.is_empty() {
-        return Err(RunError::NoSolution { problem: p.find_db_key().as_str().to_string(), reasons });
+        return Err(RunError::NoSolution {
+            problem: p.find_db_key().as_str().to_string(),
+            reasons,
+        });
     }
     Ok(out)
 }

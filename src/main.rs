@@ -257,9 +257,12 @@ fn run() -> ExitCode {
         Command::Selftest(a) => selftest(&a),
         Command::Demo(a) => demo(&a),
         Command::Coldstart(a) => coldstart(&a),
-        Command::Kdb(KdbCommand::Build { targets, check, targets_dir, kernels_dir }) => {
-            kdb_build(&targets, check, &targets_dir, &kernels_dir)
-        }
+        Command::Kdb(KdbCommand::Build {
+            targets,
+            check,
+            targets_dir,
+            kernels_dir,
+        }) => kdb_build(&targets, check, &targets_dir, &kernels_dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -431,38 +434,57 @@ fn resolve(a: &ResolveArgs) -> CliResult {
     println!("find-db key:    {}", problem.find_db_key());
     println!("perf-db key:    {}", problem.perf_db_key());
     println!("network config: {}", problem.network_config());
-    let solutions = target.find_solutions(&problem)?;
-    let Some(solutions) = solutions else {
-        println!(
+    match target.find_solutions(&problem)? {
+        None => println!(
             "not in the find-db of {}: no measured solution for this problem",
+            target.basename
+        ),
+        Some(solutions) => {
+            let ranked = solutions.ranked()?;
+            println!("find-db: {} solution(s), fastest first:", ranked.len());
+            println!(
+                "  {:<4} {:<46} {:>10} {:>12}  algorithm",
+                "rank", "solver", "time ms", "workspace"
+            );
+            for (i, s) in ranked.iter().enumerate() {
+                let runnable = if kiln::solvers::by_id(s.solver).is_some() {
+                    ""
+                } else {
+                    "  (MIOpen's; kiln cannot run it)"
+                };
+                println!(
+                    "  {:<4} {:<46} {:>10} {:>12}  {}{runnable}",
+                    i + 1,
+                    s.solver,
+                    kiln_format::records::format_g6(s.time_ms),
+                    s.workspace,
+                    s.algorithm
+                );
+                if let Some(p) = target.perf_params(&problem, s.solver)? {
+                    println!("       perf params: {p}");
+                }
+            }
+        }
+    }
+    if target.kdb.is_none() {
+        println!(
+            "kiln's plan: none ({} embeds no kiln kernels)",
             target.basename
         );
         return Ok(());
-    };
-    let ranked = solutions.ranked()?;
-    println!("{} solution(s), fastest first:", ranked.len());
-    println!(
-        "  {:<4} {:<46} {:>10} {:>12}  algorithm",
-        "rank", "solver", "time ms", "workspace"
-    );
-    for (i, s) in ranked.iter().enumerate() {
-        println!(
-            "  {:<4} {:<46} {:>10} {:>12}  {}",
-            i + 1,
-            s.solver,
-            kiln_format::records::format_g6(s.time_ms),
-            s.workspace,
-            s.algorithm
-        );
-        if let Some(p) = target.perf_params(&problem, s.solver)? {
-            println!("       perf params: {p}");
-        }
     }
-    // kiln's own solvers arrive with its kernels; until then MIOpen's solvers are catalogue only.
-    println!(
-        "runnable by kiln: none of these (they are MIOpen's solvers; {} embeds no kiln kernels)",
-        target.basename
-    );
+    match kiln::context::rank(target, &problem) {
+        Ok(plan) => {
+            println!("kiln's plan (what kiln runs, best first):");
+            for c in plan {
+                println!(
+                    "  {:<22} params {:<10} {:>9.4} ms  ({:?})",
+                    c.solver.id, c.params, c.time_ms, c.ranking
+                );
+            }
+        }
+        Err(e) => println!("kiln's plan: {e}"),
+    }
     Ok(())
 }
 
@@ -707,21 +729,33 @@ fn kdb_build(targets: &[String], check: bool, targets_dir: &Path, kernels_dir: &
         let name = format!("{}.kdb", cfg.basename);
         let started = std::time::Instant::now();
         if check {
-            let tmp = std::env::temp_dir().join(format!("kiln-check-{}-{name}", std::process::id()));
-            let (n, _) = kiln_embed::kdbbuild::build_target_kdb(&manifest, kernels_dir, &dir, &tmp)?;
+            let tmp =
+                std::env::temp_dir().join(format!("kiln-check-{}-{name}", std::process::id()));
+            let (n, _) =
+                kiln_embed::kdbbuild::build_target_kdb(&manifest, kernels_dir, &dir, &tmp)?;
             let fresh = std::fs::read(&tmp)?;
             let _ = std::fs::remove_file(&tmp);
             let committed = std::fs::read(dir.join(&name)).unwrap_or_default();
             let same = fresh == committed;
-            println!("{}: {n} code objects, {}", cfg.basename, if same { "identical to the committed kdb" } else { "DIFFERS from the committed kdb" });
+            println!(
+                "{}: {n} code objects, {}",
+                cfg.basename,
+                if same {
+                    "identical to the committed kdb"
+                } else {
+                    "DIFFERS from the committed kdb"
+                }
+            );
             if !same {
                 stale.push(cfg.basename.clone());
             }
             continue;
         }
         let out = dir.join(&name);
-        let (n, toolchain) = kiln_embed::kdbbuild::build_target_kdb(&manifest, kernels_dir, &dir, &out)?;
-        cfg.pins.insert(name.clone(), kiln_embed::fetch::sha256_file(&out)?);
+        let (n, toolchain) =
+            kiln_embed::kdbbuild::build_target_kdb(&manifest, kernels_dir, &dir, &out)?;
+        cfg.pins
+            .insert(name.clone(), kiln_embed::fetch::sha256_file(&out)?);
         cfg.files.kdb = Some(name);
         cfg.toolchain = Some(toolchain.clone());
         std::fs::write(dir.join("target.toml"), render_target_toml(&cfg))?;
@@ -735,7 +769,11 @@ fn kdb_build(targets: &[String], check: bool, targets_dir: &Path, kernels_dir: &
         );
     }
     if !stale.is_empty() {
-        return Err(format!("stale kdb for [{}]: kernels or compilers changed; run `make kdb` and commit", stale.join(", ")).into());
+        return Err(format!(
+            "stale kdb for [{}]: kernels or compilers changed; run `make kdb` and commit",
+            stale.join(", ")
+        )
+        .into());
     }
     Ok(())
 }
@@ -748,10 +786,17 @@ fn devices() -> CliResult {
     }
     for d in all {
         let target = match kiln::select_target(&d.arch, d.compute_units) {
-            Ok(sel) => format!("{}{}", sel.target.basename, if sel.exact { "" } else { " (closest CU count)" }),
+            Ok(sel) => format!(
+                "{}{}",
+                sel.target.basename,
+                if sel.exact { "" } else { " (closest CU count)" }
+            ),
             Err(e) => format!("none: {e}"),
         };
-        println!("{}  {}  {}  {} SMs/CUs  {}  -> embedded target {}", d.spec, d.name, d.arch, d.compute_units, d.uuid, target);
+        println!(
+            "{}  {}  {}  {} SMs/CUs  {}  -> embedded target {}",
+            d.spec, d.name, d.arch, d.compute_units, d.uuid, target
+        );
     }
     Ok(())
 }
@@ -763,13 +808,24 @@ fn open_context(a: &DeviceArgs) -> Result<kiln::context::Context, Box<dyn std::e
 
 fn run_one(a: &RunArgs) -> CliResult {
     let p = match &a.problem.key {
-        Some(key) => ConvProblem::from_find_db_key(key).map_err(|e| kiln::Error::BadKey { key: key.clone(), source: e })?,
+        Some(key) => ConvProblem::from_find_db_key(key).map_err(|e| kiln::Error::BadKey {
+            key: key.clone(),
+            source: e,
+        })?,
         None => problem_from_flags(&a.problem)?,
     };
     let ctx = open_context(&a.device)?;
     let info = ctx.backend().info().clone();
     let (target, exact) = ctx.target();
-    println!("device {} ({} {}, {} SMs/CUs) -> target {}{}", info.spec, info.name, info.arch, info.compute_units, target.basename, if exact { "" } else { " (closest)" });
+    println!(
+        "device {} ({} {}, {} SMs/CUs) -> target {}{}",
+        info.spec,
+        info.name,
+        info.arch,
+        info.compute_units,
+        target.basename,
+        if exact { "" } else { " (closest)" }
+    );
     println!("problem {}", p.find_db_key());
     let cands = ctx.find_solutions(&p)?;
     let c = cands[0];
@@ -794,29 +850,72 @@ fn run_one(a: &RunArgs) -> CliResult {
 /// The selftest problem set: 2-D and 3-D, both layout families, three types, groups and
 /// depthwise, padding, stride, dilation, odd sizes.
 fn selftest_problems() -> Vec<ConvProblem> {
-    let mut out = Vec::new();
-    let shapes: [(u8, u32, u32, u32, [u32; 3], [u32; 3], [u32; 3], [u32; 3], [u32; 3], u32); 9] = [
-        // dims, n, c, k, input, filter, pad, stride, dilation, groups
-        (2, 2, 16, 32, [1, 14, 14], [1, 3, 3], [0, 1, 1], [1, 1, 1], [1, 1, 1], 1),
-        (2, 3, 24, 40, [1, 17, 13], [1, 1, 1], [0, 0, 0], [1, 1, 1], [1, 1, 1], 1),
-        (2, 2, 8, 12, [1, 23, 19], [1, 5, 3], [0, 2, 0], [1, 2, 1], [1, 1, 2], 1),
-        (2, 1, 32, 32, [1, 15, 15], [1, 3, 3], [0, 1, 1], [1, 1, 1], [1, 1, 1], 32),
-        (2, 2, 12, 18, [1, 11, 9], [1, 3, 3], [0, 1, 1], [1, 2, 2], [1, 1, 1], 3),
-        (2, 1, 3, 16, [1, 33, 31], [1, 7, 7], [0, 3, 3], [1, 2, 2], [1, 1, 1], 1),
-        (2, 4, 64, 64, [1, 8, 8], [1, 3, 3], [0, 2, 2], [1, 1, 1], [1, 2, 2], 1),
-        (3, 1, 4, 8, [5, 9, 7], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1], 1),
-        (3, 2, 6, 6, [4, 7, 9], [2, 3, 1], [0, 1, 0], [2, 1, 1], [1, 1, 1], 3),
+    let d2 = |n,
+              c,
+              k,
+              hw: [u32; 2],
+              f: [u32; 2],
+              pad: [u32; 2],
+              stride: [u32; 2],
+              dil: [u32; 2],
+              groups| ConvSpec {
+        n,
+        c,
+        k,
+        input: [1, hw[0], hw[1]],
+        filter: [1, f[0], f[1]],
+        pad: [0, pad[0], pad[1]],
+        stride: [1, stride[0], stride[1]],
+        dilation: [1, dil[0], dil[1]],
+        groups,
+        ..ConvSpec::default()
+    };
+    let shapes = [
+        d2(2, 16, 32, [14, 14], [3, 3], [1, 1], [1, 1], [1, 1], 1),
+        d2(3, 24, 40, [17, 13], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        d2(2, 8, 12, [23, 19], [5, 3], [2, 0], [2, 1], [1, 2], 1),
+        d2(1, 32, 32, [15, 15], [3, 3], [1, 1], [1, 1], [1, 1], 32),
+        d2(2, 12, 18, [11, 9], [3, 3], [1, 1], [2, 2], [1, 1], 3),
+        d2(1, 3, 16, [33, 31], [7, 7], [3, 3], [2, 2], [1, 1], 1),
+        d2(4, 64, 64, [8, 8], [3, 3], [2, 2], [1, 1], [2, 2], 1),
+        ConvSpec {
+            spatial_dims: 3,
+            n: 1,
+            c: 4,
+            k: 8,
+            input: [5, 9, 7],
+            filter: [3, 3, 3],
+            pad: [1, 1, 1],
+            ..ConvSpec::default()
+        },
+        ConvSpec {
+            spatial_dims: 3,
+            n: 2,
+            c: 6,
+            k: 6,
+            input: [4, 7, 9],
+            filter: [2, 3, 1],
+            pad: [0, 1, 0],
+            stride: [2, 1, 1],
+            groups: 3,
+            ..ConvSpec::default()
+        },
     ];
-    for (dims, n, c, k, input, filter, pad, stride, dilation, groups) in shapes {
+    let mut out = Vec::new();
+    for base in shapes {
         for dtype in [DataType::Fp32, DataType::Fp16, DataType::Bf16] {
-            for cl in [false, true] {
-                let layout = match (dims, cl) {
+            for channels_last in [false, true] {
+                let layout = match (base.spatial_dims, channels_last) {
                     (2, false) => Layout::Nchw,
                     (2, true) => Layout::Nhwc,
                     (_, false) => Layout::Ncdhw,
                     (_, true) => Layout::Ndhwc,
                 };
-                let spec = ConvSpec { spatial_dims: dims, n, c, k, input, filter, pad, stride, dilation, groups, layouts: [layout; 3], data_types: [dtype; 3], ..ConvSpec::default() };
+                let spec = ConvSpec {
+                    layouts: [layout; 3],
+                    data_types: [dtype; 3],
+                    ..base
+                };
                 if let Ok(p) = ConvProblem::new(spec) {
                     out.push(p);
                 }
@@ -830,7 +929,16 @@ fn selftest(a: &DeviceArgs) -> CliResult {
     let ctx = open_context(a)?;
     let info = ctx.backend().info().clone();
     let (target, exact) = ctx.target();
-    println!("kiln selftest on {} ({} {}, {} SMs/CUs, {}) -> target {}{}", info.spec, info.name, info.arch, info.compute_units, info.uuid, target.basename, if exact { "" } else { " (closest)" });
+    println!(
+        "kiln selftest on {} ({} {}, {} SMs/CUs, {}) -> target {}{}",
+        info.spec,
+        info.name,
+        info.arch,
+        info.compute_units,
+        info.uuid,
+        target.basename,
+        if exact { "" } else { " (closest)" }
+    );
     let problems = selftest_problems();
     let (mut runs, mut failures) = (0, 0);
     let mut per_solver: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
@@ -842,7 +950,13 @@ fn selftest(a: &DeviceArgs) -> CliResult {
                     continue;
                 }
                 seed += 1;
-                let cand = kiln::context::Candidate { solver, params, time_ms: 0.0, workspace: 0, ranking: kiln::context::Ranking::Heuristic };
+                let cand = kiln::context::Candidate {
+                    solver,
+                    params,
+                    time_ms: 0.0,
+                    workspace: 0,
+                    ranking: kiln::context::Ranking::Heuristic,
+                };
                 let r = kiln::verify::run_checked(&ctx, p, &cand, seed, 3);
                 runs += 1;
                 let e = per_solver.entry(solver.id).or_default();
@@ -852,7 +966,12 @@ fn selftest(a: &DeviceArgs) -> CliResult {
                     Ok(r) => {
                         failures += 1;
                         e.1 += 1;
-                        println!("FAIL {} [{params}] {}: relative error {:.3e}", solver.id, p.find_db_key(), r.error);
+                        println!(
+                            "FAIL {} [{params}] {}: relative error {:.3e}",
+                            solver.id,
+                            p.find_db_key(),
+                            r.error
+                        );
                     }
                     Err(err) => {
                         failures += 1;
@@ -891,8 +1010,14 @@ fn demo(a: &DemoArgs) -> CliResult {
 fn demo_gpu(ctx: &kiln::context::Context, layers: &[kiln::networks::Layer]) -> CliResult {
     let info = ctx.backend().info().clone();
     let (target, _) = ctx.target();
-    println!("ResNet-50 on {} ({} {}) with target {}", info.spec, info.name, info.arch, target.basename);
-    println!("{:<22} {:<48} {:<22} {:<10} {:>10} {:>10}", "layer", "problem", "solver", "params", "time ms", "rel error");
+    println!(
+        "ResNet-50 on {} ({} {}) with target {}",
+        info.spec, info.name, info.arch, target.basename
+    );
+    println!(
+        "{:<22} {:<48} {:<22} {:<10} {:>10} {:>10}",
+        "layer", "problem", "solver", "params", "time ms", "rel error"
+    );
     let (mut total, mut worst, mut failed) = (0.0, 0.0f64, 0);
     for (i, l) in layers.iter().enumerate() {
         let c = ctx.find_solutions(&l.problem)?[0];
@@ -900,9 +1025,23 @@ fn demo_gpu(ctx: &kiln::context::Context, layers: &[kiln::networks::Layer]) -> C
         total += r.time_ms;
         worst = worst.max(r.error);
         failed += usize::from(!r.passed);
-        println!("{:<22} {:<48} {:<22} {:<10} {:>10.4} {:>10.2e}{}", l.name, l.problem.find_db_key().as_str(), c.solver.id, c.params, r.time_ms, r.error, if r.passed { "" } else { "  FAIL" });
+        println!(
+            "{:<22} {:<48} {:<22} {:<10} {:>10.4} {:>10.2e}{}",
+            l.name,
+            l.problem.find_db_key().as_str(),
+            c.solver.id,
+            c.params,
+            r.time_ms,
+            r.error,
+            if r.passed { "" } else { "  FAIL" }
+        );
     }
-    println!("{} layers, total {:.3} ms, worst relative error {:.2e}", layers.len(), total, worst);
+    println!(
+        "{} layers, total {:.3} ms, worst relative error {:.2e}",
+        layers.len(),
+        total,
+        worst
+    );
     if failed > 0 {
         return Err(format!("{failed} layers outside tolerance").into());
     }
@@ -912,19 +1051,29 @@ fn demo_gpu(ctx: &kiln::context::Context, layers: &[kiln::networks::Layer]) -> C
 fn demo_plan(layers: &[kiln::networks::Layer]) -> CliResult {
     for t in kiln::targets() {
         let Some(_) = t.kdb else { continue };
-        let device = if t.arch.starts_with("gfx") { format!("{}:sramecc+:xnack-", t.arch) } else { t.arch.to_string() };
+        let device = if t.arch.starts_with("gfx") {
+            format!("{}:sramecc+:xnack-", t.arch)
+        } else {
+            t.arch.to_string()
+        };
         let mut solvers_used: std::collections::BTreeMap<&str, usize> = Default::default();
         let mut objects = std::collections::BTreeSet::new();
         for l in layers {
             let c = kiln::context::rank(t, &l.problem)?[0];
             *solvers_used.entry(c.solver.id).or_default() += 1;
             let name = kiln::solvers::kernel_name(c.solver);
-            let args = kiln::solvers::kernel_args(c.solver, l.problem.data_types()[0], c.params, t.arch);
-            let obj = t.code_object(&name, &args)?.ok_or_else(|| format!("{}: no code object {name} {args}", t.basename))?;
+            let args =
+                kiln::solvers::kernel_args(c.solver, l.problem.data_types()[0], c.params, t.arch);
+            let obj = t
+                .code_object(&name, &args)?
+                .ok_or_else(|| format!("{}: no code object {name} {args}", t.basename))?;
             kiln::codeobject::check_for_device(obj.bytes, &device)?;
             objects.insert((name, args));
         }
-        let used: Vec<String> = solvers_used.iter().map(|(s, n)| format!("{s} x{n}")).collect();
+        let used: Vec<String> = solvers_used
+            .iter()
+            .map(|(s, n)| format!("{s} x{n}"))
+            .collect();
         println!("{:<11} {} layers resolved, {} code objects decoded, sha256- and ELF-verified for {}: {}", t.basename, layers.len(), objects.len(), device, used.join(", "));
     }
     println!("no GPU was found: nothing was run (AMD code objects are never run here; NVIDIA ones run with `make device-run`)");
@@ -937,13 +1086,27 @@ fn coldstart(a: &DeviceArgs) -> CliResult {
     let opened = t_open.elapsed().as_secs_f64();
     let be = ctx.backend();
     // A problem whose kdb block nothing has touched yet in this process.
-    let p = ConvProblem::new(ConvSpec { n: 1, c: 64, k: 64, input: [1, 56, 56], filter: [1, 3, 3], pad: [0, 1, 1], ..ConvSpec::default() })?;
+    let p = ConvProblem::new(ConvSpec {
+        n: 1,
+        c: 64,
+        k: 64,
+        input: [1, 56, 56],
+        filter: [1, 3, 3],
+        pad: [0, 1, 1],
+        ..ConvSpec::default()
+    })?;
     let [xn, wn, yn] = p.element_counts();
     let x = be.alloc(xn as usize * 4)?;
     let w = be.alloc(wn as usize * 4)?;
     let y = be.alloc(yn as usize * 4)?;
-    be.upload(x, &kiln::verify::encode(DataType::Fp32, &kiln::verify::random_values(xn as usize, 7)).0)?;
-    be.upload(w, &kiln::verify::encode(DataType::Fp32, &kiln::verify::random_values(wn as usize, 8)).0)?;
+    be.upload(
+        x,
+        &kiln::verify::encode(DataType::Fp32, &kiln::verify::random_values(xn as usize, 7)).0,
+    )?;
+    be.upload(
+        w,
+        &kiln::verify::encode(DataType::Fp32, &kiln::verify::random_values(wn as usize, 8)).0,
+    )?;
     be.synchronize()?;
     let t0 = std::time::Instant::now();
     let c = ctx.find_solutions(&p)?[0];
@@ -951,17 +1114,42 @@ fn coldstart(a: &DeviceArgs) -> CliResult {
     let (inv, times) = ctx.prepare_timed(&p, &c)?;
     let t2 = std::time::Instant::now();
     let buf = |ptr, n: u64| kiln::context::Buffer { ptr, bytes: n * 4 };
-    ctx.run(&inv, buf(x, xn), buf(w, wn), buf(y, yn), None, kiln::backend::Stream::default())?;
+    ctx.run(
+        &inv,
+        buf(x, xn),
+        buf(w, wn),
+        buf(y, yn),
+        None,
+        kiln::backend::Stream::default(),
+    )?;
     be.synchronize()?;
     let t3 = std::time::Instant::now();
     let ms = |s: f64| s * 1e3;
     println!("cold start on {} ({}), solver {} [{}], context opened in {:.1} ms (cuInit + primary context, not counted)", be.info().spec, be.info().name, c.solver.id, c.params, ms(opened));
-    println!("  resolve (find-db/heuristic)      {:.3} ms", ms((t1 - t0).as_secs_f64()));
-    println!("  kdb decode + sha256              {:.3} ms", ms(times.decompress_s));
-    println!("  ELF + target checks              {:.3} ms", ms(times.verify_s));
-    println!("  module load + function lookup    {:.3} ms", ms(times.module_load_s));
-    println!("  first launch + synchronize       {:.3} ms", ms((t3 - t2).as_secs_f64()));
-    println!("  total, ready context -> result   {:.3} ms", ms((t3 - t0).as_secs_f64()));
+    println!(
+        "  resolve (find-db/heuristic)      {:.3} ms",
+        ms((t1 - t0).as_secs_f64())
+    );
+    println!(
+        "  kdb decode + sha256              {:.3} ms",
+        ms(times.decompress_s)
+    );
+    println!(
+        "  ELF + target checks              {:.3} ms",
+        ms(times.verify_s)
+    );
+    println!(
+        "  module load + function lookup    {:.3} ms",
+        ms(times.module_load_s)
+    );
+    println!(
+        "  first launch + synchronize       {:.3} ms",
+        ms((t3 - t2).as_secs_f64())
+    );
+    println!(
+        "  total, ready context -> result   {:.3} ms",
+        ms((t3 - t0).as_secs_f64())
+    );
     for p in [x, w, y] {
         be.free(p);
     }

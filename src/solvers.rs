@@ -129,7 +129,11 @@ const TILED_PATCH_MAX: u32 = 2048;
 const TILED_FILTER_MAX: u32 = 1024;
 
 /// Whether `solver` applies to `p` with perf config `params`.
-pub fn applicable(solver: &ManifestSolver, p: &ConvProblem, params: &str) -> Result<(), NotApplicable> {
+pub fn applicable(
+    solver: &ManifestSolver,
+    p: &ConvProblem,
+    params: &str,
+) -> Result<(), NotApplicable> {
     common_checks(p)?;
     match solver.id {
         "ConvDirectNaiveFwd" => {
@@ -159,7 +163,9 @@ pub fn applicable(solver: &ManifestSolver, p: &ConvProblem, params: &str) -> Res
             Ok(())
         }
         "ConvImplicitGemmFwd" | "ConvGemm1x1Fwd" => {
-            if solver.id == "ConvGemm1x1Fwd" && (p.filter() != [1, 1, 1] || p.stride() != [1, 1, 1] || p.pad() != [0, 0, 0]) {
+            if solver.id == "ConvGemm1x1Fwd"
+                && (p.filter() != [1, 1, 1] || p.stride() != [1, 1, 1] || p.pad() != [0, 0, 0])
+            {
                 return Err("1x1 GEMM needs a 1x1 filter, stride 1 and no padding");
             }
             if p.groups() > 65535 {
@@ -180,7 +186,11 @@ pub fn launch_dims(solver: &ManifestSolver, p: &ConvProblem, params: &str) -> La
             let (th, tw, kpb) = (v[0], v[1], v[2]);
             let [_, oh, ow] = p.output();
             LaunchDims {
-                grid: [oh.div_ceil(th) * ow.div_ceil(tw), p.groups() * kpg.div_ceil(kpb), p.n()],
+                grid: [
+                    oh.div_ceil(th) * ow.div_ceil(tw),
+                    p.groups() * kpg.div_ceil(kpb),
+                    p.n(),
+                ],
                 block: [th * tw, 1, 1],
             }
         }
@@ -189,7 +199,11 @@ pub fn launch_dims(solver: &ManifestSolver, p: &ConvProblem, params: &str) -> La
             let osp: u64 = p.output().iter().map(|&x| x as u64).product();
             let cols = p.n() as u64 * osp;
             LaunchDims {
-                grid: [cols.div_ceil(bn as u64) as u32, kpg.div_ceil(bm), p.groups()],
+                grid: [
+                    cols.div_ceil(bn as u64) as u32,
+                    kpg.div_ceil(bm),
+                    p.groups(),
+                ],
                 block: [256, 1, 1],
             }
         }
@@ -225,7 +239,12 @@ pub fn estimated_ms(solver: &ManifestSolver, p: &ConvProblem) -> f64 {
 /// A perf config for `p` without a perf-db record: the largest tile that still gives the GPU
 /// enough blocks, among the applicable precompiled configs.
 pub fn default_params(solver: &ManifestSolver, p: &ConvProblem) -> Option<&'static str> {
-    let applicable: Vec<&'static str> = solver.params.iter().copied().filter(|q| applicable(solver, p, q).is_ok()).collect();
+    let applicable: Vec<&'static str> = solver
+        .params
+        .iter()
+        .copied()
+        .filter(|q| applicable(solver, p, q).is_ok())
+        .collect();
     let blocks = |q: &str| {
         let d = launch_dims(solver, p, q);
         d.grid.iter().map(|&g| g as u64).product::<u64>()
@@ -241,7 +260,11 @@ pub fn default_params(solver: &ManifestSolver, p: &ConvProblem) -> Option<&'stat
 
 /// MIOpen-style `kernel_args` of a solver's variant on `arch`.
 pub fn kernel_args(solver: &ManifestSolver, dtype: DataType, params: &str, arch: &str) -> String {
-    let vals: Vec<&str> = if params.is_empty() { Vec::new() } else { params.split(',').collect() };
+    let vals: Vec<&str> = if params.is_empty() {
+        Vec::new()
+    } else {
+        params.split(',').collect()
+    };
     let mut opts = solver.options.to_string();
     for (i, v) in vals.iter().enumerate() {
         opts = opts.replace(&format!("{{{i}}}"), v);

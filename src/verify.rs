@@ -93,9 +93,18 @@ pub fn encode(dtype: DataType, values: &[f32]) -> (Vec<u8>, Vec<f64>) {
 /// Decodes device bytes of `dtype`.
 pub fn decode(dtype: DataType, bytes: &[u8]) -> Vec<f64> {
     match dtype {
-        DataType::Fp16 => bytes.chunks_exact(2).map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]])) as f64).collect(),
-        DataType::Bf16 => bytes.chunks_exact(2).map(|c| bf16_to_f32(u16::from_le_bytes([c[0], c[1]])) as f64).collect(),
-        _ => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
+        DataType::Fp16 => bytes
+            .chunks_exact(2)
+            .map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]])) as f64)
+            .collect(),
+        DataType::Bf16 => bytes
+            .chunks_exact(2)
+            .map(|c| bf16_to_f32(u16::from_le_bytes([c[0], c[1]])) as f64)
+            .collect(),
+        _ => bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect(),
     }
 }
 
@@ -118,16 +127,34 @@ pub fn reference(p: &ConvProblem, x: &[f64], w: &[f64]) -> Vec<f64> {
     let id = p.input()[0];
     let [fd, fh, fw] = p.filter();
     let [od, oh, ow] = p.output();
-    let (n, c, k, g) = (p.n() as usize, p.c() as usize, p.k() as usize, p.groups() as usize);
+    let (n, c, k, g) = (
+        p.n() as usize,
+        p.c() as usize,
+        p.k() as usize,
+        p.groups() as usize,
+    );
     let (cpg, kpg) = (c / g, k / g);
     let cl = p.layouts()[0].channels_last();
     let [pd, ph, pw] = p.pad().map(|v| v as i64);
     let [sd, sh, sw] = p.stride().map(|v| v as i64);
     let [dd, dh, dw] = p.dilation().map(|v| v as i64);
-    let (id, ih, iw, fd, fh, fw, od, oh, ow) = (id as usize, ih as usize, iw as usize, fd as usize, fh as usize, fw as usize, od as usize, oh as usize, ow as usize);
+    let (id, ih, iw, fd, fh, fw, od, oh, ow) = (
+        id as usize,
+        ih as usize,
+        iw as usize,
+        fd as usize,
+        fh as usize,
+        fw as usize,
+        od as usize,
+        oh as usize,
+        ow as usize,
+    );
     let total = n * k * od * oh * ow;
     let mut y = vec![0f64; total];
-    let threads = std::thread::available_parallelism().map(|t| t.get()).unwrap_or(1).min(64);
+    let threads = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1)
+        .min(64);
     let chunk = total.div_ceil(threads).max(1);
     std::thread::scope(|s| {
         for (ci, part) in y.chunks_mut(chunk).enumerate() {
@@ -175,9 +202,15 @@ pub fn reference(p: &ConvProblem, x: &[f64], w: &[f64]) -> Vec<f64> {
                                     }
                                     let (zd, zh, zw) = (zd as usize, zh as usize, zw as usize);
                                     let (xi, wi) = if cl {
-                                        ((((nn * id + zd) * ih + zh) * iw + zw) * c + cc, (((kk * fd + a) * fh + b) * fw + e) * cpg + cg)
+                                        (
+                                            (((nn * id + zd) * ih + zh) * iw + zw) * c + cc,
+                                            (((kk * fd + a) * fh + b) * fw + e) * cpg + cg,
+                                        )
                                     } else {
-                                        ((((nn * c + cc) * id + zd) * ih + zh) * iw + zw, (((kk * cpg + cg) * fd + a) * fh + b) * fw + e)
+                                        (
+                                            (((nn * c + cc) * id + zd) * ih + zh) * iw + zw,
+                                            (((kk * cpg + cg) * fd + a) * fh + b) * fw + e,
+                                        )
                                     };
                                     acc += x[xi] * w[wi];
                                 }
@@ -244,16 +277,28 @@ impl Drop for Buffers<'_> {
 
 /// Runs `cand` on `p` with fresh random inputs (seeded), output poisoned first, and checks it
 /// against the CPU reference; then times `repeats` launches (after 2 warm-ups).
-pub fn run_checked(ctx: &Context, p: &ConvProblem, cand: &Candidate, seed: u64, repeats: usize) -> Result<CheckedRun, RunError> {
+pub fn run_checked(
+    ctx: &Context,
+    p: &ConvProblem,
+    cand: &Candidate,
+    seed: u64,
+    repeats: usize,
+) -> Result<CheckedRun, RunError> {
     let dtype = p.data_types()[0];
     let [xn, wn, yn] = p.element_counts();
     let (xb, xv) = encode(dtype, &random_values(xn as usize, seed));
     let (wb, wv) = encode(dtype, &random_values(wn as usize, seed ^ 0xABCD));
     let be = ctx.backend();
-    let mut bufs = Buffers { ctx, list: Vec::new() };
+    let mut bufs = Buffers {
+        ctx,
+        list: Vec::new(),
+    };
     for bytes in [xb.len(), wb.len(), yn as usize * dtype.size_bytes()] {
         let ptr = be.alloc(bytes)?;
-        bufs.list.push(Buffer { ptr, bytes: bytes as u64 });
+        bufs.list.push(Buffer {
+            ptr,
+            bytes: bytes as u64,
+        });
     }
     let (x, w, y) = (bufs.list[0], bufs.list[1], bufs.list[2]);
     be.upload(x.ptr, &xb)?;
@@ -280,7 +325,11 @@ pub fn run_checked(ctx: &Context, p: &ConvProblem, cand: &Candidate, seed: u64, 
     }
     times.sort_by(f64::total_cmp);
     let time_ms = times.get(times.len() / 2).copied().unwrap_or(0.0);
-    Ok(CheckedRun { error, time_ms, passed: error <= tolerance(dtype) })
+    Ok(CheckedRun {
+        error,
+        time_ms,
+        passed: error <= tolerance(dtype),
+    })
 }
 
 #[cfg(test)]
@@ -304,12 +353,26 @@ mod tests {
     #[test]
     fn reference_matches_hand_computation() {
         // 1x1x3x3 input, 2x2 filter of ones, pad 0: each output sums a 2x2 window.
-        let p = ConvProblem::new(ConvSpec { input: [1, 3, 3], filter: [1, 2, 2], ..ConvSpec::default() }).unwrap();
+        let p = ConvProblem::new(ConvSpec {
+            input: [1, 3, 3],
+            filter: [1, 2, 2],
+            ..ConvSpec::default()
+        })
+        .unwrap();
         let x: Vec<f64> = (1..=9).map(f64::from).collect();
         let y = reference(&p, &x, &[1.0; 4]);
         assert_eq!(y, vec![12.0, 16.0, 24.0, 28.0]);
         // Depthwise, channels last: each channel convolves with its own filter.
-        let p = ConvProblem::new(ConvSpec { c: 2, k: 2, groups: 2, input: [1, 1, 2], filter: [1, 1, 1], layouts: [kiln_format::Layout::Nhwc; 3], ..ConvSpec::default() }).unwrap();
+        let p = ConvProblem::new(ConvSpec {
+            c: 2,
+            k: 2,
+            groups: 2,
+            input: [1, 1, 2],
+            filter: [1, 1, 1],
+            layouts: [kiln_format::Layout::Nhwc; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
         let y = reference(&p, &[1.0, 10.0, 2.0, 20.0], &[3.0, 5.0]);
         assert_eq!(y, vec![3.0, 50.0, 6.0, 100.0]);
     }

@@ -232,7 +232,12 @@ pub fn embed(req: &EmbedRequest) -> Result<EmbedReport> {
             )
             .ok();
         }
-        data_types = m.data_types.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>().join(", ");
+        data_types = m
+            .data_types
+            .iter()
+            .map(|d| format!("{d:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
     }
     manifest_code.push_str("];\n");
     let mut prov = String::new();

@@ -47,9 +47,13 @@ pub fn compile_amd(
     arch: &str,
     options: &[String],
 ) -> Result<Vec<u8>> {
+    // A name unique to this call: parallel compiles of one source for one arch (different
+    // options) must never share an output file.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let tmp = std::env::temp_dir().join(format!(
-        "kiln-{}-{}-{arch}.co",
+        "kiln-{}-{}-{}-{arch}.co",
         std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         source.file_stem().and_then(|s| s.to_str()).unwrap_or("k")
     ));
     let out = Command::new(clang())

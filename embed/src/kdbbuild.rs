@@ -61,8 +61,16 @@ impl Manifest {
 }
 
 /// The compile options of one variant: the data type, then the solver's substituted template.
-pub fn compile_options(s: &ManifestSolver, data_type: &str, params: &str) -> std::result::Result<String, String> {
-    let values: Vec<&str> = if params.is_empty() { Vec::new() } else { params.split(',').collect() };
+pub fn compile_options(
+    s: &ManifestSolver,
+    data_type: &str,
+    params: &str,
+) -> std::result::Result<String, String> {
+    let values: Vec<&str> = if params.is_empty() {
+        Vec::new()
+    } else {
+        params.split(',').collect()
+    };
     let mut opts = s.options.clone();
     for (i, v) in values.iter().enumerate() {
         if !v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
@@ -86,8 +94,16 @@ pub fn compile_options(s: &ManifestSolver, data_type: &str, params: &str) -> std
 }
 
 /// MIOpen's `kernel_args` of one variant (a leading space, as in MIOpen's logs).
-pub fn variant_args(s: &ManifestSolver, data_type: &str, params: &str, arch: &str) -> std::result::Result<String, String> {
-    Ok(kernel_args(&format!(" {}", compile_options(s, data_type, params)?), arch))
+pub fn variant_args(
+    s: &ManifestSolver,
+    data_type: &str,
+    params: &str,
+    arch: &str,
+) -> std::result::Result<String, String> {
+    Ok(kernel_args(
+        &format!(" {}", compile_options(s, data_type, params)?),
+        arch,
+    ))
 }
 
 /// Toolchain description recorded next to a kdb.
@@ -100,12 +116,20 @@ pub fn toolchain(vendor_amd: bool) -> Result<String> {
 }
 
 /// Compiles every variant for `arch` and returns the kdb entries, sorted by key.
-pub fn build_entries(manifest: &Manifest, kernels_dir: &Path, arch: &str, amd: bool) -> Result<Vec<KdbEntry>> {
+pub fn build_entries(
+    manifest: &Manifest,
+    kernels_dir: &Path,
+    arch: &str,
+    amd: bool,
+) -> Result<Vec<KdbEntry>> {
     let mut jobs: Vec<(String, PathBuf, Vec<String>, String)> = Vec::new();
     for s in &manifest.solvers {
         for dt in &manifest.data_types {
             for p in &s.params {
-                let opts = compile_options(s, dt, p).map_err(|reason| Error::Target { target: arch.into(), reason })?;
+                let opts = compile_options(s, dt, p).map_err(|reason| Error::Target {
+                    target: arch.into(),
+                    reason,
+                })?;
                 let args = kernel_args(&format!(" {opts}"), arch);
                 let options: Vec<String> = opts.split(' ').map(String::from).collect();
                 jobs.push((s.source.clone(), kernels_dir.join(&s.source), options, args));
@@ -114,7 +138,9 @@ pub fn build_entries(manifest: &Manifest, kernels_dir: &Path, arch: &str, amd: b
     }
     let mut entries: Vec<KdbEntry> = if amd {
         // clang runs one process per object: spread them over the cores.
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         let chunk = jobs.len().div_ceil(threads).max(1);
         let results: Vec<Result<Vec<KdbEntry>>> = std::thread::scope(|sc| {
             let handles: Vec<_> = jobs
@@ -135,7 +161,14 @@ pub fn build_entries(manifest: &Manifest, kernels_dir: &Path, arch: &str, amd: b
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(Error::Target { target: arch.into(), reason: "compile thread panicked".into() })))
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Target {
+                            target: arch.into(),
+                            reason: "compile thread panicked".into(),
+                        })
+                    })
+                })
                 .collect()
         });
         let mut all = Vec::new();
@@ -149,10 +182,16 @@ pub fn build_entries(manifest: &Manifest, kernels_dir: &Path, arch: &str, amd: b
         let mut headers: Vec<(String, String)> = Vec::new();
         for h in ["kiln_gpu.h", "igemm.h"] {
             let p = kernels_dir.join(h);
-            headers.push((h.to_string(), std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?));
+            headers.push((
+                h.to_string(),
+                std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?,
+            ));
         }
         let _ = header_path;
-        let hdrs: Vec<(&str, &str)> = headers.iter().map(|(n, s)| (n.as_str(), s.as_str())).collect();
+        let hdrs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(n, s)| (n.as_str(), s.as_str()))
+            .collect();
         let mut out = Vec::new();
         for (src, path, opts, args) in &jobs {
             let source = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
@@ -169,7 +208,12 @@ pub fn build_entries(manifest: &Manifest, kernels_dir: &Path, arch: &str, amd: b
 }
 
 /// Builds `<targets_dir>/<base>/<base>.kdb`; returns (path, entries, toolchain).
-pub fn build_target_kdb(manifest: &Manifest, kernels_dir: &Path, target_dir: &Path, out: &Path) -> Result<(usize, String)> {
+pub fn build_target_kdb(
+    manifest: &Manifest,
+    kernels_dir: &Path,
+    target_dir: &Path,
+    out: &Path,
+) -> Result<(usize, String)> {
     let cfg = crate::target::TargetConfig::load(target_dir)?;
     let amd = cfg.vendor == "amd";
     let entries = build_entries(manifest, kernels_dir, &cfg.arch, amd)?;

@@ -6,7 +6,10 @@ use std::sync::OnceLock;
 
 use cudarc::driver::sys;
 
-use super::{parse_selector, Backend, BackendError, DeviceInfo, DevicePtr, Function, Module, Selector, Stream};
+use super::{
+    parse_selector, Backend, BackendError, DeviceInfo, DevicePtr, Function, Module, Selector,
+    Stream,
+};
 
 /// Whether libcuda can be loaded (probed once).
 pub fn driver_present() -> bool {
@@ -36,18 +39,29 @@ fn check(call: &'static str, rc: sys::CUresult) -> Result<(), BackendError> {
     // SAFETY: cuGetErrorString writes a pointer to a static string or leaves it null.
     let text = unsafe {
         sys::cuGetErrorString(rc, &mut msg);
-        if msg.is_null() { format!("{rc:?}") } else { format!("{rc:?}: {}", CStr::from_ptr(msg).to_string_lossy()) }
+        if msg.is_null() {
+            format!("{rc:?}")
+        } else {
+            format!("{rc:?}: {}", CStr::from_ptr(msg).to_string_lossy())
+        }
     };
-    Err(BackendError { call, message: text })
+    Err(BackendError {
+        call,
+        message: text,
+    })
 }
 
 fn init() -> Result<(), BackendError> {
     if !driver_present() {
-        return Err(BackendError { call: "cuInit", message: "the CUDA driver (libcuda.so) is not installed".into() });
+        return Err(BackendError {
+            call: "cuInit",
+            message: "the CUDA driver (libcuda.so) is not installed".into(),
+        });
     }
     static INIT: OnceLock<Result<(), BackendError>> = OnceLock::new();
     // SAFETY: plain driver call.
-    INIT.get_or_init(|| check("cuInit", unsafe { sys::cuInit(0) })).clone()
+    INIT.get_or_init(|| check("cuInit", unsafe { sys::cuInit(0) }))
+        .clone()
 }
 
 fn count() -> Result<usize, BackendError> {
@@ -61,28 +75,55 @@ fn count() -> Result<usize, BackendError> {
 fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, BackendError> {
     let mut v = 0;
     // SAFETY: valid out-pointer and device.
-    check("cuDeviceGetAttribute", unsafe { sys::cuDeviceGetAttribute(&mut v, a, dev) })?;
+    check("cuDeviceGetAttribute", unsafe {
+        sys::cuDeviceGetAttribute(&mut v, a, dev)
+    })?;
     Ok(v)
 }
 
 fn describe(ordinal: usize) -> Result<(sys::CUdevice, DeviceInfo), BackendError> {
     let mut dev = 0;
     // SAFETY: valid out-pointer; ordinal is checked by the driver.
-    check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal as i32) })?;
+    check("cuDeviceGet", unsafe {
+        sys::cuDeviceGet(&mut dev, ordinal as i32)
+    })?;
     let mut name = [0 as std::ffi::c_char; 256];
     // SAFETY: the buffer is 256 bytes, as passed.
-    check("cuDeviceGetName", unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), 256, dev) })?;
+    check("cuDeviceGetName", unsafe {
+        sys::cuDeviceGetName(name.as_mut_ptr(), 256, dev)
+    })?;
     // SAFETY: the driver NUL-terminates the name.
-    let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
-    let major = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
-    let minor = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
-    let sms = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let name = unsafe { CStr::from_ptr(name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    let major = attr(
+        dev,
+        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+    )?;
+    let minor = attr(
+        dev,
+        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+    )?;
+    let sms = attr(
+        dev,
+        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    )?;
     let mut uuid = sys::CUuuid { bytes: [0; 16] };
     // SAFETY: valid out-pointer.
-    check("cuDeviceGetUuid", unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, dev) })?;
+    check("cuDeviceGetUuid", unsafe {
+        sys::cuDeviceGetUuid_v2(&mut uuid, dev)
+    })?;
     let b: Vec<u8> = uuid.bytes.iter().map(|&c| c as u8).collect();
-    let hex = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
-    let uuid = format!("GPU-{}-{}-{}-{}-{}", hex(0..4), hex(4..6), hex(6..8), hex(8..10), hex(10..16));
+    let hex =
+        |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let uuid = format!(
+        "GPU-{}-{}-{}-{}-{}",
+        hex(0..4),
+        hex(4..6),
+        hex(6..8),
+        hex(8..10),
+        hex(10..16)
+    );
     Ok((
         dev,
         DeviceInfo {
@@ -119,16 +160,28 @@ pub fn open(rest: &str) -> Result<CudaBackend, BackendError> {
     let ordinal = match selector {
         Selector::Ordinal(i) if i < n => i,
         Selector::Ordinal(i) => {
-            return Err(BackendError { call: "cuda device", message: format!("cuda:{i} does not exist ({n} CUDA device(s))") })
+            return Err(BackendError {
+                call: "cuda device",
+                message: format!("cuda:{i} does not exist ({n} CUDA device(s))"),
+            })
         }
         Selector::Uuid(u) => (0..n)
-            .find(|&i| describe(i).map(|(_, d)| d.uuid.eq_ignore_ascii_case(u)).unwrap_or(false))
-            .ok_or_else(|| BackendError { call: "cuda device", message: format!("no CUDA device has UUID {u}") })?,
+            .find(|&i| {
+                describe(i)
+                    .map(|(_, d)| d.uuid.eq_ignore_ascii_case(u))
+                    .unwrap_or(false)
+            })
+            .ok_or_else(|| BackendError {
+                call: "cuda device",
+                message: format!("no CUDA device has UUID {u}"),
+            })?,
     };
     let (dev, info) = describe(ordinal)?;
     let mut ctx = std::ptr::null_mut();
     // SAFETY: valid out-pointer and device.
-    check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
+    check("cuDevicePrimaryCtxRetain", unsafe {
+        sys::cuDevicePrimaryCtxRetain(&mut ctx, dev)
+    })?;
     let b = CudaBackend { info, ctx };
     b.current()?;
     Ok(b)
@@ -151,16 +204,23 @@ impl Backend for CudaBackend {
         let mut m = std::ptr::null_mut();
         // SAFETY: `image` is a complete cubin checked by crate::codeobject (the driver reads
         // it by its own headers, which were bounds-checked against the slice).
-        check("cuModuleLoadData", unsafe { sys::cuModuleLoadData(&mut m, image.as_ptr().cast()) })?;
+        check("cuModuleLoadData", unsafe {
+            sys::cuModuleLoadData(&mut m, image.as_ptr().cast())
+        })?;
         Ok(Module(m as u64))
     }
 
     fn function(&self, module: Module, name: &str) -> Result<Function, BackendError> {
         self.current()?;
-        let cname = CString::new(name).map_err(|_| BackendError { call: "cuModuleGetFunction", message: "NUL in name".into() })?;
+        let cname = CString::new(name).map_err(|_| BackendError {
+            call: "cuModuleGetFunction",
+            message: "NUL in name".into(),
+        })?;
         let mut f = std::ptr::null_mut();
         // SAFETY: the module handle came from load_module.
-        check("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut f, module.0 as sys::CUmodule, cname.as_ptr()) })?;
+        check("cuModuleGetFunction", unsafe {
+            sys::cuModuleGetFunction(&mut f, module.0 as sys::CUmodule, cname.as_ptr())
+        })?;
         Ok(Function(f as u64))
     }
 
@@ -168,7 +228,9 @@ impl Backend for CudaBackend {
         self.current()?;
         let mut p = 0;
         // SAFETY: valid out-pointer.
-        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut p, bytes.max(1)) })?;
+        check("cuMemAlloc", unsafe {
+            sys::cuMemAlloc_v2(&mut p, bytes.max(1))
+        })?;
         Ok(DevicePtr(p))
     }
 
@@ -182,22 +244,35 @@ impl Backend for CudaBackend {
     fn upload(&self, dst: DevicePtr, src: &[u8]) -> Result<(), BackendError> {
         self.current()?;
         // SAFETY: the caller sized dst for src (Context checks buffer sizes).
-        check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(dst.0, src.as_ptr().cast(), src.len()) })
+        check("cuMemcpyHtoD", unsafe {
+            sys::cuMemcpyHtoD_v2(dst.0, src.as_ptr().cast(), src.len())
+        })
     }
 
     fn download(&self, src: DevicePtr, dst: &mut [u8]) -> Result<(), BackendError> {
         self.current()?;
         // SAFETY: as upload.
-        check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src.0, dst.len()) })
+        check("cuMemcpyDtoH", unsafe {
+            sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src.0, dst.len())
+        })
     }
 
     fn fill(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<(), BackendError> {
         self.current()?;
         // SAFETY: as upload.
-        check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(dst.0, value, bytes) })
+        check("cuMemsetD8", unsafe {
+            sys::cuMemsetD8_v2(dst.0, value, bytes)
+        })
     }
 
-    fn launch(&self, f: Function, grid: [u32; 3], block: [u32; 3], stream: Stream, params: &mut [*mut c_void]) -> Result<(), BackendError> {
+    fn launch(
+        &self,
+        f: Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        stream: Stream,
+        params: &mut [*mut c_void],
+    ) -> Result<(), BackendError> {
         self.current()?;
         // SAFETY: params point at live values laid out as the kernel's parameters.
         check("cuLaunchKernel", unsafe {
@@ -229,17 +304,23 @@ impl Backend for CudaBackend {
         // SAFETY: valid out-pointer; default flags.
         check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, 0) })?;
         // SAFETY: e was just created.
-        check("cuEventRecord", unsafe { sys::cuEventRecord(e, stream.0 as sys::CUstream) })?;
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(e, stream.0 as sys::CUstream)
+        })?;
         Ok(e as u64)
     }
 
     fn elapsed_ms(&self, start: u64, end: u64) -> Result<f32, BackendError> {
         self.current()?;
         // SAFETY: events came from record_event.
-        check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(end as sys::CUevent) })?;
+        check("cuEventSynchronize", unsafe {
+            sys::cuEventSynchronize(end as sys::CUevent)
+        })?;
         let mut ms = 0f32;
         // SAFETY: as above.
-        check("cuEventElapsedTime", unsafe { sys::cuEventElapsedTime(&mut ms, start as sys::CUevent, end as sys::CUevent) })?;
+        check("cuEventElapsedTime", unsafe {
+            sys::cuEventElapsedTime(&mut ms, start as sys::CUevent, end as sys::CUevent)
+        })?;
         Ok(ms)
     }
 

@@ -8,7 +8,10 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 
-use super::{parse_selector, Backend, BackendError, DeviceInfo, DevicePtr, Function, Module, Selector, Stream};
+use super::{
+    parse_selector, Backend, BackendError, DeviceInfo, DevicePtr, Function, Module, Selector,
+    Stream,
+};
 
 // The crate's build script links libamdhip64; keep it in the dependency graph.
 use hip_runtime_sys as _;
@@ -22,7 +25,8 @@ extern "C" {
     fn hipSetDevice(device: c_int) -> c_int;
     fn hipGetErrorString(err: c_int) -> *const c_char;
     fn hipModuleLoadData(module: *mut *mut c_void, image: *const c_void) -> c_int;
-    fn hipModuleGetFunction(f: *mut *mut c_void, module: *mut c_void, name: *const c_char) -> c_int;
+    fn hipModuleGetFunction(f: *mut *mut c_void, module: *mut c_void, name: *const c_char)
+        -> c_int;
     fn hipMalloc(ptr: *mut *mut c_void, size: usize) -> c_int;
     fn hipFree(ptr: *mut c_void) -> c_int;
     fn hipMemcpyHtoD(dst: *mut c_void, src: *mut c_void, bytes: usize) -> c_int;
@@ -57,9 +61,16 @@ fn check(call: &'static str, rc: c_int) -> Result<(), BackendError> {
     // SAFETY: hipGetErrorString returns a static string for any code (or null).
     let text = unsafe {
         let p = hipGetErrorString(rc);
-        if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() }
+        if p.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
     };
-    Err(BackendError { call, message: format!("HIP error {rc}: {text}") })
+    Err(BackendError {
+        call,
+        message: format!("HIP error {rc}: {text}"),
+    })
 }
 
 fn count() -> Result<usize, BackendError> {
@@ -83,15 +94,25 @@ fn describe(ordinal: usize) -> Result<DeviceInfo, BackendError> {
     // SAFETY: a zeroed plain-C struct is a valid value; the runtime fills it.
     let mut p: Box<Padded> = Box::new(unsafe { std::mem::zeroed() });
     // SAFETY: valid out-pointer with room to spare.
-    check("hipGetDeviceProperties", unsafe { hipGetDeviceProperties(&mut p.prop, ordinal as c_int) })?;
+    check("hipGetDeviceProperties", unsafe {
+        hipGetDeviceProperties(&mut p.prop, ordinal as c_int)
+    })?;
     // SAFETY: both strings are NUL-terminated arrays inside the struct.
-    let name = unsafe { CStr::from_ptr(p.prop.name.as_ptr()) }.to_string_lossy().into_owned();
-    let arch = unsafe { CStr::from_ptr(p.prop.gcnArchName.as_ptr()) }.to_string_lossy().into_owned();
+    let name = unsafe { CStr::from_ptr(p.prop.name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    let arch = unsafe { CStr::from_ptr(p.prop.gcnArchName.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
     // SAFETY: zeroed plain-C struct.
     let mut uuid: hip_runtime_sys::hipUUID = unsafe { std::mem::zeroed() };
     // SAFETY: valid out-pointer.
     let uuid = match unsafe { hipDeviceGetUuid(&mut uuid, ordinal as c_int) } {
-        0 => uuid.bytes.iter().map(|&b| format!("{:02x}", b as u8)).collect(),
+        0 => uuid
+            .bytes
+            .iter()
+            .map(|&b| format!("{:02x}", b as u8))
+            .collect(),
         _ => String::new(),
     };
     Ok(DeviceInfo {
@@ -120,13 +141,28 @@ pub fn open(rest: &str) -> Result<HipBackend, BackendError> {
     let n = count()?;
     let ordinal = match selector {
         Selector::Ordinal(i) if i < n => i,
-        Selector::Ordinal(i) => return Err(BackendError { call: "hip device", message: format!("hip:{i} does not exist ({n} HIP device(s))") }),
+        Selector::Ordinal(i) => {
+            return Err(BackendError {
+                call: "hip device",
+                message: format!("hip:{i} does not exist ({n} HIP device(s))"),
+            })
+        }
         Selector::Uuid(u) => (0..n)
-            .find(|&i| describe(i).map(|d| d.uuid.eq_ignore_ascii_case(u)).unwrap_or(false))
-            .ok_or_else(|| BackendError { call: "hip device", message: format!("no HIP device has UUID {u}") })?,
+            .find(|&i| {
+                describe(i)
+                    .map(|d| d.uuid.eq_ignore_ascii_case(u))
+                    .unwrap_or(false)
+            })
+            .ok_or_else(|| BackendError {
+                call: "hip device",
+                message: format!("no HIP device has UUID {u}"),
+            })?,
     };
     let info = describe(ordinal)?;
-    let b = HipBackend { info, ordinal: ordinal as c_int };
+    let b = HipBackend {
+        info,
+        ordinal: ordinal as c_int,
+    };
     b.current()?;
     Ok(b)
 }
@@ -147,14 +183,21 @@ impl Backend for HipBackend {
         let mut m = std::ptr::null_mut();
         // SAFETY: the image was checked by crate::codeobject: every header, section and segment
         // lies within it (HIP takes no length).
-        check("hipModuleLoadData", unsafe { hipModuleLoadData(&mut m, image.as_ptr().cast()) })?;
+        check("hipModuleLoadData", unsafe {
+            hipModuleLoadData(&mut m, image.as_ptr().cast())
+        })?;
         Ok(Module(m as u64))
     }
     fn function(&self, module: Module, name: &str) -> Result<Function, BackendError> {
-        let cname = CString::new(name).map_err(|_| BackendError { call: "hipModuleGetFunction", message: "NUL in name".into() })?;
+        let cname = CString::new(name).map_err(|_| BackendError {
+            call: "hipModuleGetFunction",
+            message: "NUL in name".into(),
+        })?;
         let mut f = std::ptr::null_mut();
         // SAFETY: module came from load_module.
-        check("hipModuleGetFunction", unsafe { hipModuleGetFunction(&mut f, module.0 as *mut c_void, cname.as_ptr()) })?;
+        check("hipModuleGetFunction", unsafe {
+            hipModuleGetFunction(&mut f, module.0 as *mut c_void, cname.as_ptr())
+        })?;
         Ok(Function(f as u64))
     }
     fn alloc(&self, bytes: usize) -> Result<DevicePtr, BackendError> {
@@ -170,20 +213,45 @@ impl Backend for HipBackend {
     }
     fn upload(&self, dst: DevicePtr, src: &[u8]) -> Result<(), BackendError> {
         // SAFETY: the caller sized dst for src.
-        check("hipMemcpyHtoD", unsafe { hipMemcpyHtoD(dst.0 as *mut c_void, src.as_ptr() as *mut c_void, src.len()) })
+        check("hipMemcpyHtoD", unsafe {
+            hipMemcpyHtoD(dst.0 as *mut c_void, src.as_ptr() as *mut c_void, src.len())
+        })
     }
     fn download(&self, src: DevicePtr, dst: &mut [u8]) -> Result<(), BackendError> {
         // SAFETY: as upload.
-        check("hipMemcpyDtoH", unsafe { hipMemcpyDtoH(dst.as_mut_ptr().cast(), src.0 as *mut c_void, dst.len()) })
+        check("hipMemcpyDtoH", unsafe {
+            hipMemcpyDtoH(dst.as_mut_ptr().cast(), src.0 as *mut c_void, dst.len())
+        })
     }
     fn fill(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<(), BackendError> {
         // SAFETY: as upload.
-        check("hipMemsetD8", unsafe { hipMemsetD8(dst.0 as *mut c_void, value, bytes) })
+        check("hipMemsetD8", unsafe {
+            hipMemsetD8(dst.0 as *mut c_void, value, bytes)
+        })
     }
-    fn launch(&self, f: Function, grid: [u32; 3], block: [u32; 3], stream: Stream, params: &mut [*mut c_void]) -> Result<(), BackendError> {
+    fn launch(
+        &self,
+        f: Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        stream: Stream,
+        params: &mut [*mut c_void],
+    ) -> Result<(), BackendError> {
         // SAFETY: params point at live values laid out as the kernel's parameters.
         check("hipModuleLaunchKernel", unsafe {
-            hipModuleLaunchKernel(f.0 as *mut c_void, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream.0 as *mut c_void, params.as_mut_ptr(), std::ptr::null_mut())
+            hipModuleLaunchKernel(
+                f.0 as *mut c_void,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                0,
+                stream.0 as *mut c_void,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
         })
     }
     fn synchronize(&self) -> Result<(), BackendError> {
@@ -203,8 +271,14 @@ impl Backend for HipBackend {
         let mut ms = 0f32;
         // SAFETY: events came from record_event.
         unsafe {
-            check("hipEventSynchronize", hipEventSynchronize(end as *mut c_void))?;
-            check("hipEventElapsedTime", hipEventElapsedTime(&mut ms, start as *mut c_void, end as *mut c_void))?;
+            check(
+                "hipEventSynchronize",
+                hipEventSynchronize(end as *mut c_void),
+            )?;
+            check(
+                "hipEventElapsedTime",
+                hipEventElapsedTime(&mut ms, start as *mut c_void, end as *mut c_void),
+            )?;
         }
         Ok(ms)
     }

@@ -72,7 +72,14 @@ pub trait Backend: Send + Sync {
     /// Sets `bytes` bytes to `value`.
     fn fill(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<(), BackendError>;
     /// Launches `f` with kernel parameters given as pointers to each argument's value.
-    fn launch(&self, f: Function, grid: [u32; 3], block: [u32; 3], stream: Stream, params: &mut [*mut core::ffi::c_void]) -> Result<(), BackendError>;
+    fn launch(
+        &self,
+        f: Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        stream: Stream,
+        params: &mut [*mut core::ffi::c_void],
+    ) -> Result<(), BackendError>;
     /// Waits for all work.
     fn synchronize(&self) -> Result<(), BackendError>;
     /// Records a timing event on `stream`.
@@ -124,7 +131,11 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn Backend>, BackendError> {
 }
 
 fn no_device_message() -> String {
-    let hip = if cfg!(feature = "hip") { "; no HIP device either" } else { " (HIP: build with --features hip)" };
+    let hip = if cfg!(feature = "hip") {
+        "; no HIP device either"
+    } else {
+        " (HIP: build with --features hip)"
+    };
     format!("no GPU found: {}{hip}", cuda::absence_reason())
 }
 
