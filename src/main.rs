@@ -49,6 +49,31 @@ enum Command {
     Demo(DemoArgs),
     /// Cold start inside one process: from a ready context to the first convolution's result, by phase.
     Coldstart(DeviceArgs),
+    /// Measure every applicable solver and perf config on the device; write find-db and perf-db.
+    Find(FindArgs),
+    /// As find, but write only the perf-db (best perf config per problem and solver).
+    Tune(FindArgs),
+}
+
+#[derive(Args)]
+struct FindArgs {
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// Problem lists: one find-db key per line, '#' comments (ci/problems/*.txt).
+    #[arg(long, num_args = 1.., required = true)]
+    problems: Vec<PathBuf>,
+    /// Where the target's <base>.HIP.fdb.txt and <base>.db.txt are read and merged (default targets/<base>).
+    #[arg(long)]
+    db_dir: Option<PathBuf>,
+    /// Append every measurement here (tab-separated).
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Timed repeats per candidate.
+    #[arg(long, default_value_t = 10)]
+    repeats: usize,
+    /// Measure again problems the find-db already has.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -257,6 +282,8 @@ fn run() -> ExitCode {
         Command::Selftest(a) => selftest(&a),
         Command::Demo(a) => demo(&a),
         Command::Coldstart(a) => coldstart(&a),
+        Command::Find(a) => find(&a, true),
+        Command::Tune(a) => find(&a, false),
         Command::Kdb(KdbCommand::Build {
             targets,
             check,
@@ -1153,5 +1180,115 @@ fn coldstart(a: &DeviceArgs) -> CliResult {
     for p in [x, w, y] {
         be.free(p);
     }
+    Ok(())
+}
+
+fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+fn find(a: &FindArgs, write_find_db: bool) -> CliResult {
+    use std::io::Write as _;
+    let ctx = open_context(&a.device)?;
+    let (target, _) = ctx.target();
+    let base = target.basename;
+    let dir = a
+        .db_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("targets").join(base));
+    std::fs::create_dir_all(&dir)?;
+    let fdb_path = dir.join(format!("{base}.HIP.fdb.txt"));
+    let pdb_path = dir.join(format!("{base}.db.txt"));
+    let mut fdb = if fdb_path.exists() {
+        FindDb::read(&fdb_path)?
+    } else {
+        FindDb::default()
+    };
+    let mut pdb = if pdb_path.exists() {
+        PerfDb::read(&pdb_path)?
+    } else {
+        PerfDb::default()
+    };
+    let mut problems: Vec<(String, ConvProblem)> = Vec::new();
+    for file in &a.problems {
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let p = ConvProblem::from_find_db_key(line)
+                .map_err(|e| format!("{}:{}: {e}: '{line}'", file.display(), i + 1))?;
+            if !problems.iter().any(|(k, _)| k == line) {
+                problems.push((line.to_string(), p));
+            }
+        }
+    }
+    let todo: Vec<&(String, ConvProblem)> = problems
+        .iter()
+        .filter(|(k, _)| a.force || !fdb.records.iter().any(|r| &r.key == k))
+        .collect();
+    println!(
+        "{} problems, {} already measured, {} to measure on {} ({})",
+        problems.len(),
+        problems.len() - todo.len(),
+        todo.len(),
+        ctx.backend().info().spec,
+        base
+    );
+    let mut log = match &a.log {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)?,
+        ),
+        None => None,
+    };
+    let bar = indicatif::ProgressBar::new(todo.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    for (i, (key, p)) in todo.iter().enumerate() {
+        bar.set_message(key.clone());
+        let ms = kiln::tune::measure(&ctx, p, a.repeats, 1 + i as u64)?;
+        if let Some(f) = log.as_mut() {
+            for m in &ms {
+                writeln!(
+                    f,
+                    "{key}\t{}\t{}\t{}\t{:.3e}\t{}",
+                    m.solver.id, m.params, m.time_ms, m.error, m.ok
+                )?;
+            }
+        }
+        if write_find_db {
+            if let Some(line) = kiln::tune::find_db_line(key, &ms) {
+                let rec =
+                    kiln_embed::finddb::parse_line(&line).map_err(|e| format!("{line}: {e}"))?;
+                match fdb.records.iter_mut().find(|r| r.key == rec.key) {
+                    Some(r) => *r = rec,
+                    None => fdb.records.push(rec),
+                }
+                write_atomic(&fdb_path, &fdb.to_text())?;
+            }
+        }
+        let pkey = p.perf_db_key();
+        if let Some(line) = kiln::tune::perf_db_line(pkey.as_str(), &ms) {
+            pdb.merge(PerfDb::parse_text(&line, Path::new("measured"))?);
+            write_atomic(&pdb_path, &pdb.to_text())?;
+        }
+        bar.inc(1);
+    }
+    bar.finish();
+    println!(
+        "find-db {} records -> {}; perf-db {} configs -> {}",
+        fdb.records.len(),
+        fdb_path.display(),
+        pdb.records.len(),
+        pdb_path.display()
+    );
     Ok(())
 }

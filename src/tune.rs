@@ -1,0 +1,221 @@
+//! Measuring solvers on the device (kiln's Tuna): for one problem, every applicable solver and
+//! precompiled perf config is run, checked against the reference solver's output on the same
+//! inputs, and timed with device events (warm-up, then the median of repeats with the input
+//! rotated over several buffers so that caches do not flatter). The winners become find-db and
+//! perf-db records in MIOpen's formats.
+
+use kiln_format::ConvProblem;
+
+use crate::backend::Stream;
+use crate::context::{Buffer, Candidate, Context, Ranking, RunError};
+use crate::solvers::{self, ManifestSolver};
+use crate::verify::{decode, encode, random_values, relative_error, tolerance};
+
+/// The solver every candidate is checked against.
+pub const REFERENCE_SOLVER: &str = "ConvDirectNaiveFwd";
+
+/// One measured (solver, perf config).
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// The solver.
+    pub solver: &'static ManifestSolver,
+    /// Its perf config.
+    pub params: &'static str,
+    /// Median time in ms (infinite if it failed).
+    pub time_ms: f64,
+    /// Relative error against the reference solver.
+    pub error: f64,
+    /// Whether it ran and stayed within tolerance (only those may win).
+    pub ok: bool,
+}
+
+/// Input copies the timed loop rotates through.
+const ROTATE: usize = 3;
+
+struct Allocs<'a> {
+    ctx: &'a Context,
+    list: Vec<Buffer>,
+}
+
+impl Allocs<'_> {
+    fn new_buffer(&mut self, bytes: usize) -> Result<Buffer, RunError> {
+        let ptr = self.ctx.backend().alloc(bytes)?;
+        let b = Buffer {
+            ptr,
+            bytes: bytes as u64,
+        };
+        self.list.push(b);
+        Ok(b)
+    }
+}
+
+impl Drop for Allocs<'_> {
+    fn drop(&mut self) {
+        for b in &self.list {
+            self.ctx.backend().free(b.ptr);
+        }
+    }
+}
+
+/// Measures every applicable (solver, perf config) of `p`.
+pub fn measure(
+    ctx: &Context,
+    p: &ConvProblem,
+    repeats: usize,
+    seed: u64,
+) -> Result<Vec<Measurement>, RunError> {
+    let be = ctx.backend();
+    let dtype = p.data_types()[0];
+    let es = dtype.size_bytes();
+    let [xn, wn, yn] = p.element_counts();
+    let mut a = Allocs {
+        ctx,
+        list: Vec::new(),
+    };
+    let mut xs = Vec::new();
+    for r in 0..ROTATE {
+        let x = a.new_buffer(xn as usize * es)?;
+        be.upload(
+            x.ptr,
+            &encode(dtype, &random_values(xn as usize, seed + r as u64)).0,
+        )?;
+        xs.push(x);
+    }
+    let w = a.new_buffer(wn as usize * es)?;
+    be.upload(
+        w.ptr,
+        &encode(dtype, &random_values(wn as usize, seed ^ 0x5EED)).0,
+    )?;
+    let y = a.new_buffer(yn as usize * es)?;
+
+    let run_once = |c: &Candidate, x: Buffer| -> Result<Vec<f64>, RunError> {
+        be.fill(y.ptr, 0xFF, y.bytes as usize)?;
+        let inv = ctx.prepare(p, c)?;
+        ctx.run(&inv, x, w, y, None, Stream::default())?;
+        be.synchronize()?;
+        let mut out = vec![0u8; y.bytes as usize];
+        be.download(y.ptr, &mut out)?;
+        Ok(decode(dtype, &out))
+    };
+    let reference_solver = solvers::by_id(REFERENCE_SOLVER).ok_or(RunError::NoSolution {
+        problem: p.find_db_key().as_str().to_string(),
+        reasons: vec![(REFERENCE_SOLVER, "not in the manifest")],
+    })?;
+    let cand = |solver, params| Candidate {
+        solver,
+        params,
+        time_ms: 0.0,
+        workspace: 0,
+        ranking: Ranking::Heuristic,
+    };
+    let reference = run_once(&cand(reference_solver, ""), xs[0])?;
+
+    let mut out = Vec::new();
+    for solver in solvers::manifest() {
+        for &params in solver.params {
+            if solvers::applicable(solver, p, params).is_err() {
+                continue;
+            }
+            let c = cand(solver, params);
+            let checked = run_once(&c, xs[0]).map(|got| relative_error(&got, &reference));
+            let (error, ok) = match checked {
+                Ok(e) => (e, e <= tolerance(dtype)),
+                Err(_) => (f64::INFINITY, false),
+            };
+            let time_ms = if ok {
+                time(ctx, p, &c, &xs, w, y, repeats)?
+            } else {
+                f64::INFINITY
+            };
+            out.push(Measurement {
+                solver,
+                params,
+                time_ms,
+                error,
+                ok,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn time(
+    ctx: &Context,
+    p: &ConvProblem,
+    c: &Candidate,
+    xs: &[Buffer],
+    w: Buffer,
+    y: Buffer,
+    repeats: usize,
+) -> Result<f64, RunError> {
+    let be = ctx.backend();
+    let inv = ctx.prepare(p, c)?;
+    let one = |x: Buffer| -> Result<f64, RunError> {
+        let start = be.record_event(Stream::default())?;
+        ctx.run(&inv, x, w, y, None, Stream::default())?;
+        let end = be.record_event(Stream::default())?;
+        let ms = be.elapsed_ms(start, end)? as f64;
+        be.destroy_event(start);
+        be.destroy_event(end);
+        Ok(ms)
+    };
+    // Warm-up; slow kernels get fewer repeats (their noise is small relative to their time).
+    let first = one(xs[0])?;
+    one(xs[1 % xs.len()])?;
+    let n = if first > 5.0 { 3 } else { repeats.max(1) };
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        times.push(one(xs[i % xs.len()])?);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+/// The find-db line of a measured problem: each passing solver at its best perf config,
+/// fastest first, in MIOpen's v2.0 form.
+pub fn find_db_line(key: &str, ms: &[Measurement]) -> Option<String> {
+    let mut best: Vec<&Measurement> = Vec::new();
+    for m in ms.iter().filter(|m| m.ok) {
+        match best.iter_mut().find(|b| b.solver.id == m.solver.id) {
+            Some(b) if m.time_ms < b.time_ms => *b = m,
+            Some(_) => {}
+            None => best.push(m),
+        }
+    }
+    if best.is_empty() {
+        return None;
+    }
+    best.sort_by(|a, b| a.time_ms.total_cmp(&b.time_ms));
+    let items: Vec<String> = best
+        .iter()
+        .map(|m| {
+            format!(
+                "{}:{},0,{}",
+                m.solver.id,
+                kiln_format::records::format_g6(m.time_ms),
+                m.solver.algorithm
+            )
+        })
+        .collect();
+    Some(format!("{key}={}", items.join(";")))
+}
+
+/// The perf-db line: each tunable solver's best perf config.
+pub fn perf_db_line(perf_key: &str, ms: &[Measurement]) -> Option<String> {
+    let mut best: Vec<&Measurement> = Vec::new();
+    for m in ms.iter().filter(|m| m.ok && !m.params.is_empty()) {
+        match best.iter_mut().find(|b| b.solver.id == m.solver.id) {
+            Some(b) if m.time_ms < b.time_ms => *b = m,
+            Some(_) => {}
+            None => best.push(m),
+        }
+    }
+    if best.is_empty() {
+        return None;
+    }
+    let items: Vec<String> = best
+        .iter()
+        .map(|m| format!("{}:{}", m.solver.id, m.params))
+        .collect();
+    Some(format!("{perf_key}={}", items.join(";")))
+}
