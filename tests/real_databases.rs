@@ -173,9 +173,9 @@ fn target_selection_exact_and_closest() {
     // An MI308X reports 80 CUs: no exact DB, the closest gfx942 one is used (MIOpen's intent).
     let close = kiln::select_target("gfx942", 80).unwrap();
     assert!(!close.exact && close.target.basename == "gfx942130");
-    let e = kiln::select_target("gfx1100", 48).unwrap_err().to_string();
+    let e = kiln::select_target("gfx1201", 32).unwrap_err().to_string();
     assert!(
-        e.contains("gfx1100 with 48 compute units") && e.contains("[gfx942130"),
+        e.contains("gfx1201 with 32 compute units") && e.contains("gfx942130") && e.contains("sm_90_132"),
         "{e}"
     );
 }
