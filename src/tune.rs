@@ -171,17 +171,23 @@ fn time(
     Ok(times[times.len() / 2])
 }
 
-/// The find-db line of a measured problem: each passing solver at its best perf config,
-/// fastest first, in MIOpen's v2.0 form.
-pub fn find_db_line(key: &str, ms: &[Measurement]) -> Option<String> {
+/// The fastest measurement of each solver, in first-seen order.
+fn best_per_solver<'a>(ms: impl Iterator<Item = &'a Measurement>) -> Vec<&'a Measurement> {
     let mut best: Vec<&Measurement> = Vec::new();
-    for m in ms.iter().filter(|m| m.ok) {
+    for m in ms {
         match best.iter_mut().find(|b| b.solver.id == m.solver.id) {
             Some(b) if m.time_ms < b.time_ms => *b = m,
             Some(_) => {}
             None => best.push(m),
         }
     }
+    best
+}
+
+/// The find-db line of a measured problem: each passing solver at its best perf config,
+/// fastest first, in MIOpen's v2.0 form.
+pub fn find_db_line(key: &str, ms: &[Measurement]) -> Option<String> {
+    let mut best = best_per_solver(ms.iter().filter(|m| m.ok));
     if best.is_empty() {
         return None;
     }
@@ -202,14 +208,7 @@ pub fn find_db_line(key: &str, ms: &[Measurement]) -> Option<String> {
 
 /// The perf-db line: each tunable solver's best perf config.
 pub fn perf_db_line(perf_key: &str, ms: &[Measurement]) -> Option<String> {
-    let mut best: Vec<&Measurement> = Vec::new();
-    for m in ms.iter().filter(|m| m.ok && !m.params.is_empty()) {
-        match best.iter_mut().find(|b| b.solver.id == m.solver.id) {
-            Some(b) if m.time_ms < b.time_ms => *b = m,
-            Some(_) => {}
-            None => best.push(m),
-        }
-    }
+    let best = best_per_solver(ms.iter().filter(|m| m.ok && !m.params.is_empty()));
     if best.is_empty() {
         return None;
     }

@@ -175,7 +175,9 @@ fn target_selection_exact_and_closest() {
     assert!(!close.exact && close.target.basename == "gfx942130");
     let e = kiln::select_target("gfx1201", 32).unwrap_err().to_string();
     assert!(
-        e.contains("gfx1201 with 32 compute units") && e.contains("gfx942130") && e.contains("sm_90_132"),
+        e.contains("gfx1201 with 32 compute units")
+            && e.contains("gfx942130")
+            && e.contains("sm_90_132"),
         "{e}"
     );
 }

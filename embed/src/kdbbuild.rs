@@ -178,7 +178,6 @@ pub fn build_entries(
         all
     } else {
         let nvrtc = Nvrtc::load()?;
-        let header_path = kernels_dir.join("kiln_gpu.h");
         let mut headers: Vec<(String, String)> = Vec::new();
         for h in ["kiln_gpu.h", "igemm.h"] {
             let p = kernels_dir.join(h);
@@ -187,7 +186,6 @@ pub fn build_entries(
                 std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?,
             ));
         }
-        let _ = header_path;
         let hdrs: Vec<(&str, &str)> = headers
             .iter()
             .map(|(n, s)| (n.as_str(), s.as_str()))

@@ -35,29 +35,7 @@ pub struct PerfDb {
 }
 
 /// Integer columns of `config`, in `sqlite2txt`'s key order.
-pub const CONFIG_INT_COLUMNS: [&str; 21] = [
-    "spatial_dim",
-    "in_channels",
-    "in_h",
-    "in_w",
-    "in_d",
-    "fil_h",
-    "fil_w",
-    "fil_d",
-    "out_channels",
-    "batchsize",
-    "pad_h",
-    "pad_w",
-    "pad_d",
-    "conv_stride_h",
-    "conv_stride_w",
-    "conv_stride_d",
-    "dilation_h",
-    "dilation_w",
-    "dilation_d",
-    "bias",
-    "group_count",
-];
+pub const CONFIG_INT_COLUMNS: [&str; 21] = kiln_format::problem::PERF_KEY_INT_FIELDS;
 /// Text columns of `config`, after the integers in the key.
 pub const CONFIG_TEXT_COLUMNS: [&str; 3] = ["layout", "data_type", "direction"];
 

@@ -299,6 +299,32 @@ impl Default for ConvSpec {
 /// Largest value any size field may take. Keeps element counts and keys bounded.
 pub const MAX_DIM: u32 = 1 << 24;
 
+/// The integer fields of a perf-db key, in order: the `config` table's columns as MIOpen's
+/// `sqlite2txt` joins them (the layout, data type and direction follow).
+pub const PERF_KEY_INT_FIELDS: [&str; 21] = [
+    "spatial_dim",
+    "in_channels",
+    "in_h",
+    "in_w",
+    "in_d",
+    "fil_h",
+    "fil_w",
+    "fil_d",
+    "out_channels",
+    "batchsize",
+    "pad_h",
+    "pad_w",
+    "pad_d",
+    "conv_stride_h",
+    "conv_stride_w",
+    "conv_stride_d",
+    "dilation_h",
+    "dilation_w",
+    "dilation_d",
+    "bias",
+    "group_count",
+];
+
 /// A validated convolution problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConvProblem {
@@ -887,33 +913,10 @@ impl ConvProblem {
         if fields.len() != 24 {
             return Err(ProblemError::new("key", "expected 24 'x' separated fields"));
         }
-        const NAMES: [&str; 21] = [
-            "spatial_dim",
-            "in_channels",
-            "in_h",
-            "in_w",
-            "in_d",
-            "fil_h",
-            "fil_w",
-            "fil_d",
-            "out_channels",
-            "batchsize",
-            "pad_h",
-            "pad_w",
-            "pad_d",
-            "conv_stride_h",
-            "conv_stride_w",
-            "conv_stride_d",
-            "dilation_h",
-            "dilation_w",
-            "dilation_d",
-            "bias",
-            "group_count",
-        ];
         let mut v = [0u32; 21];
         for (idx, slot) in v.iter_mut().enumerate() {
             *slot = parse_u32(fields[idx]).ok_or(ProblemError::at(
-                NAMES[idx],
+                PERF_KEY_INT_FIELDS[idx],
                 "not a decimal number",
                 idx,
             ))?;
@@ -928,7 +931,7 @@ impl ConvProblem {
             for (idx, want) in [(4usize, 1u32), (7, 1), (12, 0), (15, 0), (18, 0)] {
                 if v[idx] != want {
                     return Err(ProblemError::at(
-                        NAMES[idx],
+                        PERF_KEY_INT_FIELDS[idx],
                         "unexpected depth value for a 2-D problem",
                         idx,
                     ));
