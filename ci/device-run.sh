@@ -13,5 +13,5 @@ for l in sys.stdin:
     m=json.loads(l)
     if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="gpu" and m.get("executable"): print(m["executable"])' | tail -1)
 cp "$exe" device-pack/gpu-tests
-cp ci/on-device.sh ci/on-device-find.sh device-pack/
+cp ci/on-device.sh ci/on-device-find.sh ci/on-device-bench.sh device-pack/
 ls -la device-pack

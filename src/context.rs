@@ -258,6 +258,34 @@ impl Context {
         Ok((inv, times))
     }
 
+    /// An invoker for `c` on `p` from a code object the caller supplies (built at run time,
+    /// e.g. by NVRTC, instead of taken from the embedded kdb). The object gets the same ELF
+    /// and target checks; the invoker is not cached. `kiln bench` uses it to compare cold starts.
+    pub fn invoker_from_object(
+        &self,
+        p: &ConvProblem,
+        c: &Candidate,
+        object: &[u8],
+    ) -> Result<Invoker, RunError> {
+        crate::codeobject::check_for_device(object, &self.backend.info().arch).map_err(
+            |source| RunError::CodeObject {
+                solver: c.solver.id,
+                key: "caller-supplied object".into(),
+                source,
+            },
+        )?;
+        let module = self.backend.load_module(object)?;
+        let function = self.backend.function(module, c.solver.function)?;
+        Ok(Invoker {
+            solver: c.solver,
+            params: c.params,
+            function,
+            dims: solvers::launch_dims(c.solver, p, c.params),
+            args: KernelArgs::of(p),
+            problem: *p,
+        })
+    }
+
     /// Runs an invoker on `x`, `w`, `y` (and `workspace`, unused by kiln's solvers).
     pub fn run(
         &self,

@@ -29,6 +29,7 @@ pub mod error;
 pub mod networks;
 pub mod select;
 pub mod solvers;
+pub mod timing;
 pub mod tune;
 pub mod verify;
 

@@ -9,6 +9,7 @@ use kiln_format::ConvProblem;
 use crate::backend::Stream;
 use crate::context::{Buffer, Candidate, Context, Ranking, RunError};
 use crate::solvers::{self, ManifestSolver};
+use crate::timing::time_device;
 use crate::verify::{decode, encode, random_values, relative_error, tolerance};
 
 /// The solver every candidate is checked against.
@@ -150,25 +151,11 @@ fn time(
 ) -> Result<f64, RunError> {
     let be = ctx.backend();
     let inv = ctx.prepare(p, c)?;
-    let one = |x: Buffer| -> Result<f64, RunError> {
-        let start = be.record_event(Stream::default())?;
-        ctx.run(&inv, x, w, y, None, Stream::default())?;
-        let end = be.record_event(Stream::default())?;
-        let ms = be.elapsed_ms(start, end)? as f64;
-        be.destroy_event(start);
-        be.destroy_event(end);
-        Ok(ms)
-    };
-    // Warm-up; slow kernels get fewer repeats (their noise is small relative to their time).
-    let first = one(xs[0])?;
-    one(xs[1 % xs.len()])?;
-    let n = if first > 5.0 { 3 } else { repeats.max(1) };
-    let mut times = Vec::with_capacity(n);
-    for i in 0..n {
-        times.push(one(xs[i % xs.len()])?);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    let launch = |i: usize| ctx.run(&inv, xs[i % xs.len()], w, y, None, Stream::default());
+    // Slow kernels get fewer repeats (their noise is small relative to their time).
+    let first = time_device(be, 0, 1, launch)?;
+    let n = if first.median_ms > 5.0 { 3 } else { repeats };
+    Ok(time_device(be, 1, n, |i| launch(i + 1))?.median_ms)
 }
 
 /// The fastest measurement of each solver, in first-seen order.

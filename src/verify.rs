@@ -6,6 +6,7 @@ use kiln_format::{ConvProblem, DataType};
 
 use crate::backend::Stream;
 use crate::context::{Buffer, Candidate, Context, RunError};
+use crate::timing::time_device;
 
 /// f32 -> IEEE half bits, round to nearest even (as `kernels/kiln_gpu.h`).
 pub fn f32_to_f16(f: f32) -> u16 {
@@ -311,20 +312,10 @@ pub fn run_checked(
     let mut out = vec![0u8; y.bytes as usize];
     be.download(y.ptr, &mut out)?;
     let error = relative_error(&decode(dtype, &out), &reference(p, &xv, &wv));
-    let mut times = Vec::new();
-    for i in 0..repeats + 2 {
-        let start = be.record_event(Stream::default())?;
-        ctx.run(&inv, x, w, y, None, Stream::default())?;
-        let end = be.record_event(Stream::default())?;
-        let ms = be.elapsed_ms(start, end)?;
-        be.destroy_event(start);
-        be.destroy_event(end);
-        if i >= 2 {
-            times.push(ms as f64);
-        }
-    }
-    times.sort_by(f64::total_cmp);
-    let time_ms = times.get(times.len() / 2).copied().unwrap_or(0.0);
+    let time_ms = time_device(be, 2, repeats, |_| {
+        ctx.run(&inv, x, w, y, None, Stream::default())
+    })?
+    .median_ms;
     Ok(CheckedRun {
         error,
         time_ms,

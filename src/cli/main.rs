@@ -16,6 +16,9 @@ use kiln_embed::finddb::FindDb;
 use kiln_embed::kdb::KernelDb;
 use kiln_embed::perfdb::PerfDb;
 
+mod bench;
+mod cudnn;
+
 #[derive(Parser)]
 #[command(
     name = "kiln",
@@ -53,6 +56,8 @@ enum Command {
     Find(FindArgs),
     /// As find, but write only the perf-db (best perf config per problem and solver).
     Tune(FindArgs),
+    /// On the GPU: cold start by phase against an NVRTC compile, lookup cost, every ResNet-50 layer against cuDNN.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -281,7 +286,8 @@ fn run() -> ExitCode {
         Command::Run(a) => run_one(&a),
         Command::Selftest(a) => selftest(&a),
         Command::Demo(a) => demo(&a),
-        Command::Coldstart(a) => coldstart(&a),
+        Command::Coldstart(a) => bench::coldstart(&a),
+        Command::Bench(a) => bench::bench(&a),
         Command::Find(a) => find(&a, true),
         Command::Tune(a) => find(&a, false),
         Command::Kdb(KdbCommand::Build {
@@ -1104,82 +1110,6 @@ fn demo_plan(layers: &[kiln::networks::Layer]) -> CliResult {
         println!("{:<11} {} layers resolved, {} code objects decoded, sha256- and ELF-verified for {}: {}", t.basename, layers.len(), objects.len(), device, used.join(", "));
     }
     println!("no GPU was found: nothing was run (AMD code objects are never run here; NVIDIA ones run with `make device-run`)");
-    Ok(())
-}
-
-fn coldstart(a: &DeviceArgs) -> CliResult {
-    let t_open = std::time::Instant::now();
-    let ctx = open_context(a)?;
-    let opened = t_open.elapsed().as_secs_f64();
-    let be = ctx.backend();
-    // A problem whose kdb block nothing has touched yet in this process.
-    let p = ConvProblem::new(ConvSpec {
-        n: 1,
-        c: 64,
-        k: 64,
-        input: [1, 56, 56],
-        filter: [1, 3, 3],
-        pad: [0, 1, 1],
-        ..ConvSpec::default()
-    })?;
-    let [xn, wn, yn] = p.element_counts();
-    let x = be.alloc(xn as usize * 4)?;
-    let w = be.alloc(wn as usize * 4)?;
-    let y = be.alloc(yn as usize * 4)?;
-    be.upload(
-        x,
-        &kiln::verify::encode(DataType::Fp32, &kiln::verify::random_values(xn as usize, 7)).0,
-    )?;
-    be.upload(
-        w,
-        &kiln::verify::encode(DataType::Fp32, &kiln::verify::random_values(wn as usize, 8)).0,
-    )?;
-    be.synchronize()?;
-    let t0 = std::time::Instant::now();
-    let c = ctx.find_solutions(&p)?[0];
-    let t1 = std::time::Instant::now();
-    let (inv, times) = ctx.prepare_timed(&p, &c)?;
-    let t2 = std::time::Instant::now();
-    let buf = |ptr, n: u64| kiln::context::Buffer { ptr, bytes: n * 4 };
-    ctx.run(
-        &inv,
-        buf(x, xn),
-        buf(w, wn),
-        buf(y, yn),
-        None,
-        kiln::backend::Stream::default(),
-    )?;
-    be.synchronize()?;
-    let t3 = std::time::Instant::now();
-    let ms = |s: f64| s * 1e3;
-    println!("cold start on {} ({}), solver {} [{}], context opened in {:.1} ms (cuInit + primary context, not counted)", be.info().spec, be.info().name, c.solver.id, c.params, ms(opened));
-    println!(
-        "  resolve (find-db/heuristic)      {:.3} ms",
-        ms((t1 - t0).as_secs_f64())
-    );
-    println!(
-        "  kdb decode + sha256              {:.3} ms",
-        ms(times.decompress_s)
-    );
-    println!(
-        "  ELF + target checks              {:.3} ms",
-        ms(times.verify_s)
-    );
-    println!(
-        "  module load + function lookup    {:.3} ms",
-        ms(times.module_load_s)
-    );
-    println!(
-        "  first launch + synchronize       {:.3} ms",
-        ms((t3 - t2).as_secs_f64())
-    );
-    println!(
-        "  total, ready context -> result   {:.3} ms",
-        ms((t3 - t0).as_secs_f64())
-    );
-    for p in [x, w, y] {
-        be.free(p);
-    }
     Ok(())
 }
 

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs on the device machine: `kiln bench` (cold start vs NVRTC, lookup cost, every ResNet-50
+# layer against cuDNN) and three fresh-process cold starts. cuDNN and NVRTC are not part of kiln:
+# they are found in the machine's PyTorch install and loaded at run time. Results land in $OUT.
+set -uo pipefail
+P=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-/tmp/kiln-out}
+mkdir -p "$OUT"
+site=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null)
+lib() { # first match under the PyTorch wheels, else anywhere on the root filesystem
+  local f
+  f=$(find "$site/nvidia" -name "$1" 2>/dev/null | grep -v builtins | head -1)
+  [ -n "$f" ] || f=$(find / -xdev -name "$1" 2>/dev/null | grep -v builtins | head -1)
+  echo "$f"
+}
+cudnn=$(lib 'libcudnn.so.9*')
+nvrtc=$(lib 'libnvrtc.so.1[23]*')
+echo "cuDNN: ${cudnn:-not found}; NVRTC: ${nvrtc:-not found}" | tee "$OUT/bench-env.txt"
+libdirs=$(find "$site/nvidia" -maxdepth 3 -type d -name lib 2>/dev/null | tr '\n' ':')
+export LD_LIBRARY_PATH="$(dirname "${cudnn:-/x/x}"):${libdirs}${LD_LIBRARY_PATH:-}"
+export KILN_NVRTC=${nvrtc:-}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >> "$OUT/bench-env.txt" 2>&1
+for i in 1 2 3; do "$P/kiln" coldstart; done > "$OUT/coldstart.txt" 2>&1
+timeout "${BENCH_SECONDS:-420}" "$P/kiln" bench --out "$OUT/bench.md" > "$OUT/bench-run.txt" 2>&1
+echo "bench exit $?" | tee -a "$OUT/bench-run.txt"
+tail -c 3000 "$OUT/bench-run.txt"
