@@ -106,7 +106,10 @@ impl From<BackendError> for RunError {
 pub enum Ranking {
     /// A measured find-db record.
     FindDb,
-    /// The cost model (the problem is not in the find-db, or none of its solvers is kiln's).
+    /// Not in the find-db: the solver order and perf config of the nearest measured problem
+    /// (see [`kiln_format::heuristic`]), its time scaled by the work ratio.
+    Nearest,
+    /// The cost model: no measured problem of this class, or a solver none measured.
     Heuristic,
 }
 
@@ -341,10 +344,13 @@ fn poisoned() -> RunError {
     })
 }
 
-/// Ranks the runnable solutions of `p` on `target` (no device needed).
+/// Most solvers a manifest may hold (rankings are built on the stack).
+pub const MAX_SOLVERS: usize = 16;
+
+/// Ranks the runnable solutions of `p` on `target` (no device needed): the find-db's record
+/// when there is one, else the fallback of [`rank_unmeasured`].
 pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Candidate>, RunError> {
     let mut out = Vec::new();
-    let mut reasons = Vec::new();
     // Measured records first: kiln's solvers named in the find-db, in measured order.
     if let Some(found) = target.find_solutions(p)? {
         for s in found.iter() {
@@ -352,15 +358,10 @@ pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Cand
             let Some(solver) = solvers::by_id(s.solver) else {
                 continue;
             };
-            let params = target
-                .perf_params(p, solver.id)?
-                .and_then(|q| solver.params.iter().copied().find(|x| *x == q));
-            let params = match params {
-                Some(q) if solvers::applicable(solver, p, q).is_ok() => q,
-                _ => match solvers::default_params(solver, p) {
-                    Some(q) => q,
-                    None => continue,
-                },
+            let Some(params) = tuned_params(Some(target), p, solver)?
+                .or_else(|| solvers::default_params(solver, p))
+            else {
+                continue;
             };
             out.push(Candidate {
                 solver,
@@ -371,41 +372,109 @@ pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Cand
             });
         }
     }
-    // Every other applicable solver, ranked by the cost model after the measured ones.
-    let mut rest = Vec::new();
-    for solver in solvers::manifest() {
-        if out.iter().any(|c| c.solver.id == solver.id) {
-            continue;
-        }
-        let tuned = target
-            .perf_params(p, solver.id)?
-            .and_then(|q| solver.params.iter().copied().find(|x| *x == q));
-        let params = tuned
-            .filter(|q| solvers::applicable(solver, p, q).is_ok())
-            .or_else(|| solvers::default_params(solver, p));
-        match params {
-            Some(q) => rest.push(Candidate {
-                solver,
-                params: q,
-                time_ms: solvers::estimated_ms(solver, p),
-                workspace: solvers::workspace(solver, p),
-                ranking: Ranking::Heuristic,
-            }),
-            None => reasons.push((
-                solver.id,
-                solvers::applicable(solver, p, solver.params[0])
-                    .err()
-                    .unwrap_or("no applicable perf config"),
-            )),
+    // Then every other applicable solver, in the fallback's order.
+    for c in rank_unmeasured(p, target.neighbours, Some(target))? {
+        if !out.iter().any(|o| o.solver.id == c.solver.id) {
+            out.push(c);
         }
     }
-    rest.sort_by(|a, b| a.time_ms.total_cmp(&b.time_ms));
-    out.extend(rest);
     if out.is_empty() {
         return Err(RunError::NoSolution {
             problem: p.find_db_key().as_str().to_string(),
-            reasons,
+            reasons: solvers::manifest()
+                .iter()
+                .map(|s| {
+                    let why = s
+                        .params
+                        .iter()
+                        .find_map(|q| solvers::applicable(s, p, q).err())
+                        .unwrap_or("no applicable perf config");
+                    (s.id, why)
+                })
+                .collect(),
         });
     }
     Ok(out)
+}
+
+/// `p`'s own perf-db config of `solver`, if the target has one that applies.
+fn tuned_params(
+    target: Option<&'static EmbeddedTarget>,
+    p: &ConvProblem,
+    solver: &'static ManifestSolver,
+) -> Result<Option<&'static str>, RunError> {
+    let Some(target) = target else {
+        return Ok(None);
+    };
+    Ok(target
+        .perf_params(p, solver.id)?
+        .and_then(|q| solver.params.iter().copied().find(|x| *x == q))
+        .filter(|q| solvers::applicable(solver, p, q).is_ok()))
+}
+
+/// The fallback for a problem with no find-db record, built on the stack (no allocation):
+/// every applicable solver, those measured on the nearest measured problem of `model` first
+/// (in its order, times scaled by the work ratio), then the rest by the cost model. When no
+/// measured problem is within `NEAR_DISTANCE`, the cost model ranks everything. Each
+/// solver's perf config is `p`'s own perf-db record when `target` has one, else the tuned
+/// config of the nearest measured problem where that config applies, else a default.
+pub fn rank_unmeasured(
+    p: &ConvProblem,
+    model: &[kiln_format::heuristic::MeasuredProblem<'_>],
+    target: Option<&'static EmbeddedTarget>,
+) -> Result<heapless::Vec<Candidate, MAX_SOLVERS>, RunError> {
+    use kiln_format::heuristic::{macs, nearest, NEAR_DISTANCE};
+    // A model whose nearest problem is far says less than the cost model: leave it out.
+    let closest = nearest(model, p, |_| true).filter(|&(_, d)| d <= NEAR_DISTANCE);
+    let model = if closest.is_some() { model } else { &[] };
+    let closest = closest.map(|(m, _)| m);
+    let mut out: heapless::Vec<(bool, Candidate), MAX_SOLVERS> = heapless::Vec::new();
+    for solver in solvers::manifest() {
+        let from_model = |m: &kiln_format::heuristic::MeasuredProblem<'_>| {
+            m.solvers
+                .iter()
+                .find(|s| s.solver == solver.id)
+                .and_then(|s| solver.params.iter().copied().find(|q| *q == s.params))
+                .filter(|q| solvers::applicable(solver, p, q).is_ok())
+        };
+        let params = match tuned_params(target, p, solver)? {
+            Some(q) => Some(q),
+            None => nearest(model, p, |m| from_model(m).is_some())
+                .and_then(|(m, _)| from_model(m))
+                .or_else(|| solvers::default_params(solver, p)),
+        };
+        let Some(params) = params else { continue };
+        let measured = closest.and_then(|m| {
+            let s = m.solvers.iter().find(|s| s.solver == solver.id)?;
+            Some(s.time_ms as f64 * macs(p) / m.macs.max(1.0))
+        });
+        let c = Candidate {
+            solver,
+            params,
+            time_ms: measured.unwrap_or_else(|| solvers::estimated_ms(solver, p)),
+            workspace: solvers::workspace(solver, p),
+            ranking: if measured.is_some() {
+                Ranking::Nearest
+            } else {
+                Ranking::Heuristic
+            },
+        };
+        // A manifest larger than MAX_SOLVERS is refused by a test; never silently here.
+        if out.push((measured.is_some(), c)).is_err() {
+            break;
+        }
+    }
+    out.sort_unstable_by(|(ma, a), (mb, b)| mb.cmp(ma).then(a.time_ms.total_cmp(&b.time_ms)));
+    Ok(out.into_iter().map(|(_, c)| c).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_manifest_fits_a_stack_ranking() {
+        // rank_unmeasured keeps at most MAX_SOLVERS; a larger manifest must raise the bound.
+        assert!(solvers::manifest().len() <= MAX_SOLVERS);
+    }
 }

@@ -43,6 +43,9 @@ pub struct EmbeddedTarget {
     pub perf_db: Option<&'static EmbeddedTable>,
     /// Kernel db table.
     pub kdb: Option<&'static EmbeddedTable>,
+    /// The find-db's measured problems of kiln's solvers: the fallback's model (see
+    /// [`kiln_format::heuristic`]).
+    pub neighbours: &'static [kiln_format::heuristic::MeasuredProblem<'static>],
     /// Input files and their digests.
     pub inputs: &'static [InputFile],
 }

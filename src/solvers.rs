@@ -120,8 +120,16 @@ fn common_checks(p: &ConvProblem) -> Result<(), NotApplicable> {
     Ok(())
 }
 
-fn values(params: &str) -> Vec<u32> {
-    params.split(',').filter_map(|v| v.parse().ok()).collect()
+/// Most values a perf config holds.
+const MAX_PARAM_VALUES: usize = 8;
+
+/// The values of a perf config (on the stack: ranking never allocates).
+fn values(params: &str) -> heapless::Vec<u32, MAX_PARAM_VALUES> {
+    params
+        .split(',')
+        .filter_map(|v| v.parse().ok())
+        .take(MAX_PARAM_VALUES)
+        .collect()
 }
 
 /// Tiled solver bounds, as in `kernels/conv_tiled.cpp`.
@@ -147,8 +155,10 @@ pub fn applicable(
             if p.spatial_dims() != 2 || p.layouts()[0].channels_last() {
                 return Err("tiled direct is 2-D channels-first only");
             }
-            let v = values(params);
-            let [th, tw, kpb] = [v[0], v[1], v[2]];
+            let [th, tw, kpb] = match values(params).as_slice() {
+                &[th, tw, kpb] if th > 0 && tw > 0 && kpb > 0 => [th, tw, kpb],
+                _ => return Err("perf config is not tile_h,tile_w,k_per_block"),
+            };
             let ph = (th - 1) * p.stride()[1] + (p.filter()[1] - 1) * p.dilation()[1] + 1;
             let pw = (tw - 1) * p.stride()[2] + (p.filter()[2] - 1) * p.dilation()[2] + 1;
             if ph as u64 * pw as u64 > TILED_PATCH_MAX as u64 {
@@ -163,6 +173,9 @@ pub fn applicable(
             Ok(())
         }
         "ConvImplicitGemmFwd" | "ConvGemm1x1Fwd" => {
+            if !matches!(values(params).as_slice(), &[m, n, k] if m > 0 && n > 0 && k > 0) {
+                return Err("perf config is not block_m,block_n,block_k");
+            }
             if solver.id == "ConvGemm1x1Fwd"
                 && (p.filter() != [1, 1, 1] || p.stride() != [1, 1, 1] || p.pad() != [0, 0, 0])
             {
@@ -180,10 +193,12 @@ pub fn applicable(
 /// Launch dimensions of `solver` with `params` for `p` (call only when applicable).
 pub fn launch_dims(solver: &ManifestSolver, p: &ConvProblem, params: &str) -> LaunchDims {
     let v = values(params);
+    // Applicable configs have every value; 1 keeps a malformed one from dividing by zero.
+    let at = |i: usize| v.get(i).copied().unwrap_or(1).max(1);
     let kpg = p.k() / p.groups();
     match solver.id {
         "ConvDirectTiledFwd" => {
-            let (th, tw, kpb) = (v[0], v[1], v[2]);
+            let (th, tw, kpb) = (at(0), at(1), at(2));
             let [_, oh, ow] = p.output();
             LaunchDims {
                 grid: [
@@ -195,7 +210,7 @@ pub fn launch_dims(solver: &ManifestSolver, p: &ConvProblem, params: &str) -> La
             }
         }
         "ConvImplicitGemmFwd" | "ConvGemm1x1Fwd" => {
-            let (bm, bn) = (v[0], v[1]);
+            let (bm, bn) = (at(0), at(1));
             let osp: u64 = p.output().iter().map(|&x| x as u64).product();
             let cols = p.n() as u64 * osp;
             LaunchDims {
@@ -222,40 +237,48 @@ pub fn workspace(_solver: &ManifestSolver, _p: &ConvProblem) -> u64 {
     0
 }
 
-/// Estimated time in ms for ranking without measurements: work / modelled throughput. Used only
-/// when the find-db has no record (MIOpen's immediate-mode fallback plays the same role).
+/// Estimated time in ms for ranking without measurements: work / modelled throughput, where a
+/// tiled solver only gets the share of its tile that the problem fills (a depthwise problem has
+/// one output channel per group, so a GEMM tile 32 channels tall is 1/32 busy). Used when
+/// neither the find-db nor a nearby measured problem says more (MIOpen's immediate-mode
+/// fallback plays the same role).
 pub fn estimated_ms(solver: &ManifestSolver, p: &ConvProblem) -> f64 {
-    let [_, w, y] = p.element_counts();
-    let macs = y as f64 * (w as f64 / p.k() as f64);
-    let gflops = match solver.id {
-        "ConvGemm1x1Fwd" => 9000.0,
-        "ConvImplicitGemmFwd" => 6000.0,
-        "ConvDirectTiledFwd" => 2500.0,
-        _ => 700.0,
+    let macs = kiln_format::heuristic::macs(p);
+    let kpg = (p.k() / p.groups().max(1)).max(1) as f64;
+    let fill = |size: f64, tile: f64| size / ((size / tile).ceil() * tile);
+    let tile = |i: usize| {
+        default_params(solver, p)
+            .map(|q| values(q).get(i).copied().unwrap_or(1).max(1) as f64)
+            .unwrap_or(1.0)
     };
-    2.0 * macs / (gflops * 1e6) + 0.004
+    let (gflops, utilisation) = match solver.id {
+        "ConvGemm1x1Fwd" => (9000.0, fill(kpg, tile(0))),
+        "ConvImplicitGemmFwd" => (6000.0, fill(kpg, tile(0))),
+        "ConvDirectTiledFwd" => (2500.0, fill(kpg, tile(2))),
+        _ => (700.0, 1.0),
+    };
+    2.0 * macs / (gflops * utilisation * 1e6) + 0.004
 }
 
 /// A perf config for `p` without a perf-db record: the largest tile that still gives the GPU
 /// enough blocks, among the applicable precompiled configs.
 pub fn default_params(solver: &ManifestSolver, p: &ConvProblem) -> Option<&'static str> {
-    let applicable: Vec<&'static str> = solver
-        .params
-        .iter()
-        .copied()
-        .filter(|q| applicable(solver, p, q).is_ok())
-        .collect();
+    let applicable = || {
+        solver
+            .params
+            .iter()
+            .copied()
+            .filter(|q| applicable(solver, p, q).is_ok())
+    };
     let blocks = |q: &str| {
         let d = launch_dims(solver, p, q);
         d.grid.iter().map(|&g| g as u64).product::<u64>()
     };
     let tile = |q: &str| values(q).iter().take(2).map(|&v| v as u64).product::<u64>();
-    applicable
-        .iter()
-        .copied()
+    applicable()
         .filter(|q| blocks(q) >= 256)
         .max_by_key(|q| tile(q))
-        .or_else(|| applicable.iter().copied().min_by_key(|q| tile(q)))
+        .or_else(|| applicable().min_by_key(|q| tile(q)))
 }
 
 /// MIOpen-style `kernel_args` of a solver's variant on `arch`.

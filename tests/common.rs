@@ -1,7 +1,7 @@
 //! Paths shared by the integration tests.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The repository root.
 pub fn repo() -> PathBuf {
@@ -16,4 +16,24 @@ pub fn shared_db() -> PathBuf {
 /// The committed gfx942130 target folder.
 pub fn gfx942130() -> PathBuf {
     repo().join("targets/gfx942130")
+}
+
+/// Runs a Python script (a client kiln did not write, e.g. its sqlite3 module) with `db` as
+/// its argument; returns its output lines, failing the test on a non-zero exit.
+pub fn python_lines(script: &str, db: &Path) -> Vec<String> {
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(db)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }

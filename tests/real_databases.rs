@@ -75,22 +75,7 @@ fn every_perf_db_row_parses_and_keys_round_trip() {
 /// Reads config row 1 with the sqlite3 module of Python, a client kiln did not write.
 fn rusqlite_free_row_check() -> Vec<String> {
     let script = "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nr=c.execute('select spatial_dim,in_channels,in_h,in_w,in_d,fil_h,fil_w,fil_d,out_channels,batchsize,pad_h,pad_w,pad_d,conv_stride_h,conv_stride_w,conv_stride_d,dilation_h,dilation_w,dilation_d,bias,group_count,layout,data_type,direction from config where id=1').fetchone()\nprint('x'.join(str(v) for v in r))";
-    let out = std::process::Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(common::shared_db().join("gfx942130.db"))
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect()
+    common::python_lines(script, &common::shared_db().join("gfx942130.db"))
 }
 
 #[test]

@@ -78,6 +78,13 @@ pub fn embed(req: &EmbedRequest) -> Result<EmbedReport> {
     let mut targets = String::new();
     let mut index = phf_codegen::Map::<&str>::new();
     let mut index_values: Vec<(String, String)> = Vec::new();
+    let manifest = match &req.manifest {
+        Some(path) => {
+            report.inputs.push(path.clone());
+            Some(crate::kdbbuild::Manifest::load(path)?)
+        }
+        None => None,
+    };
     let mut enabled = req.enabled.clone();
     enabled.sort();
     enabled.dedup();
@@ -102,6 +109,7 @@ pub fn embed(req: &EmbedRequest) -> Result<EmbedReport> {
             .unwrap_or_else(|| Source::Dir(dir.clone()));
         let mut inputs: Vec<InputFile> = Vec::new();
         let mut tables: Vec<(&'static str, PackedTable)> = Vec::new();
+        let (mut find_db, mut perf_db) = (None, None);
         let files = [
             ("find-db", cfg.files.find_db.as_deref()),
             ("perf-db", cfg.files.perf_db.as_deref()),
@@ -119,11 +127,15 @@ pub fn embed(req: &EmbedRequest) -> Result<EmbedReport> {
             let (input, records): (TableInput, usize) = match kind {
                 "find-db" => {
                     let db = FindDb::read(&path)?;
-                    (find_db_input(&db, &name)?, db.records.len())
+                    let table = (find_db_input(&db, &name)?, db.records.len());
+                    find_db = Some(db);
+                    table
                 }
                 "perf-db" => {
                     let db = PerfDb::read(&path)?;
-                    (perf_db_input(&db, &name)?, db.records.len())
+                    let table = (perf_db_input(&db, &name)?, db.records.len());
+                    perf_db = Some(db);
+                    table
                 }
                 _ => {
                     let db = KernelDb::read(&path)?;
@@ -171,6 +183,13 @@ pub fn embed(req: &EmbedRequest) -> Result<EmbedReport> {
                 "None".to_string()
             }
         };
+        // The fallback for problems the find-db lacks: its measured problems of kiln's solvers.
+        let model = match (&find_db, &manifest) {
+            (Some(find), Some(m)) => crate::neighbours::build(find, perf_db.as_ref(), m),
+            _ => Vec::new(),
+        };
+        let neighbours_id = ident(base, "neighbours");
+        statics.push_str(&crate::neighbours::emit(&neighbours_id, &model));
         let vendor = if cfg.vendor == "amd" { "Amd" } else { "Nvidia" };
         let mut input_lits = String::new();
         for i in &inputs {
@@ -186,7 +205,7 @@ pub fn embed(req: &EmbedRequest) -> Result<EmbedReport> {
             targets,
             "    EmbeddedTarget {{\n        basename: {:?},\n        vendor: ::kiln_format::Vendor::{vendor},\n        arch: {:?},\n        \
              compute_units: {},\n        code_object: {:?},\n        aliases: &[{}],\n        origin: {:?},\n        \
-             find_db: {},\n        perf_db: {},\n        kdb: {},\n        inputs: &[{}],\n    }},",
+             find_db: {},\n        perf_db: {},\n        kdb: {},\n        neighbours: {neighbours_id},\n        inputs: &[{}],\n    }},",
             cfg.basename,
             cfg.arch,
             cfg.compute_units,
@@ -215,9 +234,7 @@ pub fn embed(req: &EmbedRequest) -> Result<EmbedReport> {
     }
     let mut manifest_code = String::from("pub static KERNEL_MANIFEST: &[ManifestSolver] = &[\n");
     let mut data_types = String::new();
-    if let Some(path) = &req.manifest {
-        report.inputs.push(path.clone());
-        let m = crate::kdbbuild::Manifest::load(path)?;
+    if let Some(m) = &manifest {
         for s in &m.solvers {
             let params: Vec<String> = s.params.iter().map(|p| format!("{p:?}")).collect();
             writeln!(

@@ -18,6 +18,7 @@ use kiln_embed::perfdb::PerfDb;
 
 mod bench;
 mod cudnn;
+mod regret;
 
 #[derive(Parser)]
 #[command(
@@ -58,6 +59,8 @@ enum Command {
     Tune(FindArgs),
     /// On the GPU: cold start by phase against an NVRTC compile, lookup cost, every ResNet-50 layer against cuDNN.
     Bench(bench::BenchArgs),
+    /// Measure the fallback for problems missing from the find-db on problems held out of it: regret = time of its pick / time of the best, from a find run's log.
+    Regret(regret::RegretArgs),
 }
 
 #[derive(Args)]
@@ -288,6 +291,7 @@ fn run() -> ExitCode {
         Command::Demo(a) => demo(&a),
         Command::Coldstart(a) => bench::coldstart(&a),
         Command::Bench(a) => bench::bench(&a),
+        Command::Regret(a) => regret::regret(&a),
         Command::Find(a) => find(&a, true),
         Command::Tune(a) => find(&a, false),
         Command::Kdb(KdbCommand::Build {
@@ -1113,6 +1117,25 @@ fn demo_plan(layers: &[kiln::networks::Layer]) -> CliResult {
     Ok(())
 }
 
+/// A problem list (`ci/problems/*.txt`): one find-db key per line, `#` comments; errors name
+/// file:line.
+fn read_problem_list(
+    file: &Path,
+) -> Result<Vec<(String, ConvProblem)>, Box<dyn std::error::Error>> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let p = ConvProblem::from_find_db_key(line)
+            .map_err(|e| format!("{}:{}: {e}: '{line}'", file.display(), i + 1))?;
+        out.push((line.to_string(), p));
+    }
+    Ok(out)
+}
+
 fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text)?;
@@ -1143,16 +1166,9 @@ fn find(a: &FindArgs, write_find_db: bool) -> CliResult {
     };
     let mut problems: Vec<(String, ConvProblem)> = Vec::new();
     for file in &a.problems {
-        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let p = ConvProblem::from_find_db_key(line)
-                .map_err(|e| format!("{}:{}: {e}: '{line}'", file.display(), i + 1))?;
-            if !problems.iter().any(|(k, _)| k == line) {
-                problems.push((line.to_string(), p));
+        for (key, p) in read_problem_list(file)? {
+            if !problems.iter().any(|(k, _)| *k == key) {
+                problems.push((key, p));
             }
         }
     }

@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+pub mod heuristic;
 pub mod keybuf;
 pub mod problem;
 pub mod records;

@@ -1,0 +1,193 @@
+//! The fallback for problems a find-db lacks: the nearest measured problem.
+//!
+//! At build time every find-db record of a target (with its perf-db configs) becomes a
+//! [`MeasuredProblem`]: a class, a feature vector and the measured time and tuned perf config
+//! of each solver. At run time a problem with no record takes the solver order and perf configs
+//! of the measured problem closest to it in feature space. Problems of different classes (type,
+//! layout, direction) are never neighbours: their solvers behave too differently to transfer.
+//!
+//! Everything here is evaluated on the stack: a linear scan of a static slice, no allocation.
+
+use crate::problem::{ConvProblem, DataType, Direction, Layout};
+
+/// Length of a feature vector.
+pub const FEATURES: usize = 10;
+
+/// Squared feature distance beyond which a measured problem no longer predicts another (four
+/// doublings on one axis, or two on each of four). Chosen on the held-out evaluation of
+/// `kiln regret` (benches/heuristic-regret.md): 8 to 16 are equally good there; beyond 32 the
+/// nearest dense problem starts ranking depthwise ones, far below, nothing is transferred.
+pub const NEAR_DISTANCE: f32 = 16.0;
+
+/// One solver as measured on one problem.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeasuredSolver<'a> {
+    /// Solver id.
+    pub solver: &'a str,
+    /// Measured time, ms (the find-db's figure).
+    pub time_ms: f32,
+    /// Its tuned perf config from the perf-db ("" when it has none).
+    pub params: &'a str,
+}
+
+/// A measured problem of a find-db, as the fallback sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeasuredProblem<'a> {
+    /// [`class`] of the problem.
+    pub class: u32,
+    /// [`features`] of the problem.
+    pub features: [f32; FEATURES],
+    /// Multiply-accumulates of the problem (scales its times to another problem).
+    pub macs: f64,
+    /// Its solvers, fastest first.
+    pub solvers: &'a [MeasuredSolver<'a>],
+}
+
+/// Problems of one class may be compared: same direction, data types and layout.
+pub fn class(p: &ConvProblem) -> u32 {
+    let dir = match p.direction() {
+        Direction::Forward => 0,
+        Direction::BackwardData => 1,
+        Direction::BackwardWeights => 2,
+    };
+    let dtype = DataType::ALL
+        .iter()
+        .position(|&d| d == p.data_types()[0])
+        .unwrap_or(0) as u32;
+    let layout = Layout::ALL
+        .iter()
+        .position(|&l| l == p.layouts()[0])
+        .unwrap_or(0) as u32;
+    dir | dtype << 2 | layout << 6
+}
+
+fn log2(v: u64) -> f32 {
+    (v.max(1) as f64).log2() as f32
+}
+
+/// Multiply-accumulates of `p`.
+pub fn macs(p: &ConvProblem) -> f64 {
+    let [_, w, y] = p.element_counts();
+    y as f64 * (w as f64 / p.k().max(1) as f64)
+}
+
+/// The feature vector: sizes on a log2 scale (a problem twice as large is one step away, at
+/// any size), so that Euclidean distance compares shapes. Grouped problems get their own
+/// axis, weighted so that a grouped problem is never nearest to a dense one of the same sizes.
+pub fn features(p: &ConvProblem) -> [f32; FEATURES] {
+    let product = |v: [u32; 3]| v.iter().map(|&x| x as u64).product::<u64>();
+    let g = p.groups().max(1);
+    let out = product(p.output());
+    [
+        log2(p.n() as u64),
+        log2((p.c() / g) as u64),
+        log2((p.k() / g) as u64),
+        log2(out),
+        log2(product(p.filter())),
+        (p.stride().iter().copied().max().unwrap_or(1).max(1) - 1) as f32,
+        if g > 1 { 2.0 } else { 0.0 },
+        log2(g as u64),
+        log2(p.n() as u64 * out),
+        (macs(p).max(1.0)).log2() as f32,
+    ]
+}
+
+/// Squared Euclidean distance of two feature vectors.
+pub fn distance(a: &[f32; FEATURES], b: &[f32; FEATURES]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+}
+
+/// The measured problem of `p`'s class nearest to `p` among those that `accept` takes (ties go
+/// to the earlier record), with its squared distance.
+pub fn nearest<'m>(
+    model: &'m [MeasuredProblem<'m>],
+    p: &ConvProblem,
+    mut accept: impl FnMut(&MeasuredProblem<'m>) -> bool,
+) -> Option<(&'m MeasuredProblem<'m>, f32)> {
+    let class = class(p);
+    let f = features(p);
+    let mut best: Option<(&MeasuredProblem, f32)> = None;
+    for m in model {
+        if m.class != class {
+            continue;
+        }
+        let d = distance(&f, &m.features);
+        if best.is_none_or(|(_, bd)| d < bd) && accept(m) {
+            best = Some((m, d));
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::ConvSpec;
+
+    fn conv(n: u32, c: u32, k: u32, hw: u32, f: u32, groups: u32, dtype: DataType) -> ConvProblem {
+        ConvProblem::new(ConvSpec {
+            n,
+            c,
+            k,
+            groups,
+            input: [1, hw, hw],
+            filter: [1, f, f],
+            pad: [0, f / 2, f / 2],
+            data_types: [dtype; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap()
+    }
+
+    fn record(
+        p: &ConvProblem,
+        solvers: &'static [MeasuredSolver<'static>],
+    ) -> MeasuredProblem<'static> {
+        MeasuredProblem {
+            class: class(p),
+            features: features(p),
+            macs: macs(p),
+            solvers,
+        }
+    }
+
+    #[test]
+    fn nearest_stays_in_class_and_prefers_similar_shapes() {
+        const S: &[MeasuredSolver] = &[MeasuredSolver {
+            solver: "A",
+            time_ms: 1.0,
+            params: "",
+        }];
+        let model = [
+            record(&conv(1, 64, 64, 56, 3, 1, DataType::Fp32), S),
+            record(&conv(32, 64, 64, 56, 3, 1, DataType::Fp32), S),
+            record(&conv(1, 256, 256, 14, 1, 1, DataType::Fp32), S),
+            record(&conv(1, 64, 64, 56, 3, 64, DataType::Fp32), S),
+            record(&conv(1, 64, 64, 56, 3, 1, DataType::Fp16), S),
+        ];
+        let at = |p: &ConvProblem| {
+            let (m, _) = nearest(&model, p, |_| true).unwrap();
+            model.iter().position(|x| core::ptr::eq(x, m)).unwrap()
+        };
+        assert_eq!(at(&conv(2, 64, 64, 56, 3, 1, DataType::Fp32)), 0);
+        assert_eq!(at(&conv(16, 64, 64, 56, 3, 1, DataType::Fp32)), 1);
+        assert_eq!(at(&conv(1, 256, 512, 14, 1, 1, DataType::Fp32)), 2);
+        assert_eq!(at(&conv(1, 32, 32, 56, 3, 32, DataType::Fp32)), 3); // depthwise -> depthwise
+        assert_eq!(at(&conv(8, 64, 64, 28, 3, 1, DataType::Fp16)), 4); // only FP16 record
+                                                                       // A class with no record has no neighbour; `accept` can skip records.
+        assert!(nearest(&model, &conv(1, 8, 8, 8, 3, 1, DataType::Bf16), |_| true).is_none());
+        let (m, _) = nearest(&model, &conv(2, 64, 64, 56, 3, 1, DataType::Fp32), |m| {
+            m.features[0] > 0.0
+        })
+        .unwrap();
+        assert!(core::ptr::eq(m, &model[1]));
+    }
+
+    #[test]
+    fn features_are_scale_steps() {
+        let a = features(&conv(1, 64, 64, 56, 3, 1, DataType::Fp32));
+        let b = features(&conv(2, 64, 64, 56, 3, 1, DataType::Fp32));
+        // Doubling the batch moves N, N*out and MACs by exactly one step each.
+        assert_eq!(distance(&a, &b), 3.0);
+    }
+}

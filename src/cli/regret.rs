@@ -1,0 +1,312 @@
+//! `kiln regret`: how good the fallback is for problems missing from the find-db.
+//!
+//! The fallback's model is rebuilt from the committed find-db and perf-db with some problems
+//! held out; each held-out problem is then ranked by the fallback alone (`rank_unmeasured`,
+//! without its own records), and its pick is looked up in the log of the find run, which holds
+//! the measured time of every solver and perf config on every problem. Regret = time of the
+//! pick / time of the fastest measured candidate. Two ways of holding out:
+//!
+//! - leave one network out: every problem of one network (ResNet-50, MobileNetV2, the decoder,
+//!   the detector) is held out at once, the model built from problems no list of that network
+//!   names; the honest test for a network kiln was never tuned on;
+//! - five folds by key hash: every problem held out once, the model built from the rest.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use kiln::context::rank_unmeasured;
+use kiln::ConvProblem;
+use kiln_embed::finddb::FindDb;
+use kiln_embed::kdbbuild::Manifest;
+use kiln_embed::neighbours::{self, Measured};
+use kiln_embed::perfdb::PerfDb;
+use kiln_format::heuristic::{MeasuredProblem, MeasuredSolver};
+
+use crate::{read_problem_list, CliResult};
+
+/// Arguments of `kiln regret`.
+#[derive(Args)]
+pub struct RegretArgs {
+    /// The find run's log (problem, solver, params, time ms, error, ok; tab-separated).
+    #[arg(long, default_value = "benches/h100-find/find-log.tsv")]
+    log: PathBuf,
+    /// Target folder holding the measured find-db and perf-db.
+    #[arg(long, default_value = "targets/sm_90_132")]
+    target_dir: PathBuf,
+    /// Problem lists, one per network (their file names name the networks).
+    #[arg(long, num_args = 1.., default_values = ["ci/problems/resnet50.txt", "ci/problems/mobilenet_v2.txt", "ci/problems/vae_decoder.txt", "ci/problems/yolo_detector.txt"])]
+    problems: Vec<PathBuf>,
+    /// kernels/manifest.toml.
+    #[arg(long, default_value = "kernels/manifest.toml")]
+    manifest: PathBuf,
+    /// Write the Markdown report here too.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Fail when a split's median regret is above this.
+    #[arg(long, default_value_t = 1.15)]
+    max_median: f64,
+    /// Fail when a split's 90th-percentile regret is above this.
+    #[arg(long, default_value_t = 1.5)]
+    max_p90: f64,
+}
+
+/// Measured times of one problem: (solver, params) -> ms, passing candidates only.
+type Times = HashMap<(String, String), f64>;
+
+/// Reads the find log; errors name file:line.
+fn read_log(path: &Path) -> Result<BTreeMap<String, Times>, Box<dyn std::error::Error>> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out: BTreeMap<String, Times> = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let bad = |what: &str| format!("{}:{}: {what}: '{line}'", path.display(), i + 1);
+        if f.len() != 6 {
+            return Err(bad("expected 6 tab-separated fields").into());
+        }
+        let time: f64 = f[3].parse().map_err(|_| bad("time is not a number"))?;
+        if f[5] == "true" && time.is_finite() {
+            let times = out.entry(f[0].to_string()).or_default();
+            // A problem measured twice keeps its latest figure, as the find-db does.
+            times.insert((f[1].to_string(), f[2].to_string()), time);
+        } else {
+            out.entry(f[0].to_string()).or_default();
+        }
+    }
+    Ok(out)
+}
+
+/// One held-out problem's outcome.
+struct Outcome {
+    key: String,
+    pick: String,
+    regret: f64,
+    baseline_regret: f64,
+    best: String,
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Summary of a set of regrets: median, p90, max, share within 10% of the best.
+fn summary(regrets: &[f64]) -> (f64, f64, f64, f64) {
+    let mut v = regrets.to_vec();
+    v.sort_by(f64::total_cmp);
+    let within = v.iter().filter(|&&r| r <= 1.10).count() as f64 / v.len().max(1) as f64;
+    (
+        percentile(&v, 0.5),
+        percentile(&v, 0.9),
+        v.last().copied().unwrap_or(f64::NAN),
+        within,
+    )
+}
+
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Ranks each of `test` with a model of `train` and looks its pick up in the log.
+fn evaluate(
+    find: &FindDb,
+    perf: &PerfDb,
+    manifest: &Manifest,
+    log: &BTreeMap<String, Times>,
+    test: &[&str],
+    in_train: impl Fn(&str) -> bool,
+) -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
+    let train = FindDb {
+        records: find
+            .records
+            .iter()
+            .filter(|r| in_train(&r.key))
+            .cloned()
+            .collect(),
+    };
+    let owned: Vec<Measured> = neighbours::build(&train, Some(perf), manifest);
+    let solvers: Vec<Vec<MeasuredSolver>> = owned
+        .iter()
+        .map(|m| {
+            m.solvers
+                .iter()
+                .map(|s| MeasuredSolver {
+                    solver: &s.id,
+                    time_ms: s.time_ms as f32,
+                    params: &s.params,
+                })
+                .collect()
+        })
+        .collect();
+    let model: Vec<MeasuredProblem> = owned
+        .iter()
+        .zip(&solvers)
+        .map(|(m, s)| MeasuredProblem {
+            class: m.class,
+            features: m.features,
+            macs: m.macs,
+            solvers: s,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for &key in test {
+        let times = log
+            .get(key)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| format!("{key}: no passing measurement in the log"))?;
+        let p = ConvProblem::from_find_db_key(key).map_err(|e| format!("{key}: {e}"))?;
+        let (best_c, best) = times
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(c, t)| (c.clone(), *t))
+            .ok_or("empty times")?;
+        let time_of = |ranked: &[kiln::context::Candidate]| -> Result<(String, f64), String> {
+            let c = ranked
+                .first()
+                .ok_or_else(|| format!("{key}: the fallback ranks nothing"))?;
+            let name = format!("{} [{}]", c.solver.id, c.params);
+            let t = times
+                .get(&(c.solver.id.to_string(), c.params.to_string()))
+                .ok_or_else(|| {
+                    format!("{key}: the fallback picks {name}, which the log never measured")
+                })?;
+            Ok((name, *t))
+        };
+        let (pick, t) = time_of(&rank_unmeasured(&p, &model, None)?)?;
+        let (_, t_base) = time_of(&rank_unmeasured(&p, &[], None)?)?;
+        out.push(Outcome {
+            key: key.to_string(),
+            pick,
+            regret: t / best,
+            baseline_regret: t_base / best,
+            best: format!("{} [{}]", best_c.0, best_c.1),
+        });
+    }
+    Ok(out)
+}
+
+/// `kiln regret`.
+pub fn regret(a: &RegretArgs) -> CliResult {
+    let log = read_log(&a.log)?;
+    let base = a
+        .target_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| format!("{}: not a target folder", a.target_dir.display()))?;
+    let find = FindDb::read(&a.target_dir.join(format!("{base}.HIP.fdb.txt")))?;
+    let perf = PerfDb::read(&a.target_dir.join(format!("{base}.db.txt")))?;
+    let manifest = Manifest::load(&a.manifest)?;
+    // Network of each problem list, from its file name.
+    let mut networks: Vec<(String, Vec<String>)> = Vec::new();
+    for file in &a.problems {
+        let name = file
+            .file_stem()
+            .and_then(|n| n.to_str())
+            .unwrap_or("?")
+            .to_string();
+        let keys = read_problem_list(file)?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        networks.push((name, keys));
+    }
+    let all: Vec<&str> = find.records.iter().map(|r| r.key.as_str()).collect();
+    let mut r = String::new();
+    writeln!(r, "# Fallback regret on held-out problems ({base})\n")?;
+    writeln!(
+        r,
+        "For a problem missing from the find-db, kiln ranks solvers by the nearest measured problem (same type, layout and direction; log2-scale shape features) and takes its tuned perf configs. Here the model is rebuilt from `{}` and `{}` without the held-out problems, each held-out problem ranked by the fallback alone, and its pick's time read from the find run's log (`{}`, every solver and perf config measured on the H100). Regret = time of the pick / time of the fastest measured candidate. `cost model` = the fallback with no measured problems (kiln's work/throughput estimate and default perf configs), for comparison. Generated by `kiln regret`.\n",
+        a.target_dir.join(format!("{base}.HIP.fdb.txt")).display(),
+        a.target_dir.join(format!("{base}.db.txt")).display(),
+        a.log.display()
+    )?;
+    writeln!(r, "| held out | problems | median | p90 | max | within 10% of best | cost model median | cost model p90 |")?;
+    writeln!(r, "|---|---:|---:|---:|---:|---:|---:|---:|")?;
+    let mut failures = Vec::new();
+    let mut worst: Vec<Outcome> = Vec::new();
+    let row = |label: &str, outcomes: &[Outcome], r: &mut String| -> CliResult {
+        let regrets: Vec<f64> = outcomes.iter().map(|o| o.regret).collect();
+        let base: Vec<f64> = outcomes.iter().map(|o| o.baseline_regret).collect();
+        let (med, p90, max, within) = summary(&regrets);
+        let (bmed, bp90, _, _) = summary(&base);
+        writeln!(
+            r,
+            "| {label} | {} | {med:.3} | {p90:.3} | {max:.2} | {:.0}% | {bmed:.3} | {bp90:.3} |",
+            outcomes.len(),
+            within * 100.0
+        )?;
+        Ok(())
+    };
+    // Leave one network out.
+    let mut lono = Vec::new();
+    for (name, keys) in &networks {
+        let test: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let outcomes = evaluate(&find, &perf, &manifest, &log, &test, |k| {
+            !keys.iter().any(|t| t == k)
+        })?;
+        row(&format!("network {name}"), &outcomes, &mut r)?;
+        lono.extend(outcomes);
+    }
+    row("**all networks, one left out at a time**", &lono, &mut r)?;
+    let (med, p90, _, _) = summary(&lono.iter().map(|o| o.regret).collect::<Vec<_>>());
+    if med > a.max_median || p90 > a.max_p90 {
+        failures.push(format!(
+            "leave-one-network-out: median {med:.3}, p90 {p90:.3}"
+        ));
+    }
+    // Five folds by key hash.
+    let fold = |k: &str| fnv1a(k) % 5;
+    let mut folds = Vec::new();
+    for f in 0..5 {
+        let test: Vec<&str> = all.iter().copied().filter(|k| fold(k) == f).collect();
+        folds.extend(evaluate(&find, &perf, &manifest, &log, &test, |k| {
+            fold(k) != f
+        })?);
+    }
+    row("**five folds (every problem once)**", &folds, &mut r)?;
+    let (med, p90, _, _) = summary(&folds.iter().map(|o| o.regret).collect::<Vec<_>>());
+    if med > a.max_median || p90 > a.max_p90 {
+        failures.push(format!("five folds: median {med:.3}, p90 {p90:.3}"));
+    }
+    worst.extend(lono);
+    worst.sort_by(|x, y| y.regret.total_cmp(&x.regret));
+    writeln!(
+        r,
+        "\nTargets: median <= {}, p90 <= {}.\n",
+        a.max_median, a.max_p90
+    )?;
+    writeln!(r, "## Worst picks, leave one network out\n")?;
+    writeln!(
+        r,
+        "| problem | fallback's pick | fastest measured | regret |"
+    )?;
+    writeln!(r, "|---|---|---|---:|")?;
+    for o in worst.iter().take(10) {
+        writeln!(
+            r,
+            "| `{}` | {} | {} | {:.2} |",
+            o.key, o.pick, o.best, o.regret
+        )?;
+    }
+    print!("{r}");
+    if let Some(out) = &a.out {
+        std::fs::write(out, &r).map_err(|e| format!("{}: {e}", out.display()))?;
+    }
+    if !failures.is_empty() {
+        return Err(format!(
+            "fallback regret above target (median <= {}, p90 <= {}): {}",
+            a.max_median,
+            a.max_p90,
+            failures.join("; ")
+        )
+        .into());
+    }
+    Ok(())
+}

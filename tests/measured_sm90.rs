@@ -1,0 +1,142 @@
+//! The sm_90_132 find-db and perf-db that `kiln find` measured on the H100: they are in
+//! MIOpen's formats (kiln's readers, and a plain SQLite client after conversion), cover every
+//! problem of the committed problem lists, agree with the run's log, and the fallback built
+//! from them meets its regret targets on held-out problems.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use kiln::context::Ranking;
+use kiln::ConvProblem;
+use kiln_embed::finddb::FindDb;
+use kiln_embed::perfdb::PerfDb;
+
+fn sm90() -> PathBuf {
+    common::repo().join("targets/sm_90_132")
+}
+
+fn problem_keys() -> Vec<String> {
+    let mut keys = Vec::new();
+    for f in std::fs::read_dir(common::repo().join("ci/problems")).unwrap() {
+        let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+        for line in text.lines().map(str::trim) {
+            if !line.is_empty() && !line.starts_with('#') && !keys.iter().any(|k| k == line) {
+                keys.push(line.to_string());
+            }
+        }
+    }
+    keys
+}
+
+#[test]
+fn every_listed_problem_is_measured_and_agrees_with_the_log() {
+    let find = FindDb::read(&sm90().join("sm_90_132.HIP.fdb.txt")).unwrap();
+    let keys = problem_keys();
+    assert_eq!(keys.len(), 712);
+    assert_eq!(find.records.len(), 712);
+    // Fastest passing time of each problem in the log of the run.
+    let log =
+        std::fs::read_to_string(common::repo().join("benches/h100-find/find-log.tsv")).unwrap();
+    let mut best: HashMap<&str, (f64, &str)> = HashMap::new();
+    for line in log.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let t: f64 = f[3].parse().unwrap();
+        if f[5] == "true" && best.get(f[0]).is_none_or(|b| t < b.0) {
+            best.insert(f[0], (t, f[1]));
+        }
+    }
+    let solvers: Vec<&str> = kiln::solvers::manifest().iter().map(|s| s.id).collect();
+    for key in &keys {
+        let r = find
+            .records
+            .iter()
+            .find(|r| &r.key == key)
+            .unwrap_or_else(|| panic!("{key} not in the find-db"));
+        let (t, solver) = best[key.as_str()];
+        // The record's first solution is the log's fastest (times kept to 6 digits, %g).
+        assert_eq!(r.items[0].solver, solver, "{key}");
+        assert!((r.items[0].time_ms - t).abs() <= t * 1e-5, "{key}");
+        assert!(r.items.windows(2).all(|w| w[0].time_ms <= w[1].time_ms));
+        assert!(r.items.iter().all(|i| solvers.contains(&i.solver.as_str())));
+    }
+}
+
+#[test]
+fn perf_db_converts_to_sqlite_that_a_plain_client_reads() {
+    let text = PerfDb::read(&sm90().join("sm_90_132.db.txt")).unwrap();
+    assert_eq!(text.records.len(), 712);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sm_90_132.db");
+    text.write_sqlite(&db).unwrap();
+    assert_eq!(PerfDb::read(&db).unwrap(), text);
+    // Python's sqlite3: MIOpen's schema, one perf_db row per (config, solver).
+    let script = "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nprint(c.execute('select count(*) from config').fetchone()[0])\nprint(c.execute('select count(*) from perf_db').fetchone()[0])\nprint(c.execute(\"select p.params from perf_db p join config c on p.config=c.id where c.in_channels=64 and c.in_h=56 and c.fil_h=3 and c.out_channels=64 and c.batchsize=1 and c.layout='NCHW' and c.data_type='FP32' and p.solver='ConvImplicitGemmFwd'\").fetchone()[0])";
+    let lines = common::python_lines(script, &db);
+    let entries: usize = text.records.iter().map(|r| r.items.len()).sum();
+    assert_eq!(lines[0], "712");
+    assert_eq!(lines[1], entries.to_string());
+    let p =
+        ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-FP32-F").unwrap();
+    let tuned = kiln::named_target("sm_90_132")
+        .unwrap()
+        .perf_params(&p, "ConvImplicitGemmFwd")
+        .unwrap()
+        .unwrap();
+    assert_eq!(lines[2], tuned);
+}
+
+#[test]
+fn unmeasured_problems_take_the_nearest_measured_problem() {
+    let target = kiln::named_target("sm_90_132").unwrap();
+    assert_eq!(target.neighbours.len(), 712);
+    // Batch 2 of a measured ResNet-50 layer: not in the find-db, nearest to batch 1.
+    let p =
+        ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-2-1x1-1x1-1x1-0-NCHW-FP32-F").unwrap();
+    let near =
+        ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-FP32-F").unwrap();
+    assert!(target.find_solutions(&p).unwrap().is_none());
+    let ranked = kiln::context::rank(target, &p).unwrap();
+    let measured = kiln::context::rank(target, &near).unwrap();
+    assert_eq!(ranked[0].ranking, Ranking::Nearest);
+    assert_eq!(ranked[0].solver.id, measured[0].solver.id);
+    assert_eq!(ranked[0].params, measured[0].params);
+    // Twice the work: the estimate is the neighbour's time, doubled.
+    let ratio = ranked[0].time_ms / measured[0].time_ms;
+    assert!((ratio - 2.0).abs() < 1e-3, "{ratio}");
+    // A class nothing measured (BF16) falls back to the cost model.
+    let bf16 =
+        ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-BF16-F").unwrap();
+    assert!(kiln::context::rank(target, &bf16)
+        .unwrap()
+        .iter()
+        .all(|c| c.ranking == Ranking::Heuristic));
+}
+
+#[test]
+fn fallback_regret_on_held_out_problems_meets_its_targets() {
+    // `kiln regret` exits non-zero above median 1.15 / p90 1.5; check its figures too.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .arg("regret")
+        .current_dir(common::repo())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for label in ["all networks, one left out at a time", "five folds"] {
+        let row = text.lines().find(|l| l.contains(label)).unwrap();
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (n, median, p90): (usize, f64, f64) = (
+            cells[2].parse().unwrap(),
+            cells[3].parse().unwrap(),
+            cells[4].parse().unwrap(),
+        );
+        assert_eq!(n, 712, "{row}");
+        assert!(median <= 1.15 && p90 <= 1.5, "{row}");
+    }
+}
