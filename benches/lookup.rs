@@ -81,7 +81,46 @@ fn lookups(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, lookups);
+/// Full resolution (`rank`: find-db, perf-db, applicability, ordering) on the measured
+/// sm_90_132 target, for its measured problems and for unmeasured ones (the fallback).
+fn resolve(c: &mut Criterion) {
+    let target = kiln::named_target("sm_90_132").unwrap();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("targets/sm_90_132");
+    let fdb = kiln_embed::finddb::FindDb::read(&dir.join("sm_90_132.HIP.fdb.txt")).unwrap();
+    let measured: Vec<ConvProblem> = fdb
+        .records
+        .iter()
+        .map(|r| ConvProblem::from_find_db_key(&r.key).unwrap())
+        .collect();
+    // The same shapes at batch 3: none is in the find-db.
+    let unmeasured: Vec<ConvProblem> = measured
+        .iter()
+        .map(|p| ConvProblem::new(kiln::ConvSpec { n: 3, ..p.spec() }).unwrap())
+        .filter(|p| target.find_solutions(p).unwrap().is_none())
+        .collect();
+    for p in measured.iter().chain(&unmeasured) {
+        kiln::context::rank(target, p).unwrap();
+    }
+    let mut i = 0usize;
+    c.bench_function("resolve a measured problem (sm_90_132, 712 cycling)", |b| {
+        b.iter(|| {
+            i = (i + 1) % measured.len();
+            black_box(kiln::context::rank(target, black_box(&measured[i])).unwrap())
+        })
+    });
+    let mut i = 0usize;
+    c.bench_function(
+        "resolve an unmeasured problem: nearest measured (fallback)",
+        |b| {
+            b.iter(|| {
+                i = (i + 1) % unmeasured.len();
+                black_box(kiln::context::rank(target, black_box(&unmeasured[i])).unwrap())
+            })
+        },
+    );
+}
+
+criterion_group!(benches, lookups, resolve);
 
 fn keys_only(c: &mut Criterion) {
     let p = ConvProblem::from_find_db_key("1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-FP32-F")

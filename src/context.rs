@@ -347,9 +347,16 @@ fn poisoned() -> RunError {
 /// Most solvers a manifest may hold (rankings are built on the stack).
 pub const MAX_SOLVERS: usize = 16;
 
+/// Measured problems the fallback looks through for a perf config that applies.
+const NEIGHBOURS_FOR_PARAMS: usize = 8;
+
+/// A problem's own perf-db record: (solver, params) pairs.
+type PerfRecord = heapless::Vec<(&'static str, &'static str), { crate::db::MAX_SOLUTIONS }>;
+
 /// Ranks the runnable solutions of `p` on `target` (no device needed): the find-db's record
 /// when there is one, else the fallback of [`rank_unmeasured`].
 pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Candidate>, RunError> {
+    let tuned = target.perf_record(p)?;
     let mut out = Vec::new();
     // Measured records first: kiln's solvers named in the find-db, in measured order.
     if let Some(found) = target.find_solutions(p)? {
@@ -358,8 +365,8 @@ pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Cand
             let Some(solver) = solvers::by_id(s.solver) else {
                 continue;
             };
-            let Some(params) = tuned_params(Some(target), p, solver)?
-                .or_else(|| solvers::default_params(solver, p))
+            let Some(params) =
+                tuned_params(&tuned, p, solver).or_else(|| solvers::default_params(solver, p))
             else {
                 continue;
             };
@@ -372,8 +379,14 @@ pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Cand
             });
         }
     }
-    // Then every other applicable solver, in the fallback's order.
-    for c in rank_unmeasured(p, target.neighbours, Some(target))? {
+    // Then every other applicable solver: by the cost model after measured ones (the record
+    // already says what was measured here), else in the fallback's order.
+    let model = if out.is_empty() {
+        target.neighbours
+    } else {
+        &[]
+    };
+    for c in fallback(p, model, &tuned) {
         if !out.iter().any(|o| o.solver.id == c.solver.id) {
             out.push(c);
         }
@@ -397,53 +410,70 @@ pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Cand
     Ok(out)
 }
 
-/// `p`'s own perf-db config of `solver`, if the target has one that applies.
+/// `solver`'s config in a perf-db record, if the manifest compiles it and it applies to `p`.
 fn tuned_params(
-    target: Option<&'static EmbeddedTarget>,
+    tuned: &[(&'static str, &'static str)],
     p: &ConvProblem,
     solver: &'static ManifestSolver,
-) -> Result<Option<&'static str>, RunError> {
-    let Some(target) = target else {
-        return Ok(None);
-    };
-    Ok(target
-        .perf_params(p, solver.id)?
-        .and_then(|q| solver.params.iter().copied().find(|x| *x == q))
-        .filter(|q| solvers::applicable(solver, p, q).is_ok()))
+) -> Option<&'static str> {
+    let (_, q) = tuned.iter().find(|(s, _)| *s == solver.id)?;
+    solver
+        .params
+        .iter()
+        .copied()
+        .find(|x| x == q)
+        .filter(|x| solvers::applicable(solver, p, x).is_ok())
 }
 
 /// The fallback for a problem with no find-db record, built on the stack (no allocation):
 /// every applicable solver, those measured on the nearest measured problem of `model` first
 /// (in its order, times scaled by the work ratio), then the rest by the cost model. When no
-/// measured problem is within `NEAR_DISTANCE`, the cost model ranks everything. Each
-/// solver's perf config is `p`'s own perf-db record when `target` has one, else the tuned
-/// config of the nearest measured problem where that config applies, else a default.
+/// measured problem is within `NEAR_DISTANCE`, the cost model ranks everything. Each solver's
+/// perf config is `p`'s own perf-db record when `target` has one, else the tuned config of the
+/// nearest measured problem where that config applies, else a default.
 pub fn rank_unmeasured(
     p: &ConvProblem,
     model: &[kiln_format::heuristic::MeasuredProblem<'_>],
     target: Option<&'static EmbeddedTarget>,
 ) -> Result<heapless::Vec<Candidate, MAX_SOLVERS>, RunError> {
-    use kiln_format::heuristic::{macs, nearest, NEAR_DISTANCE};
+    let tuned = match target {
+        Some(t) => t.perf_record(p)?,
+        None => PerfRecord::new(),
+    };
+    Ok(fallback(p, model, &tuned))
+}
+
+fn fallback(
+    p: &ConvProblem,
+    model: &[kiln_format::heuristic::MeasuredProblem<'_>],
+    tuned: &[(&'static str, &'static str)],
+) -> heapless::Vec<Candidate, MAX_SOLVERS> {
+    use kiln_format::heuristic::{macs, nearest_k, NEAR_DISTANCE};
+    let mut near = nearest_k::<NEIGHBOURS_FOR_PARAMS>(model, p);
     // A model whose nearest problem is far says less than the cost model: leave it out.
-    let closest = nearest(model, p, |_| true).filter(|&(_, d)| d <= NEAR_DISTANCE);
-    let model = if closest.is_some() { model } else { &[] };
-    let closest = closest.map(|(m, _)| m);
+    if near.first().is_none_or(|&(_, d)| d > NEAR_DISTANCE) {
+        near.clear();
+    }
+    let closest = near.first().map(|&(m, _)| m);
     let mut out: heapless::Vec<(bool, Candidate), MAX_SOLVERS> = heapless::Vec::new();
     for solver in solvers::manifest() {
-        let from_model = |m: &kiln_format::heuristic::MeasuredProblem<'_>| {
-            m.solvers
-                .iter()
-                .find(|s| s.solver == solver.id)
-                .and_then(|s| solver.params.iter().copied().find(|q| *q == s.params))
-                .filter(|q| solvers::applicable(solver, p, q).is_ok())
+        let from_neighbours = || {
+            near.iter().find_map(|(m, _)| {
+                let s = m.solvers.iter().find(|s| s.solver == solver.id)?;
+                solver
+                    .params
+                    .iter()
+                    .copied()
+                    .find(|q| *q == s.params)
+                    .filter(|q| solvers::applicable(solver, p, q).is_ok())
+            })
         };
-        let params = match tuned_params(target, p, solver)? {
-            Some(q) => Some(q),
-            None => nearest(model, p, |m| from_model(m).is_some())
-                .and_then(|(m, _)| from_model(m))
-                .or_else(|| solvers::default_params(solver, p)),
+        let Some(params) = tuned_params(tuned, p, solver)
+            .or_else(from_neighbours)
+            .or_else(|| solvers::default_params(solver, p))
+        else {
+            continue;
         };
-        let Some(params) = params else { continue };
         let measured = closest.and_then(|m| {
             let s = m.solvers.iter().find(|s| s.solver == solver.id)?;
             Some(s.time_ms as f64 * macs(p) / m.macs.max(1.0))
@@ -451,7 +481,7 @@ pub fn rank_unmeasured(
         let c = Candidate {
             solver,
             params,
-            time_ms: measured.unwrap_or_else(|| solvers::estimated_ms(solver, p)),
+            time_ms: measured.unwrap_or_else(|| solvers::estimated_ms(solver, p, params)),
             workspace: solvers::workspace(solver, p),
             ranking: if measured.is_some() {
                 Ranking::Nearest
@@ -465,7 +495,7 @@ pub fn rank_unmeasured(
         }
     }
     out.sort_unstable_by(|(ma, a), (mb, b)| mb.cmp(ma).then(a.time_ms.total_cmp(&b.time_ms)));
-    Ok(out.into_iter().map(|(_, c)| c).collect())
+    out.into_iter().map(|(_, c)| c).collect()
 }
 
 #[cfg(test)]

@@ -237,20 +237,17 @@ pub fn workspace(_solver: &ManifestSolver, _p: &ConvProblem) -> u64 {
     0
 }
 
-/// Estimated time in ms for ranking without measurements: work / modelled throughput, where a
-/// tiled solver only gets the share of its tile that the problem fills (a depthwise problem has
+/// Estimated time in ms of `solver` with perf config `params`, for ranking without
+/// measurements: work / modelled throughput, where a tiled solver only gets the share of its tile that the problem fills (a depthwise problem has
 /// one output channel per group, so a GEMM tile 32 channels tall is 1/32 busy). Used when
 /// neither the find-db nor a nearby measured problem says more (MIOpen's immediate-mode
 /// fallback plays the same role).
-pub fn estimated_ms(solver: &ManifestSolver, p: &ConvProblem) -> f64 {
+pub fn estimated_ms(solver: &ManifestSolver, p: &ConvProblem, params: &str) -> f64 {
     let macs = kiln_format::heuristic::macs(p);
     let kpg = (p.k() / p.groups().max(1)).max(1) as f64;
     let fill = |size: f64, tile: f64| size / ((size / tile).ceil() * tile);
-    let tile = |i: usize| {
-        default_params(solver, p)
-            .map(|q| values(q).get(i).copied().unwrap_or(1).max(1) as f64)
-            .unwrap_or(1.0)
-    };
+    let v = values(params);
+    let tile = |i: usize| v.get(i).copied().unwrap_or(1).max(1) as f64;
     let (gflops, utilisation) = match solver.id {
         "ConvGemm1x1Fwd" => (9000.0, fill(kpg, tile(0))),
         "ConvImplicitGemmFwd" => (6000.0, fill(kpg, tile(0))),

@@ -97,26 +97,42 @@ pub fn distance(a: &[f32; FEATURES], b: &[f32; FEATURES]) -> f32 {
     a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
 }
 
-/// The measured problem of `p`'s class nearest to `p` among those that `accept` takes (ties go
-/// to the earlier record), with its squared distance.
-pub fn nearest<'m>(
+/// The `K` measured problems of `p`'s class nearest to `p`, nearest first, with their squared
+/// distances (ties keep model order). One pass over the model, on the stack.
+pub fn nearest_k<'m, const K: usize>(
     model: &'m [MeasuredProblem<'m>],
     p: &ConvProblem,
-    mut accept: impl FnMut(&MeasuredProblem<'m>) -> bool,
-) -> Option<(&'m MeasuredProblem<'m>, f32)> {
+) -> heapless::Vec<(&'m MeasuredProblem<'m>, f32), K> {
     let class = class(p);
     let f = features(p);
-    let mut best: Option<(&MeasuredProblem, f32)> = None;
+    let mut best: heapless::Vec<(&MeasuredProblem, f32), K> = heapless::Vec::new();
     for m in model {
         if m.class != class {
             continue;
         }
         let d = distance(&f, &m.features);
-        if best.is_none_or(|(_, bd)| d < bd) && accept(m) {
-            best = Some((m, d));
+        if best.is_full() && best.last().is_none_or(|&(_, worst)| d >= worst) {
+            continue;
         }
+        let at = best
+            .iter()
+            .position(|&(_, bd)| d < bd)
+            .unwrap_or(best.len());
+        if best.is_full() {
+            best.pop();
+        }
+        // Room was made above, so the insert cannot fail.
+        let _ = best.insert(at, (m, d));
     }
     best
+}
+
+/// The measured problem of `p`'s class nearest to `p`, with its squared distance.
+pub fn nearest<'m>(
+    model: &'m [MeasuredProblem<'m>],
+    p: &ConvProblem,
+) -> Option<(&'m MeasuredProblem<'m>, f32)> {
+    nearest_k::<1>(model, p).first().copied()
 }
 
 #[cfg(test)]
@@ -166,7 +182,7 @@ mod tests {
             record(&conv(1, 64, 64, 56, 3, 1, DataType::Fp16), S),
         ];
         let at = |p: &ConvProblem| {
-            let (m, _) = nearest(&model, p, |_| true).unwrap();
+            let (m, _) = nearest(&model, p).unwrap();
             model.iter().position(|x| core::ptr::eq(x, m)).unwrap()
         };
         assert_eq!(at(&conv(2, 64, 64, 56, 3, 1, DataType::Fp32)), 0);
@@ -174,13 +190,18 @@ mod tests {
         assert_eq!(at(&conv(1, 256, 512, 14, 1, 1, DataType::Fp32)), 2);
         assert_eq!(at(&conv(1, 32, 32, 56, 3, 32, DataType::Fp32)), 3); // depthwise -> depthwise
         assert_eq!(at(&conv(8, 64, 64, 28, 3, 1, DataType::Fp16)), 4); // only FP16 record
-                                                                       // A class with no record has no neighbour; `accept` can skip records.
-        assert!(nearest(&model, &conv(1, 8, 8, 8, 3, 1, DataType::Bf16), |_| true).is_none());
-        let (m, _) = nearest(&model, &conv(2, 64, 64, 56, 3, 1, DataType::Fp32), |m| {
-            m.features[0] > 0.0
-        })
-        .unwrap();
-        assert!(core::ptr::eq(m, &model[1]));
+                                                                       // A class with no record has no neighbour.
+        assert!(nearest(&model, &conv(1, 8, 8, 8, 3, 1, DataType::Bf16)).is_none());
+        // The k nearest, in order, only of the class.
+        let order: heapless::Vec<usize, 8> =
+            nearest_k::<8>(&model, &conv(2, 64, 64, 56, 3, 1, DataType::Fp32))
+                .iter()
+                .map(|(m, _)| model.iter().position(|x| core::ptr::eq(x, *m)).unwrap())
+                .collect();
+        assert_eq!(order.as_slice(), [0, 1, 2, 3]);
+        let two = nearest_k::<2>(&model, &conv(2, 64, 64, 56, 3, 1, DataType::Fp32));
+        assert_eq!(two.len(), 2);
+        assert!(two[0].1 <= two[1].1);
     }
 
     #[test]
