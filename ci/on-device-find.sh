@@ -13,8 +13,11 @@ if ls "$REPO"/ci/problems/*.txt >/dev/null 2>&1; then
 else
   python3 "$REPO/ci/gen_problems.py" "$OUT/problems" || exit 1
 fi
-cp "$REPO"/targets/sm_90_132/sm_90_132.HIP.fdb.txt "$REPO"/targets/sm_90_132/sm_90_132.db.txt "$OUT/" 2>/dev/null
-cp "$REPO"/benches/h100-find/find-log.tsv "$OUT/" 2>/dev/null
+# FIND_FRESH=1 measures everything again instead of continuing from the committed DBs and log.
+if [ "${FIND_FRESH:-0}" != 1 ]; then
+  cp "$REPO"/targets/sm_90_132/sm_90_132.HIP.fdb.txt "$REPO"/targets/sm_90_132/sm_90_132.db.txt "$OUT/" 2>/dev/null
+  cp "$REPO"/benches/h100-find/find-log.tsv "$OUT/" 2>/dev/null
+fi
 timeout "${FIND_SECONDS:-480}" "$P/kiln" find --device cuda:0 --problems "$OUT"/problems/*.txt \
   --db-dir "$OUT" --log "$OUT/find-log.tsv" > "$OUT/find-run.txt" 2>&1
 echo "exit $?" >> "$OUT/find-run.txt"

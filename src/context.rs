@@ -1,7 +1,7 @@
 //! The public run-time API: a device context picks its embedded target, ranks solutions for a
 //! problem (find-db, else a heuristic over the applicable solvers: never benchmarks, never
-//! compiles), prepares an invoker from the embedded kdb (cached by network config and solver,
-//! as MIOpen's invoker cache), and runs it on device buffers whose sizes are checked.
+//! compiles), prepares an invoker from the embedded kdb (cached by network config, solver and
+//! perf config, as MIOpen's invoker cache plus the config), and runs it on device buffers whose sizes are checked.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -168,7 +168,10 @@ pub struct PrepareTimes {
     pub module_load_s: f64,
 }
 
-type InvokerKey = (String, &'static str);
+/// (network config, solver, perf config): MIOpen keys its invoker cache by the first two, as
+/// its perf config per problem is fixed by the perf-db; kiln callers (find, tune, selftest) run
+/// several perf configs of one solver, and each is its own kernel.
+type InvokerKey = (String, &'static str, &'static str);
 
 /// A device and the embedded target it runs.
 pub struct Context {
@@ -217,7 +220,11 @@ impl Context {
         p: &ConvProblem,
         c: &Candidate,
     ) -> Result<(Arc<Invoker>, PrepareTimes), RunError> {
-        let key = (p.network_config().as_str().to_string(), c.solver.id);
+        let key = (
+            p.network_config().as_str().to_string(),
+            c.solver.id,
+            c.params,
+        );
         if let Some(inv) = self.invokers.lock().map_err(|_| poisoned())?.get(&key) {
             return Ok((inv.clone(), PrepareTimes::default()));
         }

@@ -85,8 +85,21 @@ fn buffers_are_checked_and_invokers_cached() {
     let b = ctx.prepare(&p, &c).unwrap();
     assert!(
         std::sync::Arc::ptr_eq(&a, &b),
-        "same (network config, solver) -> same invoker"
+        "same (network config, solver, perf config) -> same invoker"
     );
+    // Another perf config of the same solver is another kernel: never the cached one.
+    let igemm = kiln::solvers::by_id("ConvImplicitGemmFwd").unwrap();
+    for &params in igemm.params {
+        let cand = kiln::context::Candidate {
+            solver: igemm,
+            params,
+            ..c
+        };
+        let inv = ctx.prepare(&p, &cand).unwrap();
+        assert_eq!(inv.params, params);
+        assert_eq!(inv.dims(), kiln::solvers::launch_dims(igemm, &p, params));
+    }
+    assert!(igemm.params.len() >= 2);
     let be = ctx.backend();
     let small = Buffer {
         ptr: be.alloc(16).unwrap(),
