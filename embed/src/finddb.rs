@@ -3,7 +3,6 @@
 //! `algorithm:Solver,time,workspace,algorithm,kcache_key` converted on read as MIOpen does
 //! (`TransformFindDbItem10to20`).
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use kiln_format::records::{algorithm_index, format_g6};
@@ -60,26 +59,7 @@ impl FindDb {
 
     /// Parses find-db text; `file` names the source in errors.
     pub fn parse(text: &str, file: &Path) -> Result<FindDb> {
-        let mut records = Vec::new();
-        let mut seen = HashSet::new();
-        for (idx, raw) in text.split('\n').enumerate() {
-            let line_no = idx + 1;
-            let line = raw.strip_suffix('\r').unwrap_or(raw);
-            if line.is_empty() {
-                continue;
-            }
-            let record =
-                parse_line(line).map_err(|reason| Error::parse(file, line_no, line, reason))?;
-            if !seen.insert(record.key.clone()) {
-                return Err(Error::parse(
-                    file,
-                    line_no,
-                    line,
-                    "duplicate key (each key has one line)",
-                ));
-            }
-            records.push(record);
-        }
+        let records = crate::textdb::parse_lines(text, file, parse_line, |r| r.key.as_str())?;
         Ok(FindDb { records })
     }
 

@@ -169,18 +169,11 @@ impl KernelDb {
         Ok(KernelDb { entries })
     }
 
-    /// Writes a kdb as MIOpen does (replacing `path`). Rows are inserted in entry order, so the
+    /// Writes a kdb as MIOpen does (replacing `path` only once complete). Rows are inserted in entry order, so the
     /// same entries give a byte-identical file.
     pub fn write(&self, path: &Path) -> Result<()> {
-        if path.exists() {
-            std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
-        }
-        let mut conn = Connection::open(path).map_err(|e| Error::sqlite(path, e))?;
         // System kdbs use journal_mode off or delete (MIOpen's db_sync test); delete is the default.
-        conn.execute_batch(SCHEMA)
-            .map_err(|e| Error::sqlite(path, e))?;
-        let tx = conn.transaction().map_err(|e| Error::sqlite(path, e))?;
-        {
+        crate::sqlitefile::write_new(path, SCHEMA, |tx| {
             let mut ins = tx
                 .prepare("INSERT OR REPLACE INTO kern_db(kernel_name, kernel_args, kernel_blob, kernel_hash, uncompressed_size) VALUES(?, ?, ?, ?, ?)")
                 .map_err(|e| Error::sqlite(path, e))?;
@@ -198,8 +191,8 @@ impl KernelDb {
                 ])
                 .map_err(|err| Error::sqlite(path, err))?;
             }
-        }
-        tx.commit().map_err(|e| Error::sqlite(path, e))
+            Ok(())
+        })
     }
 }
 

@@ -14,6 +14,8 @@ pub mod kdbbuild;
 pub mod neighbours;
 pub mod pack;
 pub mod perfdb;
+mod sqlitefile;
 pub mod target;
+mod textdb;
 
 pub use error::{Error, Result};

@@ -99,42 +99,7 @@ impl PerfDb {
 
     /// Parses the text form; `file` names the source in errors.
     pub fn parse_text(text: &str, file: &Path) -> Result<PerfDb> {
-        let mut records = Vec::new();
-        let mut seen = HashSet::new();
-        for (idx, raw) in text.split('\n').enumerate() {
-            let line_no = idx + 1;
-            let line = raw.strip_suffix('\r').unwrap_or(raw);
-            if line.is_empty() {
-                continue;
-            }
-            let err = |reason: String| Error::parse(file, line_no, line, reason);
-            let (key, content) = line
-                .split_once('=')
-                .ok_or_else(|| err("missing '=' between key and solvers".into()))?;
-            if content.is_empty() {
-                return Err(err("no solvers after '='".into()));
-            }
-            let mut items = Vec::new();
-            for item in content.split(';') {
-                let (solver, params) = item.split_once(':').ok_or_else(|| {
-                    err(format!(
-                        "item '{item}' has no ':' between solver and params"
-                    ))
-                })?;
-                items.push(PerfItem {
-                    solver: solver.to_string(),
-                    params: params.to_string(),
-                });
-            }
-            check_record(key, &items).map_err(err)?;
-            if !seen.insert(key.to_string()) {
-                return Err(err("duplicate key (each key has one line)".into()));
-            }
-            records.push(PerfRecord {
-                key: key.to_string(),
-                items,
-            });
-        }
+        let records = crate::textdb::parse_lines(text, file, parse_text_line, |r| r.key.as_str())?;
         Ok(PerfDb { records })
     }
 
@@ -232,16 +197,9 @@ impl PerfDb {
         out
     }
 
-    /// Writes the SQLite form with MIOpen's schema (replacing `path`).
+    /// Writes the SQLite form with MIOpen's schema (replacing `path` only once complete).
     pub fn write_sqlite(&self, path: &Path) -> Result<()> {
-        if path.exists() {
-            std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
-        }
-        let mut conn = Connection::open(path).map_err(|e| Error::sqlite(path, e))?;
-        conn.execute_batch(SCHEMA)
-            .map_err(|e| Error::sqlite(path, e))?;
-        let tx = conn.transaction().map_err(|e| Error::sqlite(path, e))?;
-        {
+        crate::sqlitefile::write_new(path, SCHEMA, |tx| {
             let cols: Vec<&str> = CONFIG_TEXT_COLUMNS
                 .iter()
                 .chain(CONFIG_INT_COLUMNS.iter())
@@ -283,8 +241,8 @@ impl PerfDb {
                         .map_err(|e| Error::sqlite(path, e))?;
                 }
             }
-        }
-        tx.commit().map_err(|e| Error::sqlite(path, e))
+            Ok(())
+        })
     }
 
     /// Merges `other` into `self`: new keys are appended, and for existing keys the items of
@@ -354,9 +312,54 @@ pub(crate) fn check_columns(
     Ok(())
 }
 
+/// One line of the text form: `KEY=Solver:params;...`.
+fn parse_text_line(line: &str) -> std::result::Result<PerfRecord, String> {
+    let (key, content) = line
+        .split_once('=')
+        .ok_or("missing '=' between key and solvers")?;
+    if content.is_empty() {
+        return Err("no solvers after '='".into());
+    }
+    let mut items = Vec::new();
+    for item in content.split(';') {
+        let (solver, params) = item
+            .split_once(':')
+            .ok_or_else(|| format!("item '{item}' has no ':' between solver and params"))?;
+        items.push(PerfItem {
+            solver: solver.to_string(),
+            params: params.to_string(),
+        });
+    }
+    check_record(key, &items)?;
+    Ok(PerfRecord {
+        key: key.to_string(),
+        items,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_write_leaves_the_old_file_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.db");
+        let good = PerfDb::parse_text(TEXT, Path::new("t")).unwrap();
+        good.write_sqlite(&path).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let mut bad = good.clone();
+        bad.records.push(PerfRecord {
+            key: "1x2x3".into(),
+            items: good.records[0].items.clone(),
+        });
+        let e = bad.write_sqlite(&path).unwrap_err().to_string();
+        assert!(e.contains("key 1x2x3 does not have 24 fields"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file left behind");
+        assert_eq!(PerfDb::read(&path).unwrap(), good);
+    }
 
     const TEXT: &str = "2x960x8x8x1x1x1x1x960x8x0x0x0x1x1x0x1x1x0x0x1xNHWCxFP32xF=ConvAsmImplicitGemmGTCDynamicFwdXdlopsNHWC:fwd,nhwc,fp32,0,0,32,64,32,16,16,4,1,1,1,2,0,0,0,0,0,1,4,1,1,1,8,1,32,1,4,2,1,1,8,1,32,66;ConvHipImplicitGemmFwdXdlops:DeviceConv2dFwdXdl_Input_N_Hi_Wi_C_Weight_K_Y_X_C_Output_N_Ho_Wo_K<256, 128, 64, 4, Filter1x1Stride1Pad0, 4, 32, 32, 2, 1, 4, 4, 4, 4>\n";
 

@@ -7,8 +7,7 @@ use std::sync::OnceLock;
 use cudarc::driver::sys;
 
 use super::{
-    parse_selector, Backend, BackendError, DeviceInfo, DevicePtr, Function, Module, Selector,
-    Stream,
+    select_ordinal, Backend, BackendError, DeviceInfo, DevicePtr, Function, Module, Stream,
 };
 
 /// Whether libcuda can be loaded (probed once).
@@ -155,27 +154,9 @@ unsafe impl Sync for CudaBackend {}
 
 /// Opens `:<ordinal>` or `://GPU-<uuid>`.
 pub fn open(rest: &str) -> Result<CudaBackend, BackendError> {
-    let selector = parse_selector(rest)?;
-    let n = count()?;
-    let ordinal = match selector {
-        Selector::Ordinal(i) if i < n => i,
-        Selector::Ordinal(i) => {
-            return Err(BackendError {
-                call: "cuda device",
-                message: format!("cuda:{i} does not exist ({n} CUDA device(s))"),
-            })
-        }
-        Selector::Uuid(u) => (0..n)
-            .find(|&i| {
-                describe(i)
-                    .map(|(_, d)| d.uuid.eq_ignore_ascii_case(u))
-                    .unwrap_or(false)
-            })
-            .ok_or_else(|| BackendError {
-                call: "cuda device",
-                message: format!("no CUDA device has UUID {u}"),
-            })?,
-    };
+    let ordinal = select_ordinal(rest, "cuda", count()?, |i| {
+        describe(i).ok().map(|(_, d)| d.uuid)
+    })?;
     let (dev, info) = describe(ordinal)?;
     let mut ctx = std::ptr::null_mut();
     // SAFETY: valid out-pointer and device.

@@ -9,8 +9,7 @@
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 
 use super::{
-    parse_selector, Backend, BackendError, DeviceInfo, DevicePtr, Function, Module, Selector,
-    Stream,
+    select_ordinal, Backend, BackendError, DeviceInfo, DevicePtr, Function, Module, Stream,
 };
 
 // The crate's build script links libamdhip64; keep it in the dependency graph.
@@ -137,27 +136,7 @@ pub struct HipBackend {
 
 /// Opens `:<ordinal>` or `://<uuid>`.
 pub fn open(rest: &str) -> Result<HipBackend, BackendError> {
-    let selector = parse_selector(rest)?;
-    let n = count()?;
-    let ordinal = match selector {
-        Selector::Ordinal(i) if i < n => i,
-        Selector::Ordinal(i) => {
-            return Err(BackendError {
-                call: "hip device",
-                message: format!("hip:{i} does not exist ({n} HIP device(s))"),
-            })
-        }
-        Selector::Uuid(u) => (0..n)
-            .find(|&i| {
-                describe(i)
-                    .map(|d| d.uuid.eq_ignore_ascii_case(u))
-                    .unwrap_or(false)
-            })
-            .ok_or_else(|| BackendError {
-                call: "hip device",
-                message: format!("no HIP device has UUID {u}"),
-            })?,
-    };
+    let ordinal = select_ordinal(rest, "hip", count()?, |i| describe(i).ok().map(|d| d.uuid))?;
     let info = describe(ordinal)?;
     let b = HipBackend {
         info,

@@ -157,3 +157,58 @@ pub(crate) fn parse_selector(rest: &str) -> Result<Selector<'_>, BackendError> {
             message: format!("'{rest}' after the backend name is neither :<ordinal> nor ://<uuid>"),
         })
 }
+
+/// The ordinal a device spec's tail (`:<ordinal>` or `://<uuid>`) names among `count` devices
+/// of `backend` (`cuda`, `hip`), `uuid_of` giving each device's UUID.
+pub(crate) fn select_ordinal(
+    rest: &str,
+    backend: &'static str,
+    count: usize,
+    uuid_of: impl Fn(usize) -> Option<String>,
+) -> Result<usize, BackendError> {
+    let call = if backend == "cuda" {
+        "cuda device"
+    } else {
+        "hip device"
+    };
+    match parse_selector(rest)? {
+        Selector::Ordinal(i) if i < count => Ok(i),
+        Selector::Ordinal(i) => Err(BackendError {
+            call,
+            message: format!(
+                "{backend}:{i} does not exist ({count} {} device(s))",
+                backend.to_uppercase()
+            ),
+        }),
+        Selector::Uuid(u) => (0..count)
+            .find(|&i| uuid_of(i).is_some_and(|id| id.eq_ignore_ascii_case(u)))
+            .ok_or_else(|| BackendError {
+                call,
+                message: format!("no {} device has UUID {u}", backend.to_uppercase()),
+            }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_specs_select_ordinals_or_say_why_not() {
+        let uuids = ["GPU-aaaa", "GPU-BBBB"];
+        let uuid_of = |i: usize| uuids.get(i).map(|u| u.to_string());
+        assert_eq!(select_ordinal(":1", "cuda", 2, uuid_of).unwrap(), 1);
+        assert_eq!(
+            select_ordinal("://gpu-bbbb", "cuda", 2, uuid_of).unwrap(),
+            1
+        );
+        let e = select_ordinal(":2", "cuda", 2, uuid_of).unwrap_err();
+        assert_eq!(e.message, "cuda:2 does not exist (2 CUDA device(s))");
+        let e = select_ordinal("://GPU-cccc", "hip", 2, uuid_of).unwrap_err();
+        assert_eq!(
+            (e.call, e.message.as_str()),
+            ("hip device", "no HIP device has UUID GPU-cccc")
+        );
+        assert!(select_ordinal("0", "cuda", 2, uuid_of).is_err());
+    }
+}
