@@ -97,6 +97,9 @@ fn unmeasured_problems_take_the_nearest_measured_problem() {
     let near =
         ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-FP32-F").unwrap();
     assert!(target.find_solutions(&p).unwrap().is_none());
+    let (m, d) = kiln_format::heuristic::nearest(target.neighbours, &p).unwrap();
+    assert_eq!(m.key, near.find_db_key().as_str());
+    assert_eq!(d, 3.0); // batch 1 -> 2: one step on N, N*out and MACs
     let ranked = kiln::context::rank(target, &p).unwrap();
     let measured = kiln::context::rank(target, &near).unwrap();
     assert_eq!(ranked[0].ranking, Ranking::Nearest);

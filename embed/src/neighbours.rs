@@ -101,7 +101,8 @@ pub fn emit(ident: &str, model: &[Measured]) -> String {
             .collect();
         writeln!(
             s,
-            "    ::kiln_format::heuristic::MeasuredProblem {{ class: {}, features: [{}], macs: {:?}f64, solvers: &[{}] }},",
+            "    ::kiln_format::heuristic::MeasuredProblem {{ key: {:?}, class: {}, features: [{}], macs: {:?}f64, solvers: &[{}] }},",
+            m.key,
             m.class,
             features.join(", "),
             m.macs,

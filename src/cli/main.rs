@@ -472,10 +472,24 @@ fn resolve(a: &ResolveArgs) -> CliResult {
     println!("perf-db key:    {}", problem.perf_db_key());
     println!("network config: {}", problem.network_config());
     match target.find_solutions(&problem)? {
-        None => println!(
-            "not in the find-db of {}: no measured solution for this problem",
-            target.basename
-        ),
+        None => {
+            println!(
+                "not in the find-db of {}: no measured solution for this problem",
+                target.basename
+            );
+            match kiln_format::heuristic::nearest(target.neighbours, &problem) {
+                Some((m, d)) if d <= kiln_format::heuristic::NEAR_DISTANCE => println!(
+                    "nearest measured problem: {} (distance {d:.1}); its solver order and perf configs rank this one",
+                    m.key
+                ),
+                Some((m, d)) => println!(
+                    "nearest measured problem: {} (distance {d:.1}, beyond {}): the cost model ranks this one",
+                    m.key,
+                    kiln_format::heuristic::NEAR_DISTANCE
+                ),
+                None => println!("no measured problem of this type and layout: the cost model ranks this one"),
+            }
+        }
         Some(solutions) => {
             let ranked = solutions.ranked()?;
             println!("find-db: {} solution(s), fastest first:", ranked.len());

@@ -149,6 +149,7 @@ fn evaluate(
         .iter()
         .zip(&solvers)
         .map(|(m, s)| MeasuredProblem {
+            key: &m.key,
             class: m.class,
             features: m.features,
             macs: m.macs,

@@ -33,6 +33,8 @@ pub struct MeasuredSolver<'a> {
 /// A measured problem of a find-db, as the fallback sees it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MeasuredProblem<'a> {
+    /// Its find-db key (for messages: which measured problem a ranking came from).
+    pub key: &'a str,
     /// [`class`] of the problem.
     pub class: u32,
     /// [`features`] of the problem.
@@ -160,6 +162,7 @@ mod tests {
         solvers: &'static [MeasuredSolver<'static>],
     ) -> MeasuredProblem<'static> {
         MeasuredProblem {
+            key: "",
             class: class(p),
             features: features(p),
             macs: macs(p),
