@@ -296,10 +296,7 @@ pub fn regret(a: &RegretArgs) -> CliResult {
             o.key, o.pick, o.best, o.regret
         )?;
     }
-    print!("{r}");
-    if let Some(out) = &a.out {
-        std::fs::write(out, &r).map_err(|e| format!("{}: {e}", out.display()))?;
-    }
+    crate::bench::finish(&r, a.out.as_deref())?;
     if !failures.is_empty() {
         return Err(format!(
             "fallback regret above target (median <= {}, p90 <= {}): {}",
