@@ -83,6 +83,8 @@ struct Outcome {
     pick: String,
     regret: f64,
     baseline_regret: f64,
+    /// Regret had the pick's solver run its best perf config: the part due to the solver.
+    solver_regret: f64,
     best: String,
 }
 
@@ -168,7 +170,7 @@ fn evaluate(
             .min_by(|a, b| a.1.total_cmp(b.1))
             .map(|(c, t)| (c.clone(), *t))
             .ok_or("empty times")?;
-        let time_of = |ranked: &[kiln::context::Candidate]| -> Result<(String, f64), String> {
+        let time_of = |ranked: &[kiln::context::Candidate]| -> Result<(String, f64, f64), String> {
             let c = ranked
                 .first()
                 .ok_or_else(|| format!("{key}: the fallback ranks nothing"))?;
@@ -178,15 +180,21 @@ fn evaluate(
                 .ok_or_else(|| {
                     format!("{key}: the fallback picks {name}, which the log never measured")
                 })?;
-            Ok((name, *t))
+            let solver_best = times
+                .iter()
+                .filter(|((s, _), _)| s == c.solver.id)
+                .map(|(_, t)| *t)
+                .fold(f64::INFINITY, f64::min);
+            Ok((name, *t, solver_best))
         };
-        let (pick, t) = time_of(&rank_unmeasured(&p, &model, None)?)?;
-        let (_, t_base) = time_of(&rank_unmeasured(&p, &[], None)?)?;
+        let (pick, t, t_solver) = time_of(&rank_unmeasured(&p, &model, None)?)?;
+        let (_, t_base, _) = time_of(&rank_unmeasured(&p, &[], None)?)?;
         out.push(Outcome {
             key: key.to_string(),
             pick,
             regret: t / best,
             baseline_regret: t_base / best,
+            solver_regret: t_solver / best,
             best: format!("{} [{}]", best_c.0, best_c.1),
         });
     }
@@ -228,8 +236,9 @@ pub fn regret(a: &RegretArgs) -> CliResult {
         a.target_dir.join(format!("{base}.db.txt")).display(),
         a.log.display()
     )?;
-    writeln!(r, "| held out | problems | median | p90 | max | within 10% of best | cost model median | cost model p90 |")?;
-    writeln!(r, "|---|---:|---:|---:|---:|---:|---:|---:|")?;
+    writeln!(r, "`solver part` = regret had the picked solver run its best perf config; `config part` = regret / solver part.\n")?;
+    writeln!(r, "| held out | problems | median | p90 | max | within 10% of best | cost model median | cost model p90 | solver part p90 | config part p90 |")?;
+    writeln!(r, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
     let mut failures = Vec::new();
     let mut worst: Vec<Outcome> = Vec::new();
     let row = |label: &str, outcomes: &[Outcome], r: &mut String| -> CliResult {
@@ -237,9 +246,16 @@ pub fn regret(a: &RegretArgs) -> CliResult {
         let base: Vec<f64> = outcomes.iter().map(|o| o.baseline_regret).collect();
         let (med, p90, max, within) = summary(&regrets);
         let (bmed, bp90, _, _) = summary(&base);
+        let solver: Vec<f64> = outcomes.iter().map(|o| o.solver_regret).collect();
+        let config: Vec<f64> = outcomes
+            .iter()
+            .map(|o| o.regret / o.solver_regret)
+            .collect();
+        let (_, sp90, _, _) = summary(&solver);
+        let (_, cp90, _, _) = summary(&config);
         writeln!(
             r,
-            "| {label} | {} | {med:.3} | {p90:.3} | {max:.2} | {:.0}% | {bmed:.3} | {bp90:.3} |",
+            "| {label} | {} | {med:.3} | {p90:.3} | {max:.2} | {:.0}% | {bmed:.3} | {bp90:.3} | {sp90:.3} | {cp90:.3} |",
             outcomes.len(),
             within * 100.0
         )?;
