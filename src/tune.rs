@@ -10,7 +10,7 @@ use crate::backend::Stream;
 use crate::context::{Buffer, Candidate, Context, Ranking, RunError};
 use crate::solvers::{self, ManifestSolver};
 use crate::timing::time_device;
-use crate::verify::{decode, encode, random_values, relative_error, tolerance};
+use crate::verify::{random_values, relative_error, tolerance, DeviceBuffers};
 
 /// The solver every candidate is checked against.
 pub const REFERENCE_SOLVER: &str = "ConvDirectNaiveFwd";
@@ -33,31 +33,6 @@ pub struct Measurement {
 /// Input copies the timed loop rotates through.
 const ROTATE: usize = 3;
 
-struct Allocs<'a> {
-    ctx: &'a Context,
-    list: Vec<Buffer>,
-}
-
-impl Allocs<'_> {
-    fn new_buffer(&mut self, bytes: usize) -> Result<Buffer, RunError> {
-        let ptr = self.ctx.backend().alloc(bytes)?;
-        let b = Buffer {
-            ptr,
-            bytes: bytes as u64,
-        };
-        self.list.push(b);
-        Ok(b)
-    }
-}
-
-impl Drop for Allocs<'_> {
-    fn drop(&mut self) {
-        for b in &self.list {
-            self.ctx.backend().free(b.ptr);
-        }
-    }
-}
-
 /// Measures every applicable (solver, perf config) of `p`.
 pub fn measure(
     ctx: &Context,
@@ -67,36 +42,23 @@ pub fn measure(
 ) -> Result<Vec<Measurement>, RunError> {
     let be = ctx.backend();
     let dtype = p.data_types()[0];
-    let es = dtype.size_bytes();
     let [xn, wn, yn] = p.element_counts();
-    let mut a = Allocs {
-        ctx,
-        list: Vec::new(),
-    };
+    let mut bufs = DeviceBuffers::new(ctx);
     let mut xs = Vec::new();
     for r in 0..ROTATE {
-        let x = a.new_buffer(xn as usize * es)?;
-        be.upload(
-            x.ptr,
-            &encode(dtype, &random_values(xn as usize, seed + r as u64)).0,
-        )?;
-        xs.push(x);
+        xs.push(
+            bufs.upload(dtype, &random_values(xn as usize, seed + r as u64))?
+                .0,
+        );
     }
-    let w = a.new_buffer(wn as usize * es)?;
-    be.upload(
-        w.ptr,
-        &encode(dtype, &random_values(wn as usize, seed ^ 0x5EED)).0,
-    )?;
-    let y = a.new_buffer(yn as usize * es)?;
+    let (w, _) = bufs.upload(dtype, &random_values(wn as usize, seed ^ 0x5EED))?;
+    let y = bufs.alloc(yn * dtype.size_bytes() as u64)?;
 
     let run_once = |c: &Candidate, x: Buffer| -> Result<Vec<f64>, RunError> {
         be.fill(y.ptr, 0xFF, y.bytes as usize)?;
         let inv = ctx.prepare(p, c)?;
         ctx.run(&inv, x, w, y, None, Stream::default())?;
-        be.synchronize()?;
-        let mut out = vec![0u8; y.bytes as usize];
-        be.download(y.ptr, &mut out)?;
-        Ok(decode(dtype, &out))
+        bufs.download(y, dtype)
     };
     let reference_solver = solvers::by_id(REFERENCE_SOLVER).ok_or(RunError::NoSolution {
         problem: p.find_db_key().as_str().to_string(),

@@ -263,12 +263,60 @@ pub struct CheckedRun {
 }
 
 /// Device buffers freed on drop.
-struct Buffers<'a> {
+/// Device buffers freed together when dropped, on error paths too.
+pub struct DeviceBuffers<'a> {
     ctx: &'a Context,
     list: Vec<Buffer>,
 }
 
-impl Drop for Buffers<'_> {
+impl<'a> DeviceBuffers<'a> {
+    /// An empty set on `ctx`'s device.
+    pub fn new(ctx: &'a Context) -> DeviceBuffers<'a> {
+        DeviceBuffers {
+            ctx,
+            list: Vec::new(),
+        }
+    }
+
+    /// A new uninitialised buffer of `bytes` bytes.
+    pub fn alloc(&mut self, bytes: u64) -> Result<Buffer, RunError> {
+        let ptr = self.ctx.backend().alloc(bytes.max(1) as usize)?;
+        let b = Buffer { ptr, bytes };
+        self.list.push(b);
+        Ok(b)
+    }
+
+    /// A new buffer holding `values` encoded as `dtype`, and the values as stored (rounded to
+    /// `dtype`, in f64), which is what a reference computation must use.
+    pub fn upload(
+        &mut self,
+        dtype: DataType,
+        values: &[f32],
+    ) -> Result<(Buffer, Vec<f64>), RunError> {
+        let (bytes, stored) = encode(dtype, values);
+        let b = self.alloc(bytes.len() as u64)?;
+        self.ctx.backend().upload(b.ptr, &bytes)?;
+        Ok((b, stored))
+    }
+
+    /// A new buffer of `elements` values of `dtype`, filled with 0xFF bytes (NaN in every
+    /// float type), so that an element a kernel never writes fails every check.
+    pub fn poisoned(&mut self, dtype: DataType, elements: u64) -> Result<Buffer, RunError> {
+        let b = self.alloc(elements * dtype.size_bytes() as u64)?;
+        self.ctx.backend().fill(b.ptr, 0xFF, b.bytes as usize)?;
+        Ok(b)
+    }
+
+    /// Waits for the device, then reads `b` back as f64 values of `dtype`.
+    pub fn download(&self, b: Buffer, dtype: DataType) -> Result<Vec<f64>, RunError> {
+        let mut out = vec![0u8; b.bytes as usize];
+        self.ctx.backend().synchronize()?;
+        self.ctx.backend().download(b.ptr, &mut out)?;
+        Ok(decode(dtype, &out))
+    }
+}
+
+impl Drop for DeviceBuffers<'_> {
     fn drop(&mut self) {
         for b in &self.list {
             self.ctx.backend().free(b.ptr);
@@ -287,31 +335,15 @@ pub fn run_checked(
 ) -> Result<CheckedRun, RunError> {
     let dtype = p.data_types()[0];
     let [xn, wn, yn] = p.element_counts();
-    let (xb, xv) = encode(dtype, &random_values(xn as usize, seed));
-    let (wb, wv) = encode(dtype, &random_values(wn as usize, seed ^ 0xABCD));
     let be = ctx.backend();
-    let mut bufs = Buffers {
-        ctx,
-        list: Vec::new(),
-    };
-    for bytes in [xb.len(), wb.len(), yn as usize * dtype.size_bytes()] {
-        let ptr = be.alloc(bytes)?;
-        bufs.list.push(Buffer {
-            ptr,
-            bytes: bytes as u64,
-        });
-    }
-    let (x, w, y) = (bufs.list[0], bufs.list[1], bufs.list[2]);
-    be.upload(x.ptr, &xb)?;
-    be.upload(w.ptr, &wb)?;
-    // Poison: 0xFF bytes are NaN in every float type, so an unwritten element fails the check.
-    be.fill(y.ptr, 0xFF, y.bytes as usize)?;
+    let mut bufs = DeviceBuffers::new(ctx);
+    let (x, xv) = bufs.upload(dtype, &random_values(xn as usize, seed))?;
+    let (w, wv) = bufs.upload(dtype, &random_values(wn as usize, seed ^ 0xABCD))?;
+    let y = bufs.poisoned(dtype, yn)?;
     let inv = ctx.prepare(p, cand)?;
     ctx.run(&inv, x, w, y, None, Stream::default())?;
-    be.synchronize()?;
-    let mut out = vec![0u8; y.bytes as usize];
-    be.download(y.ptr, &mut out)?;
-    let error = relative_error(&decode(dtype, &out), &reference(p, &xv, &wv));
+    let out = bufs.download(y, dtype)?;
+    let error = relative_error(&out, &reference(p, &xv, &wv));
     let time_ms = time_device(be, 2, repeats, |_| {
         ctx.run(&inv, x, w, y, None, Stream::default())
     })?

@@ -19,7 +19,7 @@ use clap::Args;
 use kiln::backend::{BackendError, Stream};
 use kiln::context::{Buffer, Candidate, Context, Invoker, PrepareTimes, RunError};
 use kiln::timing::time_device;
-use kiln::verify::{decode, encode, random_values, relative_error, tolerance};
+use kiln::verify::{random_values, relative_error, tolerance, DeviceBuffers};
 use kiln::{ConvProblem, ConvSpec, DataType, Layout};
 
 use crate::cudnn::{Cudnn, CudnnConv};
@@ -56,44 +56,15 @@ pub struct ColdStart {
     pub first_launch_s: f64,
 }
 
-struct DeviceBuffers<'a> {
-    ctx: &'a Context,
-    list: Vec<Buffer>,
-}
-
-impl DeviceBuffers<'_> {
-    fn alloc(&mut self, bytes: u64) -> Result<Buffer, RunError> {
-        let ptr = self.ctx.backend().alloc(bytes.max(1) as usize)?;
-        let b = Buffer { ptr, bytes };
-        self.list.push(b);
-        Ok(b)
-    }
-
-    /// A buffer holding `p`'s x or w (`which` 0 or 1) filled with seeded random values.
-    fn random(&mut self, p: &ConvProblem, which: usize, seed: u64) -> Result<Buffer, RunError> {
-        let dtype = p.data_types()[0];
-        let n = p.element_counts()[which] as usize;
-        let b = self.alloc((n * dtype.size_bytes()) as u64)?;
-        self.ctx
-            .backend()
-            .upload(b.ptr, &encode(dtype, &random_values(n, seed)).0)?;
-        Ok(b)
-    }
-
-    fn download(&self, b: Buffer, dtype: DataType) -> Result<Vec<f64>, RunError> {
-        let mut out = vec![0u8; b.bytes as usize];
-        self.ctx.backend().synchronize()?;
-        self.ctx.backend().download(b.ptr, &mut out)?;
-        Ok(decode(dtype, &out))
-    }
-}
-
-impl Drop for DeviceBuffers<'_> {
-    fn drop(&mut self) {
-        for b in &self.list {
-            self.ctx.backend().free(b.ptr);
-        }
-    }
+/// A buffer of `p`'s x (`which` 0) or w (1) holding seeded random values.
+fn random_tensor(
+    bufs: &mut DeviceBuffers,
+    p: &ConvProblem,
+    which: usize,
+    seed: u64,
+) -> Result<Buffer, RunError> {
+    let n = p.element_counts()[which] as usize;
+    Ok(bufs.upload(p.data_types()[0], &random_values(n, seed))?.0)
 }
 
 /// The problem the cold start measures: one whose kdb block nothing has touched yet.
@@ -111,12 +82,9 @@ fn cold_problem() -> Result<ConvProblem, kiln_format::ProblemError> {
 
 /// Measures the cold path of `p` in a context whose embedded tables nothing has used yet.
 pub fn cold_start(ctx: &Context, p: &ConvProblem) -> Result<ColdStart, Box<dyn std::error::Error>> {
-    let mut bufs = DeviceBuffers {
-        ctx,
-        list: Vec::new(),
-    };
-    let x = bufs.random(p, 0, 7)?;
-    let w = bufs.random(p, 1, 8)?;
+    let mut bufs = DeviceBuffers::new(ctx);
+    let x = random_tensor(&mut bufs, p, 0, 7)?;
+    let w = random_tensor(&mut bufs, p, 1, 8)?;
     let y = bufs.alloc(p.element_counts()[2] * p.data_types()[0].size_bytes() as u64)?;
     ctx.backend().synchronize()?;
     let t0 = Instant::now();
@@ -226,12 +194,9 @@ fn jit_start(
     let t2 = Instant::now();
     let inv = ctx.invoker_from_object(p, c, &cubin)?;
     let t3 = Instant::now();
-    let mut bufs = DeviceBuffers {
-        ctx,
-        list: Vec::new(),
-    };
-    let x = bufs.random(p, 0, 7)?;
-    let w = bufs.random(p, 1, 8)?;
+    let mut bufs = DeviceBuffers::new(ctx);
+    let x = random_tensor(&mut bufs, p, 0, 7)?;
+    let w = random_tensor(&mut bufs, p, 1, 8)?;
     let y = bufs.alloc(p.element_counts()[2] * p.data_types()[0].size_bytes() as u64)?;
     ctx.backend().synchronize()?;
     let t4 = Instant::now();
@@ -307,20 +272,17 @@ fn bench_config(
     let be = ctx.backend();
     let all = kiln::networks::resnet50(n, dtype, layout, false);
     let unique = kiln::networks::resnet50(n, dtype, layout, true);
-    let mut bufs = DeviceBuffers {
-        ctx,
-        list: Vec::new(),
-    };
+    let mut bufs = DeviceBuffers::new(ctx);
     let mut layers = Vec::new();
     for (i, l) in unique.iter().enumerate() {
         let p = l.problem;
         let seed = 100 * i as u64;
         let xs = [
-            bufs.random(&p, 0, seed)?,
-            bufs.random(&p, 0, seed + 1)?,
-            bufs.random(&p, 0, seed + 2)?,
+            random_tensor(&mut bufs, &p, 0, seed)?,
+            random_tensor(&mut bufs, &p, 0, seed + 1)?,
+            random_tensor(&mut bufs, &p, 0, seed + 2)?,
         ];
-        let w = bufs.random(&p, 1, seed + 3)?;
+        let w = random_tensor(&mut bufs, &p, 1, seed + 3)?;
         let y_bytes = p.element_counts()[2] * dtype.size_bytes() as u64;
         let candidate = ctx.find_solutions(&p)?[0];
         layers.push(LayerBench {
@@ -647,10 +609,7 @@ pub fn bench(a: &BenchArgs) -> CliResult {
         cudnn.version % 100
     )?;
     writeln!(r, "Same process, same device buffers. kiln runs the solution its embedded find-db ranks first; cuDNN runs the fastest algorithm `cudnnFindConvolutionForwardAlgorithmEx` found (workspace <= {} MiB). FP32 is compared with cuDNN's FMA math (true FP32, no TF32, as kiln computes); FP16 lets cuDNN use tensor cores (kiln's kernels do not). Times: median of {} event-timed launches after 3 warm-ups, inputs rotated over 3 copies. `x` = count of the layer in the network; `ratio` = kiln / cuDNN; `error` = relative difference of the two outputs.\n", a.cudnn_workspace_mib, a.repeats)?;
-    let mut ws_list = DeviceBuffers {
-        ctx: &ctx,
-        list: Vec::new(),
-    };
+    let mut ws_list = DeviceBuffers::new(&ctx);
     let workspace = ws_list.alloc((a.cudnn_workspace_mib as u64) << 20)?;
     let mut summary = Vec::new();
     for (dtype, layout) in [
