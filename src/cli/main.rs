@@ -1127,7 +1127,7 @@ fn demo_plan(layers: &[kiln::networks::Layer]) -> CliResult {
             .collect();
         println!("{:<11} {} layers resolved, {} code objects decoded, sha256- and ELF-verified for {}: {}", t.basename, layers.len(), objects.len(), device, used.join(", "));
     }
-    println!("no GPU was found: nothing was run (AMD code objects are never run here; NVIDIA ones run with `make device-run`)");
+    println!("no GPU was found: nothing was run (AMD code objects are never run here; NVIDIA ones run on a GPU: `make device-pack`, then ci/README.md)");
     Ok(())
 }
 
