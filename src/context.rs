@@ -1,7 +1,8 @@
 //! The public run-time API: a device context picks its embedded target, ranks solutions for a
 //! problem (find-db, else a heuristic over the applicable solvers: never benchmarks, never
 //! compiles), prepares an invoker from the embedded kdb (cached by network config, solver and
-//! perf config, as MIOpen's invoker cache plus the config), and runs it on device buffers whose sizes are checked.
+//! perf config, as MIOpen's invoker cache plus the config), and runs it on device buffers whose
+//! sizes are checked.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -249,20 +250,11 @@ impl Context {
             },
         )?;
         let t2 = std::time::Instant::now();
-        let module = self.backend.load_module(object.bytes)?;
-        let function = self.backend.function(module, c.solver.function)?;
+        let inv = Arc::new(self.load(p, c, object.bytes)?);
         let t3 = std::time::Instant::now();
         times.decompress_s = (t1 - t0).as_secs_f64();
         times.verify_s = (t2 - t1).as_secs_f64();
         times.module_load_s = (t3 - t2).as_secs_f64();
-        let inv = Arc::new(Invoker {
-            solver: c.solver,
-            params: c.params,
-            function,
-            dims: solvers::launch_dims(c.solver, p, c.params),
-            args: KernelArgs::of(p),
-            problem: *p,
-        });
         let mut cache = self.invokers.lock().map_err(|_| poisoned())?;
         let inv = cache.entry(key).or_insert(inv).clone();
         Ok((inv, times))
@@ -284,6 +276,11 @@ impl Context {
                 source,
             },
         )?;
+        self.load(p, c, object)
+    }
+
+    /// Loads a checked code object and builds the invoker of `c` on `p` around it.
+    fn load(&self, p: &ConvProblem, c: &Candidate, object: &[u8]) -> Result<Invoker, RunError> {
         let module = self.backend.load_module(object)?;
         let function = self.backend.function(module, c.solver.function)?;
         Ok(Invoker {
@@ -424,11 +421,21 @@ fn tuned_params(
     solver: &'static ManifestSolver,
 ) -> Option<&'static str> {
     let (_, q) = tuned.iter().find(|(s, _)| *s == solver.id)?;
+    usable_config(solver, p, q)
+}
+
+/// The manifest's copy of config `q` of `solver`, if the manifest compiles it and it applies
+/// to `p` (a config read from a database may be neither).
+fn usable_config(
+    solver: &'static ManifestSolver,
+    p: &ConvProblem,
+    q: &str,
+) -> Option<&'static str> {
     solver
         .params
         .iter()
         .copied()
-        .find(|x| x == q)
+        .find(|x| *x == q)
         .filter(|x| solvers::applicable(solver, p, x).is_ok())
 }
 
@@ -467,12 +474,7 @@ fn fallback(
         let from_neighbours = || {
             near.iter().find_map(|(m, _)| {
                 let s = m.solvers.iter().find(|s| s.solver == solver.id)?;
-                solver
-                    .params
-                    .iter()
-                    .copied()
-                    .find(|q| *q == s.params)
-                    .filter(|q| solvers::applicable(solver, p, q).is_ok())
+                usable_config(solver, p, s.params)
             })
         };
         let Some(params) = tuned_params(tuned, p, solver)

@@ -132,6 +132,12 @@ fn values(params: &str) -> heapless::Vec<u32, MAX_PARAM_VALUES> {
         .collect()
 }
 
+/// Value `i` of a perf config's values; 1 where it is missing or 0 (an applicable config has
+/// every value, and 1 keeps a malformed one from dividing by zero).
+fn value_at(values: &[u32], i: usize) -> u32 {
+    values.get(i).copied().unwrap_or(1).max(1)
+}
+
 /// Tiled solver bounds, as in `kernels/conv_tiled.cpp`.
 const TILED_PATCH_MAX: u32 = 2048;
 const TILED_FILTER_MAX: u32 = 1024;
@@ -193,8 +199,7 @@ pub fn applicable(
 /// Launch dimensions of `solver` with `params` for `p` (call only when applicable).
 pub fn launch_dims(solver: &ManifestSolver, p: &ConvProblem, params: &str) -> LaunchDims {
     let v = values(params);
-    // Applicable configs have every value; 1 keeps a malformed one from dividing by zero.
-    let at = |i: usize| v.get(i).copied().unwrap_or(1).max(1);
+    let at = |i: usize| value_at(&v, i);
     let kpg = p.k() / p.groups();
     match solver.id {
         "ConvDirectTiledFwd" => {
@@ -238,16 +243,16 @@ pub fn workspace(_solver: &ManifestSolver, _p: &ConvProblem) -> u64 {
 }
 
 /// Estimated time in ms of `solver` with perf config `params`, for ranking without
-/// measurements: work / modelled throughput, where a tiled solver only gets the share of its tile that the problem fills (a depthwise problem has
-/// one output channel per group, so a GEMM tile 32 channels tall is 1/32 busy). Used when
-/// neither the find-db nor a nearby measured problem says more (MIOpen's immediate-mode
-/// fallback plays the same role).
+/// measurements: work / modelled throughput, where a tiled solver only gets the share of its
+/// tile that the problem fills (a depthwise problem has one output channel per group, so a GEMM
+/// tile 32 channels tall is 1/32 busy). Used when neither the find-db nor a nearby measured
+/// problem says more (MIOpen's immediate-mode fallback plays the same role).
 pub fn estimated_ms(solver: &ManifestSolver, p: &ConvProblem, params: &str) -> f64 {
     let macs = kiln_format::heuristic::macs(p);
     let kpg = (p.k() / p.groups().max(1)).max(1) as f64;
     let fill = |size: f64, tile: f64| size / ((size / tile).ceil() * tile);
     let v = values(params);
-    let tile = |i: usize| v.get(i).copied().unwrap_or(1).max(1) as f64;
+    let tile = |i: usize| value_at(&v, i) as f64;
     let (gflops, utilisation) = match solver.id {
         "ConvGemm1x1Fwd" => (9000.0, fill(kpg, tile(0))),
         "ConvImplicitGemmFwd" => (6000.0, fill(kpg, tile(0))),

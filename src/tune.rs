@@ -40,7 +40,6 @@ pub fn measure(
     repeats: usize,
     seed: u64,
 ) -> Result<Vec<Measurement>, RunError> {
-    let be = ctx.backend();
     let dtype = p.data_types()[0];
     let [xn, wn, yn] = p.element_counts();
     let mut bufs = DeviceBuffers::new(ctx);
@@ -55,7 +54,7 @@ pub fn measure(
     let y = bufs.alloc(yn * dtype.size_bytes() as u64)?;
 
     let run_once = |c: &Candidate, x: Buffer| -> Result<Vec<f64>, RunError> {
-        be.fill(y.ptr, 0xFF, y.bytes as usize)?;
+        bufs.poison(y)?;
         let inv = ctx.prepare(p, c)?;
         ctx.run(&inv, x, w, y, None, Stream::default())?;
         bufs.download(y, dtype)

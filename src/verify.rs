@@ -262,7 +262,6 @@ pub struct CheckedRun {
     pub passed: bool,
 }
 
-/// Device buffers freed on drop.
 /// Device buffers freed together when dropped, on error paths too.
 pub struct DeviceBuffers<'a> {
     ctx: &'a Context,
@@ -299,12 +298,17 @@ impl<'a> DeviceBuffers<'a> {
         Ok((b, stored))
     }
 
-    /// A new buffer of `elements` values of `dtype`, filled with 0xFF bytes (NaN in every
-    /// float type), so that an element a kernel never writes fails every check.
+    /// A new buffer of `elements` values of `dtype`, poisoned (see [`DeviceBuffers::poison`]).
     pub fn poisoned(&mut self, dtype: DataType, elements: u64) -> Result<Buffer, RunError> {
         let b = self.alloc(elements * dtype.size_bytes() as u64)?;
-        self.ctx.backend().fill(b.ptr, 0xFF, b.bytes as usize)?;
+        self.poison(b)?;
         Ok(b)
+    }
+
+    /// Fills `b` with 0xFF bytes (NaN in every float type), so that an element a kernel never
+    /// writes fails every check.
+    pub fn poison(&self, b: Buffer) -> Result<(), RunError> {
+        Ok(self.ctx.backend().fill(b.ptr, 0xFF, b.bytes as usize)?)
     }
 
     /// Waits for the device, then reads `b` back as f64 values of `dtype`.
