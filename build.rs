@@ -96,6 +96,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         fetch: FetchOptions { cache_dir, offline },
         provenance,
         manifest: Some(manifest.join("kernels/manifest.toml")),
+        kernel_abi_header: Some(manifest.join("kernels/kiln_gpu.h")),
     };
     let report = embed(&req)?;
     for input in &report.inputs {
@@ -107,7 +108,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "cargo:warning=kiln: {} {}: {} records, {} B in -> {} B embedded (dict {} B, zstd -{})",
             t.target,
-            t.kind,
+            t.kind.name(),
             t.packed.records,
             t.input_bytes,
             t.packed.blob.len(),

@@ -101,7 +101,8 @@ static __device__ KILN_INLINE kiln_u16 kiln_float_to_half(float f) {
   static __device__ KILN_INLINE void kiln_store(kiln_t* p, kiln_i64 i, float v) { p[i] = v; }
 #endif
 
-// The problem as every kiln convolution kernel receives it (mirrored by src/kernels.rs).
+// The problem as every kiln convolution kernel receives it. Mirrored by kiln_format::abi::KernelArgs;
+// the build asserts the size and every field offset of the mirror against this definition.
 // Spatial sizes are [d, h, w]; 2-D problems use d = 1, pad_d = 0, stride_d = dil_d = 1.
 struct KilnConvArgs {
   kiln_i32 n, c, k, groups;

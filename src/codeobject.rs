@@ -202,9 +202,46 @@ pub fn inspect(obj: &[u8]) -> Result<ObjectTarget, CodeObjectError> {
     }
 }
 
+/// A code object that passed every check for a device: the only form a backend loads.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckedObject<'a> {
+    bytes: &'a [u8],
+    device_arch: &'a str,
+    target: ObjectTarget,
+}
+
+impl<'a> CheckedObject<'a> {
+    /// The object's bytes (every ELF header, section and segment lies within them).
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The device arch it was checked for.
+    pub fn device_arch(&self) -> &'a str {
+        self.device_arch
+    }
+
+    /// What the object was built for.
+    pub fn target(&self) -> ObjectTarget {
+        self.target
+    }
+}
+
 /// Checks `obj` against a device: AMD `gcnArchName` (`gfx90a:sramecc+:xnack-`) or NVIDIA
 /// `sm_<major><minor>`.
-pub fn check_for_device(obj: &[u8], device_arch: &str) -> Result<ObjectTarget, CodeObjectError> {
+pub fn check_for_device<'a>(
+    obj: &'a [u8],
+    device_arch: &'a str,
+) -> Result<CheckedObject<'a>, CodeObjectError> {
+    let target = check_target(obj, device_arch)?;
+    Ok(CheckedObject {
+        bytes: obj,
+        device_arch,
+        target,
+    })
+}
+
+fn check_target(obj: &[u8], device_arch: &str) -> Result<ObjectTarget, CodeObjectError> {
     let target = inspect(obj)?;
     let mismatch = || CodeObjectError::Mismatch {
         object: target.to_string(),

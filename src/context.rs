@@ -1,161 +1,47 @@
-//! The public run-time API: a device context picks its embedded target, ranks solutions for a
-//! problem (find-db, else a heuristic over the applicable solvers: never benchmarks, never
-//! compiles), prepares an invoker from the embedded kdb (cached by network config, solver and
-//! perf config, as MIOpen's invoker cache plus the config), and runs it on device buffers whose
-//! sizes are checked.
+//! The run-time API: a device context picks its embedded target, resolves problems
+//! ([`crate::resolve`]: never benchmarks, never compiles), prepares an invoker from the embedded
+//! kdb (cached by network config, solver and perf config: MIOpen's invoker cache plus the
+//! config), and runs it on device buffers whose sizes are checked before any launch.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use kiln_format::ConvProblem;
+use kiln_format::abi::KernelArgs;
+use kiln_format::{ConvProblem, EmbeddedTarget};
 
-use crate::backend::{Backend, BackendError, DevicePtr, Function, Stream};
-use crate::embedded::EmbeddedTarget;
+use crate::backend::{Device, DeviceBuffer, Function, Stream};
+use crate::error::RunError;
+use crate::resolve::{Plan, Variant};
 use crate::select::select_target;
-use crate::solvers::{self, KernelArgs, LaunchDims, ManifestSolver};
+use crate::solvers::{KernelLaunch, TargetCaps};
 
-/// Errors of the run-time API.
-#[derive(Debug)]
-pub enum RunError {
-    /// Lookup or selection error.
-    Kiln(crate::Error),
-    /// The driver refused something.
-    Backend(BackendError),
-    /// A code object failed its checks.
-    CodeObject {
-        /// Solver.
-        solver: &'static str,
-        /// kdb key.
-        key: String,
-        /// What failed.
-        source: crate::codeobject::CodeObjectError,
-    },
-    /// The kdb has no object for a solver variant.
-    MissingKernel {
-        /// Target.
-        target: &'static str,
-        /// `kernel_name` / `kernel_args`.
-        key: String,
-    },
-    /// No embedded solver applies.
-    NoSolution {
-        /// The problem's find-db key.
-        problem: String,
-        /// Why each solver was rejected.
-        reasons: Vec<(&'static str, &'static str)>,
-    },
-    /// A buffer is smaller than the problem needs.
-    BufferTooSmall {
-        /// `x`, `w`, `y` or `workspace`.
-        which: &'static str,
-        /// Bytes needed.
-        needed: u64,
-        /// Bytes given.
-        given: u64,
-    },
-}
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Kiln(e) => write!(f, "{e}"),
-            RunError::Backend(e) => write!(f, "{e}"),
-            RunError::CodeObject {
-                solver,
-                key,
-                source,
-            } => write!(f, "solver {solver}, kernel {key}: {source}"),
-            RunError::MissingKernel { target, key } => write!(
-                f,
-                "target {target} embeds no code object {key} (rebuild the kdb: make kdb)"
-            ),
-            RunError::NoSolution { problem, reasons } => {
-                write!(f, "no embedded solver applies to {problem}:")?;
-                for (s, r) in reasons {
-                    write!(f, " {s}: {r};")?;
-                }
-                Ok(())
-            }
-            RunError::BufferTooSmall {
-                which,
-                needed,
-                given,
-            } => write!(
-                f,
-                "buffer {which} holds {given} B, the problem needs {needed} B"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
-
-impl From<crate::Error> for RunError {
-    fn from(e: crate::Error) -> Self {
-        RunError::Kiln(e)
-    }
-}
-impl From<BackendError> for RunError {
-    fn from(e: BackendError) -> Self {
-        RunError::Backend(e)
-    }
-}
-
-/// Where a candidate's rank came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ranking {
-    /// A measured find-db record.
-    FindDb,
-    /// Not in the find-db: the solver order and perf config of the nearest measured problem
-    /// (see [`kiln_format::heuristic`]), its time scaled by the work ratio.
-    Nearest,
-    /// The cost model: no measured problem of this class, or a solver none measured.
-    Heuristic,
-}
-
-/// A runnable solution.
-#[derive(Clone, Copy, Debug)]
-pub struct Candidate {
-    /// The solver.
-    pub solver: &'static ManifestSolver,
-    /// Its perf config.
-    pub params: &'static str,
-    /// Measured (find-db) or estimated time in ms.
-    pub time_ms: f64,
-    /// Workspace bytes.
-    pub workspace: u64,
-    /// Where the rank came from.
-    pub ranking: Ranking,
-}
-
-/// A prepared solution: kernel loaded, launch computed.
+/// A prepared solution: kernels loaded, launches and arguments computed.
 #[derive(Debug)]
 pub struct Invoker {
-    /// The solver.
-    pub solver: &'static ManifestSolver,
-    /// Its perf config.
-    pub params: &'static str,
-    function: Function,
-    dims: LaunchDims,
+    /// What it runs.
+    pub variant: Variant,
+    kernels: Vec<(Function, KernelLaunch)>,
+    workspace_bytes: u64,
     args: KernelArgs,
     problem: ConvProblem,
 }
 
 impl Invoker {
-    /// Grid and block of the launch.
-    pub fn dims(&self) -> LaunchDims {
-        self.dims
+    /// The launches, in order.
+    pub fn launches(&self) -> impl Iterator<Item = &KernelLaunch> {
+        self.kernels.iter().map(|(_, l)| l)
     }
-}
 
-/// A device buffer (address and size in bytes).
-#[derive(Clone, Copy, Debug)]
-pub struct Buffer {
-    /// Device address.
-    pub ptr: DevicePtr,
-    /// Size in bytes.
-    pub bytes: u64,
+    /// Workspace bytes [`Context::run`] needs.
+    pub fn workspace_bytes(&self) -> u64 {
+        self.workspace_bytes
+    }
+
+    /// The problem it was prepared for.
+    pub fn problem(&self) -> &ConvProblem {
+        &self.problem
+    }
 }
 
 /// Time spent in each step of a cold `prepare`.
@@ -165,7 +51,7 @@ pub struct PrepareTimes {
     pub decompress_s: f64,
     /// ELF structure and target checks.
     pub verify_s: f64,
-    /// `cuModuleLoadData` + function lookup.
+    /// Module load and function lookup (`cuModuleLoadData` / `hipModuleLoadData`).
     pub module_load_s: f64,
 }
 
@@ -176,64 +62,82 @@ type InvokerKey = (String, &'static str, &'static str);
 
 /// A device and the embedded target it runs.
 pub struct Context {
-    backend: Box<dyn Backend>,
+    device: Device,
     target: &'static EmbeddedTarget,
     exact: bool,
     invokers: Mutex<HashMap<InvokerKey, Arc<Invoker>>>,
 }
 
 impl Context {
-    /// Opens a context on a backend: the embedded target is chosen by arch and CU count.
-    pub fn new(backend: Box<dyn Backend>) -> Result<Context, RunError> {
-        let info = backend.info();
+    /// Opens a context on a device: the embedded target is chosen by arch and CU count.
+    pub fn new(device: Device) -> Result<Context, RunError> {
+        let info = device.info();
         let sel = select_target(&info.arch, info.compute_units)?;
         Ok(Context {
-            backend,
+            device,
             target: sel.target,
             exact: sel.exact,
             invokers: Mutex::new(HashMap::new()),
         })
     }
 
-    /// The backend.
-    pub fn backend(&self) -> &dyn Backend {
-        self.backend.as_ref()
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.device
     }
 
-    /// The embedded target in use, and whether its CU count matched exactly.
-    pub fn target(&self) -> (&'static EmbeddedTarget, bool) {
-        (self.target, self.exact)
+    /// The embedded target in use.
+    pub fn target(&self) -> &'static EmbeddedTarget {
+        self.target
     }
 
-    /// Ranked runnable solutions for `p`.
-    pub fn find_solutions(&self, p: &ConvProblem) -> Result<Vec<Candidate>, RunError> {
-        rank(self.target, p)
+    /// Whether the target's CU/SM count is the device's (else it is the closest of its arch).
+    pub fn exact_target(&self) -> bool {
+        self.exact
     }
 
-    /// Loads (or reuses) the invoker of a candidate for `p`.
-    pub fn prepare(&self, p: &ConvProblem, c: &Candidate) -> Result<Arc<Invoker>, RunError> {
-        self.prepare_timed(p, c).map(|(i, _)| i)
+    /// The ranked plan for `p`.
+    pub fn find_solutions(&self, p: &ConvProblem) -> Result<Plan, RunError> {
+        crate::resolve::resolve(self.target, p)
+    }
+
+    /// Loads (or reuses) the invoker of `v` for `p`.
+    pub fn prepare(&self, p: &ConvProblem, v: &Variant) -> Result<Arc<Invoker>, RunError> {
+        self.prepare_timed(p, v).map(|(i, _)| i)
+    }
+
+    fn cache(&self) -> MutexGuard<'_, HashMap<InvokerKey, Arc<Invoker>>> {
+        // A panic elsewhere while holding the lock cannot leave the map half-written (every
+        // insert is one call), so a poisoned cache is still a valid cache.
+        self.invokers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// As [`Context::prepare`], also reporting where a cold prepare spent its time.
     pub fn prepare_timed(
         &self,
         p: &ConvProblem,
-        c: &Candidate,
+        v: &Variant,
     ) -> Result<(Arc<Invoker>, PrepareTimes), RunError> {
-        let key = (
-            p.network_config().as_str().to_string(),
-            c.solver.id,
-            c.params,
-        );
-        if let Some(inv) = self.invokers.lock().map_err(|_| poisoned())?.get(&key) {
+        let key = (p.network_config().as_str().to_string(), v.solver.id(), v.params);
+        if let Some(inv) = self.cache().get(&key) {
             return Ok((inv.clone(), PrepareTimes::default()));
         }
         let mut times = PrepareTimes::default();
         let t0 = std::time::Instant::now();
-        let dtype = p.data_types()[0];
-        let name = solvers::kernel_name(c.solver);
-        let args = solvers::kernel_args(c.solver, dtype, c.params, self.target.arch);
+        let entry = v.solver.entry;
+        let (name, args) = kiln_format::manifest::kdb_key(
+            entry.source,
+            entry.options,
+            p.data_types()[0].name(),
+            v.params,
+            self.target.arch,
+        )
+        .map_err(|e| RunError::Solver {
+            solver: v.solver.id(),
+            reason: format!("perf config '{}': {e}", v.params),
+        })?;
         let object =
             self.target
                 .code_object(&name, &args)?
@@ -242,278 +146,137 @@ impl Context {
                     key: format!("'{name}' '{args}'"),
                 })?;
         let t1 = std::time::Instant::now();
-        crate::codeobject::check_for_device(object.bytes, &self.backend.info().arch).map_err(
-            |source| RunError::CodeObject {
-                solver: c.solver.id,
+        let arch = &self.device.info().arch;
+        let checked = crate::codeobject::check_for_device(object.bytes, arch).map_err(|source| {
+            RunError::CodeObject {
+                solver: v.solver.id(),
                 key: format!("'{name}' '{args}'"),
                 source,
-            },
-        )?;
+            }
+        })?;
         let t2 = std::time::Instant::now();
-        let inv = Arc::new(self.load(p, c, object.bytes)?);
+        let inv = Arc::new(self.load(p, v, checked)?);
         let t3 = std::time::Instant::now();
         times.decompress_s = (t1 - t0).as_secs_f64();
         times.verify_s = (t2 - t1).as_secs_f64();
         times.module_load_s = (t3 - t2).as_secs_f64();
-        let mut cache = self.invokers.lock().map_err(|_| poisoned())?;
-        let inv = cache.entry(key).or_insert(inv).clone();
+        let inv = self.cache().entry(key).or_insert(inv).clone();
         Ok((inv, times))
     }
 
-    /// An invoker for `c` on `p` from a code object the caller supplies (built at run time,
+    /// An invoker for `v` on `p` from a code object the caller supplies (built at run time,
     /// e.g. by NVRTC, instead of taken from the embedded kdb). The object gets the same ELF
-    /// and target checks; the invoker is not cached. `kiln bench` uses it to compare cold starts.
+    /// and target checks; the invoker is not cached. `kiln-tools bench` compares cold starts
+    /// with it.
     pub fn invoker_from_object(
         &self,
         p: &ConvProblem,
-        c: &Candidate,
+        v: &Variant,
         object: &[u8],
     ) -> Result<Invoker, RunError> {
-        crate::codeobject::check_for_device(object, &self.backend.info().arch).map_err(
-            |source| RunError::CodeObject {
-                solver: c.solver.id,
+        let checked = crate::codeobject::check_for_device(object, &self.device.info().arch)
+            .map_err(|source| RunError::CodeObject {
+                solver: v.solver.id(),
                 key: "caller-supplied object".into(),
                 source,
-            },
-        )?;
-        self.load(p, c, object)
+            })?;
+        self.load(p, v, checked)
     }
 
-    /// Loads a checked code object and builds the invoker of `c` on `p` around it.
-    fn load(&self, p: &ConvProblem, c: &Candidate, object: &[u8]) -> Result<Invoker, RunError> {
-        let module = self.backend.load_module(object)?;
-        let function = self.backend.function(module, c.solver.function)?;
+    /// Checks that `v` applies to `p` here, loads the checked object and builds the invoker.
+    fn load(
+        &self,
+        p: &ConvProblem,
+        v: &Variant,
+        object: crate::codeobject::CheckedObject<'_>,
+    ) -> Result<Invoker, RunError> {
+        let not_applicable = |reason: &str| RunError::Solver {
+            solver: v.solver.id(),
+            reason: format!("[{}] does not apply to {}: {reason}", v.params, p.find_db_key()),
+        };
+        v.solver
+            .applicable(p, &TargetCaps::of(self.target), v.params)
+            .map_err(not_applicable)?;
+        let args = KernelArgs::of(p).ok_or_else(|| not_applicable("sizes exceed i32"))?;
+        let plan = v.solver.imp.launch_plan(p, v.params);
+        let module = self.device.load_module(object)?;
+        let mut kernels = Vec::with_capacity(plan.kernels.len());
+        for launch in plan.kernels {
+            let name = v.solver.entry.functions.get(launch.kernel).ok_or_else(|| {
+                not_applicable("its launch plan names a kernel the manifest lacks")
+            })?;
+            kernels.push((module.function(name)?, launch));
+        }
         Ok(Invoker {
-            solver: c.solver,
-            params: c.params,
-            function,
-            dims: solvers::launch_dims(c.solver, p, c.params),
-            args: KernelArgs::of(p),
+            variant: *v,
+            kernels,
+            workspace_bytes: plan.workspace_bytes,
+            args,
             problem: *p,
         })
     }
 
-    /// Runs an invoker on `x`, `w`, `y` (and `workspace`, unused by kiln's solvers).
+    /// Runs an invoker on `x`, `w`, `y` (and `workspace`, when its plan needs one) on
+    /// `stream`. Every buffer must be on this context's device and large enough for the
+    /// problem; both are checked before anything is launched.
     pub fn run(
         &self,
         inv: &Invoker,
-        x: Buffer,
-        w: Buffer,
-        y: Buffer,
-        workspace: Option<Buffer>,
-        stream: Stream,
+        x: &DeviceBuffer,
+        w: &DeviceBuffer,
+        y: &DeviceBuffer,
+        workspace: Option<&DeviceBuffer>,
+        stream: &Stream,
     ) -> Result<(), RunError> {
         let p = &inv.problem;
-        let es = p.data_types()[0].size_bytes() as u64;
-        let [xn, wn, yn] = p.element_counts();
-        for (which, buf, n) in [("x", x, xn), ("w", w, wn), ("y", y, yn)] {
-            if buf.bytes < n * es {
+        let bytes = p.byte_counts();
+        for (which, buf, needed) in [("x", x, bytes[0]), ("w", w, bytes[1]), ("y", y, bytes[2])] {
+            if !buf.device().same_as(&self.device) {
+                return Err(RunError::ForeignBuffer { which });
+            }
+            if buf.bytes() < needed {
                 return Err(RunError::BufferTooSmall {
                     which,
-                    needed: n * es,
-                    given: buf.bytes,
+                    needed,
+                    given: buf.bytes(),
                 });
             }
         }
-        let need_ws = solvers::workspace(inv.solver, p);
-        if need_ws > workspace.map_or(0, |b| b.bytes) {
+        let ws_given = workspace.map_or(0, |b| b.bytes());
+        if inv.workspace_bytes > ws_given {
             return Err(RunError::BufferTooSmall {
                 which: "workspace",
-                needed: need_ws,
-                given: workspace.map_or(0, |b| b.bytes),
+                needed: inv.workspace_bytes,
+                given: ws_given,
             });
         }
-        let (mut xp, mut wp, mut yp, mut args) = (x.ptr.0, w.ptr.0, y.ptr.0, inv.args);
+        if workspace.is_some_and(|b| !b.device().same_as(&self.device)) {
+            return Err(RunError::ForeignBuffer { which: "workspace" });
+        }
+        let (mut xp, mut wp, mut yp, mut args) =
+            (x.device_ptr(), w.device_ptr(), y.device_ptr(), inv.args);
         let mut params: [*mut c_void; 4] = [
             (&mut xp as *mut u64).cast(),
             (&mut wp as *mut u64).cast(),
             (&mut yp as *mut u64).cast(),
             (&mut args as *mut KernelArgs).cast(),
         ];
-        self.backend.launch(
-            inv.function,
-            inv.dims.grid,
-            inv.dims.block,
-            stream,
-            &mut params,
-        )?;
+        for (function, launch) in &inv.kernels {
+            // SAFETY: every kiln kernel takes (x, w, y, KilnConvArgs) (the manifest's contract;
+            // KernelArgs is checked against the C struct at compile time); the buffers are on
+            // this device and hold what the problem needs (checked above), and the solver
+            // applies to the problem (checked in `load`), so its kernels stay within them.
+            unsafe {
+                self.device.launch(
+                    function,
+                    launch.grid,
+                    launch.block,
+                    launch.shared_bytes,
+                    stream,
+                    &mut params,
+                )
+            }?;
+        }
         Ok(())
-    }
-}
-
-fn poisoned() -> RunError {
-    RunError::Backend(BackendError {
-        call: "invoker cache",
-        message: "lock poisoned by a panic in another thread".into(),
-    })
-}
-
-/// Most solvers a manifest may hold (rankings are built on the stack).
-pub const MAX_SOLVERS: usize = 16;
-
-/// Measured problems the fallback looks through for a perf config that applies.
-const NEIGHBOURS_FOR_PARAMS: usize = 8;
-
-/// A problem's own perf-db record: (solver, params) pairs.
-type PerfRecord = heapless::Vec<(&'static str, &'static str), { crate::db::MAX_SOLUTIONS }>;
-
-/// Ranks the runnable solutions of `p` on `target` (no device needed): the find-db's record
-/// when there is one, else the fallback of [`rank_unmeasured`].
-pub fn rank(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Vec<Candidate>, RunError> {
-    let tuned = target.perf_record(p)?;
-    let mut out = Vec::new();
-    // Measured records first: kiln's solvers named in the find-db, in measured order.
-    if let Some(found) = target.find_solutions(p)? {
-        for s in found.iter() {
-            let s = s?;
-            let Some(solver) = solvers::by_id(s.solver) else {
-                continue;
-            };
-            let Some(params) =
-                tuned_params(&tuned, p, solver).or_else(|| solvers::default_params(solver, p))
-            else {
-                continue;
-            };
-            out.push(Candidate {
-                solver,
-                params,
-                time_ms: s.time_ms,
-                workspace: s.workspace,
-                ranking: Ranking::FindDb,
-            });
-        }
-    }
-    // Then every other applicable solver: by the cost model after measured ones (the record
-    // already says what was measured here), else in the fallback's order.
-    let model = if out.is_empty() {
-        target.neighbours
-    } else {
-        &[]
-    };
-    for c in fallback(p, model, &tuned) {
-        if !out.iter().any(|o| o.solver.id == c.solver.id) {
-            out.push(c);
-        }
-    }
-    if out.is_empty() {
-        return Err(RunError::NoSolution {
-            problem: p.find_db_key().as_str().to_string(),
-            reasons: solvers::manifest()
-                .iter()
-                .map(|s| {
-                    let why = s
-                        .params
-                        .iter()
-                        .find_map(|q| solvers::applicable(s, p, q).err())
-                        .unwrap_or("no applicable perf config");
-                    (s.id, why)
-                })
-                .collect(),
-        });
-    }
-    Ok(out)
-}
-
-/// `solver`'s config in a perf-db record, if the manifest compiles it and it applies to `p`.
-fn tuned_params(
-    tuned: &[(&'static str, &'static str)],
-    p: &ConvProblem,
-    solver: &'static ManifestSolver,
-) -> Option<&'static str> {
-    let (_, q) = tuned.iter().find(|(s, _)| *s == solver.id)?;
-    usable_config(solver, p, q)
-}
-
-/// The manifest's copy of config `q` of `solver`, if the manifest compiles it and it applies
-/// to `p` (a config read from a database may be neither).
-fn usable_config(
-    solver: &'static ManifestSolver,
-    p: &ConvProblem,
-    q: &str,
-) -> Option<&'static str> {
-    solver
-        .params
-        .iter()
-        .copied()
-        .find(|x| *x == q)
-        .filter(|x| solvers::applicable(solver, p, x).is_ok())
-}
-
-/// The fallback for a problem with no find-db record, built on the stack (no allocation):
-/// every applicable solver, those measured on the nearest measured problem of `model` first
-/// (in its order, times scaled by the work ratio), then the rest by the cost model. When no
-/// measured problem is within `NEAR_DISTANCE`, the cost model ranks everything. Each solver's
-/// perf config is `p`'s own perf-db record when `target` has one, else the tuned config of the
-/// nearest measured problem where that config applies, else a default.
-pub fn rank_unmeasured(
-    p: &ConvProblem,
-    model: &[kiln_format::heuristic::MeasuredProblem<'_>],
-    target: Option<&'static EmbeddedTarget>,
-) -> Result<heapless::Vec<Candidate, MAX_SOLVERS>, RunError> {
-    let tuned = match target {
-        Some(t) => t.perf_record(p)?,
-        None => PerfRecord::new(),
-    };
-    Ok(fallback(p, model, &tuned))
-}
-
-fn fallback(
-    p: &ConvProblem,
-    model: &[kiln_format::heuristic::MeasuredProblem<'_>],
-    tuned: &[(&'static str, &'static str)],
-) -> heapless::Vec<Candidate, MAX_SOLVERS> {
-    use kiln_format::heuristic::{macs, nearest_k, NEAR_DISTANCE};
-    let mut near = nearest_k::<NEIGHBOURS_FOR_PARAMS>(model, p);
-    // A model whose nearest problem is far says less than the cost model: leave it out.
-    if near.first().is_none_or(|&(_, d)| d > NEAR_DISTANCE) {
-        near.clear();
-    }
-    let closest = near.first().map(|&(m, _)| m);
-    let mut out: heapless::Vec<(bool, Candidate), MAX_SOLVERS> = heapless::Vec::new();
-    for solver in solvers::manifest() {
-        let from_neighbours = || {
-            near.iter().find_map(|(m, _)| {
-                let s = m.solvers.iter().find(|s| s.solver == solver.id)?;
-                usable_config(solver, p, s.params)
-            })
-        };
-        let Some(params) = tuned_params(tuned, p, solver)
-            .or_else(from_neighbours)
-            .or_else(|| solvers::default_params(solver, p))
-        else {
-            continue;
-        };
-        let measured = closest.and_then(|m| {
-            let s = m.solvers.iter().find(|s| s.solver == solver.id)?;
-            Some(s.time_ms as f64 * macs(p) / m.macs.max(1.0))
-        });
-        let c = Candidate {
-            solver,
-            params,
-            time_ms: measured.unwrap_or_else(|| solvers::estimated_ms(solver, p, params)),
-            workspace: solvers::workspace(solver, p),
-            ranking: if measured.is_some() {
-                Ranking::Nearest
-            } else {
-                Ranking::Heuristic
-            },
-        };
-        // A manifest larger than MAX_SOLVERS is refused by a test; never silently here.
-        if out.push((measured.is_some(), c)).is_err() {
-            break;
-        }
-    }
-    out.sort_unstable_by(|(ma, a), (mb, b)| mb.cmp(ma).then(a.time_ms.total_cmp(&b.time_ms)));
-    out.into_iter().map(|(_, c)| c).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_manifest_fits_a_stack_ranking() {
-        // rank_unmeasured keeps at most MAX_SOLVERS; a larger manifest must raise the bound.
-        assert!(solvers::manifest().len() <= MAX_SOLVERS);
     }
 }

@@ -1,32 +1,19 @@
-//! kiln's runtime error: what went wrong and where (which target, which table, which key).
+//! kiln's runtime errors: lookups and selection ([`Error`]), and running on a device
+//! ([`RunError`]). Each names what went wrong and where (target, table, key, solver).
 
 use core::fmt;
 
-use kiln_format::records::PayloadError;
-use kiln_format::table::TableError;
-use kiln_format::ProblemError;
+use kiln_format::{LookupError, ProblemError};
 
-/// Runtime errors. Creating one may allocate; successful lookups never do.
+use crate::backend::BackendError;
+use crate::codeobject::CodeObjectError;
+
+/// Lookup and selection errors. Creating one may allocate; successful lookups never do.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
-    /// An embedded table is damaged (digest mismatch, bad bounds) or unreadable.
-    Table {
-        /// Target basename.
-        target: &'static str,
-        /// `find-db`, `perf-db`, `kdb`.
-        table: &'static str,
-        /// What failed.
-        source: TableError,
-    },
-    /// A record payload is damaged.
-    Payload {
-        /// Target basename.
-        target: &'static str,
-        /// Table.
-        table: &'static str,
-        /// What failed.
-        source: PayloadError,
-    },
+    /// An embedded table or record is damaged (digest mismatch, bad bounds).
+    Lookup(LookupError),
     /// A problem key that does not parse.
     BadKey {
         /// The key text.
@@ -57,8 +44,7 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Table { target, table, source } => write!(f, "target {target} {table}: {source}"),
-            Error::Payload { target, table, source } => write!(f, "target {target} {table}: {source}"),
+            Error::Lookup(e) => write!(f, "{e}"),
             Error::BadKey { key, source } => write!(f, "bad problem key '{key}': {source}"),
             Error::BadProblem(e) => write!(f, "bad convolution problem: {e}"),
             Error::NoTarget { arch, compute_units, embedded } => write!(
@@ -79,8 +65,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Table { source, .. } => Some(source),
-            Error::Payload { source, .. } => Some(source),
+            Error::Lookup(e) => Some(e),
             Error::BadKey { source, .. } => Some(source),
             Error::BadProblem(e) => Some(e),
             _ => None,
@@ -88,5 +73,123 @@ impl std::error::Error for Error {
     }
 }
 
+impl From<LookupError> for Error {
+    fn from(e: LookupError) -> Self {
+        Error::Lookup(e)
+    }
+}
+
 /// Result alias.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// Errors of preparing and running solutions on a device.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunError {
+    /// Lookup or selection error.
+    Kiln(Error),
+    /// The driver refused something.
+    Backend(BackendError),
+    /// A code object failed its checks.
+    CodeObject {
+        /// Solver.
+        solver: &'static str,
+        /// kdb key.
+        key: String,
+        /// What failed.
+        source: CodeObjectError,
+    },
+    /// The kdb has no object for a solver variant.
+    MissingKernel {
+        /// Target.
+        target: &'static str,
+        /// `kernel_name` / `kernel_args`.
+        key: String,
+    },
+    /// A solver that the manifest names cannot be keyed or launched as asked.
+    Solver {
+        /// Solver id.
+        solver: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No embedded solver applies.
+    NoSolution {
+        /// The problem's find-db key.
+        problem: String,
+        /// Why each solver was rejected.
+        reasons: Vec<(&'static str, &'static str)>,
+    },
+    /// A buffer is smaller than the problem needs.
+    BufferTooSmall {
+        /// `x`, `w`, `y` or `workspace`.
+        which: &'static str,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes given.
+        given: u64,
+    },
+    /// A buffer belongs to another device or backend than the invoker's context.
+    ForeignBuffer {
+        /// `x`, `w`, `y` or `workspace`.
+        which: &'static str,
+    },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Kiln(e) => write!(f, "{e}"),
+            RunError::Backend(e) => write!(f, "{e}"),
+            RunError::CodeObject {
+                solver,
+                key,
+                source,
+            } => write!(f, "solver {solver}, kernel {key}: {source}"),
+            RunError::MissingKernel { target, key } => write!(
+                f,
+                "target {target} embeds no code object {key} (rebuild the kdb: make kdb)"
+            ),
+            RunError::Solver { solver, reason } => write!(f, "solver {solver}: {reason}"),
+            RunError::NoSolution { problem, reasons } => {
+                write!(f, "no embedded solver applies to {problem}:")?;
+                for (s, r) in reasons {
+                    write!(f, " {s}: {r};")?;
+                }
+                Ok(())
+            }
+            RunError::BufferTooSmall {
+                which,
+                needed,
+                given,
+            } => write!(
+                f,
+                "buffer {which} holds {given} B, the problem needs {needed} B"
+            ),
+            RunError::ForeignBuffer { which } => write!(
+                f,
+                "buffer {which} was allocated on another device than the context's"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+impl From<Error> for RunError {
+    fn from(e: Error) -> Self {
+        RunError::Kiln(e)
+    }
+}
+
+impl From<LookupError> for RunError {
+    fn from(e: LookupError) -> Self {
+        RunError::Kiln(Error::Lookup(e))
+    }
+}
+
+impl From<BackendError> for RunError {
+    fn from(e: BackendError) -> Self {
+        RunError::Backend(e)
+    }
+}

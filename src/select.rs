@@ -2,7 +2,9 @@
 //! count of the same arch (what MIOpen's inexact fallback intends; its text-db version never
 //! matched), else an error listing what is embedded.
 
-use crate::embedded::{targets, EmbeddedTarget};
+use kiln_format::EmbeddedTarget;
+
+use crate::embedded::targets;
 use crate::error::{Error, Result};
 
 /// The outcome of target selection.

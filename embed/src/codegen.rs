@@ -1,14 +1,22 @@
 //! The build step: for every enabled target, obtain its files (repo folder, directory or URL,
 //! all sha256-pinned), validate them, pack each into a table blob, and write the Rust source
 //! that places the blobs in the binary. `build.rs` is a thin call into [`embed`].
+//!
+//! Two halves: [`collect_target`] turns a target folder into data (packed tables, the measured
+//! model, input records), and the printers turn that data into Rust that names only
+//! `::kiln_format` paths, so the compiler checks the generated code against the contract crate.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+use kiln_format::table::TableKind;
 
 use crate::error::{Error, Result};
 use crate::fetch::{obtain, FetchOptions, Source};
 use crate::finddb::FindDb;
 use crate::kdb::KernelDb;
+use crate::kdbbuild::Manifest;
+use crate::measured::Measured;
 use crate::pack::{find_db_input, kdb_input, pack, perf_db_input, PackedTable, TableInput};
 use crate::perfdb::PerfDb;
 use crate::target::TargetConfig;
@@ -30,6 +38,9 @@ pub struct EmbedRequest {
     pub provenance: Vec<(String, String)>,
     /// `kernels/manifest.toml`, emitted as `KERNEL_MANIFEST` for the runtime's solvers.
     pub manifest: Option<PathBuf>,
+    /// `kernels/kiln_gpu.h`: its `KilnConvArgs` is checked against the Rust mirror at compile
+    /// time (an `offset_of!` assertion per field).
+    pub kernel_abi_header: Option<PathBuf>,
 }
 
 /// One packed table, for the build log.
@@ -37,8 +48,8 @@ pub struct EmbedRequest {
 pub struct TableReport {
     /// Target basename.
     pub target: String,
-    /// `find-db`, `perf-db`, `kdb`.
-    pub kind: &'static str,
+    /// Which table.
+    pub kind: TableKind,
     /// Input file size.
     pub input_bytes: u64,
     /// Packing outcome.
@@ -54,8 +65,9 @@ pub struct EmbedReport {
     pub inputs: Vec<PathBuf>,
 }
 
-struct InputFile {
-    kind: &'static str,
+/// One input file of a target, as the binary records it.
+struct InputRecord {
+    kind: TableKind,
     name: String,
     source: String,
     sha256: String,
@@ -63,221 +75,314 @@ struct InputFile {
     records: usize,
 }
 
-fn ident(base: &str, kind: &str) -> String {
+/// A target turned into data: its tables (blobs already written to `out_dir`), inputs and
+/// measured model.
+struct TargetData {
+    cfg: TargetConfig,
+    tables: Vec<(TableKind, PackedTable)>,
+    inputs: Vec<InputRecord>,
+    measured: Vec<Measured>,
+}
+
+fn ident(base: &str, what: &str) -> String {
     format!(
         "{}_{}",
         base.to_uppercase(),
-        kind.to_uppercase().replace('-', "_")
+        what.to_uppercase().replace('-', "_")
     )
 }
 
 /// Embeds the enabled targets; writes `kiln_embedded.rs` and the blobs into `out_dir`.
 pub fn embed(req: &EmbedRequest) -> Result<EmbedReport> {
     let mut report = EmbedReport::default();
-    let mut statics = String::new();
-    let mut targets = String::new();
-    let mut index = phf_codegen::Map::<&str>::new();
-    let mut index_values: Vec<(String, String)> = Vec::new();
     let manifest = match &req.manifest {
         Some(path) => {
             report.inputs.push(path.clone());
-            Some(crate::kdbbuild::Manifest::load(path)?)
+            Some(Manifest::load(path)?)
         }
         None => None,
     };
     let mut enabled = req.enabled.clone();
     enabled.sort();
     enabled.dedup();
-    for (ti, base) in enabled.iter().enumerate() {
-        let dir = req.targets_dir.join(base);
-        if !dir.join("target.toml").is_file() {
-            return Err(Error::Target {
-                target: base.clone(),
-                reason: format!(
-                    "feature enabled but {} does not exist",
-                    dir.join("target.toml").display()
-                ),
-            });
+    let mut targets = Vec::new();
+    for base in &enabled {
+        targets.push(collect_target(req, base, manifest.as_ref(), &mut report)?);
+    }
+    let abi_check = match &req.kernel_abi_header {
+        Some(h) => {
+            report.inputs.push(h.clone());
+            print_abi_check(h)?
         }
-        report.inputs.push(dir.join("target.toml"));
-        let cfg = TargetConfig::load(&dir)?;
-        let source = req
-            .sources
-            .iter()
-            .find(|(b, _)| b == base)
-            .map(|(_, s)| s.clone())
-            .unwrap_or_else(|| Source::Dir(dir.clone()));
-        let mut inputs: Vec<InputFile> = Vec::new();
-        let mut tables: Vec<(&'static str, PackedTable)> = Vec::new();
-        let (mut find_db, mut perf_db) = (None, None);
-        let files = [
-            ("find-db", cfg.files.find_db.as_deref()),
-            ("perf-db", cfg.files.perf_db.as_deref()),
-            ("kdb", cfg.files.kdb.as_deref()),
-        ];
-        for (kind, file) in files {
-            let Some(file) = file else { continue };
-            let pin = cfg.pin(file).unwrap_or_default();
-            let path = obtain(&source, file, pin, &req.fetch)?;
-            report.inputs.push(path.clone());
-            let bytes = std::fs::metadata(&path)
-                .map_err(|e| Error::io(&path, e))?
-                .len();
-            let name = format!("{base} {kind}");
-            let (input, records): (TableInput, usize) = match kind {
-                "find-db" => {
-                    let db = FindDb::read(&path)?;
-                    let table = (find_db_input(&db, &name)?, db.records.len());
-                    find_db = Some(db);
-                    table
-                }
-                "perf-db" => {
-                    let db = PerfDb::read(&path)?;
-                    let table = (perf_db_input(&db, &name)?, db.records.len());
-                    perf_db = Some(db);
-                    table
-                }
-                _ => {
-                    let db = KernelDb::read(&path)?;
-                    (kdb_input(&db, &name)?, db.entries.len())
-                }
-            };
-            let packed = pack(&input)?;
-            let blob_path = req.out_dir.join(format!("{base}.{kind}.kilntab"));
-            write_if_changed(&blob_path, &packed.blob)?;
-            let id = ident(base, kind);
-            let blocks = packed.blocks.max(1);
-            writeln!(
-                statics,
-                "static {id}_STORAGE: ::kiln_format::table::DecodeBuffer<{}, {blocks}> = ::kiln_format::table::DecodeBuffer::new();\n\
-                 static {id}: ::kiln_format::table::EmbeddedTable = ::kiln_format::table::EmbeddedTable::new(\n    \
-                 ::include_bytes_aligned::include_bytes_aligned!(8, {:?}),\n    &{id}_STORAGE,\n);",
-                packed.decoded_len,
-                blob_path.display().to_string(),
-            )
-            .ok();
-            inputs.push(InputFile {
-                kind,
-                name: file.to_string(),
-                source: match &source {
-                    Source::Dir(d) if d == &dir => format!("targets/{base}/{file}"),
-                    Source::Dir(d) => d.join(file).display().to_string(),
-                    Source::Url(u) => format!("{u}/{file}"),
-                },
-                sha256: pin.to_string(),
-                bytes,
-                records,
-            });
-            report.tables.push(TableReport {
-                target: base.clone(),
-                kind,
-                input_bytes: bytes,
-                packed: packed.clone(),
-            });
-            tables.push((kind, packed));
-        }
-        let table_ref = |kind: &str| {
-            if tables.iter().any(|(k, _)| *k == kind) {
-                format!("Some(&{})", ident(base, kind))
+        None => String::new(),
+    };
+    let mut code = String::from(
+        "// @generated by kiln-embed from targets/ for the enabled target features. Do not edit.\n",
+    );
+    for t in &targets {
+        print_target_statics(&mut code, t, &req.out_dir);
+    }
+    code.push_str(&print_targets(&targets)?);
+    code.push_str(&print_provenance(&req.provenance));
+    code.push_str(&print_manifest(manifest.as_ref()));
+    code.push_str(&abi_check);
+    write_if_changed(&req.out_dir.join("kiln_embedded.rs"), code.as_bytes())?;
+    Ok(report)
+}
+
+/// Reads, validates and packs one target's files; writes each blob to `out_dir`.
+fn collect_target(
+    req: &EmbedRequest,
+    base: &str,
+    manifest: Option<&Manifest>,
+    report: &mut EmbedReport,
+) -> Result<TargetData> {
+    let dir = req.targets_dir.join(base);
+    if !dir.join("target.toml").is_file() {
+        return Err(Error::Target {
+            target: base.to_string(),
+            reason: format!(
+                "feature enabled but {} does not exist",
+                dir.join("target.toml").display()
+            ),
+        });
+    }
+    report.inputs.push(dir.join("target.toml"));
+    let cfg = TargetConfig::load(&dir)?;
+    let source = req
+        .sources
+        .iter()
+        .find(|(b, _)| b == base)
+        .map(|(_, s)| s.clone())
+        .unwrap_or_else(|| Source::Dir(dir.clone()));
+    let mut data = TargetData {
+        cfg: cfg.clone(),
+        tables: Vec::new(),
+        inputs: Vec::new(),
+        measured: Vec::new(),
+    };
+    let (mut find_db, mut perf_db) = (None, None);
+    let files = [
+        (TableKind::FindDb, cfg.files.find_db.as_deref()),
+        (TableKind::PerfDb, cfg.files.perf_db.as_deref()),
+        (TableKind::KernelDb, cfg.files.kdb.as_deref()),
+    ];
+    for (kind, file) in files {
+        let Some(file) = file else { continue };
+        let pin = cfg.pin(file).unwrap_or_default();
+        let path = obtain(&source, file, pin, &req.fetch)?;
+        report.inputs.push(path.clone());
+        let bytes = std::fs::metadata(&path)
+            .map_err(|e| Error::io(&path, e))?
+            .len();
+        let name = format!("{base} {}", kind.name());
+        let (input, records): (TableInput, usize) = match kind {
+            TableKind::FindDb => {
+                let db = FindDb::read(&path)?;
+                let table = (find_db_input(&db, &name)?, db.records.len());
+                find_db = Some(db);
+                table
+            }
+            TableKind::PerfDb => {
+                let db = PerfDb::read(&path)?;
+                let table = (perf_db_input(&db, &name)?, db.records.len());
+                perf_db = Some(db);
+                table
+            }
+            TableKind::KernelDb => {
+                let db = KernelDb::read(&path)?;
+                (kdb_input(&db, &name)?, db.entries.len())
+            }
+        };
+        let packed = pack(&input)?;
+        write_if_changed(&blob_path(&req.out_dir, base, kind), &packed.blob)?;
+        data.inputs.push(InputRecord {
+            kind,
+            name: file.to_string(),
+            source: match &source {
+                Source::Dir(d) if d == &dir => format!("targets/{base}/{file}"),
+                Source::Dir(d) => d.join(file).display().to_string(),
+                Source::Url(u) => format!("{u}/{file}"),
+            },
+            sha256: pin.to_string(),
+            bytes,
+            records,
+        });
+        report.tables.push(TableReport {
+            target: base.to_string(),
+            kind,
+            input_bytes: bytes,
+            packed: packed.clone(),
+        });
+        data.tables.push((kind, packed));
+    }
+    // The fallback for problems the find-db lacks: its measured problems of kiln's solvers.
+    if let (Some(find), Some(m)) = (&find_db, manifest) {
+        data.measured = crate::measured::build(find, perf_db.as_ref(), m);
+    }
+    Ok(data)
+}
+
+fn blob_path(out_dir: &Path, base: &str, kind: TableKind) -> PathBuf {
+    out_dir.join(format!("{base}.{}.kilntab", kind.name()))
+}
+
+/// The `static`s of one target: a decode buffer and an embedded table per table, and the
+/// measured model.
+fn print_target_statics(code: &mut String, t: &TargetData, out_dir: &Path) {
+    let base = &t.cfg.basename;
+    for (kind, packed) in &t.tables {
+        let id = ident(base, kind.name());
+        writeln!(
+            code,
+            "static {id}_STORAGE: ::kiln_format::table::DecodeBuffer<{}, {}> = ::kiln_format::table::DecodeBuffer::new();\n\
+             static {id}: ::kiln_format::table::EmbeddedTable = ::kiln_format::table::EmbeddedTable::new(\n    \
+             ::include_bytes_aligned::include_bytes_aligned!(8, {:?}),\n    &{id}_STORAGE,\n);",
+            packed.decoded_len,
+            packed.blocks.max(1),
+            blob_path(out_dir, base, *kind).display().to_string(),
+        )
+        .ok();
+    }
+    code.push_str(&crate::measured::emit(&ident(base, "measured"), &t.measured));
+}
+
+fn table_kind_path(kind: TableKind) -> &'static str {
+    match kind {
+        TableKind::FindDb => "::kiln_format::TableKind::FindDb",
+        TableKind::PerfDb => "::kiln_format::TableKind::PerfDb",
+        TableKind::KernelDb => "::kiln_format::TableKind::KernelDb",
+    }
+}
+
+/// `TARGETS` (the `EmbeddedTarget` literals) and `TARGET_INDEX` (names and aliases -> index).
+fn print_targets(targets: &[TargetData]) -> Result<String> {
+    let mut lits = String::new();
+    let mut names: Vec<(String, usize)> = Vec::new();
+    for (ti, t) in targets.iter().enumerate() {
+        let cfg = &t.cfg;
+        let base = &cfg.basename;
+        let table_ref = |kind: TableKind| {
+            if t.tables.iter().any(|(k, _)| *k == kind) {
+                format!("Some(&{})", ident(base, kind.name()))
             } else {
                 "None".to_string()
             }
         };
-        // The fallback for problems the find-db lacks: its measured problems of kiln's solvers.
-        let model = match (&find_db, &manifest) {
-            (Some(find), Some(m)) => crate::neighbours::build(find, perf_db.as_ref(), m),
-            _ => Vec::new(),
-        };
-        let neighbours_id = ident(base, "neighbours");
-        statics.push_str(&crate::neighbours::emit(&neighbours_id, &model));
-        let vendor = if cfg.vendor == "amd" { "Amd" } else { "Nvidia" };
-        let mut input_lits = String::new();
-        for i in &inputs {
+        let mut inputs = String::new();
+        for i in &t.inputs {
             write!(
-                input_lits,
-                "InputFile {{ kind: {:?}, name: {:?}, source: {:?}, sha256: {:?}, bytes: {}, records: {} }}, ",
-                i.kind, i.name, i.source, i.sha256, i.bytes, i.records
+                inputs,
+                "::kiln_format::InputFile {{ kind: {}, name: {:?}, source: {:?}, sha256: {:?}, bytes: {}, records: {} }}, ",
+                table_kind_path(i.kind), i.name, i.source, i.sha256, i.bytes, i.records
             )
             .ok();
         }
+        let vendor = match cfg.vendor {
+            kiln_format::Vendor::Amd => "Amd",
+            kiln_format::Vendor::Nvidia => "Nvidia",
+        };
+        let code_object = match cfg.code_object {
+            kiln_format::CodeObjectKind::Hsaco => "Hsaco",
+            kiln_format::CodeObjectKind::Cubin => "Cubin",
+        };
         let aliases: Vec<String> = cfg.aliases.iter().map(|a| format!("{a:?}")).collect();
         writeln!(
-            targets,
-            "    EmbeddedTarget {{\n        basename: {:?},\n        vendor: ::kiln_format::Vendor::{vendor},\n        arch: {:?},\n        \
-             compute_units: {},\n        code_object: {:?},\n        aliases: &[{}],\n        origin: {:?},\n        \
-             find_db: {},\n        perf_db: {},\n        kdb: {},\n        neighbours: {neighbours_id},\n        inputs: &[{}],\n    }},",
-            cfg.basename,
+            lits,
+            "    ::kiln_format::EmbeddedTarget {{\n        basename: {base:?},\n        vendor: ::kiln_format::Vendor::{vendor},\n        arch: {:?},\n        \
+             compute_units: {},\n        code_object: ::kiln_format::CodeObjectKind::{code_object},\n        aliases: &[{}],\n        origin: {:?},\n        \
+             find_db: {},\n        perf_db: {},\n        kdb: {},\n        measured: {},\n        inputs: &[{inputs}],\n    }},",
             cfg.arch,
             cfg.compute_units,
-            cfg.code_object,
             aliases.join(", "),
             cfg.origin,
-            table_ref("find-db"),
-            table_ref("perf-db"),
-            table_ref("kdb"),
-            input_lits,
+            table_ref(TableKind::FindDb),
+            table_ref(TableKind::PerfDb),
+            table_ref(TableKind::KernelDb),
+            ident(base, "measured"),
         )
         .ok();
-        index_values.push((cfg.basename.clone(), ti.to_string()));
-        for a in &cfg.aliases {
-            index_values.push((a.clone(), ti.to_string()));
-        }
+        names.push((base.clone(), ti));
+        names.extend(cfg.aliases.iter().map(|a| (a.clone(), ti)));
     }
-    for (k, v) in &index_values {
-        if index_values.iter().filter(|(k2, _)| k2 == k).count() > 1 {
+    let mut index = phf_codegen::Map::<&str>::new();
+    for (k, v) in &names {
+        if names.iter().filter(|(k2, _)| k2 == k).count() > 1 {
             return Err(Error::Target {
                 target: k.clone(),
                 reason: "name or alias used by two enabled targets".into(),
             });
         }
-        index.entry(k.as_str(), v.clone());
+        index.entry(k.as_str(), v.to_string());
     }
-    let mut manifest_code = String::from("pub static KERNEL_MANIFEST: &[ManifestSolver] = &[\n");
-    let mut data_types = String::new();
-    if let Some(m) = &manifest {
-        for s in &m.solvers {
-            let params: Vec<String> = s.params.iter().map(|p| format!("{p:?}")).collect();
-            writeln!(
-                manifest_code,
-                "    ManifestSolver {{ id: {:?}, algorithm: {:?}, source: {:?}, function: {:?}, options: {:?}, params: &[{}] }},",
-                s.id,
-                s.algorithm,
-                s.source,
-                s.function,
-                s.options,
-                params.join(", ")
-            )
-            .ok();
-        }
-        data_types = m
-            .data_types
-            .iter()
-            .map(|d| format!("{d:?}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-    }
-    manifest_code.push_str("];\n");
+    Ok(format!(
+        "/// Every target compiled into this binary, sorted by basename.\n\
+         pub static TARGETS: &[::kiln_format::EmbeddedTarget] = &[\n{lits}];\n\n\
+         /// Basenames and aliases -> index into [`TARGETS`] (a rust-phf map generated at build time).\n\
+         pub static TARGET_INDEX: ::phf::Map<&'static str, usize> = {};\n\n",
+        index.build()
+    ))
+}
+
+fn print_provenance(provenance: &[(String, String)]) -> String {
     let mut prov = String::new();
-    for (k, v) in &req.provenance {
+    for (k, v) in provenance {
         write!(prov, "({k:?}, {v:?}), ").ok();
     }
-    let code = format!(
-        "// @generated by kiln-embed from targets/ for the enabled target features. Do not edit.\n\
-         {statics}\n\
-         /// Every target compiled into this binary, sorted by basename.\n\
-         pub static TARGETS: &[EmbeddedTarget] = &[\n{targets}];\n\n\
-         /// Basenames and aliases -> index into [`TARGETS`] (a rust-phf map generated at build time).\n\
-         pub static TARGET_INDEX: ::phf::Map<&'static str, usize> = {};\n\n\
-         /// How this binary's tables were built: (what, value) pairs.\n\
-         pub static BUILD_PROVENANCE: &[(&str, &str)] = &[{prov}];\n\n\
-         /// The solvers of kernels/manifest.toml (what every kdb was compiled from).\n\
-         {manifest_code}\n\
-         /// Data types every solver is compiled for.\n\
-         pub static KERNEL_DATA_TYPES: &[&str] = &[{data_types}];\n",
-        index.build()
+    format!(
+        "/// How this binary's tables were built: (what, value) pairs.\n\
+         pub static BUILD_PROVENANCE: &[(&str, &str)] = &[{prov}];\n\n"
+    )
+}
+
+fn print_manifest(manifest: Option<&Manifest>) -> String {
+    let mut code = String::from(
+        "/// The solvers of kernels/manifest.toml (what every kdb was compiled from).\n\
+         pub static KERNEL_MANIFEST: &[::kiln_format::SolverEntry] = &[\n",
     );
-    write_if_changed(&req.out_dir.join("kiln_embedded.rs"), code.as_bytes())?;
-    Ok(report)
+    let mut data_types = Vec::new();
+    if let Some(m) = manifest {
+        for s in &m.solvers {
+            writeln!(code, "    {},", s.to_static()).ok();
+        }
+        data_types = m.data_types.iter().map(|d| format!("{d:?}")).collect();
+    }
+    code.push_str("];\n\n/// Data types every solver is compiled for.\n");
+    writeln!(
+        code,
+        "pub static KERNEL_DATA_TYPES: &[&str] = &[{}];\n",
+        data_types.join(", ")
+    )
+    .ok();
+    code
+}
+
+/// Compile-time assertions that `::kiln_format::abi::KernelArgs` has the size and field
+/// offsets of `KilnConvArgs` in the header.
+fn print_abi_check(header: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(header).map_err(|e| Error::io(header, e))?;
+    let c = kiln_format::abi::parse_c_struct(&text, "KilnConvArgs").map_err(|reason| {
+        Error::Target {
+            target: "kernels".into(),
+            reason: format!("{}: {reason}", header.display()),
+        }
+    })?;
+    let ty = "::kiln_format::abi::KernelArgs";
+    let mut code = format!(
+        "// KilnConvArgs in {}: the Rust mirror must match it byte for byte.\n\
+         const _: () = assert!(::core::mem::size_of::<{ty}>() == {}, \"KernelArgs size differs from KilnConvArgs\");\n",
+        header.file_name().and_then(|n| n.to_str()).unwrap_or("the header"),
+        c.size
+    );
+    for f in &c.fields {
+        writeln!(
+            code,
+            "const _: () = assert!(::core::mem::offset_of!({ty}, {}) == {}, \"KernelArgs.{} is not at the offset KilnConvArgs gives it\");",
+            f.name, f.offset, f.name
+        )
+        .ok();
+    }
+    Ok(code)
 }
 
 /// Writes only when the content differs, so unchanged blobs do not force a recompile.

@@ -49,15 +49,7 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// MIOpen's `kernel_args` for compile options on an arch: options, then ` -mcpu=<arch>`.
-pub fn kernel_args(options: &str, arch: &str) -> String {
-    format!("{options} -mcpu={arch}")
-}
-
-/// MIOpen's `kernel_name` for a source file: the file name plus `.o`.
-pub fn kernel_name(source_file: &str) -> String {
-    format!("{source_file}.o")
-}
+pub use kiln_format::manifest::{kernel_args, kernel_name};
 
 /// bzip2 as MIOpen calls it: block size 9, work factor 30, output no larger than the input.
 /// Returns `None` when the compressed form would not fit (MIOpen stores the raw bytes then).

@@ -7,11 +7,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use kiln_format::manifest::{compile_options, kernel_args, kernel_name};
+use kiln_format::Vendor;
+
 use crate::compile::{compile_amd, Nvrtc};
 use crate::error::{Error, Result};
-use crate::kdb::{kernel_args, kernel_name, KdbEntry, KernelDb};
+use crate::kdb::{KdbEntry, KernelDb};
 
-/// One solver of the manifest.
+/// One solver of the manifest (the owned, TOML form of [`kiln_format::SolverEntry`]).
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestSolver {
@@ -21,12 +24,37 @@ pub struct ManifestSolver {
     pub algorithm: String,
     /// Kernel source file in `kernels/`.
     pub source: String,
-    /// `extern "C"` entry point.
-    pub function: String,
+    /// `extern "C"` entry points, launched in this order.
+    pub functions: Vec<String>,
     /// Compile-option template; `{0}`, `{1}`... are the perf-config values.
     pub options: String,
     /// Perf configs (comma-separated values; `""` for none).
     pub params: Vec<String>,
+    /// Archs to build for (`sm_90`, `gfx942`); absent or empty = every arch.
+    #[serde(default)]
+    pub archs: Vec<String>,
+}
+
+impl ManifestSolver {
+    /// Rust source of this solver as a `::kiln_format::SolverEntry` literal.
+    pub fn to_static(&self) -> String {
+        let list = |v: &[String]| {
+            v.iter()
+                .map(|x| format!("{x:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "::kiln_format::SolverEntry {{ id: {:?}, algorithm: {:?}, source: {:?}, functions: &[{}], options: {:?}, params: &[{}], archs: &[{}] }}",
+            self.id,
+            self.algorithm,
+            self.source,
+            list(&self.functions),
+            self.options,
+            list(&self.params),
+            list(&self.archs)
+        )
+    }
 }
 
 /// `kernels/manifest.toml`.
@@ -48,67 +76,29 @@ impl Manifest {
             target: "kernels".into(),
             reason: format!("{}: {e}", path.display()),
         })?;
-        for s in &m.solvers {
+        let bad = |reason: String| Error::Target {
+            target: "kernels".into(),
+            reason: format!("{}: {reason}", path.display()),
+        };
+        for (i, s) in m.solvers.iter().enumerate() {
+            if m.solvers[..i].iter().any(|o| o.id == s.id) {
+                return Err(bad(format!("solver {} is listed twice", s.id)));
+            }
+            if s.functions.is_empty() {
+                return Err(bad(format!("solver {} names no kernel function", s.id)));
+            }
             for p in &s.params {
-                compile_options(s, "FP32", p).map_err(|reason| Error::Target {
-                    target: "kernels".into(),
-                    reason: format!("{}: solver {} params '{p}': {reason}", path.display(), s.id),
-                })?;
+                compile_options(&s.options, "FP32", p)
+                    .map_err(|e| bad(format!("solver {} params '{p}': {e}", s.id)))?;
             }
         }
         Ok(m)
     }
 }
 
-/// The compile options of one variant: the data type, then the solver's substituted template.
-pub fn compile_options(
-    s: &ManifestSolver,
-    data_type: &str,
-    params: &str,
-) -> std::result::Result<String, String> {
-    let values: Vec<&str> = if params.is_empty() {
-        Vec::new()
-    } else {
-        params.split(',').collect()
-    };
-    let mut opts = s.options.clone();
-    for (i, v) in values.iter().enumerate() {
-        if !v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!("value '{v}' is not a plain token"));
-        }
-        let slot = format!("{{{i}}}");
-        if !opts.contains(&slot) {
-            return Err(format!("template has no {slot}"));
-        }
-        opts = opts.replace(&slot, v);
-    }
-    if opts.contains('{') {
-        return Err("template has slots left after substitution".into());
-    }
-    let mut out = format!("-DKILN_DTYPE_{data_type}");
-    if !opts.is_empty() {
-        out.push(' ');
-        out.push_str(&opts);
-    }
-    Ok(out)
-}
-
-/// MIOpen's `kernel_args` of one variant (a leading space, as in MIOpen's logs).
-pub fn variant_args(
-    s: &ManifestSolver,
-    data_type: &str,
-    params: &str,
-    arch: &str,
-) -> std::result::Result<String, String> {
-    Ok(kernel_args(
-        &format!(" {}", compile_options(s, data_type, params)?),
-        arch,
-    ))
-}
-
 /// Toolchain description recorded next to a kdb.
-pub fn toolchain(vendor_amd: bool) -> Result<String> {
-    if vendor_amd {
+pub fn toolchain(vendor: Vendor) -> Result<String> {
+    if vendor == Vendor::Amd {
         crate::compile::clang_version()
     } else {
         Ok(format!("NVRTC {}", Nvrtc::load()?.version()?))
@@ -120,23 +110,23 @@ pub fn build_entries(
     manifest: &Manifest,
     kernels_dir: &Path,
     arch: &str,
-    amd: bool,
+    vendor: Vendor,
 ) -> Result<Vec<KdbEntry>> {
     let mut jobs: Vec<(String, PathBuf, Vec<String>, String)> = Vec::new();
-    for s in &manifest.solvers {
+    for s in manifest.solvers.iter().filter(|s| kiln_format::manifest::builds_for(&s.archs, arch)) {
         for dt in &manifest.data_types {
             for p in &s.params {
-                let opts = compile_options(s, dt, p).map_err(|reason| Error::Target {
+                let opts = compile_options(&s.options, dt, p).map_err(|e| Error::Target {
                     target: arch.into(),
-                    reason,
+                    reason: format!("solver {} params '{p}': {e}", s.id),
                 })?;
-                let args = kernel_args(&format!(" {opts}"), arch);
+                let args = kernel_args(&opts, arch);
                 let options: Vec<String> = opts.split(' ').map(String::from).collect();
                 jobs.push((s.source.clone(), kernels_dir.join(&s.source), options, args));
             }
         }
     }
-    let mut entries: Vec<KdbEntry> = if amd {
+    let mut entries: Vec<KdbEntry> = if vendor == Vendor::Amd {
         // clang runs one process per object: spread them over the cores.
         let threads = std::thread::available_parallelism()
             .map(|n| n.get())
@@ -213,9 +203,8 @@ pub fn build_target_kdb(
     out: &Path,
 ) -> Result<(usize, String)> {
     let cfg = crate::target::TargetConfig::load(target_dir)?;
-    let amd = cfg.vendor == "amd";
-    let entries = build_entries(manifest, kernels_dir, &cfg.arch, amd)?;
+    let entries = build_entries(manifest, kernels_dir, &cfg.arch, cfg.vendor)?;
     let n = entries.len();
     KernelDb { entries }.write(out)?;
-    Ok((n, toolchain(amd)?))
+    Ok((n, toolchain(cfg.vendor)?))
 }

@@ -11,7 +11,7 @@ pub mod fetch;
 pub mod finddb;
 pub mod kdb;
 pub mod kdbbuild;
-pub mod neighbours;
+pub mod measured;
 pub mod pack;
 pub mod perfdb;
 mod sqlitefile;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kiln_format::TargetId;
+use kiln_format::{CodeObjectKind, TargetId, Vendor};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -21,33 +21,48 @@ pub struct TargetFiles {
     pub kdb: Option<String>,
 }
 
-/// A parsed `target.toml`.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+/// `target.toml` as written: kinds as text, typed by [`TargetConfig::parse`].
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct TargetToml {
+    basename: String,
+    vendor: String,
+    arch: String,
+    compute_units: u32,
+    code_object: String,
+    #[serde(default)]
+    aliases: Vec<String>,
+    origin: String,
+    #[serde(default)]
+    toolchain: Option<String>,
+    #[serde(default)]
+    files: TargetFiles,
+    #[serde(default)]
+    pins: BTreeMap<String, String>,
+}
+
+/// A parsed and validated `target.toml`.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TargetConfig {
     /// Basename; must equal the folder name.
     pub basename: String,
     /// `amd` or `nvidia`.
-    pub vendor: String,
+    pub vendor: Vendor,
     /// Arch (`gfx942`, `sm_90`).
     pub arch: String,
     /// CU (AMD) or SM (NVIDIA) count.
     pub compute_units: u32,
     /// `hsaco` (AMD) or `cubin` (NVIDIA).
-    pub code_object: String,
+    pub code_object: CodeObjectKind,
     /// Cargo feature aliases (informational; the features live in Cargo.toml).
-    #[serde(default)]
     pub aliases: Vec<String>,
     /// Where the data came from (printed by `kiln info`).
     pub origin: String,
     /// The compiler that built the kdb (written by `kiln kdb build`).
-    #[serde(default)]
     pub toolchain: Option<String>,
     /// The files.
-    #[serde(default)]
     pub files: TargetFiles,
     /// sha256 pins, file name -> lowercase hex digest.
-    #[serde(default)]
     pub pins: BTreeMap<String, String>,
 }
 
@@ -66,7 +81,27 @@ impl TargetConfig {
             target: folder.to_string(),
             reason: format!("{}: {reason}", path.display()),
         };
-        let cfg: TargetConfig = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let raw: TargetToml = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let vendor = Vendor::from_name(&raw.vendor)
+            .ok_or_else(|| bad(format!("vendor '{}' is not amd or nvidia", raw.vendor)))?;
+        let code_object = CodeObjectKind::from_name(&raw.code_object).ok_or_else(|| {
+            bad(format!(
+                "code_object '{}' is not hsaco or cubin",
+                raw.code_object
+            ))
+        })?;
+        let cfg = TargetConfig {
+            basename: raw.basename,
+            vendor,
+            arch: raw.arch,
+            compute_units: raw.compute_units,
+            code_object,
+            aliases: raw.aliases,
+            origin: raw.origin,
+            toolchain: raw.toolchain,
+            files: raw.files,
+            pins: raw.pins,
+        };
         let id = TargetId::parse_basename(&cfg.basename).map_err(|e| bad(e.to_string()))?;
         if cfg.basename != folder {
             return Err(bad(format!(
@@ -80,14 +115,12 @@ impl TargetConfig {
                 cfg.basename, id.arch, id.compute_units, cfg.arch, cfg.compute_units
             )));
         }
-        let (vendor_ok, object_ok) = match id.vendor() {
-            kiln_format::Vendor::Amd => (cfg.vendor == "amd", cfg.code_object == "hsaco"),
-            kiln_format::Vendor::Nvidia => (cfg.vendor == "nvidia", cfg.code_object == "cubin"),
-        };
-        if !vendor_ok || !object_ok {
+        if cfg.vendor != id.vendor() || cfg.code_object != CodeObjectKind::of(id.vendor()) {
             return Err(bad(format!(
                 "vendor '{}' / code_object '{}' do not fit arch {} (amd/hsaco or nvidia/cubin)",
-                cfg.vendor, cfg.code_object, cfg.arch
+                cfg.vendor.name(),
+                cfg.code_object.name(),
+                cfg.arch
             )));
         }
         for name in cfg.file_names() {
@@ -141,10 +174,10 @@ pub fn render_target_toml(cfg: &TargetConfig) -> String {
     let q = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
     let mut out = String::new();
     out.push_str(&format!("basename = {}\n", q(&cfg.basename)));
-    out.push_str(&format!("vendor = {}\n", q(&cfg.vendor)));
+    out.push_str(&format!("vendor = {}\n", q(cfg.vendor.name())));
     out.push_str(&format!("arch = {}\n", q(&cfg.arch)));
     out.push_str(&format!("compute_units = {}\n", cfg.compute_units));
-    out.push_str(&format!("code_object = {}\n", q(&cfg.code_object)));
+    out.push_str(&format!("code_object = {}\n", q(cfg.code_object.name())));
     let aliases: Vec<String> = cfg.aliases.iter().map(|a| q(a)).collect();
     out.push_str(&format!("aliases = [{}]\n", aliases.join(", ")));
     out.push_str(&format!("origin = {}\n", q(&cfg.origin)));
@@ -183,10 +216,10 @@ mod tests {
         let dir = tmp.path().join("gfx90a68");
         let mut cfg = TargetConfig {
             basename: "gfx90a68".into(),
-            vendor: "amd".into(),
+            vendor: Vendor::Amd,
             arch: "gfx90a".into(),
             compute_units: 104,
-            code_object: "hsaco".into(),
+            code_object: CodeObjectKind::Hsaco,
             aliases: vec!["mi210".into()],
             origin: "test".into(),
             toolchain: Some("clang version 19.1.7".into()),

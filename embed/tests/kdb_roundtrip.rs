@@ -23,7 +23,7 @@ fn real_objects() -> Vec<KdbEntry> {
             .expect("clang-19 builds (run ci/setup.sh)");
         out.push(KdbEntry {
             kernel_name: kernel_name("conv_naive.cpp"),
-            kernel_args: kernel_args(&format!(" {opt}"), arch),
+            kernel_args: kernel_args(opt, arch),
             object: obj,
         });
     }
@@ -41,7 +41,7 @@ fn real_objects() -> Vec<KdbEntry> {
         .unwrap();
     out.push(KdbEntry {
         kernel_name: kernel_name("conv_naive.cpp"),
-        kernel_args: kernel_args(" -DKILN_DTYPE_FP32", "sm_90"),
+        kernel_args: kernel_args("-DKILN_DTYPE_FP32", "sm_90"),
         object: cubin,
     });
     out

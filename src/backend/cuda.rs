@@ -1,20 +1,32 @@
-//! CUDA through cudarc's driver bindings, with libcuda loaded at run time: a machine without
-//! the driver gets an error from every entry point here (cudarc would panic; kiln probes first).
+//! CUDA through cudarc's driver bindings (`cudarc::driver::sys`), with libcuda loaded at run
+//! time: a machine without the driver gets an error from every entry point here (cudarc would
+//! panic; kiln probes first). The device's primary context is retained while the device is open
+//! and released when the last handle of it is dropped.
 
 use std::ffi::{c_void, CStr, CString};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys;
 
-use super::{
-    select_ordinal, Backend, BackendError, DeviceInfo, DevicePtr, Function, Module, Stream,
-};
+use super::{select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw};
 
 /// Whether libcuda can be loaded (probed once).
 pub fn driver_present() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();
     // SAFETY: only tries to dlopen the driver library.
     *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() })
+}
+
+/// The driver library, or why it could not be loaded.
+pub fn library() -> Result<&'static str, BackendError> {
+    if driver_present() {
+        Ok("libcuda.so")
+    } else {
+        Err(BackendError::kiln(
+            "loading CUDA",
+            "the CUDA driver (libcuda.so) is not installed",
+        ))
+    }
 }
 
 /// Why no CUDA device is usable, for messages.
@@ -46,16 +58,17 @@ fn check(call: &'static str, rc: sys::CUresult) -> Result<(), BackendError> {
     };
     Err(BackendError {
         call,
+        code: rc as i32,
         message: text,
     })
 }
 
 fn init() -> Result<(), BackendError> {
     if !driver_present() {
-        return Err(BackendError {
-            call: "cuInit",
-            message: "the CUDA driver (libcuda.so) is not installed".into(),
-        });
+        return Err(BackendError::kiln(
+            "cuInit",
+            "the CUDA driver (libcuda.so) is not installed",
+        ));
     }
     static INIT: OnceLock<Result<(), BackendError>> = OnceLock::new();
     // SAFETY: plain driver call.
@@ -135,138 +148,151 @@ fn describe(ordinal: usize) -> Result<(sys::CUdevice, DeviceInfo), BackendError>
     ))
 }
 
-/// Every CUDA device.
+/// Every CUDA device (an error when the driver is missing or fails).
 pub fn list() -> Result<Vec<DeviceInfo>, BackendError> {
     (0..count()?).map(|i| describe(i).map(|(_, d)| d)).collect()
 }
 
 /// An open CUDA device with its primary context.
-pub struct CudaBackend {
+pub struct CudaDriver {
     info: DeviceInfo,
+    device: sys::CUdevice,
     ctx: sys::CUcontext,
 }
 
 // SAFETY: a CUDA context may be used from any thread once made current there, which every
-// method does first.
-unsafe impl Send for CudaBackend {}
-// SAFETY: see Send; the driver API is thread-safe.
-unsafe impl Sync for CudaBackend {}
+// call does first; the driver API is thread-safe.
+unsafe impl Send for CudaDriver {}
+// SAFETY: see Send.
+unsafe impl Sync for CudaDriver {}
 
 /// Opens `:<ordinal>` or `://GPU-<uuid>`.
-pub fn open(rest: &str) -> Result<CudaBackend, BackendError> {
+pub fn open(rest: &str) -> Result<Device, BackendError> {
     let ordinal = select_ordinal(rest, "cuda", count()?, |i| {
         describe(i).ok().map(|(_, d)| d.uuid)
     })?;
-    let (dev, info) = describe(ordinal)?;
+    let (device, info) = describe(ordinal)?;
     let mut ctx = std::ptr::null_mut();
     // SAFETY: valid out-pointer and device.
     check("cuDevicePrimaryCtxRetain", unsafe {
-        sys::cuDevicePrimaryCtxRetain(&mut ctx, dev)
+        sys::cuDevicePrimaryCtxRetain(&mut ctx, device)
     })?;
-    let b = CudaBackend { info, ctx };
-    b.current()?;
-    Ok(b)
+    let d = CudaDriver { info, device, ctx };
+    d.current()?;
+    Ok(Device::new(Arc::new(d)))
 }
 
-impl CudaBackend {
+impl CudaDriver {
     fn current(&self) -> Result<(), BackendError> {
-        // SAFETY: the context is retained for the backend's lifetime.
+        // SAFETY: the context is retained for the driver's lifetime.
         check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.ctx) })
     }
 }
 
-impl Backend for CudaBackend {
+impl Drop for CudaDriver {
+    fn drop(&mut self) {
+        // Every module, buffer and event holds a Device (an Arc of this driver), so none is
+        // alive any more: the context can go.
+        // SAFETY: retained in `open`, released once here.
+        unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) };
+    }
+}
+
+impl Driver for CudaDriver {
     fn info(&self) -> &DeviceInfo {
         &self.info
     }
 
-    fn load_module(&self, image: &[u8]) -> Result<Module, BackendError> {
+    unsafe fn load_module(&self, image: &[u8]) -> Result<Raw, BackendError> {
         self.current()?;
         let mut m = std::ptr::null_mut();
-        // SAFETY: `image` is a complete cubin checked by crate::codeobject (the driver reads
-        // it by its own headers, which were bounds-checked against the slice).
+        // SAFETY: the caller guarantees a complete cubin within the slice.
         check("cuModuleLoadData", unsafe {
             sys::cuModuleLoadData(&mut m, image.as_ptr().cast())
         })?;
-        Ok(Module(m as u64))
+        Ok(m as Raw)
     }
 
-    fn function(&self, module: Module, name: &str) -> Result<Function, BackendError> {
+    unsafe fn unload_module(&self, module: Raw) {
+        if self.current().is_ok() {
+            // SAFETY: the caller passes a loaded module of this context, unused afterwards.
+            unsafe { sys::cuModuleUnload(module as sys::CUmodule) };
+        }
+    }
+
+    unsafe fn function(&self, module: Raw, name: &str) -> Result<Raw, BackendError> {
         self.current()?;
-        let cname = CString::new(name).map_err(|_| BackendError {
-            call: "cuModuleGetFunction",
-            message: "NUL in name".into(),
-        })?;
+        let cname = CString::new(name)
+            .map_err(|_| BackendError::kiln("cuModuleGetFunction", "NUL in name"))?;
         let mut f = std::ptr::null_mut();
-        // SAFETY: the module handle came from load_module.
+        // SAFETY: the caller passes a loaded module.
         check("cuModuleGetFunction", unsafe {
-            sys::cuModuleGetFunction(&mut f, module.0 as sys::CUmodule, cname.as_ptr())
+            sys::cuModuleGetFunction(&mut f, module as sys::CUmodule, cname.as_ptr())
         })?;
-        Ok(Function(f as u64))
+        Ok(f as Raw)
     }
 
-    fn alloc(&self, bytes: usize) -> Result<DevicePtr, BackendError> {
+    fn alloc(&self, bytes: usize) -> Result<Raw, BackendError> {
         self.current()?;
         let mut p = 0;
         // SAFETY: valid out-pointer.
         check("cuMemAlloc", unsafe {
             sys::cuMemAlloc_v2(&mut p, bytes.max(1))
         })?;
-        Ok(DevicePtr(p))
+        Ok(p)
     }
 
-    fn free(&self, ptr: DevicePtr) {
+    unsafe fn free(&self, ptr: Raw) {
         if self.current().is_ok() {
-            // SAFETY: ptr came from alloc.
-            unsafe { sys::cuMemFree_v2(ptr.0) };
+            // SAFETY: the caller passes an allocation of this context, unused afterwards.
+            unsafe { sys::cuMemFree_v2(ptr) };
         }
     }
 
-    fn upload(&self, dst: DevicePtr, src: &[u8]) -> Result<(), BackendError> {
+    unsafe fn upload(&self, dst: Raw, src: &[u8]) -> Result<(), BackendError> {
         self.current()?;
-        // SAFETY: the caller sized dst for src (Context checks buffer sizes).
+        // SAFETY: the caller guarantees dst holds src.len() bytes.
         check("cuMemcpyHtoD", unsafe {
-            sys::cuMemcpyHtoD_v2(dst.0, src.as_ptr().cast(), src.len())
+            sys::cuMemcpyHtoD_v2(dst, src.as_ptr().cast(), src.len())
         })
     }
 
-    fn download(&self, src: DevicePtr, dst: &mut [u8]) -> Result<(), BackendError> {
+    unsafe fn download(&self, src: Raw, dst: &mut [u8]) -> Result<(), BackendError> {
         self.current()?;
-        // SAFETY: as upload.
+        // SAFETY: the caller guarantees src holds dst.len() bytes.
         check("cuMemcpyDtoH", unsafe {
-            sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src.0, dst.len())
+            sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src, dst.len())
         })
     }
 
-    fn fill(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<(), BackendError> {
+    unsafe fn fill(&self, dst: Raw, value: u8, bytes: usize) -> Result<(), BackendError> {
         self.current()?;
-        // SAFETY: as upload.
-        check("cuMemsetD8", unsafe {
-            sys::cuMemsetD8_v2(dst.0, value, bytes)
-        })
+        // SAFETY: the caller guarantees dst holds `bytes` bytes.
+        check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(dst, value, bytes) })
     }
 
-    fn launch(
+    unsafe fn launch(
         &self,
-        f: Function,
+        function: Raw,
         grid: [u32; 3],
         block: [u32; 3],
-        stream: Stream,
+        shared_bytes: u32,
+        stream: Raw,
         params: &mut [*mut c_void],
     ) -> Result<(), BackendError> {
         self.current()?;
-        // SAFETY: params point at live values laid out as the kernel's parameters.
+        // SAFETY: the caller guarantees a live function, matching params and stream.
         check("cuLaunchKernel", unsafe {
             sys::cuLaunchKernel(
-                f.0 as sys::CUfunction,
+                function as sys::CUfunction,
                 grid[0],
                 grid[1],
                 grid[2],
                 block[0],
                 block[1],
                 block[2],
-                0,
-                stream.0 as sys::CUstream,
+                shared_bytes,
+                stream as sys::CUstream,
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
@@ -279,21 +305,25 @@ impl Backend for CudaBackend {
         check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
     }
 
-    fn record_event(&self, stream: Stream) -> Result<u64, BackendError> {
+    fn create_event(&self) -> Result<Raw, BackendError> {
         self.current()?;
         let mut e = std::ptr::null_mut();
         // SAFETY: valid out-pointer; default flags.
         check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, 0) })?;
-        // SAFETY: e was just created.
-        check("cuEventRecord", unsafe {
-            sys::cuEventRecord(e, stream.0 as sys::CUstream)
-        })?;
-        Ok(e as u64)
+        Ok(e as Raw)
     }
 
-    fn elapsed_ms(&self, start: u64, end: u64) -> Result<f32, BackendError> {
+    unsafe fn record_event(&self, event: Raw, stream: Raw) -> Result<(), BackendError> {
         self.current()?;
-        // SAFETY: events came from record_event.
+        // SAFETY: the caller passes a live event and stream.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(event as sys::CUevent, stream as sys::CUstream)
+        })
+    }
+
+    unsafe fn elapsed_ms(&self, start: Raw, end: Raw) -> Result<f32, BackendError> {
+        self.current()?;
+        // SAFETY: the caller passes recorded events.
         check("cuEventSynchronize", unsafe {
             sys::cuEventSynchronize(end as sys::CUevent)
         })?;
@@ -305,8 +335,8 @@ impl Backend for CudaBackend {
         Ok(ms)
     }
 
-    fn destroy_event(&self, event: u64) {
-        // SAFETY: event came from record_event.
+    unsafe fn destroy_event(&self, event: Raw) {
+        // SAFETY: the caller passes a live event, unused afterwards.
         unsafe { sys::cuEventDestroy_v2(event as sys::CUevent) };
     }
 }

@@ -1,268 +1,421 @@
-//! HIP through hip-runtime-sys (behind the `hip` feature). kiln declares the few entry points
-//! it calls with `i32` results: the crate's `hipError_t` is a Rust enum, and an error code that
-//! a newer runtime adds would be undefined behaviour there. The crate supplies the link to
-//! libamdhip64 and the `hipDeviceProp_t` layout.
+//! HIP, loaded at run time: `KILN_HIP_LIBRARY` if set (a path or soname), else
+//! `libamdhip64.so.6`, then `libamdhip64.so.5`, then `libamdhip64.so`. Nothing links against
+//! ROCm, so one binary starts on machines with either runtime, or none (then every entry point
+//! here returns an error naming what was tried).
 //!
-//! No AMD GPU exists where kiln is developed: this backend is built and its no-device path is
-//! tested in CI; loading and launching on AMD hardware has not been run.
+//! Entry points are declared here with `i32` results (an error code a newer runtime adds must
+//! not be undefined behaviour). `hipDeviceProp_t` changed layout in ROCm 6; kiln reads the
+//! ROCm 5 layout (`hipGetDevicePropertiesR0000` where the runtime versions the call, else
+//! `hipGetDeviceProperties`), with the offsets checked against hip-runtime-sys's bindings by the
+//! `hip-abi-check` feature.
+//!
+//! No AMD GPU exists where kiln is developed: loading the library and the no-device path are
+//! tested; loading and launching on AMD hardware has not been run.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::sync::{Arc, OnceLock};
 
-use super::{
-    select_ordinal, Backend, BackendError, DeviceInfo, DevicePtr, Function, Module, Stream,
-};
+use super::{select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw};
 
-// The crate's build script links libamdhip64; keep it in the dependency graph.
-use hip_runtime_sys as _;
+/// The environment variable naming the HIP runtime library to load.
+pub const LIBRARY_ENV: &str = "KILN_HIP_LIBRARY";
 
+/// Sonames tried in order when [`LIBRARY_ENV`] is unset.
+pub const SONAMES: [&str; 3] = ["libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"];
+
+/// Byte offsets in ROCm 5's `hipDeviceProp_t` (`hipDeviceProp_tR0000` in ROCm 6).
+pub(crate) mod props {
+    /// `char name[256]`.
+    pub const NAME: usize = 0;
+    /// `int multiProcessorCount`.
+    pub const MULTIPROCESSOR_COUNT: usize = 336;
+    /// `char gcnArchName[256]`.
+    pub const GCN_ARCH_NAME: usize = 396;
+    /// `sizeof(hipDeviceProp_t)`.
+    pub const SIZE: usize = 792;
+}
+
+type Rc = c_int;
+
+/// The HIP entry points kiln calls.
 #[allow(non_snake_case)]
-extern "C" {
-    fn hipInit(flags: c_uint) -> c_int;
-    fn hipGetDeviceCount(count: *mut c_int) -> c_int;
-    fn hipGetDeviceProperties(prop: *mut hip_runtime_sys::hipDeviceProp_t, device: c_int) -> c_int;
-    fn hipDeviceGetUuid(uuid: *mut hip_runtime_sys::hipUUID, device: c_int) -> c_int;
-    fn hipSetDevice(device: c_int) -> c_int;
-    fn hipGetErrorString(err: c_int) -> *const c_char;
-    fn hipModuleLoadData(module: *mut *mut c_void, image: *const c_void) -> c_int;
-    fn hipModuleGetFunction(f: *mut *mut c_void, module: *mut c_void, name: *const c_char)
-        -> c_int;
-    fn hipMalloc(ptr: *mut *mut c_void, size: usize) -> c_int;
-    fn hipFree(ptr: *mut c_void) -> c_int;
-    fn hipMemcpyHtoD(dst: *mut c_void, src: *mut c_void, bytes: usize) -> c_int;
-    fn hipMemcpyDtoH(dst: *mut c_void, src: *mut c_void, bytes: usize) -> c_int;
-    fn hipMemsetD8(dst: *mut c_void, value: u8, count: usize) -> c_int;
-    #[allow(clippy::too_many_arguments)]
-    fn hipModuleLaunchKernel(
-        f: *mut c_void,
-        gx: c_uint,
-        gy: c_uint,
-        gz: c_uint,
-        bx: c_uint,
-        by: c_uint,
-        bz: c_uint,
-        shared: c_uint,
-        stream: *mut c_void,
-        params: *mut *mut c_void,
-        extra: *mut *mut c_void,
-    ) -> c_int;
-    fn hipDeviceSynchronize() -> c_int;
-    fn hipEventCreate(e: *mut *mut c_void) -> c_int;
-    fn hipEventRecord(e: *mut c_void, stream: *mut c_void) -> c_int;
-    fn hipEventSynchronize(e: *mut c_void) -> c_int;
-    fn hipEventElapsedTime(ms: *mut f32, start: *mut c_void, stop: *mut c_void) -> c_int;
-    fn hipEventDestroy(e: *mut c_void) -> c_int;
+struct Api {
+    // Keeps the library mapped while the function pointers below are used.
+    _lib: libloading::Library,
+    path: String,
+    hipInit: unsafe extern "C" fn(c_uint) -> Rc,
+    hipGetDeviceCount: unsafe extern "C" fn(*mut c_int) -> Rc,
+    hipGetDeviceProperties: unsafe extern "C" fn(*mut c_void, c_int) -> Rc,
+    hipDeviceGetUuid: unsafe extern "C" fn(*mut [u8; 16], c_int) -> Rc,
+    hipSetDevice: unsafe extern "C" fn(c_int) -> Rc,
+    hipGetErrorString: unsafe extern "C" fn(Rc) -> *const c_char,
+    hipModuleLoadData: unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> Rc,
+    hipModuleUnload: unsafe extern "C" fn(*mut c_void) -> Rc,
+    hipModuleGetFunction: unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const c_char) -> Rc,
+    hipMalloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> Rc,
+    hipFree: unsafe extern "C" fn(*mut c_void) -> Rc,
+    hipMemcpyHtoD: unsafe extern "C" fn(*mut c_void, *mut c_void, usize) -> Rc,
+    hipMemcpyDtoH: unsafe extern "C" fn(*mut c_void, *mut c_void, usize) -> Rc,
+    hipMemsetD8: unsafe extern "C" fn(*mut c_void, u8, usize) -> Rc,
+    #[allow(clippy::type_complexity)]
+    hipModuleLaunchKernel: unsafe extern "C" fn(
+        *mut c_void,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        *mut c_void,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> Rc,
+    hipDeviceSynchronize: unsafe extern "C" fn() -> Rc,
+    hipEventCreate: unsafe extern "C" fn(*mut *mut c_void) -> Rc,
+    hipEventRecord: unsafe extern "C" fn(*mut c_void, *mut c_void) -> Rc,
+    hipEventSynchronize: unsafe extern "C" fn(*mut c_void) -> Rc,
+    hipEventElapsedTime: unsafe extern "C" fn(*mut f32, *mut c_void, *mut c_void) -> Rc,
+    hipEventDestroy: unsafe extern "C" fn(*mut c_void) -> Rc,
 }
 
-fn check(call: &'static str, rc: c_int) -> Result<(), BackendError> {
-    if rc == 0 {
-        return Ok(());
-    }
-    // SAFETY: hipGetErrorString returns a static string for any code (or null).
-    let text = unsafe {
-        let p = hipGetErrorString(rc);
-        if p.is_null() {
-            String::new()
-        } else {
-            CStr::from_ptr(p).to_string_lossy().into_owned()
+impl Api {
+    fn load() -> Result<Api, String> {
+        let env = std::env::var(LIBRARY_ENV).ok().filter(|v| !v.is_empty());
+        let candidates: Vec<String> = match &env {
+            Some(v) => vec![v.clone()],
+            None => SONAMES.iter().map(|s| s.to_string()).collect(),
+        };
+        let mut tried = Vec::new();
+        for name in &candidates {
+            // SAFETY: loading the HIP runtime runs its initialisers, which is what using HIP
+            // means; no kiln state is touched.
+            match unsafe { libloading::Library::new(name) } {
+                Ok(lib) => {
+                    return Api::bind(lib, name).map_err(|e| format!("{name}: {e}"));
+                }
+                Err(e) => tried.push(format!("{name}: {e}")),
+            }
         }
-    };
-    Err(BackendError {
-        call,
-        message: format!("HIP error {rc}: {text}"),
-    })
+        Err(match env {
+            Some(v) => format!("{LIBRARY_ENV}={v} could not be loaded ({})", tried.join("; ")),
+            None => format!(
+                "no HIP runtime found (tried {}; set {LIBRARY_ENV} to its path)",
+                SONAMES.join(", ")
+            ),
+        })
+    }
+
+    fn bind(lib: libloading::Library, path: &str) -> Result<Api, String> {
+        macro_rules! sym {
+            ($name:literal) => {
+                // SAFETY: the declared type matches HIP's C declaration of the symbol (with
+                // `int` results), and `lib` stays loaded inside the returned Api.
+                *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
+                    .map_err(|e| format!("symbol {}: {e}", $name))?
+            };
+        }
+        // ROCm 6 versions this call; its unsuffixed layout is ROCm 6's, R0000 is ROCm 5's.
+        // SAFETY: as in sym!.
+        let props = match unsafe { lib.get(b"hipGetDevicePropertiesR0000\0") } {
+            Ok(f) => *f,
+            Err(_) => sym!("hipGetDeviceProperties"),
+        };
+        Ok(Api {
+            path: path.to_string(),
+            hipInit: sym!("hipInit"),
+            hipGetDeviceCount: sym!("hipGetDeviceCount"),
+            hipGetDeviceProperties: props,
+            hipDeviceGetUuid: sym!("hipDeviceGetUuid"),
+            hipSetDevice: sym!("hipSetDevice"),
+            hipGetErrorString: sym!("hipGetErrorString"),
+            hipModuleLoadData: sym!("hipModuleLoadData"),
+            hipModuleUnload: sym!("hipModuleUnload"),
+            hipModuleGetFunction: sym!("hipModuleGetFunction"),
+            hipMalloc: sym!("hipMalloc"),
+            hipFree: sym!("hipFree"),
+            hipMemcpyHtoD: sym!("hipMemcpyHtoD"),
+            hipMemcpyDtoH: sym!("hipMemcpyDtoH"),
+            hipMemsetD8: sym!("hipMemsetD8"),
+            hipModuleLaunchKernel: sym!("hipModuleLaunchKernel"),
+            hipDeviceSynchronize: sym!("hipDeviceSynchronize"),
+            hipEventCreate: sym!("hipEventCreate"),
+            hipEventRecord: sym!("hipEventRecord"),
+            hipEventSynchronize: sym!("hipEventSynchronize"),
+            hipEventElapsedTime: sym!("hipEventElapsedTime"),
+            hipEventDestroy: sym!("hipEventDestroy"),
+            _lib: lib,
+        })
+    }
+
+    fn check(&self, call: &'static str, rc: Rc) -> Result<(), BackendError> {
+        if rc == 0 {
+            return Ok(());
+        }
+        // SAFETY: hipGetErrorString returns a static string for any code (or null).
+        let text = unsafe {
+            let p = (self.hipGetErrorString)(rc);
+            if p.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        };
+        Err(BackendError {
+            call,
+            code: rc,
+            message: format!("HIP error {rc}: {text}"),
+        })
+    }
 }
 
-fn count() -> Result<usize, BackendError> {
+/// The HIP runtime, loaded once per process (the environment is read on first use).
+fn api() -> Result<&'static Api, BackendError> {
+    static API: OnceLock<Result<Api, String>> = OnceLock::new();
+    API.get_or_init(Api::load)
+        .as_ref()
+        .map_err(|e| BackendError::kiln("loading HIP", e.clone()))
+}
+
+/// Where the HIP runtime was loaded from, or why it was not.
+pub fn library() -> Result<&'static str, BackendError> {
+    api().map(|a| a.path.as_str())
+}
+
+fn count(api: &Api) -> Result<usize, BackendError> {
     // SAFETY: plain runtime calls with valid out-pointers.
     unsafe {
-        check("hipInit", hipInit(0))?;
+        api.check("hipInit", (api.hipInit)(0))?;
         let mut n = 0;
-        check("hipGetDeviceCount", hipGetDeviceCount(&mut n))?;
+        api.check("hipGetDeviceCount", (api.hipGetDeviceCount)(&mut n))?;
         Ok(n.max(0) as usize)
     }
 }
 
-fn describe(ordinal: usize) -> Result<DeviceInfo, BackendError> {
-    // The struct is read through a buffer with slack: the runtime's hipDeviceProp_t may be larger
-    // than the 5.4 headers the crate was generated from.
-    #[repr(C)]
-    struct Padded {
-        prop: hip_runtime_sys::hipDeviceProp_t,
-        slack: [u8; 4096],
-    }
-    // SAFETY: a zeroed plain-C struct is a valid value; the runtime fills it.
-    let mut p: Box<Padded> = Box::new(unsafe { std::mem::zeroed() });
-    // SAFETY: valid out-pointer with room to spare.
-    check("hipGetDeviceProperties", unsafe {
-        hipGetDeviceProperties(&mut p.prop, ordinal as c_int)
+fn c_string_at(bytes: &[u8], offset: usize) -> String {
+    let s = &bytes[offset..(offset + 256).min(bytes.len())];
+    let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
+    String::from_utf8_lossy(&s[..end]).into_owned()
+}
+
+fn describe(api: &Api, ordinal: usize) -> Result<DeviceInfo, BackendError> {
+    // Room to spare: a runtime may write more than the ROCm 5 struct.
+    let mut buf = vec![0u8; props::SIZE + 4096];
+    // SAFETY: the buffer is larger than the struct the call fills.
+    api.check("hipGetDeviceProperties", unsafe {
+        (api.hipGetDeviceProperties)(buf.as_mut_ptr().cast(), ordinal as c_int)
     })?;
-    // SAFETY: both strings are NUL-terminated arrays inside the struct.
-    let name = unsafe { CStr::from_ptr(p.prop.name.as_ptr()) }
-        .to_string_lossy()
-        .into_owned();
-    let arch = unsafe { CStr::from_ptr(p.prop.gcnArchName.as_ptr()) }
-        .to_string_lossy()
-        .into_owned();
-    // SAFETY: zeroed plain-C struct.
-    let mut uuid: hip_runtime_sys::hipUUID = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-pointer.
-    let uuid = match unsafe { hipDeviceGetUuid(&mut uuid, ordinal as c_int) } {
-        0 => uuid
-            .bytes
-            .iter()
-            .map(|&b| format!("{:02x}", b as u8))
-            .collect(),
+    let mut cus = [0u8; 4];
+    cus.copy_from_slice(&buf[props::MULTIPROCESSOR_COUNT..props::MULTIPROCESSOR_COUNT + 4]);
+    let mut uuid = [0u8; 16];
+    // SAFETY: valid 16-byte out-pointer.
+    let uuid = match unsafe { (api.hipDeviceGetUuid)(&mut uuid, ordinal as c_int) } {
+        0 => uuid.iter().map(|b| format!("{b:02x}")).collect(),
         _ => String::new(),
     };
     Ok(DeviceInfo {
         spec: format!("hip:{ordinal}"),
-        name,
-        arch,
-        compute_units: p.prop.multiProcessorCount.max(0) as u32,
+        name: c_string_at(&buf, props::NAME),
+        arch: c_string_at(&buf, props::GCN_ARCH_NAME),
+        compute_units: i32::from_ne_bytes(cus).max(0) as u32,
         uuid,
     })
 }
 
-/// Every HIP device.
+/// Every HIP device (an error when the runtime is missing or fails).
 pub fn list() -> Result<Vec<DeviceInfo>, BackendError> {
-    (0..count()?).map(describe).collect()
+    let api = api()?;
+    (0..count(api)?).map(|i| describe(api, i)).collect()
 }
 
 /// An open HIP device.
-pub struct HipBackend {
+pub struct HipDriver {
+    api: &'static Api,
     info: DeviceInfo,
     ordinal: c_int,
 }
 
 /// Opens `:<ordinal>` or `://<uuid>`.
-pub fn open(rest: &str) -> Result<HipBackend, BackendError> {
-    let ordinal = select_ordinal(rest, "hip", count()?, |i| describe(i).ok().map(|d| d.uuid))?;
-    let info = describe(ordinal)?;
-    let b = HipBackend {
-        info,
+pub fn open(rest: &str) -> Result<Device, BackendError> {
+    let api = api()?;
+    let ordinal = select_ordinal(rest, "hip", count(api)?, |i| {
+        describe(api, i).ok().map(|d| d.uuid)
+    })?;
+    let d = HipDriver {
+        api,
+        info: describe(api, ordinal)?,
         ordinal: ordinal as c_int,
     };
-    b.current()?;
-    Ok(b)
+    d.current()?;
+    Ok(Device::new(Arc::new(d)))
 }
 
-impl HipBackend {
+impl HipDriver {
+    /// Binds the device to the calling thread (HIP's current device is per thread).
     fn current(&self) -> Result<(), BackendError> {
         // SAFETY: plain runtime call.
-        check("hipSetDevice", unsafe { hipSetDevice(self.ordinal) })
+        self.api
+            .check("hipSetDevice", unsafe { (self.api.hipSetDevice)(self.ordinal) })
     }
 }
 
-impl Backend for HipBackend {
+impl Driver for HipDriver {
     fn info(&self) -> &DeviceInfo {
         &self.info
     }
-    fn load_module(&self, image: &[u8]) -> Result<Module, BackendError> {
+
+    unsafe fn load_module(&self, image: &[u8]) -> Result<Raw, BackendError> {
         self.current()?;
         let mut m = std::ptr::null_mut();
-        // SAFETY: the image was checked by crate::codeobject: every header, section and segment
-        // lies within it (HIP takes no length).
-        check("hipModuleLoadData", unsafe {
-            hipModuleLoadData(&mut m, image.as_ptr().cast())
+        // SAFETY: the caller guarantees every header of the object lies within the slice.
+        self.api.check("hipModuleLoadData", unsafe {
+            (self.api.hipModuleLoadData)(&mut m, image.as_ptr().cast())
         })?;
-        Ok(Module(m as u64))
+        Ok(m as Raw)
     }
-    fn function(&self, module: Module, name: &str) -> Result<Function, BackendError> {
-        let cname = CString::new(name).map_err(|_| BackendError {
-            call: "hipModuleGetFunction",
-            message: "NUL in name".into(),
-        })?;
+
+    unsafe fn unload_module(&self, module: Raw) {
+        if self.current().is_ok() {
+            // SAFETY: the caller passes a loaded module, unused afterwards.
+            unsafe { (self.api.hipModuleUnload)(module as *mut c_void) };
+        }
+    }
+
+    unsafe fn function(&self, module: Raw, name: &str) -> Result<Raw, BackendError> {
+        self.current()?;
+        let cname = CString::new(name)
+            .map_err(|_| BackendError::kiln("hipModuleGetFunction", "NUL in name"))?;
         let mut f = std::ptr::null_mut();
-        // SAFETY: module came from load_module.
-        check("hipModuleGetFunction", unsafe {
-            hipModuleGetFunction(&mut f, module.0 as *mut c_void, cname.as_ptr())
+        // SAFETY: the caller passes a loaded module.
+        self.api.check("hipModuleGetFunction", unsafe {
+            (self.api.hipModuleGetFunction)(&mut f, module as *mut c_void, cname.as_ptr())
         })?;
-        Ok(Function(f as u64))
+        Ok(f as Raw)
     }
-    fn alloc(&self, bytes: usize) -> Result<DevicePtr, BackendError> {
+
+    fn alloc(&self, bytes: usize) -> Result<Raw, BackendError> {
         self.current()?;
         let mut p = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
-        check("hipMalloc", unsafe { hipMalloc(&mut p, bytes.max(1)) })?;
-        Ok(DevicePtr(p as u64))
+        self.api.check("hipMalloc", unsafe {
+            (self.api.hipMalloc)(&mut p, bytes.max(1))
+        })?;
+        Ok(p as Raw)
     }
-    fn free(&self, ptr: DevicePtr) {
-        // SAFETY: ptr came from alloc.
-        unsafe { hipFree(ptr.0 as *mut c_void) };
+
+    unsafe fn free(&self, ptr: Raw) {
+        if self.current().is_ok() {
+            // SAFETY: the caller passes an allocation of this device, unused afterwards.
+            unsafe { (self.api.hipFree)(ptr as *mut c_void) };
+        }
     }
-    fn upload(&self, dst: DevicePtr, src: &[u8]) -> Result<(), BackendError> {
-        // SAFETY: the caller sized dst for src.
-        check("hipMemcpyHtoD", unsafe {
-            hipMemcpyHtoD(dst.0 as *mut c_void, src.as_ptr() as *mut c_void, src.len())
+
+    unsafe fn upload(&self, dst: Raw, src: &[u8]) -> Result<(), BackendError> {
+        self.current()?;
+        // SAFETY: the caller guarantees dst holds src.len() bytes.
+        self.api.check("hipMemcpyHtoD", unsafe {
+            (self.api.hipMemcpyHtoD)(dst as *mut c_void, src.as_ptr() as *mut c_void, src.len())
         })
     }
-    fn download(&self, src: DevicePtr, dst: &mut [u8]) -> Result<(), BackendError> {
-        // SAFETY: as upload.
-        check("hipMemcpyDtoH", unsafe {
-            hipMemcpyDtoH(dst.as_mut_ptr().cast(), src.0 as *mut c_void, dst.len())
+
+    unsafe fn download(&self, src: Raw, dst: &mut [u8]) -> Result<(), BackendError> {
+        self.current()?;
+        // SAFETY: the caller guarantees src holds dst.len() bytes.
+        self.api.check("hipMemcpyDtoH", unsafe {
+            (self.api.hipMemcpyDtoH)(dst.as_mut_ptr().cast(), src as *mut c_void, dst.len())
         })
     }
-    fn fill(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<(), BackendError> {
-        // SAFETY: as upload.
-        check("hipMemsetD8", unsafe {
-            hipMemsetD8(dst.0 as *mut c_void, value, bytes)
+
+    unsafe fn fill(&self, dst: Raw, value: u8, bytes: usize) -> Result<(), BackendError> {
+        self.current()?;
+        // SAFETY: the caller guarantees dst holds `bytes` bytes.
+        self.api.check("hipMemsetD8", unsafe {
+            (self.api.hipMemsetD8)(dst as *mut c_void, value, bytes)
         })
     }
-    fn launch(
+
+    unsafe fn launch(
         &self,
-        f: Function,
+        function: Raw,
         grid: [u32; 3],
         block: [u32; 3],
-        stream: Stream,
+        shared_bytes: u32,
+        stream: Raw,
         params: &mut [*mut c_void],
     ) -> Result<(), BackendError> {
-        // SAFETY: params point at live values laid out as the kernel's parameters.
-        check("hipModuleLaunchKernel", unsafe {
-            hipModuleLaunchKernel(
-                f.0 as *mut c_void,
+        self.current()?;
+        // SAFETY: the caller guarantees a live function, matching params and stream.
+        self.api.check("hipModuleLaunchKernel", unsafe {
+            (self.api.hipModuleLaunchKernel)(
+                function as *mut c_void,
                 grid[0],
                 grid[1],
                 grid[2],
                 block[0],
                 block[1],
                 block[2],
-                0,
-                stream.0 as *mut c_void,
+                shared_bytes,
+                stream as *mut c_void,
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
         })
     }
+
     fn synchronize(&self) -> Result<(), BackendError> {
+        self.current()?;
         // SAFETY: plain runtime call.
-        check("hipDeviceSynchronize", unsafe { hipDeviceSynchronize() })
+        self.api
+            .check("hipDeviceSynchronize", unsafe { (self.api.hipDeviceSynchronize)() })
     }
-    fn record_event(&self, stream: Stream) -> Result<u64, BackendError> {
+
+    fn create_event(&self) -> Result<Raw, BackendError> {
+        self.current()?;
         let mut e = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; e is recorded right after creation.
-        unsafe {
-            check("hipEventCreate", hipEventCreate(&mut e))?;
-            check("hipEventRecord", hipEventRecord(e, stream.0 as *mut c_void))?;
-        }
-        Ok(e as u64)
+        // SAFETY: valid out-pointer.
+        self.api
+            .check("hipEventCreate", unsafe { (self.api.hipEventCreate)(&mut e) })?;
+        Ok(e as Raw)
     }
-    fn elapsed_ms(&self, start: u64, end: u64) -> Result<f32, BackendError> {
+
+    unsafe fn record_event(&self, event: Raw, stream: Raw) -> Result<(), BackendError> {
+        self.current()?;
+        // SAFETY: the caller passes a live event and stream.
+        self.api.check("hipEventRecord", unsafe {
+            (self.api.hipEventRecord)(event as *mut c_void, stream as *mut c_void)
+        })
+    }
+
+    unsafe fn elapsed_ms(&self, start: Raw, end: Raw) -> Result<f32, BackendError> {
+        self.current()?;
         let mut ms = 0f32;
-        // SAFETY: events came from record_event.
+        // SAFETY: the caller passes recorded events.
         unsafe {
-            check(
+            self.api.check(
                 "hipEventSynchronize",
-                hipEventSynchronize(end as *mut c_void),
+                (self.api.hipEventSynchronize)(end as *mut c_void),
             )?;
-            check(
+            self.api.check(
                 "hipEventElapsedTime",
-                hipEventElapsedTime(&mut ms, start as *mut c_void, end as *mut c_void),
+                (self.api.hipEventElapsedTime)(&mut ms, start as *mut c_void, end as *mut c_void),
             )?;
         }
         Ok(ms)
     }
-    fn destroy_event(&self, event: u64) {
-        // SAFETY: event came from record_event.
-        unsafe { hipEventDestroy(event as *mut c_void) };
+
+    unsafe fn destroy_event(&self, event: Raw) {
+        // SAFETY: the caller passes a live event, unused afterwards.
+        unsafe { (self.api.hipEventDestroy)(event as *mut c_void) };
     }
 }
+
+/// ROCm 5's `hipDeviceProp_t` as hip-runtime-sys binds it: the offsets kiln reads, checked at
+/// compile time (`--features hip-abi-check`, needs ROCm headers to build the crate).
+#[cfg(feature = "hip-abi-check")]
+const _: () = {
+    use hip_runtime_sys::hipDeviceProp_t as P;
+    assert!(core::mem::offset_of!(P, name) == props::NAME);
+    assert!(core::mem::offset_of!(P, multiProcessorCount) == props::MULTIPROCESSOR_COUNT);
+    assert!(core::mem::offset_of!(P, gcnArchName) == props::GCN_ARCH_NAME);
+    assert!(core::mem::size_of::<P>() == props::SIZE);
+};

@@ -1,12 +1,28 @@
-//! GPU backends behind one small trait: CUDA through cudarc with the driver loaded at run time,
-//! and HIP through hip-runtime-sys behind the `hip` feature. A missing driver or device is an
-//! error, never a panic.
+//! GPU backends in three layers, as cudarc layers its driver API:
+//!
+//! 1. each driver module (`cuda.rs`, `hip.rs`) binds its library, loaded at run time, and
+//!    implements [`Driver`]: thin calls that return [`BackendError`] with the driver's code.
+//!    Calls that take a raw handle are `unsafe fn`: their safety rests on the handle.
+//! 2. [`Device`], [`DeviceBuffer`], [`Module`], [`Function`], [`Event`]: owning handles over a
+//!    driver. Buffers free, modules unload and events are destroyed on drop; a function keeps
+//!    its module alive. Their methods check sizes and are safe, except [`Device::launch`]
+//!    (kernel arguments cannot be checked) and module loading from bytes that were not
+//!    checked ([`Device::load_module`] takes a [`CheckedObject`]).
+//! 3. [`BACKENDS`]: one table of (scheme, list devices, open) entries; [`open`] and
+//!    [`list_devices`] go through it, so a backend registers in one place.
+//!
+//! A missing driver library or device is an error, never a panic.
 
+#[cfg(feature = "cuda")]
 pub mod cuda;
 #[cfg(feature = "hip")]
 pub mod hip;
 
 use core::fmt;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use crate::codeobject::CheckedObject;
 
 /// A device as the backend reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,26 +39,27 @@ pub struct DeviceInfo {
     pub uuid: String,
 }
 
-/// Opaque handles owned by the backend.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Module(pub u64);
-/// A kernel entry point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Function(pub u64);
-/// A device address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DevicePtr(pub u64);
-/// A stream (0 = the default stream).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Stream(pub u64);
-
-/// A backend error: which call failed and the driver's words.
+/// A backend error: which call failed, the driver's code and its words.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BackendError {
     /// The driver call or step.
     pub call: &'static str,
+    /// The driver's numeric result (`CUresult`, `hipError_t`); 0 when the error is kiln's own
+    /// (no library, bad device spec).
+    pub code: i32,
     /// The driver's error name or message.
     pub message: String,
+}
+
+impl BackendError {
+    /// An error kiln reports itself (no driver code).
+    pub fn kiln(call: &'static str, message: impl Into<String>) -> BackendError {
+        BackendError {
+            call,
+            code: 0,
+            message: message.into(),
+        }
+    }
 }
 
 impl fmt::Display for BackendError {
@@ -53,90 +70,430 @@ impl fmt::Display for BackendError {
 
 impl std::error::Error for BackendError {}
 
-/// What kiln needs from a GPU API.
-pub trait Backend: Send + Sync {
+/// A raw driver handle or device address (`CUmodule`, `hipFunction_t`, `CUdeviceptr`, ...).
+pub type Raw = u64;
+
+/// What kiln needs from a GPU API. Implemented once per driver; used through [`Device`].
+pub trait Driver: Send + Sync {
     /// The device.
     fn info(&self) -> &DeviceInfo;
-    /// Loads a code object from memory (`cuModuleLoadData` / `hipModuleLoadData`).
-    fn load_module(&self, image: &[u8]) -> Result<Module, BackendError>;
+    /// Loads a code object.
+    ///
+    /// # Safety
+    /// `image` must be a complete code object whose headers lie within the slice (the driver
+    /// reads it by its own headers; HIP takes no length).
+    unsafe fn load_module(&self, image: &[u8]) -> Result<Raw, BackendError>;
+    /// Unloads a module.
+    ///
+    /// # Safety
+    /// `module` came from [`Driver::load_module`] of this driver and is not used afterwards.
+    unsafe fn unload_module(&self, module: Raw);
     /// Looks up an entry point.
-    fn function(&self, module: Module, name: &str) -> Result<Function, BackendError>;
-    /// Allocates device memory.
-    fn alloc(&self, bytes: usize) -> Result<DevicePtr, BackendError>;
+    ///
+    /// # Safety
+    /// `module` came from [`Driver::load_module`] of this driver and is still loaded.
+    unsafe fn function(&self, module: Raw, name: &str) -> Result<Raw, BackendError>;
+    /// Allocates `bytes` of device memory (at least 1).
+    fn alloc(&self, bytes: usize) -> Result<Raw, BackendError>;
     /// Frees device memory.
-    fn free(&self, ptr: DevicePtr);
+    ///
+    /// # Safety
+    /// `ptr` came from [`Driver::alloc`] of this driver and is not used afterwards.
+    unsafe fn free(&self, ptr: Raw);
     /// Host to device copy.
-    fn upload(&self, dst: DevicePtr, src: &[u8]) -> Result<(), BackendError>;
+    ///
+    /// # Safety
+    /// `dst` addresses at least `src.len()` bytes of this driver's device memory.
+    unsafe fn upload(&self, dst: Raw, src: &[u8]) -> Result<(), BackendError>;
     /// Device to host copy.
-    fn download(&self, src: DevicePtr, dst: &mut [u8]) -> Result<(), BackendError>;
+    ///
+    /// # Safety
+    /// `src` addresses at least `dst.len()` bytes of this driver's device memory.
+    unsafe fn download(&self, src: Raw, dst: &mut [u8]) -> Result<(), BackendError>;
     /// Sets `bytes` bytes to `value`.
-    fn fill(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<(), BackendError>;
-    /// Launches `f` with kernel parameters given as pointers to each argument's value.
-    fn launch(
+    ///
+    /// # Safety
+    /// `dst` addresses at least `bytes` bytes of this driver's device memory.
+    unsafe fn fill(&self, dst: Raw, value: u8, bytes: usize) -> Result<(), BackendError>;
+    /// Launches `function` with parameters given as pointers to each argument's value.
+    ///
+    /// # Safety
+    /// `function` is a live function of this driver; `params` match its parameter list in
+    /// number, order and type; every pointer argument addresses memory the kernel may access
+    /// as far as it will; `stream` is null or a live stream of this device.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn launch(
         &self,
-        f: Function,
+        function: Raw,
         grid: [u32; 3],
         block: [u32; 3],
-        stream: Stream,
-        params: &mut [*mut core::ffi::c_void],
+        shared_bytes: u32,
+        stream: Raw,
+        params: &mut [*mut c_void],
     ) -> Result<(), BackendError>;
-    /// Waits for all work.
+    /// Waits for all work on the device.
     fn synchronize(&self) -> Result<(), BackendError>;
-    /// Records a timing event on `stream`.
-    fn record_event(&self, stream: Stream) -> Result<u64, BackendError>;
+    /// Creates a timing event.
+    fn create_event(&self) -> Result<Raw, BackendError>;
+    /// Records an event on a stream.
+    ///
+    /// # Safety
+    /// `event` came from [`Driver::create_event`]; `stream` is null or a live stream.
+    unsafe fn record_event(&self, event: Raw, stream: Raw) -> Result<(), BackendError>;
     /// Milliseconds between two recorded events (waits for the second).
-    fn elapsed_ms(&self, start: u64, end: u64) -> Result<f32, BackendError>;
+    ///
+    /// # Safety
+    /// Both events came from [`Driver::create_event`] and were recorded.
+    unsafe fn elapsed_ms(&self, start: Raw, end: Raw) -> Result<f32, BackendError>;
     /// Destroys an event.
-    fn destroy_event(&self, event: u64);
+    ///
+    /// # Safety
+    /// `event` came from [`Driver::create_event`] and is not used afterwards.
+    unsafe fn destroy_event(&self, event: Raw);
+}
+
+/// An open device: a shared handle to its driver. Cheap to clone.
+#[derive(Clone)]
+pub struct Device {
+    driver: Arc<dyn Driver>,
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device").field("info", self.info()).finish()
+    }
+}
+
+impl Device {
+    /// Wraps a driver.
+    pub fn new(driver: Arc<dyn Driver>) -> Device {
+        Device { driver }
+    }
+
+    /// The device.
+    pub fn info(&self) -> &DeviceInfo {
+        self.driver.info()
+    }
+
+    /// Whether `other` is this same open device.
+    pub fn same_as(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.driver, &other.driver)
+    }
+
+    /// Loads a code object that passed the code-object checks for this device.
+    pub fn load_module(&self, object: CheckedObject<'_>) -> Result<Arc<Module>, BackendError> {
+        if object.device_arch() != self.info().arch {
+            return Err(BackendError::kiln(
+                "load module",
+                format!(
+                    "the object was checked for {}, the device is {}",
+                    object.device_arch(),
+                    self.info().arch
+                ),
+            ));
+        }
+        // SAFETY: a CheckedObject's ELF headers, sections and segments lie within its bytes.
+        let raw = unsafe { self.driver.load_module(object.bytes()) }?;
+        Ok(Arc::new(Module {
+            raw,
+            device: self.clone(),
+        }))
+    }
+
+    /// Allocates `bytes` of device memory, freed when the buffer is dropped.
+    pub fn alloc(&self, bytes: u64) -> Result<DeviceBuffer, BackendError> {
+        let len = usize::try_from(bytes).map_err(|_| {
+            BackendError::kiln("alloc", format!("{bytes} B does not fit this host's usize"))
+        })?;
+        let raw = self.driver.alloc(len.max(1))?;
+        Ok(DeviceBuffer {
+            raw,
+            bytes,
+            device: self.clone(),
+        })
+    }
+
+    /// Launches `function`.
+    ///
+    /// # Safety
+    /// As [`Driver::launch`]: `params` match the kernel's parameters, and every buffer the
+    /// kernel reaches is large enough for what it will access.
+    pub unsafe fn launch(
+        &self,
+        function: &Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        stream: &Stream,
+        params: &mut [*mut c_void],
+    ) -> Result<(), BackendError> {
+        if !function.module.device.same_as(self) {
+            return Err(BackendError::kiln(
+                "launch",
+                "the function belongs to another device",
+            ));
+        }
+        // SAFETY: the function is alive (it holds its module); the rest is the caller's.
+        unsafe {
+            self.driver
+                .launch(function.raw, grid, block, shared_bytes, stream.0, params)
+        }
+    }
+
+    /// Waits for all work on the device.
+    pub fn synchronize(&self) -> Result<(), BackendError> {
+        self.driver.synchronize()
+    }
+
+    /// Records a timing event on `stream`.
+    pub fn record_event(&self, stream: &Stream) -> Result<Event, BackendError> {
+        let raw = self.driver.create_event()?;
+        let event = Event {
+            raw,
+            device: self.clone(),
+        };
+        // SAFETY: the event was just created; the stream is null or live (Stream's contract).
+        unsafe { self.driver.record_event(raw, stream.0) }?;
+        Ok(event)
+    }
+}
+
+/// A loaded code object; unloaded when the last [`Function`] of it and the module are dropped.
+pub struct Module {
+    raw: Raw,
+    device: Device,
+}
+
+impl fmt::Debug for Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Module({:#x} on {})", self.raw, self.device.info().spec)
+    }
+}
+
+impl Module {
+    /// An entry point of this module; it keeps the module loaded.
+    pub fn function(self: &Arc<Module>, name: &str) -> Result<Function, BackendError> {
+        // SAFETY: the module is loaded while self lives.
+        let raw = unsafe { self.device.driver.function(self.raw, name) }?;
+        Ok(Function {
+            raw,
+            module: self.clone(),
+        })
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        // SAFETY: the raw module came from this driver; no Function outlives its Arc<Module>.
+        unsafe { self.device.driver.unload_module(self.raw) }
+    }
+}
+
+/// A kernel entry point, holding its module.
+#[derive(Clone)]
+pub struct Function {
+    raw: Raw,
+    module: Arc<Module>,
+}
+
+impl fmt::Debug for Function {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Function({:#x} in {:?})", self.raw, self.module)
+    }
+}
+
+/// Device memory, freed on drop.
+pub struct DeviceBuffer {
+    raw: Raw,
+    bytes: u64,
+    device: Device,
+}
+
+impl fmt::Debug for DeviceBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DeviceBuffer({:#x}, {} B)", self.raw, self.bytes)
+    }
+}
+
+impl DeviceBuffer {
+    /// Size in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The device address (for handing to another library, e.g. cuDNN; using it is unsafe
+    /// there).
+    pub fn device_ptr(&self) -> Raw {
+        self.raw
+    }
+
+    /// The device it lives on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn check_len(&self, call: &'static str, len: usize) -> Result<(), BackendError> {
+        if len as u64 > self.bytes {
+            return Err(BackendError::kiln(
+                call,
+                format!("{len} B do not fit a {} B buffer", self.bytes),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Copies `src` to the start of the buffer.
+    pub fn upload(&self, src: &[u8]) -> Result<(), BackendError> {
+        self.check_len("upload", src.len())?;
+        // SAFETY: the buffer holds at least src.len() bytes (checked).
+        unsafe { self.device.driver.upload(self.raw, src) }
+    }
+
+    /// Copies the start of the buffer into `dst` (waits for the copy).
+    pub fn download(&self, dst: &mut [u8]) -> Result<(), BackendError> {
+        self.check_len("download", dst.len())?;
+        // SAFETY: the buffer holds at least dst.len() bytes (checked).
+        unsafe { self.device.driver.download(self.raw, dst) }
+    }
+
+    /// Sets every byte to `value`.
+    pub fn fill(&self, value: u8) -> Result<(), BackendError> {
+        // SAFETY: the whole buffer, as allocated.
+        unsafe {
+            self.device
+                .driver
+                .fill(self.raw, value, self.bytes as usize)
+        }
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated by this driver; dropping ends every use.
+        unsafe { self.device.driver.free(self.raw) }
+    }
+}
+
+/// A recorded timing event, destroyed on drop.
+pub struct Event {
+    raw: Raw,
+    device: Device,
+}
+
+impl Event {
+    /// Milliseconds from this event to `end` (waits for `end`).
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f32, BackendError> {
+        if !self.device.same_as(&end.device) {
+            return Err(BackendError::kiln(
+                "event elapsed time",
+                "the events belong to different devices",
+            ));
+        }
+        // SAFETY: both events were created and recorded by Device::record_event.
+        unsafe { self.device.driver.elapsed_ms(self.raw, end.raw) }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: created by this driver; dropping ends every use.
+        unsafe { self.device.driver.destroy_event(self.raw) }
+    }
+}
+
+/// A stream to launch on: the device's default (null) stream, or one the caller owns.
+#[derive(Debug, Default)]
+pub struct Stream(Raw);
+
+impl Stream {
+    /// A caller's stream (`CUstream` / `hipStream_t`).
+    ///
+    /// # Safety
+    /// `raw` is a live stream of the device it will be used with, for as long as it is used.
+    pub unsafe fn from_raw(raw: Raw) -> Stream {
+        Stream(raw)
+    }
+}
+
+/// One backend: its device-spec scheme, how to list its devices and how to open one.
+pub struct BackendEntry {
+    /// The scheme of its device specs (`cuda` in `cuda:0`).
+    pub scheme: &'static str,
+    /// The runtime library it loaded, or why it could not.
+    pub runtime: fn() -> Result<&'static str, BackendError>,
+    /// Every device it sees (an error says why it sees none: no library, no device).
+    pub list: fn() -> Result<Vec<DeviceInfo>, BackendError>,
+    /// Opens `:<ordinal>` or `://<uuid>` (the spec after the scheme).
+    pub open: fn(&str) -> Result<Device, BackendError>,
+}
+
+/// The backends compiled into this binary, in the order a spec-less [`open`] tries them.
+pub static BACKENDS: &[BackendEntry] = &[
+    #[cfg(feature = "cuda")]
+    BackendEntry {
+        scheme: "cuda",
+        runtime: cuda::library,
+        list: cuda::list,
+        open: cuda::open,
+    },
+    #[cfg(feature = "hip")]
+    BackendEntry {
+        scheme: "hip",
+        runtime: hip::library,
+        list: hip::list,
+        open: hip::open,
+    },
+];
+
+/// Each compiled-in backend and what it found: its devices, or why none.
+pub fn probe() -> Vec<(&'static str, Result<Vec<DeviceInfo>, BackendError>)> {
+    BACKENDS.iter().map(|b| (b.scheme, (b.list)())).collect()
 }
 
 /// Lists every device of every compiled-in backend (none without drivers; never panics).
 pub fn list_devices() -> Vec<DeviceInfo> {
-    #[allow(unused_mut)]
-    let mut out = cuda::list().unwrap_or_default();
-    #[cfg(feature = "hip")]
-    out.extend(hip::list().unwrap_or_default());
-    out
+    BACKENDS
+        .iter()
+        .flat_map(|b| (b.list)().unwrap_or_default())
+        .collect()
 }
 
 /// Opens a device by spec: `cuda:0`, `cuda://GPU-<uuid>`, `hip:0`, `hip://<uuid>`. With no
 /// spec, `KILN_DEVICE`, else the first device found.
-pub fn open(spec: Option<&str>) -> Result<Box<dyn Backend>, BackendError> {
+pub fn open(spec: Option<&str>) -> Result<Device, BackendError> {
     let env = std::env::var("KILN_DEVICE").ok().filter(|s| !s.is_empty());
-    let spec = spec.map(str::to_string).or(env);
-    let Some(spec) = spec else {
-        let all = list_devices();
-        let first = all.first().ok_or_else(|| BackendError {
-            call: "device discovery",
-            message: no_device_message(),
-        })?;
-        return open(Some(&first.spec));
+    let Some(spec) = spec.map(str::to_string).or(env) else {
+        let mut why = Vec::new();
+        for (scheme, found) in probe() {
+            match found {
+                Ok(devices) if !devices.is_empty() => return open(Some(&devices[0].spec)),
+                Ok(_) => why.push(format!("{scheme}: no device")),
+                Err(e) => why.push(format!("{scheme}: {}", e.message)),
+            }
+        }
+        if why.is_empty() {
+            why.push("this kiln was built with no backend (features cuda, hip)".into());
+        }
+        return Err(BackendError::kiln(
+            "device discovery",
+            format!("no GPU found ({})", why.join("; ")),
+        ));
     };
-    if let Some(rest) = spec.strip_prefix("cuda") {
-        return cuda::open(rest).map(|b| Box::new(b) as Box<dyn Backend>);
+    for b in BACKENDS {
+        if let Some(rest) = spec.strip_prefix(b.scheme) {
+            if rest.starts_with(':') {
+                return (b.open)(rest);
+            }
+        }
     }
-    if let Some(_rest) = spec.strip_prefix("hip") {
-        #[cfg(feature = "hip")]
-        return hip::open(_rest).map(|b| Box::new(b) as Box<dyn Backend>);
-        #[cfg(not(feature = "hip"))]
-        return Err(BackendError {
-            call: "hip",
-            message: "this kiln was built without the `hip` feature".into(),
-        });
-    }
-    Err(BackendError {
-        call: "device spec",
-        message: format!("'{spec}' is not cuda:<n>, cuda://GPU-<uuid>, hip:<n> or hip://<uuid>"),
-    })
-}
-
-fn no_device_message() -> String {
-    let hip = if cfg!(feature = "hip") {
-        "; no HIP device either"
-    } else {
-        " (HIP: build with --features hip)"
-    };
-    format!("no GPU found: {}{hip}", cuda::absence_reason())
+    let schemes: Vec<&str> = BACKENDS.iter().map(|b| b.scheme).collect();
+    Err(BackendError::kiln(
+        "device spec",
+        format!(
+            "'{spec}' is not <backend>:<n> or <backend>://<uuid> with a backend of this build ([{}])",
+            schemes.join(", ")
+        ),
+    ))
 }
 
 /// Parses the part of a device spec after the backend name: `:<ordinal>` or `://<uuid>`.
@@ -152,14 +509,17 @@ pub(crate) fn parse_selector(rest: &str) -> Result<Selector<'_>, BackendError> {
     rest.strip_prefix(':')
         .and_then(|n| n.parse().ok())
         .map(Selector::Ordinal)
-        .ok_or(BackendError {
-            call: "device spec",
-            message: format!("'{rest}' after the backend name is neither :<ordinal> nor ://<uuid>"),
+        .ok_or_else(|| {
+            BackendError::kiln(
+                "device spec",
+                format!("'{rest}' after the backend name is neither :<ordinal> nor ://<uuid>"),
+            )
         })
 }
 
 /// The ordinal a device spec's tail (`:<ordinal>` or `://<uuid>`) names among `count` devices
 /// of `backend` (`cuda`, `hip`), `uuid_of` giving each device's UUID.
+#[allow(dead_code)] // used by whichever backends are compiled in
 pub(crate) fn select_ordinal(
     rest: &str,
     backend: &'static str,
@@ -173,18 +533,20 @@ pub(crate) fn select_ordinal(
     };
     match parse_selector(rest)? {
         Selector::Ordinal(i) if i < count => Ok(i),
-        Selector::Ordinal(i) => Err(BackendError {
+        Selector::Ordinal(i) => Err(BackendError::kiln(
             call,
-            message: format!(
+            format!(
                 "{backend}:{i} does not exist ({count} {} device(s))",
                 backend.to_uppercase()
             ),
-        }),
+        )),
         Selector::Uuid(u) => (0..count)
             .find(|&i| uuid_of(i).is_some_and(|id| id.eq_ignore_ascii_case(u)))
-            .ok_or_else(|| BackendError {
-                call,
-                message: format!("no {} device has UUID {u}", backend.to_uppercase()),
+            .ok_or_else(|| {
+                BackendError::kiln(
+                    call,
+                    format!("no {} device has UUID {u}", backend.to_uppercase()),
+                )
             }),
     }
 }
@@ -210,5 +572,15 @@ mod tests {
             ("hip device", "no HIP device has UUID GPU-cccc")
         );
         assert!(select_ordinal("0", "cuda", 2, uuid_of).is_err());
+    }
+
+    #[test]
+    fn every_backend_registers_once() {
+        let mut schemes: Vec<&str> = BACKENDS.iter().map(|b| b.scheme).collect();
+        schemes.sort();
+        schemes.dedup();
+        assert_eq!(schemes.len(), BACKENDS.len());
+        let e = open(Some("opencl:0")).unwrap_err();
+        assert!(e.message.contains("is not <backend>:<n>"), "{e}");
     }
 }

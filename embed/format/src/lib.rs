@@ -1,16 +1,26 @@
-//! What kiln's build time (`kiln-embed`) and run time (`kiln`) agree on, in one place:
-//! MIOpen's problem keys, target basenames, and the layout of the tables compiled into the
-//! binary. Nothing here allocates on a lookup.
+//! What kiln's build time (`kiln-embed`, `build.rs`) and run time (`kiln`) agree on, in one
+//! place: MIOpen's problem keys, target basenames, the kernel manifest and kdb key rule, the
+//! kernels' argument block, the description of an embedded target, and the layout of the tables
+//! compiled into the binary with their lookups. The generated code names only this crate's
+//! paths. Nothing here allocates on a lookup.
 
 #![warn(missing_docs)]
 
-pub mod heuristic;
+pub mod abi;
+pub mod embedded;
 pub mod keybuf;
+pub mod lookup;
+pub mod manifest;
+pub mod measured;
 pub mod problem;
 pub mod records;
 pub mod table;
 pub mod target;
 
+pub use embedded::{CodeObjectKind, EmbeddedTarget, InputFile};
 pub use keybuf::KeyBuf;
+pub use lookup::{CodeObject, LookupError, Solution, Solutions};
+pub use manifest::SolverEntry;
 pub use problem::{ConvProblem, ConvSpec, DataType, Direction, Layout, ProblemError};
+pub use table::TableKind;
 pub use target::{TargetId, Vendor};

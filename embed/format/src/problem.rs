@@ -540,13 +540,25 @@ impl ConvProblem {
 
     /// Element counts of x, w and y.
     pub fn element_counts(&self) -> [u64; 3] {
-        let sp = |s: [u32; 3]| s.iter().map(|&v| v as u64).product::<u64>();
-        let n = self.n as u64;
+        // Each dimension is below 2^24, so a product of up to five of them needs 120 bits: it
+        // is computed in u128 and saturates at u64::MAX, which no buffer can match and every
+        // solver refuses (never a wrapped, small count).
+        let prod = |v: &[u32]| {
+            let p = v.iter().fold(1u128, |a, &x| a * x as u128);
+            u64::try_from(p).unwrap_or(u64::MAX)
+        };
+        let [i, f, o] = [self.input, self.filter, self.output];
         [
-            n * self.c as u64 * sp(self.input),
-            self.k as u64 * (self.c / self.groups) as u64 * sp(self.filter),
-            n * self.k as u64 * sp(self.output),
+            prod(&[self.n, self.c, i[0], i[1], i[2]]),
+            prod(&[self.k, self.c / self.groups.max(1), f[0], f[1], f[2]]),
+            prod(&[self.n, self.k, o[0], o[1], o[2]]),
         ]
+    }
+
+    /// Bytes of x, w and y in the problem's data types, saturating at `u64::MAX`.
+    pub fn byte_counts(&self) -> [u64; 3] {
+        let e = self.element_counts();
+        core::array::from_fn(|i| e[i].saturating_mul(self.data_types[i].size_bytes() as u64))
     }
 
     /// MIOpen's "in" and "out" sides for keys: swapped for backward problems, where MIOpen's

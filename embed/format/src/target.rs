@@ -20,6 +20,15 @@ impl Vendor {
             Vendor::Nvidia => "nvidia",
         }
     }
+
+    /// From its name (`amd`, `nvidia`).
+    pub fn from_name(name: &str) -> Option<Vendor> {
+        match name {
+            "amd" => Some(Vendor::Amd),
+            "nvidia" => Some(Vendor::Nvidia),
+            _ => None,
+        }
+    }
 }
 
 /// A parsed basename: arch (with MIOpen's `_xnack` DbId suffix if any) and CU/SM count.

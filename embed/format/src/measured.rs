@@ -101,10 +101,10 @@ pub fn distance(a: &[f32; FEATURES], b: &[f32; FEATURES]) -> f32 {
 
 /// The `K` measured problems of `p`'s class nearest to `p`, nearest first, with their squared
 /// distances (ties keep model order). One pass over the model, on the stack.
-pub fn nearest_k<'m, const K: usize>(
-    model: &'m [MeasuredProblem<'m>],
+pub fn nearest_k<'m, 'k, const K: usize>(
+    model: &'m [MeasuredProblem<'k>],
     p: &ConvProblem,
-) -> heapless::Vec<(&'m MeasuredProblem<'m>, f32), K> {
+) -> heapless::Vec<(&'m MeasuredProblem<'k>, f32), K> {
     let class = class(p);
     let f = features(p);
     let mut best: heapless::Vec<(&MeasuredProblem, f32), K> = heapless::Vec::new();
@@ -130,10 +130,10 @@ pub fn nearest_k<'m, const K: usize>(
 }
 
 /// The measured problem of `p`'s class nearest to `p`, with its squared distance.
-pub fn nearest<'m>(
-    model: &'m [MeasuredProblem<'m>],
+pub fn nearest<'m, 'k>(
+    model: &'m [MeasuredProblem<'k>],
     p: &ConvProblem,
-) -> Option<(&'m MeasuredProblem<'m>, f32)> {
+) -> Option<(&'m MeasuredProblem<'k>, f32)> {
     nearest_k::<1>(model, p).first().copied()
 }
 

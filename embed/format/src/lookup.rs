@@ -2,12 +2,70 @@
 //! perf-db (problem, solver -> tuned params) and kdb (kernel name, args -> code object).
 //! None of them touches the filesystem or the heap once a block is decoded.
 
-use kiln_format::records::{self, find_items, kdb_payload, perf_items, ALGORITHM_NAMES};
-use kiln_format::table::{EmbeddedTable, KeyParts};
-use kiln_format::ConvProblem;
+use core::fmt;
 
 use crate::embedded::EmbeddedTarget;
-use crate::error::{Error, Result};
+use crate::records::{self, find_items, kdb_payload, perf_items, PayloadError, ALGORITHM_NAMES};
+use crate::table::{EmbeddedTable, KeyParts, TableError, TableKind};
+use crate::ConvProblem;
+
+/// A lookup that found a damaged embedded table or record (only possible if the binary's own
+/// data is damaged): which target, which table, what failed.
+#[derive(Debug)]
+pub struct LookupError {
+    /// Target basename.
+    pub target: &'static str,
+    /// The table read.
+    pub table: TableKind,
+    /// What failed.
+    pub cause: LookupCause,
+}
+
+/// What a failed lookup found.
+#[derive(Debug)]
+pub enum LookupCause {
+    /// The table (digest mismatch, bad bounds, undecodable block).
+    Table(TableError),
+    /// A record's payload.
+    Payload(PayloadError),
+}
+
+impl fmt::Display for LookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what: &dyn fmt::Display = match &self.cause {
+            LookupCause::Table(e) => e,
+            LookupCause::Payload(e) => e,
+        };
+        write!(f, "target {} {}: {what}", self.target, self.table.name())
+    }
+}
+
+impl std::error::Error for LookupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.cause {
+            LookupCause::Table(e) => Some(e),
+            LookupCause::Payload(e) => Some(e),
+        }
+    }
+}
+
+type Result<T> = core::result::Result<T, LookupError>;
+
+fn table_error(target: &'static str, table: TableKind) -> impl Fn(TableError) -> LookupError + Copy {
+    move |e| LookupError {
+        target,
+        table,
+        cause: LookupCause::Table(e),
+    }
+}
+
+fn payload_error(target: &'static str, table: TableKind) -> impl Fn(PayloadError) -> LookupError + Copy {
+    move |e| LookupError {
+        target,
+        table,
+        cause: LookupCause::Payload(e),
+    }
+}
 
 /// Most solutions one find-db record can hold (the count is stored in a byte).
 pub const MAX_SOLUTIONS: usize = 255;
@@ -46,11 +104,7 @@ impl Solutions {
 
     /// Solutions in stored order.
     pub fn iter(&self) -> impl Iterator<Item = Result<Solution>> + '_ {
-        let items = find_items(self.payload).map_err(|e| Error::Payload {
-            target: self.target,
-            table: "find-db",
-            source: e,
-        });
+        let items = find_items(self.payload).map_err(payload_error(self.target, TableKind::FindDb));
         let (ok, err) = match items {
             Ok(it) => (Some(it), None),
             Err(e) => (None, Some(Err(e))),
@@ -60,19 +114,15 @@ impl Solutions {
                 let solver = self
                     .table
                     .string(raw.solver as u32)
-                    .map_err(|e| Error::Table {
-                        target: self.target,
-                        table: "find-db",
-                        source: e,
-                    })?;
+                    .map_err(table_error(self.target, TableKind::FindDb))?;
                 let algorithm =
                     ALGORITHM_NAMES
                         .get(raw.algorithm as usize)
                         .copied()
-                        .ok_or(Error::Payload {
-                            target: self.target,
-                            table: "find-db",
-                            source: records::PayloadError("algorithm index out of range"),
+                        .ok_or_else(|| {
+                            payload_error(self.target, TableKind::FindDb)(records::PayloadError(
+                                "algorithm index out of range",
+                            ))
                         })?;
                 Ok(Solution {
                     solver,
@@ -107,36 +157,26 @@ pub struct CodeObject {
 }
 
 impl EmbeddedTarget {
-    fn table_err(
-        &self,
-        table: &'static str,
-    ) -> impl Fn(kiln_format::table::TableError) -> Error + '_ {
-        move |source| Error::Table {
-            target: self.basename,
-            table,
-            source,
-        }
-    }
-
-    /// Find-db lookup by problem. `Ok(None)`: the problem is not in the find-db.
-    pub fn find_solutions(&'static self, problem: &ConvProblem) -> Result<Option<Solutions>> {
+    /// Find-db lookup by problem: the record as stored, which may name MIOpen solvers kiln
+    /// cannot run (a runtime's resolver ranks what it can run). `Ok(None)`: not in the find-db.
+    pub fn find_record(&'static self, problem: &ConvProblem) -> Result<Option<Solutions>> {
         let key = problem.find_db_key();
         if key.is_truncated() {
             return Ok(None);
         }
-        self.find_solutions_by_key_bytes(key.as_bytes())
+        self.find_record_by_key_bytes(key.as_bytes())
     }
 
     /// Find-db lookup by key text (`64-56-56-3x3-...-F`).
-    pub fn find_solutions_by_key(&'static self, key: &str) -> Result<Option<Solutions>> {
-        self.find_solutions_by_key_bytes(key.as_bytes())
+    pub fn find_record_by_key(&'static self, key: &str) -> Result<Option<Solutions>> {
+        self.find_record_by_key_bytes(key.as_bytes())
     }
 
-    fn find_solutions_by_key_bytes(&'static self, key: &[u8]) -> Result<Option<Solutions>> {
+    fn find_record_by_key_bytes(&'static self, key: &[u8]) -> Result<Option<Solutions>> {
         let Some(table) = self.find_db else {
             return Ok(None);
         };
-        let rec = table.get(key).map_err(self.table_err("find-db"))?;
+        let rec = table.get(key).map_err(table_error(self.basename, TableKind::FindDb))?;
         Ok(rec.map(|r| Solutions {
             target: self.basename,
             table,
@@ -174,19 +214,15 @@ impl EmbeddedTarget {
         let Some(table) = self.perf_db else {
             return Ok(None);
         };
-        let Some(rec) = table.get(key).map_err(self.table_err("perf-db"))? else {
+        let Some(rec) = table.get(key).map_err(table_error(self.basename, TableKind::PerfDb))? else {
             return Ok(None);
         };
-        let payload_err = |source| Error::Payload {
-            target: self.basename,
-            table: "perf-db",
-            source,
-        };
+        let payload_err = payload_error(self.basename, TableKind::PerfDb);
         for item in perf_items(rec.payload).map_err(payload_err)? {
             let (idx, params) = item.map_err(payload_err)?;
             if table
                 .string_bytes(idx as u32)
-                .map_err(self.table_err("perf-db"))?
+                .map_err(table_error(self.basename, TableKind::PerfDb))?
                 == solver.as_bytes()
             {
                 return Ok(Some(params));
@@ -207,20 +243,16 @@ impl EmbeddedTarget {
         let key = problem.perf_db_key();
         let Some(rec) = table
             .get(key.as_str().as_bytes())
-            .map_err(self.table_err("perf-db"))?
+            .map_err(table_error(self.basename, TableKind::PerfDb))?
         else {
             return Ok(out);
         };
-        let payload_err = |source| Error::Payload {
-            target: self.basename,
-            table: "perf-db",
-            source,
-        };
+        let payload_err = payload_error(self.basename, TableKind::PerfDb);
         for item in perf_items(rec.payload).map_err(payload_err)? {
             let (idx, params) = item.map_err(payload_err)?;
             let solver = table
                 .string(idx as u32)
-                .map_err(self.table_err("perf-db"))?;
+                .map_err(table_error(self.basename, TableKind::PerfDb))?;
             let _ = out.push((solver, params));
         }
         Ok(out)
@@ -237,14 +269,10 @@ impl EmbeddedTarget {
             return Ok(None);
         };
         let key = KeyParts(&[kernel_name.as_bytes(), b"\0", kernel_args.as_bytes()]);
-        let Some(rec) = table.get_parts(key).map_err(self.table_err("kdb"))? else {
+        let Some(rec) = table.get_parts(key).map_err(table_error(self.basename, TableKind::KernelDb))? else {
             return Ok(None);
         };
-        let p = kdb_payload(rec.payload).map_err(|source| Error::Payload {
-            target: self.basename,
-            table: "kdb",
-            source,
-        })?;
+        let p = kdb_payload(rec.payload).map_err(payload_error(self.basename, TableKind::KernelDb))?;
         Ok(Some(CodeObject {
             bytes: p.object,
             sha256: p.sha256,

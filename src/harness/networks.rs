@@ -1,7 +1,7 @@
 //! Convolution layers of reference networks, generated from their architecture (never typed
 //! shape by shape).
 
-use kiln_format::{ConvProblem, ConvSpec, DataType, Layout};
+use kiln_format::{ConvProblem, ConvSpec, DataType, Layout, ProblemError};
 
 /// One conv layer: its name and problem.
 #[derive(Clone, Debug)]
@@ -20,7 +20,7 @@ struct Net {
     layout: Layout,
 }
 
-fn conv(net: Net, c: u32, hw: u32, k: u32, f: u32, stride: u32) -> ConvProblem {
+fn conv(net: Net, c: u32, hw: u32, k: u32, f: u32, stride: u32) -> Result<ConvProblem, ProblemError> {
     let Net { n, dtype, layout } = net;
     ConvProblem::new(ConvSpec {
         n,
@@ -34,17 +34,22 @@ fn conv(net: Net, c: u32, hw: u32, k: u32, f: u32, stride: u32) -> ConvProblem {
         data_types: [dtype; 3],
         ..ConvSpec::default()
     })
-    .expect("ResNet-50 layers are valid problems")
 }
 
 /// ResNet-50 (torchvision's v1.5: stride on the 3x3 of each bottleneck) at 224x224: the stem
 /// and, per bottleneck, 1x1 reduce, 3x3, 1x1 expand, plus the downsample of each stage's first
-/// block. 53 layers, 23 distinct; `unique` keeps the first of each distinct problem.
-pub fn resnet50(n: u32, dtype: DataType, layout: Layout, unique: bool) -> Vec<Layer> {
+/// block. 53 layers, 23 distinct; `unique` keeps the first of each distinct problem. An error
+/// names what is wrong with the batch, type or layout (a 3-D layout, batch 0).
+pub fn resnet50(
+    n: u32,
+    dtype: DataType,
+    layout: Layout,
+    unique: bool,
+) -> Result<Vec<Layer>, ProblemError> {
     let net = Net { n, dtype, layout };
     let mut layers = vec![Layer {
         name: "conv1".into(),
-        problem: conv(net, 3, 224, 64, 7, 2),
+        problem: conv(net, 3, 224, 64, 7, 2)?,
     }];
     let mut c = 64;
     let mut hw = 56;
@@ -58,21 +63,21 @@ pub fn resnet50(n: u32, dtype: DataType, layout: Layout, unique: bool) -> Vec<La
             let name = |what: &str| format!("layer{}.{b}.{what}", stage + 1);
             layers.push(Layer {
                 name: name("conv1"),
-                problem: conv(net, c, hw, width, 1, 1),
+                problem: conv(net, c, hw, width, 1, 1)?,
             });
             layers.push(Layer {
                 name: name("conv2"),
-                problem: conv(net, width, hw, width, 3, s),
+                problem: conv(net, width, hw, width, 3, s)?,
             });
             let out_hw = hw / s;
             layers.push(Layer {
                 name: name("conv3"),
-                problem: conv(net, width, out_hw, width * 4, 1, 1),
+                problem: conv(net, width, out_hw, width * 4, 1, 1)?,
             });
             if b == 0 {
                 layers.push(Layer {
                     name: name("downsample"),
-                    problem: conv(net, c, hw, width * 4, 1, s),
+                    problem: conv(net, c, hw, width * 4, 1, s)?,
                 });
             }
             c = width * 4;
@@ -91,7 +96,7 @@ pub fn resnet50(n: u32, dtype: DataType, layout: Layout, unique: bool) -> Vec<La
             }
         });
     }
-    layers
+    Ok(layers)
 }
 
 #[cfg(test)]
@@ -100,9 +105,11 @@ mod tests {
 
     #[test]
     fn resnet50_shape() {
-        let all = resnet50(1, DataType::Fp32, Layout::Nchw, false);
+        let all = resnet50(1, DataType::Fp32, Layout::Nchw, false).unwrap();
+        assert!(resnet50(0, DataType::Fp32, Layout::Nchw, false).is_err());
+        assert!(resnet50(1, DataType::Fp32, Layout::Ncdhw, false).is_err());
         assert_eq!(all.len(), 53);
-        let unique = resnet50(1, DataType::Fp32, Layout::Nchw, true);
+        let unique = resnet50(1, DataType::Fp32, Layout::Nchw, true).unwrap();
         assert_eq!(unique.len(), 23); // as the cuDNN comparison in shared/docs/design.md counts
                                       // The last layer: 512 -> 2048 1x1 at 7x7.
         let last = &all[all.len() - 1].problem;

@@ -4,9 +4,11 @@
 
 use kiln_format::{ConvProblem, DataType};
 
-use crate::backend::Stream;
-use crate::context::{Buffer, Candidate, Context, RunError};
-use crate::timing::time_device;
+use super::timing::time_device;
+use crate::backend::{Device, DeviceBuffer, Stream};
+use crate::context::Context;
+use crate::error::RunError;
+use crate::resolve::Variant;
 
 /// f32 -> IEEE half bits, round to nearest even (as `kernels/kiln_gpu.h`).
 pub fn f32_to_f16(f: f32) -> u16 {
@@ -262,96 +264,65 @@ pub struct CheckedRun {
     pub passed: bool,
 }
 
-/// Device buffers freed together when dropped, on error paths too.
-pub struct DeviceBuffers<'a> {
-    ctx: &'a Context,
-    list: Vec<Buffer>,
+/// A new buffer holding `values` encoded as `dtype`, and the values as stored (rounded to
+/// `dtype`, in f64), which is what a reference computation must use.
+pub fn upload(
+    device: &Device,
+    dtype: DataType,
+    values: &[f32],
+) -> Result<(DeviceBuffer, Vec<f64>), RunError> {
+    let (bytes, stored) = encode(dtype, values);
+    let b = device.alloc(bytes.len() as u64)?;
+    b.upload(&bytes)?;
+    Ok((b, stored))
 }
 
-impl<'a> DeviceBuffers<'a> {
-    /// An empty set on `ctx`'s device.
-    pub fn new(ctx: &'a Context) -> DeviceBuffers<'a> {
-        DeviceBuffers {
-            ctx,
-            list: Vec::new(),
-        }
-    }
-
-    /// A new uninitialised buffer of `bytes` bytes.
-    pub fn alloc(&mut self, bytes: u64) -> Result<Buffer, RunError> {
-        let ptr = self.ctx.backend().alloc(bytes.max(1) as usize)?;
-        let b = Buffer { ptr, bytes };
-        self.list.push(b);
-        Ok(b)
-    }
-
-    /// A new buffer holding `values` encoded as `dtype`, and the values as stored (rounded to
-    /// `dtype`, in f64), which is what a reference computation must use.
-    pub fn upload(
-        &mut self,
-        dtype: DataType,
-        values: &[f32],
-    ) -> Result<(Buffer, Vec<f64>), RunError> {
-        let (bytes, stored) = encode(dtype, values);
-        let b = self.alloc(bytes.len() as u64)?;
-        self.ctx.backend().upload(b.ptr, &bytes)?;
-        Ok((b, stored))
-    }
-
-    /// A new buffer of `elements` values of `dtype`, poisoned (see [`DeviceBuffers::poison`]).
-    pub fn poisoned(&mut self, dtype: DataType, elements: u64) -> Result<Buffer, RunError> {
-        let b = self.alloc(elements * dtype.size_bytes() as u64)?;
-        self.poison(b)?;
-        Ok(b)
-    }
-
-    /// Fills `b` with 0xFF bytes (NaN in every float type), so that an element a kernel never
-    /// writes fails every check.
-    pub fn poison(&self, b: Buffer) -> Result<(), RunError> {
-        Ok(self.ctx.backend().fill(b.ptr, 0xFF, b.bytes as usize)?)
-    }
-
-    /// Waits for the device, then reads `b` back as f64 values of `dtype`.
-    pub fn download(&self, b: Buffer, dtype: DataType) -> Result<Vec<f64>, RunError> {
-        let mut out = vec![0u8; b.bytes as usize];
-        self.ctx.backend().synchronize()?;
-        self.ctx.backend().download(b.ptr, &mut out)?;
-        Ok(decode(dtype, &out))
-    }
+/// A new buffer of `elements` values of `dtype`, poisoned (see [`poison`]).
+pub fn poisoned(device: &Device, dtype: DataType, elements: u64) -> Result<DeviceBuffer, RunError> {
+    let b = device.alloc(elements.saturating_mul(dtype.size_bytes() as u64))?;
+    poison(&b)?;
+    Ok(b)
 }
 
-impl Drop for DeviceBuffers<'_> {
-    fn drop(&mut self) {
-        for b in &self.list {
-            self.ctx.backend().free(b.ptr);
-        }
-    }
+/// Fills `b` with 0xFF bytes (NaN in every float type), so that an element a kernel never
+/// writes fails every check.
+pub fn poison(b: &DeviceBuffer) -> Result<(), RunError> {
+    Ok(b.fill(0xFF)?)
 }
 
-/// Runs `cand` on `p` with fresh random inputs (seeded), output poisoned first, and checks it
+/// Waits for the device, then reads `b` back as f64 values of `dtype`.
+pub fn download(b: &DeviceBuffer, dtype: DataType) -> Result<Vec<f64>, RunError> {
+    let len = usize::try_from(b.bytes()).map_err(|_| {
+        crate::backend::BackendError::kiln("download", "buffer larger than host memory can hold")
+    })?;
+    let mut out = vec![0u8; len];
+    b.device().synchronize()?;
+    b.download(&mut out)?;
+    Ok(decode(dtype, &out))
+}
+
+/// Runs `v` on `p` with fresh random inputs (seeded), output poisoned first, and checks it
 /// against the CPU reference; then times `repeats` launches (after 2 warm-ups).
 pub fn run_checked(
     ctx: &Context,
     p: &ConvProblem,
-    cand: &Candidate,
+    v: &Variant,
     seed: u64,
     repeats: usize,
 ) -> Result<CheckedRun, RunError> {
     let dtype = p.data_types()[0];
     let [xn, wn, yn] = p.element_counts();
-    let be = ctx.backend();
-    let mut bufs = DeviceBuffers::new(ctx);
-    let (x, xv) = bufs.upload(dtype, &random_values(xn as usize, seed))?;
-    let (w, wv) = bufs.upload(dtype, &random_values(wn as usize, seed ^ 0xABCD))?;
-    let y = bufs.poisoned(dtype, yn)?;
-    let inv = ctx.prepare(p, cand)?;
-    ctx.run(&inv, x, w, y, None, Stream::default())?;
-    let out = bufs.download(y, dtype)?;
+    let dev = ctx.device();
+    let (x, xv) = upload(dev, dtype, &random_values(xn as usize, seed))?;
+    let (w, wv) = upload(dev, dtype, &random_values(wn as usize, seed ^ 0xABCD))?;
+    let y = poisoned(dev, dtype, yn)?;
+    let inv = ctx.prepare(p, v)?;
+    let stream = Stream::default();
+    ctx.run(&inv, &x, &w, &y, None, &stream)?;
+    let out = download(&y, dtype)?;
     let error = relative_error(&out, &reference(p, &xv, &wv));
-    let time_ms = time_device(be, 2, repeats, |_| {
-        ctx.run(&inv, x, w, y, None, Stream::default())
-    })?
-    .median_ms;
+    let time_ms = time_device(dev, 2, repeats, |_| ctx.run(&inv, &x, &w, &y, None, &stream))?
+        .median_ms;
     Ok(CheckedRun {
         error,
         time_ms,

@@ -2,8 +2,8 @@
 //! launches first, then each repeat bracketed by two events on the same stream, reported as
 //! the median (robust to the occasional preempted launch) with the minimum beside it.
 
-use crate::backend::{Backend, Stream};
-use crate::context::RunError;
+use crate::backend::{Device, Stream};
+use crate::error::RunError;
 
 /// Event-timed repeats of one piece of device work.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,7 +19,7 @@ pub struct Timing {
 /// Runs `work(i)` `warmup` times untimed, then `repeats` times each between two events on the
 /// default stream; `i` counts every call, so callers can rotate inputs with it.
 pub fn time_device(
-    be: &dyn Backend,
+    device: &Device,
     warmup: usize,
     repeats: usize,
     mut work: impl FnMut(usize) -> Result<(), RunError>,
@@ -28,20 +28,12 @@ pub fn time_device(
         work(i)?;
     }
     let mut times = Vec::with_capacity(repeats.max(1));
+    let stream = Stream::default();
     for i in 0..repeats.max(1) {
-        let start = be.record_event(Stream::default())?;
-        let ran = work(warmup + i);
-        let end = be.record_event(Stream::default());
-        let elapsed = match (&ran, &end) {
-            (Ok(()), Ok(end)) => be.elapsed_ms(start, *end).map(f64::from),
-            _ => Ok(f64::NAN),
-        };
-        be.destroy_event(start);
-        if let Ok(end) = end {
-            be.destroy_event(end);
-        }
-        ran?;
-        times.push(elapsed?);
+        let start = device.record_event(&stream)?;
+        work(warmup + i)?;
+        let end = device.record_event(&stream)?;
+        times.push(f64::from(start.elapsed_ms(&end)?));
     }
     Ok(summarize(times))
 }

@@ -1,4 +1,4 @@
-//! `kiln bench` and `kiln coldstart`: what kiln costs on a real GPU, measured in one process.
+//! `kiln-tools bench`: what kiln costs on a real GPU, measured in one process.
 //!
 //! - Cold start by phase (resolve, kdb decode + sha256, ELF checks, module load, first launch)
 //!   beside an NVRTC compile of the same kernel from source (what a runtime without embedded
@@ -16,14 +16,18 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use kiln::backend::{BackendError, Stream};
-use kiln::context::{Buffer, Candidate, Context, Invoker, PrepareTimes, RunError};
-use kiln::timing::time_device;
-use kiln::verify::{random_values, relative_error, tolerance, DeviceBuffers};
-use kiln::{ConvProblem, ConvSpec, DataType, Layout};
+use kiln::backend::{BackendError, DeviceBuffer, Stream};
+use kiln::context::{Context, Invoker};
+use kiln::harness::coldstart::{cold_problem, cold_start, inputs, launch_to_result_s};
+use kiln::harness::networks::resnet50;
+use kiln::harness::timing::time_device;
+use kiln::harness::verify::{download, poison, random_values, relative_error, tolerance, upload};
+use kiln::resolve::Ranked;
+use kiln::{ConvProblem, ConvSpec, DataType, Layout, RunError};
 
+use super::DeviceArgs;
 use crate::cudnn::{Cudnn, CudnnConv};
-use crate::{open_context, CliResult, DeviceArgs};
+use crate::CliResult;
 
 /// Arguments of `kiln bench`.
 #[derive(Args)]
@@ -44,139 +48,36 @@ pub struct BenchArgs {
     cudnn_workspace_mib: usize,
 }
 
-/// Where a cold start spends its time, in seconds.
-pub struct ColdStart {
-    /// Solver and perf config of the first problem.
-    pub candidate: Candidate,
-    /// find-db / perf-db lookup and ranking.
-    pub resolve_s: f64,
-    /// kdb decode, sha256, ELF checks, module load.
-    pub prepare: PrepareTimes,
-    /// First launch until its result is on the device (synchronize).
-    pub first_launch_s: f64,
-}
-
-impl ColdStart {
-    /// Every phase together: ready context to result.
-    pub fn total_s(&self) -> f64 {
-        self.resolve_s
-            + self.prepare.decompress_s
-            + self.prepare.verify_s
-            + self.prepare.module_load_s
-            + self.first_launch_s
-    }
-}
-
 /// A buffer of `p`'s x (`which` 0) or w (1) holding seeded random values.
 fn random_tensor(
-    bufs: &mut DeviceBuffers,
+    ctx: &Context,
     p: &ConvProblem,
     which: usize,
     seed: u64,
-) -> Result<Buffer, RunError> {
+) -> Result<DeviceBuffer, RunError> {
     let n = p.element_counts()[which] as usize;
-    Ok(bufs.upload(p.data_types()[0], &random_values(n, seed))?.0)
-}
-
-/// The problem the cold start measures: one whose kdb block nothing has touched yet.
-fn cold_problem() -> Result<ConvProblem, kiln_format::ProblemError> {
-    ConvProblem::new(ConvSpec {
-        n: 1,
-        c: 64,
-        k: 64,
-        input: [1, 56, 56],
-        filter: [1, 3, 3],
-        pad: [0, 1, 1],
-        ..ConvSpec::default()
-    })
-}
-
-/// Measures the cold path of `p` in a context whose embedded tables nothing has used yet.
-pub fn cold_start(ctx: &Context, p: &ConvProblem) -> Result<ColdStart, Box<dyn std::error::Error>> {
-    let mut bufs = DeviceBuffers::new(ctx);
-    // Inputs go up first, so that the phases below time only kiln's own work.
-    let io = inputs(ctx, &mut bufs, p)?;
-    let t0 = Instant::now();
-    let candidate = ctx.find_solutions(p)?[0];
-    let t1 = Instant::now();
-    let (inv, prepare) = ctx.prepare_timed(p, &candidate)?;
-    Ok(ColdStart {
-        candidate,
-        resolve_s: (t1 - t0).as_secs_f64(),
-        prepare,
-        first_launch_s: launch_to_result_s(ctx, &inv, io)?,
-    })
-}
-
-/// Seeded random x and w of `p` and room for y, on the device when this returns.
-fn inputs(
-    ctx: &Context,
-    bufs: &mut DeviceBuffers,
-    p: &ConvProblem,
-) -> Result<(Buffer, Buffer, Buffer), RunError> {
-    let x = random_tensor(bufs, p, 0, 7)?;
-    let w = random_tensor(bufs, p, 1, 8)?;
-    let y = bufs.alloc(p.element_counts()[2] * p.data_types()[0].size_bytes() as u64)?;
-    ctx.backend().synchronize()?;
-    Ok((x, w, y))
-}
-
-/// Seconds from launching `inv` until its result is on the device.
-fn launch_to_result_s(
-    ctx: &Context,
-    inv: &Invoker,
-    (x, w, y): (Buffer, Buffer, Buffer),
-) -> Result<f64, RunError> {
-    let t = Instant::now();
-    ctx.run(inv, x, w, y, None, Stream::default())?;
-    ctx.backend().synchronize()?;
-    Ok(t.elapsed().as_secs_f64())
-}
-
-/// `kiln coldstart`.
-pub fn coldstart(a: &DeviceArgs) -> CliResult {
-    let t_open = Instant::now();
-    let ctx = open_context(a)?;
-    let opened = t_open.elapsed().as_secs_f64();
-    let cs = cold_start(&ctx, &cold_problem()?)?;
-    let info = ctx.backend().info();
-    println!(
-        "cold start on {} ({}), solver {} [{}], context opened in {:.1} ms (cuInit + primary context, not counted)",
-        info.spec, info.name, cs.candidate.solver.id, cs.candidate.params, opened * 1e3
-    );
-    let total = cs.total_s();
-    for (what, s) in [
-        ("resolve (find-db/heuristic)", cs.resolve_s),
-        ("kdb decode + sha256", cs.prepare.decompress_s),
-        ("ELF + target checks", cs.prepare.verify_s),
-        ("module load + function lookup", cs.prepare.module_load_s),
-        ("first launch + synchronize", cs.first_launch_s),
-        ("total, ready context -> result", total),
-    ] {
-        println!("  {what:<32} {:.3} ms", s * 1e3);
-    }
-    Ok(())
+    Ok(upload(ctx.device(), p.data_types()[0], &random_values(n, seed))?.0)
 }
 
 /// Kernel sources, for compiling the cold-start kernel with NVRTC as a JIT runtime would.
 const KERNEL_SOURCES: [(&str, &str); 6] = [
-    ("kiln_gpu.h", include_str!("../../kernels/kiln_gpu.h")),
-    ("igemm.h", include_str!("../../kernels/igemm.h")),
+    ("kiln_gpu.h", include_str!("../../../../kernels/kiln_gpu.h")),
+    ("igemm.h", include_str!("../../../../kernels/igemm.h")),
     (
         "conv_naive.cpp",
-        include_str!("../../kernels/conv_naive.cpp"),
+        include_str!("../../../../kernels/conv_naive.cpp"),
     ),
     (
         "conv_tiled.cpp",
-        include_str!("../../kernels/conv_tiled.cpp"),
+        include_str!("../../../../kernels/conv_tiled.cpp"),
     ),
     (
         "conv_igemm.cpp",
-        include_str!("../../kernels/conv_igemm.cpp"),
+        include_str!("../../../../kernels/conv_igemm.cpp"),
     ),
     (
         "conv_gemm1x1.cpp",
-        include_str!("../../kernels/conv_gemm1x1.cpp"),
+        include_str!("../../../../kernels/conv_gemm1x1.cpp"),
     ),
 ];
 
@@ -193,35 +94,35 @@ struct JitStart {
 fn jit_start(
     ctx: &Context,
     p: &ConvProblem,
-    c: &Candidate,
+    c: &Ranked,
 ) -> Result<JitStart, Box<dyn std::error::Error>> {
-    let (target, _) = ctx.target();
+    let target = ctx.target();
+    let entry = c.variant.solver.entry;
     let source = KERNEL_SOURCES
         .iter()
-        .find(|(n, _)| *n == c.solver.source)
-        .ok_or_else(|| format!("no source for {}", c.solver.source))?
+        .find(|(n, _)| *n == entry.source)
+        .ok_or_else(|| format!("no source for {}", entry.source))?
         .1;
-    let args = kiln::solvers::kernel_args(c.solver, p.data_types()[0], c.params, target.arch);
-    let options: Vec<String> = args
-        .split_whitespace()
-        .filter(|o| !o.starts_with("-mcpu="))
-        .map(String::from)
-        .collect();
+    let opts = kiln::format::manifest::compile_options(
+        entry.options,
+        p.data_types()[0].name(),
+        c.variant.params,
+    )?;
+    let options: Vec<String> = opts.split_whitespace().map(String::from).collect();
     let t0 = Instant::now();
     let nvrtc = kiln_embed::compile::Nvrtc::load()?;
     let t1 = Instant::now();
     let cubin = nvrtc.compile_cubin(
-        c.solver.source,
+        entry.source,
         source,
         &KERNEL_SOURCES[..2],
         target.arch,
         &options,
     )?;
     let t2 = Instant::now();
-    let inv = ctx.invoker_from_object(p, c, &cubin)?;
+    let inv = ctx.invoker_from_object(p, &c.variant, &cubin)?;
     let t3 = Instant::now();
-    let mut bufs = DeviceBuffers::new(ctx);
-    let first_launch_s = launch_to_result_s(ctx, &inv, inputs(ctx, &mut bufs, p)?)?;
+    let first_launch_s = launch_to_result_s(ctx, &inv, &inputs(ctx, p)?)?;
     Ok(JitStart {
         nvrtc: format!("NVRTC {} ({})", nvrtc.version()?, nvrtc.path.display()),
         load_s: (t1 - t0).as_secs_f64(),
@@ -248,10 +149,7 @@ fn host_ns(rounds: usize, iters: usize, mut f: impl FnMut()) -> f64 {
 }
 
 fn cudnn_err(e: crate::cudnn::CudnnError) -> RunError {
-    RunError::Backend(BackendError {
-        call: e.call,
-        message: e.message,
-    })
+    RunError::Backend(BackendError::kiln(e.call, e.message))
 }
 
 /// One distinct ResNet-50 layer prepared for both runtimes.
@@ -259,11 +157,11 @@ struct LayerBench {
     name: String,
     problem: ConvProblem,
     count: usize,
-    xs: [Buffer; 3],
-    w: Buffer,
-    y_kiln: Buffer,
-    y_cudnn: Buffer,
-    candidate: Candidate,
+    xs: [DeviceBuffer; 3],
+    w: DeviceBuffer,
+    y_kiln: DeviceBuffer,
+    y_cudnn: DeviceBuffer,
+    candidate: Ranked,
     invoker: std::sync::Arc<Invoker>,
 }
 
@@ -282,28 +180,28 @@ struct ConfigResult {
 fn bench_config(
     ctx: &Context,
     cudnn: &Cudnn,
-    workspace: Buffer,
+    workspace: &DeviceBuffer,
     dtype: DataType,
     layout: Layout,
     n: u32,
     repeats: usize,
 ) -> Result<ConfigResult, Box<dyn std::error::Error>> {
-    let be = ctx.backend();
-    let all = kiln::networks::resnet50(n, dtype, layout, false);
-    let unique = kiln::networks::resnet50(n, dtype, layout, true);
-    let mut bufs = DeviceBuffers::new(ctx);
+    let be = ctx.device();
+    let all = resnet50(n, dtype, layout, false)?;
+    let unique = resnet50(n, dtype, layout, true)?;
+    let stream = Stream::default();
     let mut layers = Vec::new();
     for (i, l) in unique.iter().enumerate() {
         let p = l.problem;
         let seed = 100 * i as u64;
         let xs = [
-            random_tensor(&mut bufs, &p, 0, seed)?,
-            random_tensor(&mut bufs, &p, 0, seed + 1)?,
-            random_tensor(&mut bufs, &p, 0, seed + 2)?,
+            random_tensor(ctx, &p, 0, seed)?,
+            random_tensor(ctx, &p, 0, seed + 1)?,
+            random_tensor(ctx, &p, 0, seed + 2)?,
         ];
-        let w = random_tensor(&mut bufs, &p, 1, seed + 3)?;
-        let y_bytes = p.element_counts()[2] * dtype.size_bytes() as u64;
-        let candidate = ctx.find_solutions(&p)?[0];
+        let w = random_tensor(ctx, &p, 1, seed + 3)?;
+        let y_bytes = p.byte_counts()[2];
+        let candidate = *ctx.find_solutions(&p)?.best();
         layers.push(LayerBench {
             name: l.name.clone(),
             problem: p,
@@ -313,9 +211,9 @@ fn bench_config(
                 .count(),
             xs,
             w,
-            y_kiln: bufs.alloc(y_bytes)?,
-            y_cudnn: bufs.alloc(y_bytes)?,
-            invoker: ctx.prepare(&p, &candidate)?,
+            y_kiln: be.alloc(y_bytes)?,
+            y_cudnn: be.alloc(y_bytes)?,
+            invoker: ctx.prepare(&p, &candidate.variant)?,
             candidate,
         });
     }
@@ -324,11 +222,11 @@ fn bench_config(
         convs.push(CudnnConv::new(
             cudnn,
             &l.problem,
-            l.xs[0].ptr.0,
-            l.w.ptr.0,
-            l.y_cudnn.ptr.0,
-            workspace.ptr.0,
-            workspace.bytes as usize,
+            l.xs[0].device_ptr(),
+            l.w.device_ptr(),
+            l.y_cudnn.device_ptr(),
+            workspace.device_ptr(),
+            workspace.bytes() as usize,
         )?);
     }
     let label = format!("{} {} N={n}", dtype.name(), layout.name());
@@ -337,33 +235,28 @@ fn bench_config(
     for (l, conv) in layers.iter().zip(&convs) {
         // Same inputs through both, outputs compared (cuDNN's FP16 path may use tensor cores,
         // so agreement is judged at the type's tolerance).
-        bufs.poison(l.y_kiln)?;
-        bufs.poison(l.y_cudnn)?;
-        ctx.run(&l.invoker, l.xs[0], l.w, l.y_kiln, None, Stream::default())?;
-        conv.run(l.xs[0].ptr.0, l.w.ptr.0, l.y_cudnn.ptr.0, workspace.ptr.0)
-            .map_err(cudnn_err)?;
-        let error = relative_error(
-            &bufs.download(l.y_kiln, dtype)?,
-            &bufs.download(l.y_cudnn, dtype)?,
-        );
+        poison(&l.y_kiln)?;
+        poison(&l.y_cudnn)?;
+        ctx.run(&l.invoker, &l.xs[0], &l.w, &l.y_kiln, None, &stream)?;
+        conv.run(
+            l.xs[0].device_ptr(),
+            l.w.device_ptr(),
+            l.y_cudnn.device_ptr(),
+            workspace.device_ptr(),
+        )
+        .map_err(cudnn_err)?;
+        let error = relative_error(&download(&l.y_kiln, dtype)?, &download(&l.y_cudnn, dtype)?);
         let agree = error <= tolerance(dtype);
         disagreements += usize::from(!agree);
         let kiln_t = time_device(be, 3, repeats, |i| {
-            ctx.run(
-                &l.invoker,
-                l.xs[i % 3],
-                l.w,
-                l.y_kiln,
-                None,
-                Stream::default(),
-            )
+            ctx.run(&l.invoker, &l.xs[i % 3], &l.w, &l.y_kiln, None, &stream)
         })?;
         let cudnn_t = time_device(be, 3, repeats, |i| {
             conv.run(
-                l.xs[i % 3].ptr.0,
-                l.w.ptr.0,
-                l.y_cudnn.ptr.0,
-                workspace.ptr.0,
+                l.xs[i % 3].device_ptr(),
+                l.w.device_ptr(),
+                l.y_cudnn.device_ptr(),
+                workspace.device_ptr(),
             )
             .map_err(cudnn_err)
         })?;
@@ -375,8 +268,8 @@ fn bench_config(
             l.name,
             l.problem.find_db_key(),
             l.count,
-            l.candidate.solver.id,
-            l.candidate.params,
+            l.candidate.variant.solver.id(),
+            l.candidate.variant.params,
             kiln_t.median_ms,
             conv.algorithm,
             cudnn_t.median_ms,
@@ -398,14 +291,7 @@ fn bench_config(
     let kiln_net = time_device(be, 1, 5, |i| {
         for &j in &order {
             let l = &layers[j];
-            ctx.run(
-                &l.invoker,
-                l.xs[i % 3],
-                l.w,
-                l.y_kiln,
-                None,
-                Stream::default(),
-            )?;
+            ctx.run(&l.invoker, &l.xs[i % 3], &l.w, &l.y_kiln, None, &stream)?;
         }
         Ok(())
     })?;
@@ -414,10 +300,10 @@ fn bench_config(
             let l = &layers[j];
             convs[j]
                 .run(
-                    l.xs[i % 3].ptr.0,
-                    l.w.ptr.0,
-                    l.y_cudnn.ptr.0,
-                    workspace.ptr.0,
+                    l.xs[i % 3].device_ptr(),
+                    l.w.device_ptr(),
+                    l.y_cudnn.device_ptr(),
+                    workspace.device_ptr(),
                 )
                 .map_err(cudnn_err)?;
         }
@@ -462,13 +348,13 @@ pub(crate) fn finish(report: &str, out: Option<&std::path::Path>) -> CliResult {
     Ok(())
 }
 
-/// `kiln bench`.
-pub fn bench(a: &BenchArgs) -> CliResult {
+/// `kiln-tools bench`.
+pub fn run(a: &BenchArgs) -> CliResult {
     let t_open = Instant::now();
-    let ctx = open_context(&a.device)?;
+    let ctx = a.device.context()?;
     let opened_ms = t_open.elapsed().as_secs_f64() * 1e3;
-    let info = ctx.backend().info().clone();
-    let (target, exact) = ctx.target();
+    let info = ctx.device().info().clone();
+    let (target, exact) = (ctx.target(), ctx.exact_target());
     let mut r = String::new();
     writeln!(
         r,
@@ -497,11 +383,11 @@ pub fn bench(a: &BenchArgs) -> CliResult {
         r,
         "Problem `{}`, solver {} [{}]. kiln takes the code object from the binary; the JIT column compiles the same kernel source with the same options through NVRTC, as a runtime without embedded code objects must.\n",
         p.find_db_key(),
-        cs.candidate.solver.id,
-        cs.candidate.params
+        cs.ranked.variant.solver.id(),
+        cs.ranked.variant.params
     )?;
     let kiln_total = cs.total_s();
-    match jit_start(&ctx, &p, &cs.candidate) {
+    match jit_start(&ctx, &p, &cs.ranked) {
         Ok(j) => {
             let jit_total = j.load_s + j.compile_s + j.module_load_s + j.first_launch_s;
             writeln!(r, "| phase | kiln (embedded), ms | JIT ({}), ms |", j.nvrtc)?;
@@ -557,12 +443,12 @@ pub fn bench(a: &BenchArgs) -> CliResult {
     )?;
     writeln!(r, "| lookup | ns per call |")?;
     writeln!(r, "|---|---:|")?;
-    let net = kiln::networks::resnet50(1, DataType::Fp32, Layout::Nchw, true);
+    let net = resnet50(1, DataType::Fp32, Layout::Nchw, true)?;
     let problems: Vec<ConvProblem> = net.iter().map(|l| l.problem).collect();
     let per = |ns: f64| ns / problems.len() as f64;
     let find_ns = per(host_ns(7, 2000, || {
         for q in &problems {
-            std::hint::black_box(target.find_solutions(std::hint::black_box(q)).ok());
+            std::hint::black_box(target.find_record(std::hint::black_box(q)).ok());
         }
     }));
     let perf_ns = per(host_ns(7, 2000, || {
@@ -572,7 +458,7 @@ pub fn bench(a: &BenchArgs) -> CliResult {
     }));
     let rank_ns = per(host_ns(7, 500, || {
         for q in &problems {
-            std::hint::black_box(kiln::context::rank(target, q).ok());
+            std::hint::black_box(kiln::resolve::resolve(target, q).ok());
         }
     }));
     let unseen = ConvProblem::new(ConvSpec {
@@ -585,16 +471,16 @@ pub fn bench(a: &BenchArgs) -> CliResult {
         ..ConvSpec::default()
     })?;
     let fallback_ns = host_ns(7, 500, || {
-        std::hint::black_box(kiln::context::rank(target, std::hint::black_box(&unseen)).ok());
+        std::hint::black_box(kiln::resolve::resolve(target, std::hint::black_box(&unseen)).ok());
     });
     let invoker_ns = host_ns(7, 2000, || {
-        std::hint::black_box(ctx.prepare(&p, &cs.candidate).ok());
+        std::hint::black_box(ctx.prepare(&p, &cs.ranked.variant).ok());
     });
     for (what, ns) in [
         ("find-db record (ResNet-50 layers, FP32 N=1)", find_ns),
         ("perf-db record", perf_ns),
         (
-            "full resolve: find-db + perf-db + applicability (`rank`)",
+            "full resolve: find-db + perf-db + applicability (`resolve`)",
             rank_ns,
         ),
         (
@@ -624,8 +510,7 @@ pub fn bench(a: &BenchArgs) -> CliResult {
         cudnn.version % 100
     )?;
     writeln!(r, "Same process, same device buffers. kiln runs the solution its embedded find-db ranks first; cuDNN runs the fastest algorithm `cudnnFindConvolutionForwardAlgorithmEx` found (workspace <= {} MiB). FP32 is compared with cuDNN's FMA math (true FP32, no TF32, as kiln computes); FP16 lets cuDNN use tensor cores (kiln's kernels do not). Times: median of {} event-timed launches after 3 warm-ups, inputs rotated over 3 copies. `x` = count of the layer in the network; `ratio` = kiln / cuDNN; `error` = relative difference of the two outputs.\n", a.cudnn_workspace_mib, a.repeats)?;
-    let mut ws_list = DeviceBuffers::new(&ctx);
-    let workspace = ws_list.alloc((a.cudnn_workspace_mib as u64) << 20)?;
+    let workspace = ctx.device().alloc((a.cudnn_workspace_mib as u64) << 20)?;
     let mut summary = Vec::new();
     for (dtype, layout) in [
         (DataType::Fp32, Layout::Nchw),
@@ -635,7 +520,7 @@ pub fn bench(a: &BenchArgs) -> CliResult {
     ] {
         for &n in &a.batch {
             eprintln!("bench: {} {} N={n}", dtype.name(), layout.name());
-            let c = bench_config(&ctx, &cudnn, workspace, dtype, layout, n, a.repeats)?;
+            let c = bench_config(&ctx, &cudnn, &workspace, dtype, layout, n, a.repeats)?;
             writeln!(r, "### {}\n", c.label)?;
             writeln!(r, "| layer | problem | x | kiln solver [params] | kiln ms | cuDNN algorithm | cuDNN ms | ratio | error |")?;
             writeln!(r, "|---|---|---:|---|---:|---|---:|---:|---|")?;

@@ -16,15 +16,17 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use kiln::context::rank_unmeasured;
+use kiln::resolve::{rank_unmeasured, Ranked};
+use kiln::solvers::TargetCaps;
 use kiln::ConvProblem;
 use kiln_embed::finddb::FindDb;
 use kiln_embed::kdbbuild::Manifest;
-use kiln_embed::neighbours::{self, Measured};
+use kiln_embed::measured::{self as neighbours, Measured};
 use kiln_embed::perfdb::PerfDb;
-use kiln_format::heuristic::{MeasuredProblem, MeasuredSolver};
+use kiln_format::measured::{MeasuredProblem, MeasuredSolver};
 
-use crate::{read_problem_list, CliResult};
+use super::find::read_problem_list;
+use crate::CliResult;
 
 /// Arguments of `kiln regret`.
 #[derive(Args)]
@@ -123,6 +125,7 @@ fn evaluate(
     manifest: &Manifest,
     log: &BTreeMap<String, Times>,
     test: &[&str],
+    caps: &TargetCaps,
     in_train: impl Fn(&str) -> bool,
 ) -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
     let train = FindDb {
@@ -133,8 +136,10 @@ fn evaluate(
             .cloned()
             .collect(),
     };
-    let owned: Vec<Measured> = neighbours::build(&train, Some(perf), manifest);
-    let solvers: Vec<Vec<MeasuredSolver>> = owned
+    // Leaked: the resolver ranks with a `'static` model, as embedded ones are (a few folds
+    // per run of this tool).
+    let owned: &'static [Measured] = neighbours::build(&train, Some(perf), manifest).leak();
+    let solvers: &'static [Vec<MeasuredSolver<'static>>] = owned
         .iter()
         .map(|m| {
             m.solvers
@@ -146,10 +151,11 @@ fn evaluate(
                 })
                 .collect()
         })
-        .collect();
-    let model: Vec<MeasuredProblem> = owned
+        .collect::<Vec<_>>()
+        .leak();
+    let model: Vec<MeasuredProblem<'static>> = owned
         .iter()
-        .zip(&solvers)
+        .zip(solvers)
         .map(|(m, s)| MeasuredProblem {
             key: &m.key,
             class: m.class,
@@ -170,25 +176,26 @@ fn evaluate(
             .min_by(|a, b| a.1.total_cmp(b.1))
             .map(|(c, t)| (c.clone(), *t))
             .ok_or("empty times")?;
-        let time_of = |ranked: &[kiln::context::Candidate]| -> Result<(String, f64, f64), String> {
+        let time_of = |ranked: &[Ranked]| -> Result<(String, f64, f64), String> {
             let c = ranked
                 .first()
                 .ok_or_else(|| format!("{key}: the fallback ranks nothing"))?;
-            let name = format!("{} [{}]", c.solver.id, c.params);
+            let (id, params) = (c.variant.solver.id(), c.variant.params);
+            let name = format!("{id} [{params}]");
             let t = times
-                .get(&(c.solver.id.to_string(), c.params.to_string()))
+                .get(&(id.to_string(), params.to_string()))
                 .ok_or_else(|| {
                     format!("{key}: the fallback picks {name}, which the log never measured")
                 })?;
             let solver_best = times
                 .iter()
-                .filter(|((s, _), _)| s == c.solver.id)
+                .filter(|((s, _), _)| s == id)
                 .map(|(_, t)| *t)
                 .fold(f64::INFINITY, f64::min);
             Ok((name, *t, solver_best))
         };
-        let (pick, t, t_solver) = time_of(&rank_unmeasured(&p, &model, None)?)?;
-        let (_, t_base, _) = time_of(&rank_unmeasured(&p, &[], None)?)?;
+        let (pick, t, t_solver) = time_of(&rank_unmeasured(&p, &model, caps, None)?)?;
+        let (_, t_base, _) = time_of(&rank_unmeasured(&p, &[], caps, None)?)?;
         out.push(Outcome {
             key: key.to_string(),
             pick,
@@ -201,8 +208,8 @@ fn evaluate(
     Ok(out)
 }
 
-/// `kiln regret`.
-pub fn regret(a: &RegretArgs) -> CliResult {
+/// `kiln-tools regret`.
+pub fn run(a: &RegretArgs) -> CliResult {
     let log = read_log(&a.log)?;
     let base = a
         .target_dir
@@ -212,6 +219,8 @@ pub fn regret(a: &RegretArgs) -> CliResult {
     let find = FindDb::read(&a.target_dir.join(format!("{base}.HIP.fdb.txt")))?;
     let perf = PerfDb::read(&a.target_dir.join(format!("{base}.db.txt")))?;
     let manifest = Manifest::load(&a.manifest)?;
+    // Applicability is judged for the target the DBs were measured on.
+    let caps = TargetCaps::of(kiln::named_target(base)?);
     // Network of each problem list, from its file name.
     let mut networks: Vec<(String, Vec<String>)> = Vec::new();
     for file in &a.problems {
@@ -231,7 +240,7 @@ pub fn regret(a: &RegretArgs) -> CliResult {
     writeln!(r, "# Fallback regret on held-out problems ({base})\n")?;
     writeln!(
         r,
-        "For a problem missing from the find-db, kiln ranks solvers by the nearest measured problem (same type, layout and direction; log2-scale shape features) and takes its tuned perf configs. Here the model is rebuilt from `{}` and `{}` without the held-out problems, each held-out problem ranked by the fallback alone, and its pick's time read from the find run's log (`{}`, every solver and perf config measured on the H100). Regret = time of the pick / time of the fastest measured candidate. `cost model` = the fallback with no measured problems (kiln's work/throughput estimate and default perf configs), for comparison. Generated by `kiln regret`.\n",
+        "For a problem missing from the find-db, kiln ranks solvers by the nearest measured problem (same type, layout and direction; log2-scale shape features) and takes its tuned perf configs. Here the model is rebuilt from `{}` and `{}` without the held-out problems, each held-out problem ranked by the fallback alone, and its pick's time read from the find run's log (`{}`, every solver and perf config measured on the H100). Regret = time of the pick / time of the fastest measured candidate. `cost model` = the fallback with no measured problems (kiln's work/throughput estimate and default perf configs), for comparison. Generated by `kiln-tools regret`.\n",
         a.target_dir.join(format!("{base}.HIP.fdb.txt")).display(),
         a.target_dir.join(format!("{base}.db.txt")).display(),
         a.log.display()
@@ -265,7 +274,7 @@ pub fn regret(a: &RegretArgs) -> CliResult {
     let mut lono = Vec::new();
     for (name, keys) in &networks {
         let test: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let outcomes = evaluate(&find, &perf, &manifest, &log, &test, |k| {
+        let outcomes = evaluate(&find, &perf, &manifest, &log, &test, &caps, |k| {
             !keys.iter().any(|t| t == k)
         })?;
         row(&format!("network {name}"), &outcomes, &mut r)?;
@@ -283,7 +292,7 @@ pub fn regret(a: &RegretArgs) -> CliResult {
     let mut folds = Vec::new();
     for f in 0..5 {
         let test: Vec<&str> = all.iter().copied().filter(|k| fold(k) == f).collect();
-        folds.extend(evaluate(&find, &perf, &manifest, &log, &test, |k| {
+        folds.extend(evaluate(&find, &perf, &manifest, &log, &test, &caps, |k| {
             fold(k) != f
         })?);
     }
@@ -312,7 +321,7 @@ pub fn regret(a: &RegretArgs) -> CliResult {
             o.key, o.pick, o.best, o.regret
         )?;
     }
-    crate::bench::finish(&r, a.out.as_deref())?;
+    super::bench::finish(&r, a.out.as_deref())?;
     if !failures.is_empty() {
         return Err(format!(
             "fallback regret above target (median <= {}, p90 <= {}): {}",

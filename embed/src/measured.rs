@@ -1,12 +1,12 @@
-//! The fallback model of a target (see `kiln_format::heuristic`): each find-db record whose
+//! The fallback model of a target (see `kiln_format::measured`): each find-db record whose
 //! solvers are kiln's becomes a measured problem, with the perf-db's tuned config of each
-//! solver. The build emits it as a static slice; `kiln heuristic` rebuilds it from subsets of
+//! solver. The build emits it as a static slice; `kiln-tools regret` rebuilds it from subsets of
 //! the same databases to measure the fallback on problems held out of it.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use kiln_format::heuristic::{self, FEATURES};
+use kiln_format::measured::{self, FEATURES};
 use kiln_format::ConvProblem;
 
 use crate::finddb::FindDb;
@@ -29,11 +29,11 @@ pub struct Solver {
 pub struct Measured {
     /// The find-db key.
     pub key: String,
-    /// `heuristic::class`.
+    /// `measured::class`.
     pub class: u32,
-    /// `heuristic::features`.
+    /// `measured::features`.
     pub features: [f32; FEATURES],
-    /// `heuristic::macs`.
+    /// `measured::macs`.
     pub macs: f64,
     /// kiln's solvers of the record, fastest first.
     pub solvers: Vec<Solver>,
@@ -74,9 +74,9 @@ pub fn build(find: &FindDb, perf: Option<&PerfDb>, manifest: &Manifest) -> Vec<M
         solvers.sort_by(|a, b| a.time_ms.total_cmp(&b.time_ms));
         out.push(Measured {
             key: r.key.clone(),
-            class: heuristic::class(&p),
-            features: heuristic::features(&p),
-            macs: heuristic::macs(&p),
+            class: measured::class(&p),
+            features: measured::features(&p),
+            macs: measured::macs(&p),
             solvers,
         });
     }
@@ -86,7 +86,7 @@ pub fn build(find: &FindDb, perf: Option<&PerfDb>, manifest: &Manifest) -> Vec<M
 /// Rust source of `static <ident>: &[MeasuredProblem<'static>]` holding `model`.
 pub fn emit(ident: &str, model: &[Measured]) -> String {
     let mut s =
-        format!("static {ident}: &[::kiln_format::heuristic::MeasuredProblem<'static>] = &[\n");
+        format!("static {ident}: &[::kiln_format::measured::MeasuredProblem<'static>] = &[\n");
     for m in model {
         let features: Vec<String> = m.features.iter().map(|f| format!("{f:?}f32")).collect();
         let solvers: Vec<String> = m
@@ -94,14 +94,14 @@ pub fn emit(ident: &str, model: &[Measured]) -> String {
             .iter()
             .map(|v| {
                 format!(
-                    "::kiln_format::heuristic::MeasuredSolver {{ solver: {:?}, time_ms: {:?}f32, params: {:?} }}",
+                    "::kiln_format::measured::MeasuredSolver {{ solver: {:?}, time_ms: {:?}f32, params: {:?} }}",
                     v.id, v.time_ms as f32, v.params
                 )
             })
             .collect();
         writeln!(
             s,
-            "    ::kiln_format::heuristic::MeasuredProblem {{ key: {:?}, class: {}, features: [{}], macs: {:?}f64, solvers: &[{}] }},",
+            "    ::kiln_format::measured::MeasuredProblem {{ key: {:?}, class: {}, features: [{}], macs: {:?}f64, solvers: &[{}] }},",
             m.key,
             m.class,
             features.join(", "),
@@ -162,9 +162,9 @@ mod tests {
                 ("ConvImplicitGemmFwd", "128,64,8")
             ]
         );
-        assert_eq!(model[0].features, heuristic::features(&p));
+        assert_eq!(model[0].features, measured::features(&p));
         let code = emit("M", &model);
-        assert!(code.starts_with("static M: &[::kiln_format::heuristic::MeasuredProblem"));
+        assert!(code.starts_with("static M: &[::kiln_format::measured::MeasuredProblem"));
         assert!(code
             .contains("solver: \"ConvImplicitGemmFwd\", time_ms: 0.05f32, params: \"128,64,8\""));
     }

@@ -1,0 +1,155 @@
+//! `kiln-tools find` and `kiln-tools tune` (kiln's Tuna): every applicable solver and perf
+//! config of each listed problem measured on the device ([`crate::tune::measure`]), the winners
+//! merged into the target's find-db and perf-db (MIOpen's formats), saved after every problem,
+//! so a stopped run resumes.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use kiln::ConvProblem;
+use kiln_embed::finddb::FindDb;
+use kiln_embed::perfdb::PerfDb;
+
+use super::{write_atomic, DeviceArgs};
+use crate::CliResult;
+
+#[derive(Args)]
+pub struct FindArgs {
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// Problem lists: one find-db key per line, '#' comments (ci/problems/*.txt).
+    #[arg(long, num_args = 1.., required = true)]
+    problems: Vec<PathBuf>,
+    /// Where the target's <base>.HIP.fdb.txt and <base>.db.txt are read and merged (default targets/<base>).
+    #[arg(long)]
+    db_dir: Option<PathBuf>,
+    /// Append every measurement here (tab-separated).
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Timed repeats per candidate.
+    #[arg(long, default_value_t = 10)]
+    repeats: usize,
+    /// Measure again problems the find-db already has.
+    #[arg(long)]
+    force: bool,
+}
+
+/// A problem list (`ci/problems/*.txt`): one find-db key per line, `#` comments; errors name
+/// file:line.
+pub fn read_problem_list(
+    file: &Path,
+) -> Result<Vec<(String, ConvProblem)>, Box<dyn std::error::Error>> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let p = ConvProblem::from_find_db_key(line)
+            .map_err(|e| format!("{}:{}: {e}: '{line}'", file.display(), i + 1))?;
+        out.push((line.to_string(), p));
+    }
+    Ok(out)
+}
+
+pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
+    use std::io::Write as _;
+    let ctx = a.device.context()?;
+    let target = ctx.target();
+    let base = target.basename;
+    let dir = a
+        .db_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("targets").join(base));
+    std::fs::create_dir_all(&dir)?;
+    let fdb_path = dir.join(format!("{base}.HIP.fdb.txt"));
+    let pdb_path = dir.join(format!("{base}.db.txt"));
+    let mut fdb = if fdb_path.exists() {
+        FindDb::read(&fdb_path)?
+    } else {
+        FindDb::default()
+    };
+    let mut pdb = if pdb_path.exists() {
+        PerfDb::read(&pdb_path)?
+    } else {
+        PerfDb::default()
+    };
+    let mut problems: Vec<(String, ConvProblem)> = Vec::new();
+    for file in &a.problems {
+        for (key, p) in read_problem_list(file)? {
+            if !problems.iter().any(|(k, _)| *k == key) {
+                problems.push((key, p));
+            }
+        }
+    }
+    let todo: Vec<&(String, ConvProblem)> = problems
+        .iter()
+        .filter(|(k, _)| a.force || !fdb.records.iter().any(|r| &r.key == k))
+        .collect();
+    println!(
+        "{} problems, {} already measured, {} to measure on {} ({})",
+        problems.len(),
+        problems.len() - todo.len(),
+        todo.len(),
+        ctx.device().info().spec,
+        base
+    );
+    let mut log = match &a.log {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)?,
+        ),
+        None => None,
+    };
+    let bar = indicatif::ProgressBar::new(todo.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    for (i, (key, p)) in todo.iter().enumerate() {
+        bar.set_message(key.clone());
+        let ms = crate::tune::measure(&ctx, p, a.repeats, 1 + i as u64)?;
+        if let Some(f) = log.as_mut() {
+            for m in &ms {
+                writeln!(
+                    f,
+                    "{key}\t{}\t{}\t{}\t{:.3e}\t{}",
+                    m.variant.solver.id(),
+                    m.variant.params,
+                    m.time_ms,
+                    m.error,
+                    m.ok
+                )?;
+            }
+        }
+        if write_find_db {
+            if let Some(rec) = crate::tune::find_record(key, &ms) {
+                match fdb.records.iter_mut().find(|r| r.key == rec.key) {
+                    Some(r) => *r = rec,
+                    None => fdb.records.push(rec),
+                }
+                write_atomic(&fdb_path, &fdb.to_text())?;
+            }
+        }
+        let pkey = p.perf_db_key();
+        if let Some(rec) = crate::tune::perf_record(pkey.as_str(), &ms) {
+            pdb.merge(PerfDb {
+                records: vec![rec],
+            });
+            write_atomic(&pdb_path, &pdb.to_text())?;
+        }
+        bar.inc(1);
+    }
+    bar.finish();
+    println!(
+        "find-db {} records -> {}; perf-db {} configs -> {}",
+        fdb.records.len(),
+        fdb_path.display(),
+        pdb.records.len(),
+        pdb_path.display()
+    );
+    Ok(())
+}

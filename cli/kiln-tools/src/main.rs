@@ -1,0 +1,102 @@
+//! `kiln-tools`, kiln's workshop: everything that reads or writes database files, builds
+//! kdbs, or measures on a GPU to produce tuning data and reports. The appliance binary `kiln`
+//! carries none of it (no SQLite, bzip2, TOML or compiler loaders).
+//!
+//! Exit codes: 0 success, 1 error, 2 usage; a panic is reported as an error.
+
+mod cmd;
+mod cudnn;
+mod tune;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// What a command returns: `Err` is printed as `kiln-tools: error: ...` with exit code 1.
+pub type CliResult = Result<(), Box<dyn std::error::Error>>;
+
+#[derive(Parser)]
+#[command(
+    name = "kiln-tools",
+    version,
+    about = "kiln's workshop: MIOpen databases, kdb builds, tuning on a GPU, benchmarks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Work with MIOpen database files.
+    #[command(subcommand)]
+    Db(DbCommand),
+    /// Build kernel dbs from kernels/manifest.toml.
+    #[command(subcommand)]
+    Kdb(KdbCommand),
+    /// Measure every applicable solver and perf config on the device; write find-db and perf-db.
+    Find(cmd::find::FindArgs),
+    /// As find, but write only the perf-db (best perf config per problem and solver).
+    Tune(cmd::find::FindArgs),
+    /// On the GPU: cold start by phase against an NVRTC compile, lookup cost, every ResNet-50 layer against cuDNN.
+    Bench(cmd::bench::BenchArgs),
+    /// The fallback's regret on problems held out of the measured DBs (time of its pick / time of the best).
+    Regret(cmd::regret::RegretArgs),
+}
+
+#[derive(Subcommand)]
+enum DbCommand {
+    /// Import MIOpen find-db / perf-db / kdb files into targets/<base>/ with sha256 pins.
+    Import(cmd::db_import::ImportArgs),
+    /// Parse files fully; report counts, or the first error with file:line.
+    Check(cmd::db_check::CheckArgs),
+    /// Convert between forms: perf-db SQLite <-> text (`sqlite2txt`), find-db v1.0 -> v2.0.
+    Convert(cmd::db_convert::ConvertArgs),
+    /// Statistics: records, solvers, key mix.
+    Stats(cmd::db_stats::StatsArgs),
+}
+
+#[derive(Subcommand)]
+enum KdbCommand {
+    /// Compile every (solver, data type, perf config) for a target into targets/<base>/<base>.kdb.
+    Build(cmd::kdb_build::KdbBuildArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match std::panic::catch_unwind(|| dispatch(cli)) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("kiln-tools: error: {e}");
+            ExitCode::FAILURE
+        }
+        Err(_) => {
+            eprintln!("kiln-tools: error: internal error (a panic, reported above)");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> CliResult {
+    match cli.command {
+        Command::Db(DbCommand::Import(a)) => cmd::db_import::run(&a),
+        Command::Db(DbCommand::Check(a)) => cmd::db_check::run(&a),
+        Command::Db(DbCommand::Convert(a)) => cmd::db_convert::run(&a),
+        Command::Db(DbCommand::Stats(a)) => cmd::db_stats::run(&a),
+        Command::Kdb(KdbCommand::Build(a)) => cmd::kdb_build::run(&a),
+        Command::Find(a) => cmd::find::run(&a, true),
+        Command::Tune(a) => cmd::find::run(&a, false),
+        Command::Bench(a) => cmd::bench::run(&a),
+        Command::Regret(a) => cmd::regret::run(&a),
+    }
+}

@@ -1,0 +1,170 @@
+//! Measuring solvers on the device (kiln's Tuna): for one problem, every applicable solver and
+//! precompiled perf config is run, checked against the reference solver's output on the same
+//! inputs, and timed with device events (warm-up, then the median of repeats with the input
+//! rotated over several buffers so that caches do not flatter). The winners become find-db and
+//! perf-db records in MIOpen's formats, as data (written by kiln-embed's writers).
+
+use kiln::backend::{DeviceBuffer, Stream};
+use kiln::context::Context;
+use kiln::harness::timing::time_device;
+use kiln::harness::verify::{download, poison, random_values, relative_error, tolerance, upload};
+use kiln::resolve::Variant;
+use kiln::solvers::{TargetCaps, REFERENCE_SOLVER};
+use kiln::{ConvProblem, RunError};
+use kiln_embed::finddb::{FindItem, FindRecord};
+use kiln_embed::perfdb::{PerfItem, PerfRecord};
+
+/// One measured (solver, perf config).
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// The solver and perf config.
+    pub variant: Variant,
+    /// Median time in ms (infinite if it failed).
+    pub time_ms: f64,
+    /// Relative error against the reference solver.
+    pub error: f64,
+    /// Whether it ran and stayed within tolerance (only those may win).
+    pub ok: bool,
+}
+
+/// Input copies the timed loop rotates through.
+const ROTATE: usize = 3;
+
+/// Measures every applicable (solver, perf config) of `p`.
+pub fn measure(
+    ctx: &Context,
+    p: &ConvProblem,
+    repeats: usize,
+    seed: u64,
+) -> Result<Vec<Measurement>, RunError> {
+    let dtype = p.data_types()[0];
+    let [xn, wn, _] = p.element_counts();
+    let dev = ctx.device();
+    let mut xs = Vec::new();
+    for r in 0..ROTATE {
+        xs.push(upload(dev, dtype, &random_values(xn as usize, seed + r as u64))?.0);
+    }
+    let (w, _) = upload(dev, dtype, &random_values(wn as usize, seed ^ 0x5EED))?;
+    let y = dev.alloc(p.byte_counts()[2])?;
+
+    let run_once = |v: &Variant, x: &DeviceBuffer| -> Result<Vec<f64>, RunError> {
+        poison(&y)?;
+        let inv = ctx.prepare(p, v)?;
+        ctx.run(&inv, x, &w, &y, None, &Stream::default())?;
+        download(&y, dtype)
+    };
+    let reference_solver = kiln::solvers::by_id(REFERENCE_SOLVER).ok_or(RunError::NoSolution {
+        problem: p.find_db_key().as_str().to_string(),
+        reasons: vec![(REFERENCE_SOLVER, "not in the manifest")],
+    })?;
+    let reference = run_once(
+        &Variant {
+            solver: reference_solver,
+            params: "",
+        },
+        &xs[0],
+    )?;
+
+    let caps = TargetCaps::of(ctx.target());
+    let mut out = Vec::new();
+    for solver in kiln::solvers::registered() {
+        for params in solver.applicable_params(p, &caps) {
+            let v = Variant { solver, params };
+            let checked = run_once(&v, &xs[0]).map(|got| relative_error(&got, &reference));
+            let (error, ok) = match checked {
+                Ok(e) => (e, e <= tolerance(dtype)),
+                Err(_) => (f64::INFINITY, false),
+            };
+            let time_ms = if ok {
+                time(ctx, p, &v, &xs, &w, &y, repeats)?
+            } else {
+                f64::INFINITY
+            };
+            out.push(Measurement {
+                variant: v,
+                time_ms,
+                error,
+                ok,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn time(
+    ctx: &Context,
+    p: &ConvProblem,
+    v: &Variant,
+    xs: &[DeviceBuffer],
+    w: &DeviceBuffer,
+    y: &DeviceBuffer,
+    repeats: usize,
+) -> Result<f64, RunError> {
+    let inv = ctx.prepare(p, v)?;
+    let stream = Stream::default();
+    let launch = |i: usize| ctx.run(&inv, &xs[i % xs.len()], w, y, None, &stream);
+    // Slow kernels get fewer repeats (their noise is small relative to their time).
+    let first = time_device(ctx.device(), 0, 1, launch)?;
+    let n = if first.median_ms > 5.0 { 3 } else { repeats };
+    Ok(time_device(ctx.device(), 1, n, |i| launch(i + 1))?.median_ms)
+}
+
+/// The fastest measurement of each solver, in first-seen order.
+fn best_per_solver<'a>(ms: impl Iterator<Item = &'a Measurement>) -> Vec<&'a Measurement> {
+    let mut best: Vec<&Measurement> = Vec::new();
+    for m in ms {
+        match best
+            .iter_mut()
+            .find(|b| b.variant.solver == m.variant.solver)
+        {
+            Some(b) if m.time_ms < b.time_ms => *b = m,
+            Some(_) => {}
+            None => best.push(m),
+        }
+    }
+    best
+}
+
+/// The find-db record of a measured problem: each passing solver at its best perf config,
+/// fastest first (times as MIOpen writes them, 6 significant digits).
+pub fn find_record(key: &str, ms: &[Measurement]) -> Option<FindRecord> {
+    let mut best = best_per_solver(ms.iter().filter(|m| m.ok));
+    if best.is_empty() {
+        return None;
+    }
+    best.sort_by(|a, b| a.time_ms.total_cmp(&b.time_ms));
+    let items = best
+        .iter()
+        .map(|m| FindItem {
+            solver: m.variant.solver.id().to_string(),
+            time_ms: kiln::format::records::format_g6(m.time_ms)
+                .parse()
+                .unwrap_or(m.time_ms),
+            workspace: 0,
+            algorithm: m.variant.solver.entry.algorithm.to_string(),
+        })
+        .collect();
+    Some(FindRecord {
+        key: key.to_string(),
+        items,
+    })
+}
+
+/// The perf-db record: each tunable solver's best perf config.
+pub fn perf_record(perf_key: &str, ms: &[Measurement]) -> Option<PerfRecord> {
+    let best = best_per_solver(ms.iter().filter(|m| m.ok && !m.variant.params.is_empty()));
+    if best.is_empty() {
+        return None;
+    }
+    let items = best
+        .iter()
+        .map(|m| PerfItem {
+            solver: m.variant.solver.id().to_string(),
+            params: m.variant.params.to_string(),
+        })
+        .collect();
+    Some(PerfRecord {
+        key: perf_key.to_string(),
+        items,
+    })
+}

@@ -1,0 +1,200 @@
+//! The appliance's command line: what was typed (clap structs), and the domain values built
+//! from it once ([`ResolveArgs::problem`], [`DeviceArgs::context`]).
+
+use clap::{Args, Parser, Subcommand};
+use kiln::{ConvProblem, ConvSpec, DataType, Direction, Layout};
+
+#[derive(Parser)]
+#[command(
+    name = "kiln",
+    version,
+    about = "GPU kernels and their tuning databases, baked into one binary (the workshop is kiln-tools)"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Embedded targets, per-table record counts, raw vs embedded bytes, provenance.
+    Info,
+    /// GPU runtimes found (CUDA, HIP), their devices, and the embedded target each maps to.
+    Devices,
+    /// Resolve a convolution problem: the find-db record, and kiln's plan with where each rank came from.
+    Resolve(ResolveArgs),
+    /// Run one problem on the GPU with random inputs, checked against a CPU reference (f64).
+    Run(RunArgs),
+    /// Boot check: every embedded solver and perf config on a problem set, checked; non-zero exit on any failure.
+    Selftest(DeviceArgs),
+    /// Cold start inside one process: from a ready context to the first convolution's result, by phase.
+    Coldstart(DeviceArgs),
+    /// The main job: every ResNet-50 conv layer through kiln (on a GPU: run and verify; without: resolve and verify code objects).
+    Demo(DemoArgs),
+}
+
+#[derive(Args)]
+pub struct DeviceArgs {
+    /// cuda:0, cuda://GPU-<uuid>, hip:0, hip://<uuid> (default: KILN_DEVICE, else the first GPU).
+    #[arg(long)]
+    pub device: Option<String>,
+}
+
+impl DeviceArgs {
+    /// Opens the device and its context.
+    pub fn context(&self) -> Result<kiln::context::Context, Box<dyn std::error::Error>> {
+        let device = kiln::backend::open(self.device.as_deref())?;
+        Ok(kiln::context::Context::new(device)?)
+    }
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub problem: ResolveArgs,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Timed repeats.
+    #[arg(long, default_value_t = 20)]
+    pub repeats: usize,
+}
+
+#[derive(Args)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Batch size.
+    #[arg(short = 'n', default_value_t = 1)]
+    pub n: u32,
+    /// FP32, FP16 or BF16.
+    #[arg(long = "type", default_value = "FP32")]
+    pub dtype: String,
+    /// NCHW or NHWC.
+    #[arg(long, default_value = "NCHW")]
+    pub layout: String,
+}
+
+#[derive(Args)]
+pub struct ResolveArgs {
+    /// A find-db key (`64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F`); else use the flags.
+    pub key: Option<String>,
+    /// Target basename or alias (default: the only embedded target).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Batch size.
+    #[arg(short = 'n', default_value_t = 1)]
+    n: u32,
+    /// Input channels.
+    #[arg(short = 'c', default_value_t = 1)]
+    c: u32,
+    /// Input height.
+    #[arg(short = 'H', default_value_t = 1)]
+    h: u32,
+    /// Input width.
+    #[arg(short = 'W', default_value_t = 1)]
+    w: u32,
+    /// Output channels.
+    #[arg(short = 'k', default_value_t = 1)]
+    k: u32,
+    /// Filter height.
+    #[arg(short = 'y', default_value_t = 1)]
+    fy: u32,
+    /// Filter width.
+    #[arg(short = 'x', default_value_t = 1)]
+    fx: u32,
+    /// Padding height.
+    #[arg(short = 'p', default_value_t = 0)]
+    pad_h: u32,
+    /// Padding width.
+    #[arg(short = 'q', default_value_t = 0)]
+    pad_w: u32,
+    /// Stride height.
+    #[arg(short = 'u', default_value_t = 1)]
+    stride_h: u32,
+    /// Stride width.
+    #[arg(short = 'v', default_value_t = 1)]
+    stride_w: u32,
+    /// Dilation height.
+    #[arg(short = 'l', default_value_t = 1)]
+    dil_h: u32,
+    /// Dilation width.
+    #[arg(short = 'j', default_value_t = 1)]
+    dil_w: u32,
+    /// Group count.
+    #[arg(short = 'g', default_value_t = 1)]
+    groups: u32,
+    /// Direction as MIOpenDriver's -F: 1 forward, 2 backward data, 4 backward weights.
+    #[arg(short = 'F', default_value_t = 1)]
+    direction: u32,
+    /// Spatial dimensions (2 or 3).
+    #[arg(long = "spatial_dim", default_value_t = 2)]
+    spatial_dim: u8,
+    /// Input depth (3-D).
+    #[arg(long = "in_d", default_value_t = 1)]
+    in_d: u32,
+    /// Filter depth (3-D).
+    #[arg(long = "fil_d", default_value_t = 1)]
+    fil_d: u32,
+    /// Padding depth (3-D).
+    #[arg(long = "pad_d", default_value_t = 0)]
+    pad_d: u32,
+    /// Stride depth (3-D).
+    #[arg(long = "conv_stride_d", default_value_t = 1)]
+    stride_d: u32,
+    /// Dilation depth (3-D).
+    #[arg(long = "dilation_d", default_value_t = 1)]
+    dil_d: u32,
+    /// Layout of all tensors: NCHW, NHWC, NCDHW, NDHWC.
+    #[arg(long, default_value = "NCHW")]
+    layout: String,
+    /// Data type: FP32, FP16, BF16, INT8.
+    #[arg(long = "type", default_value = "FP32")]
+    dtype: String,
+}
+
+impl ResolveArgs {
+    /// The problem: the key when one is given, else the flags.
+    pub fn problem(&self) -> Result<ConvProblem, Box<dyn std::error::Error>> {
+        match &self.key {
+            Some(key) => Ok(ConvProblem::from_find_db_key(key).map_err(|e| kiln::Error::BadKey {
+                key: key.clone(),
+                source: e,
+            })?),
+            None => problem_from_flags(self),
+        }
+    }
+}
+
+fn problem_from_flags(a: &ResolveArgs) -> Result<ConvProblem, Box<dyn std::error::Error>> {
+    let layout = Layout::from_name(&a.layout)
+        .ok_or_else(|| format!("unknown layout '{}' (NCHW, NHWC, NCDHW, NDHWC)", a.layout))?;
+    let dtype = DataType::from_name(&a.dtype)
+        .ok_or_else(|| format!("unknown data type '{}' (FP32, FP16, BF16, INT8)", a.dtype))?;
+    let direction = Direction::from_driver_flag(a.direction).ok_or_else(|| {
+        format!(
+            "-F {}: use 1 (forward), 2 (backward data) or 4 (backward weights)",
+            a.direction
+        )
+    })?;
+    // One type for all tensors, as the shipped keys write INT8 convolutions too.
+    let types = [dtype; 3];
+    let spec = ConvSpec {
+        spatial_dims: a.spatial_dim,
+        n: a.n,
+        c: a.c,
+        k: a.k,
+        input: [a.in_d, a.h, a.w],
+        filter: [a.fil_d, a.fy, a.fx],
+        pad: [a.pad_d, a.pad_h, a.pad_w],
+        stride: [a.stride_d, a.stride_h, a.stride_w],
+        dilation: [a.dil_d, a.dil_h, a.dil_w],
+        groups: a.groups,
+        layouts: [layout; 3],
+        data_types: types,
+        cast_types: [None; 3],
+        direction,
+        bias: 0,
+    };
+    Ok(ConvProblem::new(spec)?)
+}
+

@@ -1,0 +1,32 @@
+//! `kiln run`: one problem on the GPU with random inputs, its plan's best solution checked
+//! against the f64 CPU reference, then timed (GPU time of back-to-back launches).
+
+use kiln::harness::verify::{run_checked, tolerance};
+
+use super::describe_context;
+use crate::args::RunArgs;
+use crate::CliResult;
+
+pub fn run(a: &RunArgs) -> CliResult {
+    let p = a.problem.problem()?;
+    let ctx = a.device.context()?;
+    println!("device {}", describe_context(&ctx));
+    println!("problem {}", p.find_db_key());
+    let best = *ctx.find_solutions(&p)?.best();
+    let r = run_checked(&ctx, &p, &best.variant, 1, a.repeats)?;
+    println!(
+        "{} [{}] ({}): {:.4} ms median of {}, relative error {:.2e} (tolerance {:.0e}) {}",
+        best.variant.solver.id(),
+        best.variant.params,
+        best.provenance.name(),
+        r.time_ms,
+        a.repeats,
+        r.error,
+        tolerance(p.data_types()[0]),
+        if r.passed { "PASS" } else { "FAIL" }
+    );
+    if !r.passed {
+        return Err("result outside tolerance".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,61 @@
+//! `kiln`, the appliance binary: what a device running kiln needs (inspect the embedded
+//! targets, resolve, run, self-test, measure the cold start, demo). The workshop (database
+//! import and conversion, kdb builds, tuning, benchmarks) is `kiln-tools`.
+//!
+//! `no_main`: std's start-up reads `/proc/self/maps` (glibc's `pthread_getattr_np`, to place the
+//! main thread's stack guard). An appliance binary should open nothing but its libraries, so
+//! kiln enters through C's `main` and skips that step; argv still reaches `std::env::args`
+//! (glibc hands it to std at load time).
+//!
+//! Exit codes: 0 success, 1 error (a message on stderr), 2 usage. A panic is caught and
+//! reported as an error (never an abort across the C entry point).
+#![no_main]
+
+mod args;
+mod cmd;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+/// What a command returns: `Err` is printed as `kiln: error: ...` with exit code 1.
+pub type CliResult = Result<(), Box<dyn std::error::Error>>;
+
+/// C entry point (see the module docs for why not `fn main`).
+#[unsafe(no_mangle)]
+pub extern "C" fn main(
+    _argc: std::ffi::c_int,
+    _argv: *const *const std::ffi::c_char,
+) -> std::ffi::c_int {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are not errors; everything else is a usage error (2).
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match std::panic::catch_unwind(|| dispatch(cli)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            eprintln!("kiln: error: {e}");
+            1
+        }
+        Err(_) => {
+            eprintln!("kiln: error: internal error (a panic, reported above); please report it");
+            1
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> CliResult {
+    match cli.command {
+        Command::Info => cmd::info::run(),
+        Command::Devices => cmd::devices::run(),
+        Command::Resolve(a) => cmd::resolve::run(&a),
+        Command::Run(a) => cmd::run::run(&a),
+        Command::Selftest(a) => cmd::selftest::run(&a),
+        Command::Coldstart(a) => cmd::coldstart::run(&a),
+        Command::Demo(a) => cmd::demo::run(&a),
+    }
+}

@@ -1,0 +1,8 @@
+//! Running and checking kiln on a device, for boot checks, demos and measurements (feature
+//! `harness`; an application that only resolves and runs does not need it): a CPU reference in
+//! f64, checked runs, event timing, ResNet-50's conv layers and the cold-start measurement.
+
+pub mod coldstart;
+pub mod networks;
+pub mod timing;
+pub mod verify;

@@ -1,0 +1,313 @@
+//! The resolver: a problem and an embedded target -> a ranked plan of runnable solutions, each
+//! saying where its rank came from. No device, no allocation: everything is on the stack.
+//!
+//! Policy, in order:
+//! 1. the find-db record of the problem: kiln's solvers it names, in measured order;
+//! 2. no record: the solver order and tuned perf configs of the nearest measured problem of the
+//!    same class ([`kiln_format::measured`]), when one lies within [`NEAR_DISTANCE`], times
+//!    scaled by the work ratio;
+//! 3. every other applicable solver by its cost model ([`Solver::estimated_ms`]).
+//!
+//! Each solver's perf config is the problem's own perf-db record when there is one, else the
+//! nearest measured problems' config where it applies, else the solver's default.
+//!
+//! [`Solver::estimated_ms`]: crate::solvers::Solver::estimated_ms
+
+use kiln_format::measured::{macs, nearest_k, MeasuredProblem};
+
+pub use kiln_format::measured::NEAR_DISTANCE;
+use kiln_format::{ConvProblem, EmbeddedTarget};
+
+use crate::error::RunError;
+use crate::solvers::{registered, SolverRef, TargetCaps};
+
+/// Most solvers a plan holds (plans are built on the stack).
+pub const MAX_SOLVERS: usize = 16;
+
+/// Measured problems the fallback looks through for a perf config that applies.
+const NEIGHBOURS_FOR_PARAMS: usize = 8;
+
+/// A problem's own perf-db record: (solver, params) pairs.
+type PerfRecord = heapless::Vec<(&'static str, &'static str), { kiln_format::lookup::MAX_SOLUTIONS }>;
+
+/// Where a solution's rank came from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Provenance {
+    /// The problem's own find-db record (a measured time).
+    FindDb,
+    /// The nearest measured problem: its time for this solver, scaled by the work ratio.
+    Nearest {
+        /// The measured problem's find-db key.
+        key: &'static str,
+        /// Its feature distance from the problem.
+        distance: f32,
+    },
+    /// The solver's cost model.
+    CostModel,
+}
+
+impl Provenance {
+    /// `find-db`, `nearest` or `cost model`, for tables.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Provenance::FindDb => "find-db",
+            Provenance::Nearest { .. } => "nearest",
+            Provenance::CostModel => "cost model",
+        }
+    }
+}
+
+/// What to run: a solver and its perf config.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Variant {
+    /// The solver.
+    pub solver: SolverRef,
+    /// Its perf config (one of the manifest's).
+    pub params: &'static str,
+}
+
+/// A ranked solution of a plan.
+#[derive(Clone, Copy, Debug)]
+pub struct Ranked {
+    /// What to run.
+    pub variant: Variant,
+    /// Measured or estimated time, ms.
+    pub time_ms: f64,
+    /// Workspace bytes it needs.
+    pub workspace: u64,
+    /// Where the rank came from.
+    pub provenance: Provenance,
+}
+
+/// Why the problem was ranked the way it was.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PlanSource {
+    /// The target's find-db has the problem.
+    FindDb,
+    /// The nearest measured problem within [`NEAR_DISTANCE`] ranked it.
+    Nearest {
+        /// Its find-db key.
+        key: &'static str,
+        /// Its feature distance.
+        distance: f32,
+    },
+    /// The cost model ranked it: no measured problem of this class, or none near enough.
+    CostModel {
+        /// The nearest measured problem beyond [`NEAR_DISTANCE`], if any.
+        nearest: Option<(&'static str, f32)>,
+    },
+}
+
+/// A ranked plan: runnable solutions, best first.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Where the ranking came from.
+    pub source: PlanSource,
+    /// Solutions, best first (never empty).
+    pub ranked: heapless::Vec<Ranked, MAX_SOLVERS>,
+}
+
+impl Plan {
+    /// The best solution.
+    pub fn best(&self) -> &Ranked {
+        // A plan is only built with at least one solution.
+        &self.ranked[0]
+    }
+}
+
+impl core::ops::Deref for Plan {
+    type Target = [Ranked];
+    fn deref(&self) -> &[Ranked] {
+        &self.ranked
+    }
+}
+
+/// Resolves `p` on `target`: its find-db record when there is one, else the fallback.
+pub fn resolve(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Plan, RunError> {
+    let caps = TargetCaps::of(target);
+    let tuned = target.perf_record(p)?;
+    let mut ranked = heapless::Vec::new();
+    if let Some(found) = target.find_record(p)? {
+        for s in found.iter() {
+            let s = s?;
+            let Some(solver) = crate::solvers::by_id(s.solver) else {
+                continue; // one of MIOpen's solvers: kiln cannot run it
+            };
+            let Some(params) =
+                tuned_params(&tuned, p, &caps, solver).or_else(|| solver.default_params(p, &caps))
+            else {
+                continue;
+            };
+            if ranked
+                .push(Ranked {
+                    variant: Variant { solver, params },
+                    time_ms: s.time_ms,
+                    workspace: s.workspace,
+                    provenance: Provenance::FindDb,
+                })
+                .is_err()
+            {
+                break;
+            }
+        }
+    }
+    let measured = !ranked.is_empty();
+    // The record says what was measured here; every other applicable solver follows by the
+    // cost model. Without a record, the fallback ranks everything.
+    let model = if measured { &[][..] } else { target.measured };
+    let (fallback, source) = fallback(p, model, &caps, &tuned);
+    for c in fallback {
+        if !ranked
+            .iter()
+            .any(|o: &Ranked| o.variant.solver == c.variant.solver)
+            && ranked.push(c).is_err()
+        {
+            break;
+        }
+    }
+    finish(p, &caps, ranked, if measured { PlanSource::FindDb } else { source })
+}
+
+/// The fallback alone for `p` with measured problems `model` (e.g. a model with some problems
+/// held out, as `kiln-tools regret` uses), perf configs from `perf`'s perf-db when given.
+pub fn rank_unmeasured(
+    p: &ConvProblem,
+    model: &[MeasuredProblem<'static>],
+    caps: &TargetCaps,
+    perf: Option<&'static EmbeddedTarget>,
+) -> Result<Plan, RunError> {
+    let tuned = match perf {
+        Some(t) => t.perf_record(p)?,
+        None => PerfRecord::new(),
+    };
+    let (ranked, source) = fallback(p, model, caps, &tuned);
+    finish(p, caps, ranked, source)
+}
+
+fn finish(
+    p: &ConvProblem,
+    caps: &TargetCaps,
+    ranked: heapless::Vec<Ranked, MAX_SOLVERS>,
+    source: PlanSource,
+) -> Result<Plan, RunError> {
+    if ranked.is_empty() {
+        return Err(RunError::NoSolution {
+            problem: p.find_db_key().as_str().to_string(),
+            reasons: registered().map(|s| (s.id(), s.why_not(p, caps))).collect(),
+        });
+    }
+    Ok(Plan { source, ranked })
+}
+
+/// `solver`'s config in a perf-db record, if the manifest compiles it and it applies to `p`.
+fn tuned_params(
+    tuned: &[(&'static str, &'static str)],
+    p: &ConvProblem,
+    caps: &TargetCaps,
+    solver: SolverRef,
+) -> Option<&'static str> {
+    let (_, q) = tuned.iter().find(|(s, _)| *s == solver.id())?;
+    solver.usable_config(p, caps, q)
+}
+
+/// Every applicable solver: those measured on the nearest measured problem within
+/// [`NEAR_DISTANCE`] first (in its order, times scaled by the work ratio), then the rest by the
+/// cost model.
+fn fallback(
+    p: &ConvProblem,
+    model: &[MeasuredProblem<'static>],
+    caps: &TargetCaps,
+    tuned: &[(&'static str, &'static str)],
+) -> (heapless::Vec<Ranked, MAX_SOLVERS>, PlanSource) {
+    let mut near = nearest_k::<NEIGHBOURS_FOR_PARAMS>(model, p);
+    let source = match near.first() {
+        Some(&(m, d)) if d <= NEAR_DISTANCE => PlanSource::Nearest {
+            key: m.key,
+            distance: d,
+        },
+        first => {
+            // A model whose nearest problem is far says less than the cost model.
+            let nearest = first.map(|&(m, d)| (m.key, d));
+            near.clear();
+            PlanSource::CostModel { nearest }
+        }
+    };
+    let closest = near.first().copied();
+    let mut out: heapless::Vec<(bool, Ranked), MAX_SOLVERS> = heapless::Vec::new();
+    for solver in registered() {
+        let from_neighbours = || {
+            near.iter().find_map(|(m, _)| {
+                let s = m.solvers.iter().find(|s| s.solver == solver.id())?;
+                solver.usable_config(p, caps, s.params)
+            })
+        };
+        let Some(params) = tuned_params(tuned, p, caps, solver)
+            .or_else(from_neighbours)
+            .or_else(|| solver.default_params(p, caps))
+        else {
+            continue;
+        };
+        let measured = closest.and_then(|(m, d)| {
+            let s = m.solvers.iter().find(|s| s.solver == solver.id())?;
+            Some((s.time_ms as f64 * macs(p) / m.macs.max(1.0), m.key, d))
+        });
+        let ranked = Ranked {
+            variant: Variant { solver, params },
+            time_ms: measured.map_or_else(|| solver.imp.estimated_ms(p, params), |m| m.0),
+            workspace: solver.imp.launch_plan(p, params).workspace_bytes,
+            provenance: match measured {
+                Some((_, key, distance)) => Provenance::Nearest { key, distance },
+                None => Provenance::CostModel,
+            },
+        };
+        // A manifest larger than MAX_SOLVERS is refused by a test; never silently here.
+        if out.push((measured.is_some(), ranked)).is_err() {
+            break;
+        }
+    }
+    out.sort_unstable_by(|(ma, a), (mb, b)| mb.cmp(ma).then(a.time_ms.total_cmp(&b.time_ms)));
+    (out.into_iter().map(|(_, c)| c).collect(), source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_format::ConvSpec;
+
+    #[test]
+    fn the_manifest_fits_a_stack_plan() {
+        assert!(crate::embedded::kernel_manifest().len() <= MAX_SOLVERS);
+    }
+
+    #[test]
+    fn every_plan_says_where_it_came_from() {
+        let t = crate::named_target("sm_90_132").unwrap();
+        // A ResNet-50 layer the find-db has.
+        let measured = ConvProblem::from_find_db_key(
+            "64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-FP32-F",
+        )
+        .unwrap();
+        let plan = resolve(t, &measured).unwrap();
+        assert_eq!(plan.source, PlanSource::FindDb);
+        assert_eq!(plan.best().provenance, Provenance::FindDb);
+        // One it lacks: an odd size near measured ones.
+        let near = ConvProblem::new(ConvSpec {
+            n: 1,
+            c: 64,
+            k: 64,
+            input: [1, 57, 57],
+            filter: [1, 3, 3],
+            pad: [0, 1, 1],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        let plan = resolve(t, &near).unwrap();
+        assert!(matches!(plan.source, PlanSource::Nearest { .. }), "{:?}", plan.source);
+        assert!(matches!(plan.best().provenance, Provenance::Nearest { .. }));
+        // Nothing measured: the cost model, and the plan says so.
+        let caps = TargetCaps::of(t);
+        let plan = rank_unmeasured(&near, &[], &caps, None).unwrap();
+        assert_eq!(plan.source, PlanSource::CostModel { nearest: None });
+        assert!(plan.iter().all(|r| r.provenance == Provenance::CostModel));
+    }
+}

@@ -1,0 +1,70 @@
+//! `ConvImplicitGemmFwd` (`kernels/conv_igemm.cpp` over `kernels/igemm.h`): the convolution as
+//! a GEMM (M = output channels of a group, N = batch x output pixels, K = input channels of a
+//! group x filter), gathered on the fly. Perf config: `block_m,block_n,block_k`.
+
+use kiln_format::ConvProblem;
+
+use super::params::{three, tile_fill};
+use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
+
+/// Threads per block `igemm.h` is written for.
+pub(super) const BLOCK: u32 = 256;
+
+/// The implicit-GEMM solver.
+pub struct ImplicitGemm;
+
+/// Applicability shared with the 1x1 GEMM (same kernel body).
+pub(super) fn gemm_applicable(p: &ConvProblem, params: &str) -> Result<(), NotApplicable> {
+    three(params).ok_or("perf config is not block_m,block_n,block_k")?;
+    if p.groups() > 65_535 {
+        return Err("more than 65535 groups (grid z)");
+    }
+    Ok(())
+}
+
+/// Launch shared with the 1x1 GEMM: x over output columns, y over channel tiles, z over groups.
+pub(super) fn gemm_plan(p: &ConvProblem, params: &str) -> LaunchPlan {
+    let [bm, bn, _] = three(params).unwrap_or([1, 1, 1]);
+    let kpg = p.k() / p.groups().max(1);
+    let output_pixels: u64 = p.output().iter().map(|&x| x as u64).product();
+    let columns = p.n() as u64 * output_pixels;
+    let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
+    LaunchPlan::single(
+        [
+            clamp(columns.div_ceil(bn as u64)),
+            kpg.div_ceil(bm),
+            p.groups(),
+        ],
+        [BLOCK, 1, 1],
+    )
+}
+
+/// Cost shared with the 1x1 GEMM: work / throughput, charging the unfilled share of M tiles.
+pub(super) fn gemm_estimate(p: &ConvProblem, params: &str, gflops: f64) -> f64 {
+    let kpg = (p.k() / p.groups().max(1)).max(1) as f64;
+    let bm = three(params).map_or(1, |v| v[0]) as f64;
+    2.0 * kiln_format::measured::macs(p) / (gflops * tile_fill(kpg, bm) * 1e6) + 0.004
+}
+
+impl Solver for ImplicitGemm {
+    fn id(&self) -> &'static str {
+        "ConvImplicitGemmFwd"
+    }
+
+    fn applicable(
+        &self,
+        p: &ConvProblem,
+        _: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable> {
+        gemm_applicable(p, params)
+    }
+
+    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
+        gemm_plan(p, params)
+    }
+
+    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
+        gemm_estimate(p, params, 6000.0)
+    }
+}

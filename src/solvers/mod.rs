@@ -1,0 +1,449 @@
+//! kiln's convolution solvers: one type per solver, one file each, listed once in [`SOLVERS`].
+//!
+//! A solver's kernels and precompiled perf configs come from `kernels/manifest.toml` (compiled
+//! into every kdb); its behaviour lives here: which problems and targets it applies to, how its
+//! kernels are launched ([`LaunchPlan`]: one or more kernels in order, grid, block, dynamic
+//! shared memory, workspace), what it costs when nothing was measured, and its default perf
+//! config. The tests at the bottom fail when the manifest and [`SOLVERS`] disagree.
+//!
+//! Adding a solver: a kernel in `kernels/`, a `[[solver]]` entry in the manifest, a file here
+//! implementing [`Solver`], and one line in [`SOLVERS`].
+
+mod gemm1x1;
+mod igemm;
+mod naive;
+mod params;
+mod tiled;
+
+use kiln_format::{ConvProblem, DataType, Direction, EmbeddedTarget, SolverEntry, Vendor};
+
+pub use params::{value_at, values};
+
+/// Why a solver does not apply.
+pub type NotApplicable = &'static str;
+
+/// What a solver may ask of the target it would run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetCaps {
+    /// Vendor.
+    pub vendor: Vendor,
+    /// Arch (`sm_90`, `gfx942`).
+    pub arch: &'static str,
+    /// SM or CU count.
+    pub compute_units: u32,
+}
+
+impl TargetCaps {
+    /// The capabilities of an embedded target.
+    pub fn of(t: &EmbeddedTarget) -> TargetCaps {
+        TargetCaps {
+            vendor: t.vendor,
+            arch: t.arch,
+            compute_units: t.compute_units,
+        }
+    }
+}
+
+/// Most kernels one solution launches.
+pub const MAX_KERNELS: usize = 4;
+
+/// One kernel launch of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelLaunch {
+    /// Index into the solver's manifest `functions`.
+    pub kernel: usize,
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Dynamic shared memory, bytes.
+    pub shared_bytes: u32,
+}
+
+/// How a solution runs: its kernels in launch order, each receiving
+/// `(x, w, y, KernelArgs)`, and the workspace it needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchPlan {
+    /// Kernels, in order.
+    pub kernels: heapless::Vec<KernelLaunch, MAX_KERNELS>,
+    /// Workspace bytes the caller must provide.
+    pub workspace_bytes: u64,
+}
+
+impl LaunchPlan {
+    /// A plan of one kernel (the manifest's first function) with no shared memory or workspace.
+    pub fn single(grid: [u32; 3], block: [u32; 3]) -> LaunchPlan {
+        let mut kernels = heapless::Vec::new();
+        // Capacity MAX_KERNELS >= 1.
+        let _ = kernels.push(KernelLaunch {
+            kernel: 0,
+            grid,
+            block,
+            shared_bytes: 0,
+        });
+        LaunchPlan {
+            kernels,
+            workspace_bytes: 0,
+        }
+    }
+
+    /// Checks every launch against the grid and block limits both vendors share (grid x
+    /// below 2^31, y and z at most 65,535; at most 1,024 threads a block; no empty dimension).
+    pub fn within_launch_limits(&self) -> Result<(), NotApplicable> {
+        for k in &self.kernels {
+            if k.grid.contains(&0) || k.block.contains(&0) {
+                return Err("a launch dimension is 0");
+            }
+            if k.grid[0] > i32::MAX as u32 || k.grid[1] > 65_535 || k.grid[2] > 65_535 {
+                return Err("grid past the device limits (x < 2^31, y and z <= 65535)");
+            }
+            if k.block.iter().map(|&b| b as u64).product::<u64>() > 1024 {
+                return Err("more than 1024 threads per block");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A convolution solver: what MIOpen calls a solver (`IsApplicable`, `GetSolution`, a perf
+/// config), for kiln's precompiled kernels.
+pub trait Solver: Sync {
+    /// The solver id: the manifest's `id` and the name in find-db and perf-db records.
+    fn id(&self) -> &'static str;
+
+    /// Whether the solver applies to `p` on `target` with perf config `params` (one of its
+    /// manifest's `params`). Checks shared by every solver ([`common_checks`], the manifest's
+    /// `archs`, launch limits) are made by [`SolverRef::applicable`] around this.
+    fn applicable(
+        &self,
+        p: &ConvProblem,
+        target: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable>;
+
+    /// How to launch the solution (call only when applicable).
+    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan;
+
+    /// Estimated time in ms with perf config `params`, for ranking what was never measured.
+    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64;
+
+    /// The perf config to use when no perf-db record names one, among the applicable
+    /// `candidates` (the manifest's): by default the largest tile that still gives the GPU at
+    /// least 256 blocks (the last of equal tiles), else the smallest tile (the first).
+    fn default_params(
+        &self,
+        p: &ConvProblem,
+        candidates: &mut dyn Iterator<Item = &'static str>,
+    ) -> Option<&'static str> {
+        let blocks = |q: &str| {
+            let plan = self.launch_plan(p, q);
+            plan.kernels
+                .iter()
+                .map(|k| k.grid.iter().map(|&g| g as u64).product::<u64>())
+                .max()
+                .unwrap_or(0)
+        };
+        let tile = |q: &str| values(q).iter().take(2).map(|&v| v as u64).product::<u64>();
+        let (mut big, mut small): (Option<&'static str>, Option<&'static str>) = (None, None);
+        for q in candidates {
+            if blocks(q) >= 256 && big.is_none_or(|b| tile(q) >= tile(b)) {
+                big = Some(q);
+            }
+            if small.is_none_or(|s| tile(q) < tile(s)) {
+                small = Some(q);
+            }
+        }
+        big.or(small)
+    }
+}
+
+/// Every solver kiln implements. The manifest must list exactly these (tests below).
+pub static SOLVERS: &[&dyn Solver] = &[
+    &naive::DirectNaive,
+    &tiled::DirectTiled,
+    &igemm::ImplicitGemm,
+    &gemm1x1::Gemm1x1,
+];
+
+/// The solver every other is checked against (`kiln selftest`, `kiln-tools find`).
+pub const REFERENCE_SOLVER: &str = naive::ID;
+
+/// A solver with its manifest entry: what the resolver ranks and the context prepares.
+#[derive(Clone, Copy)]
+pub struct SolverRef {
+    /// The behaviour.
+    pub imp: &'static dyn Solver,
+    /// The manifest's description (kernels, options, perf configs).
+    pub entry: &'static SolverEntry,
+}
+
+impl core::fmt::Debug for SolverRef {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.entry.id)
+    }
+}
+
+impl PartialEq for SolverRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.entry.id == other.entry.id
+    }
+}
+
+impl SolverRef {
+    /// The solver id.
+    pub fn id(&self) -> &'static str {
+        self.entry.id
+    }
+
+    /// Every check: the shared ones, the manifest's `archs`, the solver's own, the kernels'
+    /// 32-bit argument block, and launch limits.
+    pub fn applicable(
+        &self,
+        p: &ConvProblem,
+        target: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable> {
+        common_checks(p)?;
+        if !self.entry.builds_for(target.arch) {
+            return Err("not built for this arch");
+        }
+        self.imp.applicable(p, target, params)?;
+        let plan = self.imp.launch_plan(p, params);
+        if plan.kernels.iter().any(|k| k.kernel >= self.entry.functions.len()) {
+            return Err("launch plan names a kernel the manifest lacks");
+        }
+        plan.within_launch_limits()
+    }
+
+    /// The manifest's perf configs that apply to `p` on `target`.
+    pub fn applicable_params<'a>(
+        &'a self,
+        p: &'a ConvProblem,
+        target: &'a TargetCaps,
+    ) -> impl Iterator<Item = &'static str> + 'a {
+        self.entry
+            .params
+            .iter()
+            .copied()
+            .filter(move |q| self.applicable(p, target, q).is_ok())
+    }
+
+    /// The manifest's copy of perf config `q`, if the manifest compiles it and it applies (a
+    /// config read from a database may be neither).
+    pub fn usable_config(
+        &self,
+        p: &ConvProblem,
+        target: &TargetCaps,
+        q: &str,
+    ) -> Option<&'static str> {
+        self.entry
+            .params
+            .iter()
+            .copied()
+            .find(|x| *x == q)
+            .filter(|x| self.applicable(p, target, x).is_ok())
+    }
+
+    /// The default perf config among the applicable ones (see [`Solver::default_params`]).
+    pub fn default_params(&self, p: &ConvProblem, target: &TargetCaps) -> Option<&'static str> {
+        self.imp
+            .default_params(p, &mut self.applicable_params(p, target))
+    }
+
+    /// Why no perf config of this solver applies (the first config's reason).
+    pub fn why_not(&self, p: &ConvProblem, target: &TargetCaps) -> NotApplicable {
+        self.entry
+            .params
+            .iter()
+            .find_map(|q| self.applicable(p, target, q).err())
+            .unwrap_or("no applicable perf config")
+    }
+}
+
+/// The registered solvers the manifest compiled, in manifest order (a solver missing on either
+/// side is left out here and reported by the tests).
+pub fn registered() -> impl Iterator<Item = SolverRef> {
+    crate::embedded::kernel_manifest().iter().filter_map(|entry| {
+        SOLVERS
+            .iter()
+            .find(|s| s.id() == entry.id)
+            .map(|&imp| SolverRef { imp, entry })
+    })
+}
+
+/// A registered solver by id.
+pub fn by_id(id: &str) -> Option<SolverRef> {
+    registered().find(|s| s.id() == id)
+}
+
+/// Checks every solver shares: forward, one supported data type, one layout, no casts, and
+/// sizes that fit the kernels' `int` argument block (element offsets are 64-bit in the
+/// kernels; tensors are capped below 2^37 elements).
+pub fn common_checks(p: &ConvProblem) -> Result<(), NotApplicable> {
+    if p.direction() != Direction::Forward {
+        return Err("kiln's kernels are forward only");
+    }
+    let t = p.data_types();
+    if !(t[0] == t[1] && t[1] == t[2]) {
+        return Err("mixed data types");
+    }
+    if !matches!(t[0], DataType::Fp32 | DataType::Fp16 | DataType::Bf16) {
+        return Err("data type not FP32, FP16 or BF16");
+    }
+    let l = p.layouts();
+    if !(l[0] == l[1] && l[1] == l[2]) {
+        return Err("tensors in different layouts");
+    }
+    if p.spec().cast_types.iter().any(Option::is_some) {
+        return Err("cast types");
+    }
+    if kiln_format::abi::KernelArgs::of(p).is_none() {
+        return Err("a size does not fit the kernels' 32-bit arguments");
+    }
+    let [x, w, y] = p.element_counts();
+    if x.max(w).max(y) >= i32::MAX as u64 * 64 {
+        return Err("tensor too large for 32-bit per-dimension indexing");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_format::ConvSpec;
+
+    fn caps() -> TargetCaps {
+        TargetCaps {
+            vendor: Vendor::Nvidia,
+            arch: "sm_90",
+            compute_units: 132,
+        }
+    }
+
+    #[test]
+    fn every_manifest_solver_has_an_implementation_and_back() {
+        let manifest = crate::embedded::kernel_manifest();
+        for e in manifest {
+            assert!(
+                SOLVERS.iter().any(|s| s.id() == e.id),
+                "manifest solver {} has no implementation in src/solvers/",
+                e.id
+            );
+        }
+        for s in SOLVERS {
+            assert!(
+                manifest.iter().any(|e| e.id == s.id()),
+                "solver {} is registered but kernels/manifest.toml has no entry for it",
+                s.id()
+            );
+        }
+        assert_eq!(registered().count(), manifest.len());
+        let mut ids: Vec<&str> = SOLVERS.iter().map(|s| s.id()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), SOLVERS.len(), "a solver is registered twice");
+        assert!(by_id(REFERENCE_SOLVER).is_some());
+    }
+
+    #[test]
+    fn every_registered_solver_plans_a_valid_launch_for_each_config() {
+        let p = ConvProblem::new(ConvSpec {
+            n: 2,
+            c: 64,
+            k: 64,
+            input: [1, 28, 28],
+            filter: [1, 3, 3],
+            pad: [0, 1, 1],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        for s in registered() {
+            let mut planned = 0;
+            for q in s.applicable_params(&p, &caps()) {
+                let plan = s.imp.launch_plan(&p, q);
+                assert!(!plan.kernels.is_empty(), "{} [{q}]", s.id());
+                assert!(plan.within_launch_limits().is_ok(), "{} [{q}]", s.id());
+                let t = s.imp.estimated_ms(&p, q);
+                assert!(t.is_finite() && t > 0.0, "{} [{q}]: {t}", s.id());
+                planned += 1;
+            }
+            // The 1x1 GEMM does not apply to a 3x3 filter; every other solver does.
+            assert_eq!(planned > 0, s.id() != "ConvGemm1x1Fwd", "{}", s.id());
+        }
+    }
+
+    #[test]
+    fn block_sizes_follow_the_compiled_tiles() {
+        let p = ConvProblem::new(ConvSpec {
+            n: 1,
+            c: 16,
+            k: 32,
+            input: [1, 32, 32],
+            filter: [1, 1, 1],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        for s in registered() {
+            for q in s.applicable_params(&p, &caps()) {
+                let block = s.imp.launch_plan(&p, q).kernels[0].block;
+                let v = values(q);
+                // conv_tiled.cpp runs TILE_H x TILE_W threads; igemm.h is written for 256.
+                let want = match s.id() {
+                    "ConvDirectTiledFwd" => [v[0] * v[1], 1, 1],
+                    _ => [256, 1, 1],
+                };
+                assert_eq!(block, want, "{} [{q}]", s.id());
+            }
+        }
+    }
+
+    #[test]
+    fn launches_past_grid_limits_are_not_applicable() {
+        // 4,194,304 output channels in FP16 at 1x1: the implicit GEMM's grid.y would be 65,536.
+        let p = ConvProblem::new(ConvSpec {
+            n: 1,
+            c: 1,
+            k: 4_194_304,
+            input: [1, 1, 1],
+            filter: [1, 1, 1],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        let igemm = by_id("ConvImplicitGemmFwd").unwrap();
+        assert_eq!(
+            igemm.applicable(&p, &caps(), "64,64,16"),
+            Err("grid past the device limits (x < 2^31, y and z <= 65535)")
+        );
+        let plan = LaunchPlan::single([1, 70_000, 1], [256, 1, 1]);
+        assert!(plan.within_launch_limits().is_err());
+        assert!(LaunchPlan::single([1, 1, 1], [32, 32, 2])
+            .within_launch_limits()
+            .is_err());
+    }
+
+    #[test]
+    fn arch_lists_are_honoured() {
+        static ENTRY: SolverEntry = SolverEntry {
+            id: "ConvDirectNaiveFwd",
+            algorithm: "miopenConvolutionFwdAlgoDirect",
+            source: "conv_naive.cpp",
+            functions: &["conv_naive_fwd"],
+            options: "",
+            params: &[""],
+            archs: &["sm_90"],
+        };
+        let s = SolverRef {
+            imp: &naive::DirectNaive,
+            entry: &ENTRY,
+        };
+        let p = ConvProblem::new(ConvSpec::default()).unwrap();
+        assert!(s.applicable(&p, &caps(), "").is_ok());
+        let amd = TargetCaps {
+            vendor: Vendor::Amd,
+            arch: "gfx942",
+            compute_units: 304,
+        };
+        assert_eq!(s.applicable(&p, &amd, ""), Err("not built for this arch"));
+    }
+}

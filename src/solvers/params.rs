@@ -1,0 +1,49 @@
+//! Reading a perf config's values (`"64,64,16"`) on the stack: ranking never allocates.
+
+/// Most values a perf config holds.
+pub const MAX_PARAM_VALUES: usize = 8;
+
+/// The values of a perf config; values that do not parse are skipped.
+pub fn values(params: &str) -> heapless::Vec<u32, MAX_PARAM_VALUES> {
+    params
+        .split(',')
+        .filter_map(|v| v.parse().ok())
+        .take(MAX_PARAM_VALUES)
+        .collect()
+}
+
+/// Value `i` of a perf config's values; 1 where it is missing or 0 (an applicable config has
+/// every value, and 1 keeps a malformed one from dividing by zero).
+pub fn value_at(values: &[u32], i: usize) -> u32 {
+    values.get(i).copied().unwrap_or(1).max(1)
+}
+
+/// `Some([a, b, c])` when the config is exactly three positive values.
+pub fn three(params: &str) -> Option<[u32; 3]> {
+    match values(params).as_slice() {
+        &[a, b, c] if a > 0 && b > 0 && c > 0 => Some([a, b, c]),
+        _ => None,
+    }
+}
+
+/// The share of tiles of `tile` that `size` keeps busy (a 1-channel problem in a 32-tall tile
+/// fills 1/32 of it).
+pub fn tile_fill(size: f64, tile: f64) -> f64 {
+    size / ((size / tile).ceil() * tile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_and_fill() {
+        assert_eq!(values("64,32,8").as_slice(), &[64, 32, 8]);
+        assert_eq!(three("64,32,8"), Some([64, 32, 8]));
+        assert_eq!(three("64,0,8"), None);
+        assert_eq!(three(""), None);
+        assert_eq!(value_at(&[], 2), 1);
+        assert_eq!(tile_fill(1.0, 32.0), 1.0 / 32.0);
+        assert_eq!(tile_fill(64.0, 32.0), 1.0);
+    }
+}

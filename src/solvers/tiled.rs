@@ -1,0 +1,62 @@
+//! `ConvDirectTiledFwd` (`kernels/conv_tiled.cpp`): a tile of output pixels for a few output
+//! channels per block, input patch and filters staged in shared memory. 2-D, channels first.
+//! Perf config: `tile_h,tile_w,k_per_block`.
+
+use kiln_format::ConvProblem;
+
+use super::params::{three, tile_fill};
+use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
+
+/// Shared-memory bounds compiled into the kernel.
+const PATCH_MAX: u64 = 2048;
+const FILTER_MAX: u64 = 1024;
+
+/// The tiled direct solver.
+pub struct DirectTiled;
+
+impl Solver for DirectTiled {
+    fn id(&self) -> &'static str {
+        "ConvDirectTiledFwd"
+    }
+
+    fn applicable(
+        &self,
+        p: &ConvProblem,
+        _: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable> {
+        if p.spatial_dims() != 2 || p.layouts()[0].channels_last() {
+            return Err("tiled direct is 2-D channels-first only");
+        }
+        let [th, tw, kpb] = three(params).ok_or("perf config is not tile_h,tile_w,k_per_block")?;
+        let span = |tile: u32, i: usize| {
+            (tile as u64 - 1) * p.stride()[i] as u64 + (p.filter()[i] as u64 - 1) * p.dilation()[i] as u64 + 1
+        };
+        if span(th, 1) * span(tw, 2) > PATCH_MAX {
+            return Err("input patch does not fit in shared memory");
+        }
+        if kpb as u64 * p.filter()[1] as u64 * p.filter()[2] as u64 > FILTER_MAX {
+            return Err("filters do not fit in shared memory");
+        }
+        Ok(())
+    }
+
+    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
+        let [th, tw, kpb] = three(params).unwrap_or([1, 1, 1]);
+        let kpg = p.k() / p.groups().max(1);
+        let [_, oh, ow] = p.output();
+        let tiles = oh.div_ceil(th) as u64 * ow.div_ceil(tw) as u64;
+        let channel_blocks = p.groups() as u64 * kpg.div_ceil(kpb) as u64;
+        let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
+        LaunchPlan::single(
+            [clamp(tiles), clamp(channel_blocks), p.n()],
+            [th * tw, 1, 1],
+        )
+    }
+
+    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
+        let kpg = (p.k() / p.groups().max(1)).max(1) as f64;
+        let kpb = three(params).map_or(1, |v| v[2]) as f64;
+        2.0 * kiln_format::measured::macs(p) / (2500.0 * tile_fill(kpg, kpb) * 1e6) + 0.004
+    }
+}
