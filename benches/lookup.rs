@@ -33,7 +33,7 @@ fn lookups(c: &mut Criterion) {
     let target = kiln::named_target("gfx942130").unwrap();
     let (keys, problems, perf) = load();
     for k in &keys {
-        target.find_solutions_by_key(k).unwrap().unwrap();
+        target.find_record_by_key(k).unwrap().unwrap();
     }
     for (p, s) in &perf {
         target.perf_params(p, s).unwrap().unwrap();
@@ -42,14 +42,14 @@ fn lookups(c: &mut Criterion) {
     c.bench_function("find-db lookup by key (9,600 keys, cycling)", |b| {
         b.iter(|| {
             i = (i + 1) % keys.len();
-            black_box(target.find_solutions_by_key(black_box(&keys[i])).unwrap())
+            black_box(target.find_record_by_key(black_box(&keys[i])).unwrap())
         })
     });
     let mut i = 0usize;
     c.bench_function("find-db lookup by problem (key built on the stack)", |b| {
         b.iter(|| {
             i = (i + 1) % problems.len();
-            black_box(target.find_solutions(black_box(&problems[i])).unwrap())
+            black_box(target.find_record(black_box(&problems[i])).unwrap())
         })
     });
     let mut i = 0usize;
@@ -77,7 +77,7 @@ fn lookups(c: &mut Criterion) {
     let miss =
         ConvProblem::from_find_db_key("3-3-3-1x1-3-3-3-3-0x0-1x1-1x1-0-NCHW-FP32-F").unwrap();
     c.bench_function("find-db miss by problem", |b| {
-        b.iter(|| black_box(target.find_solutions(black_box(&miss)).unwrap()))
+        b.iter(|| black_box(target.find_record(black_box(&miss)).unwrap()))
     });
 }
 
@@ -96,7 +96,7 @@ fn resolve(c: &mut Criterion) {
     let unmeasured: Vec<ConvProblem> = measured
         .iter()
         .map(|p| ConvProblem::new(kiln::ConvSpec { n: 3, ..p.spec() }).unwrap())
-        .filter(|p| target.find_solutions(p).unwrap().is_none())
+        .filter(|p| target.find_record(p).unwrap().is_none())
         .collect();
     for p in measured.iter().chain(&unmeasured) {
         kiln::context::rank(target, p).unwrap();

@@ -297,15 +297,13 @@ fn check_target(obj: &[u8], device_arch: &str) -> Result<ObjectTarget, CodeObjec
 mod tests {
     use super::*;
 
-    fn object(target: &str, name: &str) -> &'static [u8] {
+    /// The naive solver's FP32 object of an embedded target.
+    fn object(target: &str) -> &'static [u8] {
         let t = crate::named_target(target).unwrap();
-        let solver = crate::solvers::by_id("ConvDirectNaiveFwd").unwrap();
-        let _ = name;
-        let args = crate::solvers::kernel_args(solver, kiln_format::DataType::Fp32, "", t.arch);
-        t.code_object(&crate::solvers::kernel_name(solver), &args)
-            .unwrap()
-            .unwrap()
-            .bytes
+        let e = crate::solvers::by_id("ConvDirectNaiveFwd").unwrap().entry;
+        let (name, args) =
+            kiln_format::manifest::kdb_key(e.source, e.options, "FP32", "", t.arch).unwrap();
+        t.code_object(&name, &args).unwrap().unwrap().bytes
     }
 
     #[test]
@@ -329,25 +327,25 @@ mod tests {
 
     #[test]
     fn mismatches_name_both_sides() {
-        let gfx90a = object("gfx90a68", "");
+        let gfx90a = object("gfx90a68");
         let e = check_for_device(gfx90a, "gfx942:sramecc+:xnack-")
             .unwrap_err()
             .to_string();
         assert!(e.contains("the binary has AMD gfx90a (mach 0x3f), xnack any, sramecc any; the device is gfx942"), "{e}");
-        let sm90 = object("sm_90_132", "");
+        let sm90 = object("sm_90_132");
         assert_eq!(inspect(sm90).unwrap(), ObjectTarget::Nvidia { sm: 90 });
         let e = check_for_device(sm90, "sm_80").unwrap_err().to_string();
         assert!(
             e.contains("NVIDIA cubin for sm_90; the device is sm_80"),
             "{e}"
         );
-        assert!(check_for_device(object("sm_80_108", ""), "sm_86").is_ok());
+        assert!(check_for_device(object("sm_80_108"), "sm_86").is_ok());
         assert!(check_for_device(gfx90a, "sm_90").is_err());
     }
 
     #[test]
     fn structure_outside_the_bytes_is_refused() {
-        let obj = object("gfx942130", "");
+        let obj = object("gfx942130");
         assert!(
             inspect(&obj[..obj.len() - 1]).is_err(),
             "sections end at the last byte"

@@ -3,9 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-/// The repository root.
+/// The repository root (these tests are built by the root package and by the binaries'
+/// packages in `cli/`).
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|d| d.join("kernels/manifest.toml").is_file())
+        .expect("the test runs inside the kiln repository")
+        .to_path_buf()
 }
 
 /// `../shared/miopen-db`, MIOpen's real files (CI has it beside the checkout).

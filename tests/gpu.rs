@@ -2,8 +2,10 @@
 //! loudly; `ci/device-run.sh` runs them on the H100 with `--ignored`.
 
 use kiln::backend::Stream;
-use kiln::context::{Buffer, Context, RunError};
-use kiln::{ConvProblem, ConvSpec, DataType, Layout};
+use kiln::context::Context;
+use kiln::harness::verify::run_checked;
+use kiln::resolve::Variant;
+use kiln::{ConvProblem, ConvSpec, DataType, Layout, RunError};
 
 fn ctx() -> Context {
     Context::new(kiln::backend::open(Some("cuda:0")).expect("a CUDA device"))
@@ -51,13 +53,13 @@ fn every_solver_matches_the_reference() {
     let mut runs = 0;
     for spec in problems {
         let p = ConvProblem::new(spec).unwrap();
-        for c in ctx.find_solutions(&p).unwrap() {
-            let r = kiln::verify::run_checked(&ctx, &p, &c, 42, 2).unwrap();
+        for c in ctx.find_solutions(&p).unwrap().iter() {
+            let r = run_checked(&ctx, &p, &c.variant, 42, 2).unwrap();
             assert!(
                 r.passed,
                 "{} [{}] on {}: error {}",
-                c.solver.id,
-                c.params,
+                c.variant.solver.id(),
+                c.variant.params,
                 p.find_db_key(),
                 r.error
             );
@@ -80,7 +82,7 @@ fn buffers_are_checked_and_invokers_cached() {
         ..ConvSpec::default()
     })
     .unwrap();
-    let c = ctx.find_solutions(&p).unwrap()[0];
+    let c = ctx.find_solutions(&p).unwrap().best().variant;
     let a = ctx.prepare(&p, &c).unwrap();
     let b = ctx.prepare(&p, &c).unwrap();
     assert!(
@@ -89,28 +91,22 @@ fn buffers_are_checked_and_invokers_cached() {
     );
     // Another perf config of the same solver is another kernel: never the cached one.
     let igemm = kiln::solvers::by_id("ConvImplicitGemmFwd").unwrap();
-    for &params in igemm.params {
-        let cand = kiln::context::Candidate {
+    for &params in igemm.entry.params {
+        let v = Variant {
             solver: igemm,
             params,
-            ..c
         };
-        let inv = ctx.prepare(&p, &cand).unwrap();
-        assert_eq!(inv.params, params);
-        assert_eq!(inv.dims(), kiln::solvers::launch_dims(igemm, &p, params));
+        let inv = ctx.prepare(&p, &v).unwrap();
+        assert_eq!(inv.variant.params, params);
+        let planned = igemm.imp.launch_plan(&p, params);
+        assert!(inv.launches().eq(planned.kernels.iter()));
     }
-    assert!(igemm.params.len() >= 2);
-    let be = ctx.backend();
-    let small = Buffer {
-        ptr: be.alloc(16).unwrap(),
-        bytes: 16,
-    };
-    let ok = Buffer {
-        ptr: be.alloc(1 << 20).unwrap(),
-        bytes: 1 << 20,
-    };
+    assert!(igemm.entry.params.len() >= 2);
+    let dev = ctx.device();
+    let small = dev.alloc(16).unwrap();
+    let ok = dev.alloc(1 << 20).unwrap();
     let e = ctx
-        .run(&a, small, ok, ok, None, Stream::default())
+        .run(&a, &small, &ok, &ok, None, &Stream::default())
         .unwrap_err();
     assert!(
         matches!(
@@ -123,8 +119,13 @@ fn buffers_are_checked_and_invokers_cached() {
         ),
         "{e}"
     );
-    be.free(small.ptr);
-    be.free(ok.ptr);
+    // A buffer of another open device (here: a second context on the same GPU) is refused.
+    let other = kiln::backend::open(Some("cuda:0")).unwrap();
+    let foreign = other.alloc(1 << 20).unwrap();
+    let e = ctx
+        .run(&a, &foreign, &ok, &ok, None, &Stream::default())
+        .unwrap_err();
+    assert!(matches!(e, RunError::ForeignBuffer { which: "x" }), "{e}");
 }
 
 #[test]
@@ -133,14 +134,16 @@ fn a_foreign_code_object_is_refused_before_the_driver() {
     let ctx = ctx();
     let other = kiln::named_target("gfx90a68").unwrap();
     let solver = kiln::solvers::by_id("ConvDirectNaiveFwd").unwrap();
-    let obj = other
-        .code_object(
-            &kiln::solvers::kernel_name(solver),
-            &kiln::solvers::kernel_args(solver, DataType::Fp32, "", "gfx90a"),
-        )
-        .unwrap()
-        .unwrap();
-    let e = kiln::codeobject::check_for_device(obj.bytes, &ctx.backend().info().arch)
+    let (name, args) = kiln::format::manifest::kdb_key(
+        solver.entry.source,
+        solver.entry.options,
+        DataType::Fp32.name(),
+        "",
+        "gfx90a",
+    )
+    .unwrap();
+    let obj = other.code_object(&name, &args).unwrap().unwrap();
+    let e = kiln::codeobject::check_for_device(obj.bytes, &ctx.device().info().arch)
         .unwrap_err()
         .to_string();
     assert!(

@@ -8,7 +8,7 @@ mod common;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use kiln::context::Ranking;
+use kiln::resolve::{PlanSource, Provenance};
 use kiln::ConvProblem;
 use kiln_embed::finddb::FindDb;
 use kiln_embed::perfdb::PerfDb;
@@ -47,7 +47,7 @@ fn every_listed_problem_is_measured_and_agrees_with_the_log() {
             best.insert(f[0], (t, f[1]));
         }
     }
-    let solvers: Vec<&str> = kiln::solvers::manifest().iter().map(|s| s.id).collect();
+    let solvers: Vec<&str> = kiln::embedded::kernel_manifest().iter().map(|s| s.id).collect();
     for key in &keys {
         let r = find
             .records
@@ -90,56 +90,35 @@ fn perf_db_converts_to_sqlite_that_a_plain_client_reads() {
 #[test]
 fn unmeasured_problems_take_the_nearest_measured_problem() {
     let target = kiln::named_target("sm_90_132").unwrap();
-    assert_eq!(target.neighbours.len(), 712);
+    assert_eq!(target.measured.len(), 712);
     // Batch 2 of a measured ResNet-50 layer: not in the find-db, nearest to batch 1.
     let p =
         ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-2-1x1-1x1-1x1-0-NCHW-FP32-F").unwrap();
     let near =
         ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-FP32-F").unwrap();
-    assert!(target.find_solutions(&p).unwrap().is_none());
-    let (m, d) = kiln_format::heuristic::nearest(target.neighbours, &p).unwrap();
+    assert!(target.find_record(&p).unwrap().is_none());
+    let (m, d) = kiln::format::measured::nearest(target.measured, &p).unwrap();
     assert_eq!(m.key, near.find_db_key().as_str());
     assert_eq!(d, 3.0); // batch 1 -> 2: one step on N, N*out and MACs
-    let ranked = kiln::context::rank(target, &p).unwrap();
-    let measured = kiln::context::rank(target, &near).unwrap();
-    assert_eq!(ranked[0].ranking, Ranking::Nearest);
-    assert_eq!(ranked[0].solver.id, measured[0].solver.id);
-    assert_eq!(ranked[0].params, measured[0].params);
+    let ranked = kiln::resolve::resolve(target, &p).unwrap();
+    let measured = kiln::resolve::resolve(target, &near).unwrap();
+    assert_eq!(
+        ranked.source,
+        PlanSource::Nearest {
+            key: m.key,
+            distance: 3.0
+        }
+    );
+    assert!(matches!(ranked[0].provenance, Provenance::Nearest { key, .. } if key == m.key));
+    assert_eq!(measured.source, PlanSource::FindDb);
+    assert_eq!(ranked[0].variant, measured[0].variant);
     // Twice the work: the estimate is the neighbour's time, doubled.
     let ratio = ranked[0].time_ms / measured[0].time_ms;
     assert!((ratio - 2.0).abs() < 1e-3, "{ratio}");
     // A class nothing measured (BF16) falls back to the cost model.
     let bf16 =
         ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-BF16-F").unwrap();
-    assert!(kiln::context::rank(target, &bf16)
-        .unwrap()
-        .iter()
-        .all(|c| c.ranking == Ranking::Heuristic));
-}
-
-#[test]
-fn fallback_regret_on_held_out_problems_meets_its_targets() {
-    // `kiln regret` exits non-zero above median 1.15 / p90 1.5; check its figures too.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .arg("regret")
-        .current_dir(common::repo())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for label in ["all networks, one left out at a time", "five folds"] {
-        let row = text.lines().find(|l| l.contains(label)).unwrap();
-        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        let (n, median, p90): (usize, f64, f64) = (
-            cells[2].parse().unwrap(),
-            cells[3].parse().unwrap(),
-            cells[4].parse().unwrap(),
-        );
-        assert_eq!(n, 712, "{row}");
-        assert!(median <= 1.15 && p90 <= 1.5, "{row}");
-    }
+    let plan = kiln::resolve::resolve(target, &bf16).unwrap();
+    assert_eq!(plan.source, PlanSource::CostModel { nearest: None });
+    assert!(plan.iter().all(|c| c.provenance == Provenance::CostModel));
 }

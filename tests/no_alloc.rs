@@ -67,7 +67,7 @@ fn lookups_do_not_allocate() {
         kiln::ConvProblem::from_find_db_key("3-3-3-1x1-3-3-3-3-0x0-1x1-1x1-0-NCHW-FP32-F").unwrap();
     // Warm up: decode every block once.
     for k in &keys {
-        target.find_solutions_by_key(k).unwrap().unwrap();
+        target.find_record_by_key(k).unwrap().unwrap();
     }
     for (p, s) in &perf {
         target.perf_params(p, s).unwrap().unwrap();
@@ -77,14 +77,14 @@ fn lookups_do_not_allocate() {
     let mut checksum = 0.0;
     let mut hits = 0usize;
     for (p, k) in problems.iter().zip(&keys) {
-        let s = target.find_solutions(p).unwrap().unwrap();
+        let s = target.find_record(p).unwrap().unwrap();
         for sol in s.iter() {
             checksum += sol.unwrap().time_ms;
         }
         let ranked = s.ranked().unwrap();
         hits += ranked.len();
         hits += target
-            .find_solutions_by_key(k)
+            .find_record_by_key(k)
             .unwrap()
             .map_or(0, |s| s.len());
     }
@@ -92,7 +92,7 @@ fn lookups_do_not_allocate() {
         hits += target.perf_params(p, s).unwrap().map_or(0, |_| 1);
         hits += target.perf_record(p).unwrap().len();
     }
-    let misses = target.find_solutions(&miss).unwrap().is_none()
+    let misses = target.find_record(&miss).unwrap().is_none()
         && target.perf_params(&miss, "X").unwrap().is_none();
     let after = allocations();
     assert!(misses && hits > 100_000 && checksum > 0.0);
@@ -105,11 +105,13 @@ fn lookups_do_not_allocate() {
 }
 
 #[test]
-fn fallback_ranking_does_not_allocate() {
+fn resolving_does_not_allocate() {
     // Problems the measured sm_90_132 find-db lacks (batch 2 and 3, odd sizes), ranked by the
-    // nearest measured problem and the cost model, perf-db consulted: all on the stack.
+    // nearest measured problem and the cost model, perf-db consulted; and a measured one
+    // through the find-db: all on the stack.
     let target = kiln::named_target("sm_90_132").unwrap();
-    assert!(!target.neighbours.is_empty());
+    let caps = kiln::solvers::TargetCaps::of(target);
+    assert!(!target.measured.is_empty());
     let unseen: Vec<kiln::ConvProblem> = [
         "64-56-56-3x3-64-56-56-2-1x1-1x1-1x1-0-NCHW-FP32-F",
         "256-14-14-1x1-1024-14-14-3-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F",
@@ -119,18 +121,26 @@ fn fallback_ranking_does_not_allocate() {
     .iter()
     .map(|k| kiln::ConvProblem::from_find_db_key(k).unwrap())
     .collect();
+    let measured = kiln::ConvProblem::from_find_db_key(
+        "64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-FP32-F",
+    )
+    .unwrap();
+    kiln::resolve::resolve(target, &measured).unwrap();
     for p in &unseen {
-        assert!(target.find_solutions(p).unwrap().is_none());
-        kiln::context::rank_unmeasured(p, target.neighbours, Some(target)).unwrap();
+        assert!(target.find_record(p).unwrap().is_none());
+        kiln::resolve::resolve(target, p).unwrap();
+        kiln::resolve::rank_unmeasured(p, target.measured, &caps, Some(target)).unwrap();
     }
     let before = allocations();
     let mut ranked = 0;
     for _ in 0..100 {
         for p in &unseen {
-            ranked += kiln::context::rank_unmeasured(p, target.neighbours, Some(target))
+            ranked += kiln::resolve::rank_unmeasured(p, target.measured, &caps, Some(target))
                 .unwrap()
                 .len();
+            ranked += kiln::resolve::resolve(target, p).unwrap().len();
         }
+        ranked += kiln::resolve::resolve(target, &measured).unwrap().len();
     }
     let after = allocations();
     assert!(ranked >= 400);

@@ -84,7 +84,7 @@ fn embedded_find_db_returns_exactly_the_file() {
     let db = FindDb::read(&common::gfx942130().join("gfx942130.HIP.fdb.txt")).unwrap();
     for r in &db.records {
         let by_key = target
-            .find_solutions_by_key(&r.key)
+            .find_record_by_key(&r.key)
             .unwrap()
             .expect("key is embedded");
         let got: Vec<_> = by_key.iter().map(Result::unwrap).collect();
@@ -97,15 +97,15 @@ fn embedded_find_db_returns_exactly_the_file() {
         }
         // The same record through the problem (key built on the stack).
         let p = ConvProblem::from_find_db_key(&r.key).unwrap();
-        let by_problem = target.find_solutions(&p).unwrap().unwrap();
+        let by_problem = target.find_record(&p).unwrap().unwrap();
         assert_eq!(by_problem.len(), r.items.len());
     }
     // Misses are misses.
     assert!(target
-        .find_solutions_by_key("1-1-1-1x1-1-1-1-1-0x0-1x1-1x1-0-NCHW-FP32-F")
+        .find_record_by_key("1-1-1-1x1-1-1-1-1-0x0-1x1-1x1-0-NCHW-FP32-F")
         .unwrap()
         .is_none());
-    assert!(target.find_solutions_by_key("not a key").unwrap().is_none());
+    assert!(target.find_record_by_key("not a key").unwrap().is_none());
 }
 
 #[test]

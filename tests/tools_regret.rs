@@ -1,0 +1,39 @@
+//! `kiln-tools regret` on the committed sm_90_132 DBs and find log: the fallback meets its
+//! targets on held-out problems, and the report equals the committed one
+//! (`benches/heuristic-regret.md`), so a change of ranking policy cannot pass unnoticed.
+
+mod common;
+
+#[test]
+fn fallback_regret_on_held_out_problems_meets_its_targets() {
+    // `kiln-tools regret` exits non-zero above median 1.15 / p90 1.5; check its figures too.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln-tools"))
+        .arg("regret")
+        .current_dir(common::repo())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for label in ["all networks, one left out at a time", "five folds"] {
+        let row = text.lines().find(|l| l.contains(label)).unwrap();
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (n, median, p90): (usize, f64, f64) = (
+            cells[2].parse().unwrap(),
+            cells[3].parse().unwrap(),
+            cells[4].parse().unwrap(),
+        );
+        assert_eq!(n, 712, "{row}");
+        assert!(median <= 1.15 && p90 <= 1.5, "{row}");
+    }
+    let committed =
+        std::fs::read_to_string(common::repo().join("benches/heuristic-regret.md")).unwrap();
+    assert_eq!(
+        text.trim_end(),
+        committed.trim_end(),
+        "the regret report differs from benches/heuristic-regret.md (regenerate it with `kiln-tools regret --out benches/heuristic-regret.md` if the change is intended)"
+    );
+}
