@@ -57,7 +57,7 @@ fn lookups(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 1) % problems.len();
             let s = target
-                .find_solutions(black_box(&problems[i]))
+                .find_record(black_box(&problems[i]))
                 .unwrap()
                 .unwrap();
             black_box(s.ranked().unwrap().first().map(|s| s.time_ms))
@@ -81,7 +81,7 @@ fn lookups(c: &mut Criterion) {
     });
 }
 
-/// Full resolution (`rank`: find-db, perf-db, applicability, ordering) on the measured
+/// Full resolution (`resolve`: find-db, perf-db, applicability, ordering) on the measured
 /// sm_90_132 target, for its measured problems and for unmeasured ones (the fallback).
 fn resolve(c: &mut Criterion) {
     let target = kiln::named_target("sm_90_132").unwrap();
@@ -99,13 +99,13 @@ fn resolve(c: &mut Criterion) {
         .filter(|p| target.find_record(p).unwrap().is_none())
         .collect();
     for p in measured.iter().chain(&unmeasured) {
-        kiln::context::rank(target, p).unwrap();
+        kiln::resolve::resolve(target, p).unwrap();
     }
     let mut i = 0usize;
     c.bench_function("resolve a measured problem (sm_90_132, 712 cycling)", |b| {
         b.iter(|| {
             i = (i + 1) % measured.len();
-            black_box(kiln::context::rank(target, black_box(&measured[i])).unwrap())
+            black_box(kiln::resolve::resolve(target, black_box(&measured[i])).unwrap())
         })
     });
     let mut i = 0usize;
@@ -114,7 +114,7 @@ fn resolve(c: &mut Criterion) {
         |b| {
             b.iter(|| {
                 i = (i + 1) % unmeasured.len();
-                black_box(kiln::context::rank(target, black_box(&unmeasured[i])).unwrap())
+                black_box(kiln::resolve::resolve(target, black_box(&unmeasured[i])).unwrap())
             })
         },
     );

@@ -120,7 +120,11 @@ impl Context {
         p: &ConvProblem,
         v: &Variant,
     ) -> Result<(Arc<Invoker>, PrepareTimes), RunError> {
-        let key = (p.network_config().as_str().to_string(), v.solver.id(), v.params);
+        let key = (
+            p.network_config().as_str().to_string(),
+            v.solver.id(),
+            v.params,
+        );
         if let Some(inv) = self.cache().get(&key) {
             return Ok((inv.clone(), PrepareTimes::default()));
         }
@@ -147,13 +151,14 @@ impl Context {
                 })?;
         let t1 = std::time::Instant::now();
         let arch = &self.device.info().arch;
-        let checked = crate::codeobject::check_for_device(object.bytes, arch).map_err(|source| {
-            RunError::CodeObject {
-                solver: v.solver.id(),
-                key: format!("'{name}' '{args}'"),
-                source,
-            }
-        })?;
+        let checked =
+            crate::codeobject::check_for_device(object.bytes, arch).map_err(|source| {
+                RunError::CodeObject {
+                    solver: v.solver.id(),
+                    key: format!("'{name}' '{args}'"),
+                    source,
+                }
+            })?;
         let t2 = std::time::Instant::now();
         let inv = Arc::new(self.load(p, v, checked)?);
         let t3 = std::time::Instant::now();
@@ -192,7 +197,11 @@ impl Context {
     ) -> Result<Invoker, RunError> {
         let not_applicable = |reason: &str| RunError::Solver {
             solver: v.solver.id(),
-            reason: format!("[{}] does not apply to {}: {reason}", v.params, p.find_db_key()),
+            reason: format!(
+                "[{}] does not apply to {}: {reason}",
+                v.params,
+                p.find_db_key()
+            ),
         };
         v.solver
             .applicable(p, &TargetCaps::of(self.target), v.params)

@@ -28,7 +28,8 @@ pub const MAX_SOLVERS: usize = 16;
 const NEIGHBOURS_FOR_PARAMS: usize = 8;
 
 /// A problem's own perf-db record: (solver, params) pairs.
-type PerfRecord = heapless::Vec<(&'static str, &'static str), { kiln_format::lookup::MAX_SOLUTIONS }>;
+type PerfRecord =
+    heapless::Vec<(&'static str, &'static str), { kiln_format::lookup::MAX_SOLUTIONS }>;
 
 /// Where a solution's rank came from.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -165,7 +166,12 @@ pub fn resolve(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Plan,
             break;
         }
     }
-    finish(p, &caps, ranked, if measured { PlanSource::FindDb } else { source })
+    finish(
+        p,
+        &caps,
+        ranked,
+        if measured { PlanSource::FindDb } else { source },
+    )
 }
 
 /// The fallback alone for `p` with measured problems `model` (e.g. a model with some problems
@@ -283,10 +289,9 @@ mod tests {
     fn every_plan_says_where_it_came_from() {
         let t = crate::named_target("sm_90_132").unwrap();
         // A ResNet-50 layer the find-db has.
-        let measured = ConvProblem::from_find_db_key(
-            "64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-FP32-F",
-        )
-        .unwrap();
+        let measured =
+            ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-FP32-F")
+                .unwrap();
         let plan = resolve(t, &measured).unwrap();
         assert_eq!(plan.source, PlanSource::FindDb);
         assert_eq!(plan.best().provenance, Provenance::FindDb);
@@ -302,7 +307,11 @@ mod tests {
         })
         .unwrap();
         let plan = resolve(t, &near).unwrap();
-        assert!(matches!(plan.source, PlanSource::Nearest { .. }), "{:?}", plan.source);
+        assert!(
+            matches!(plan.source, PlanSource::Nearest { .. }),
+            "{:?}",
+            plan.source
+        );
         assert!(matches!(plan.best().provenance, Provenance::Nearest { .. }));
         // Nothing measured: the cost model, and the plan says so.
         let caps = TargetCaps::of(t);

@@ -47,7 +47,10 @@ fn every_listed_problem_is_measured_and_agrees_with_the_log() {
             best.insert(f[0], (t, f[1]));
         }
     }
-    let solvers: Vec<&str> = kiln::embedded::kernel_manifest().iter().map(|s| s.id).collect();
+    let solvers: Vec<&str> = kiln::embedded::kernel_manifest()
+        .iter()
+        .map(|s| s.id)
+        .collect();
     for key in &keys {
         let r = find
             .records

@@ -83,10 +83,7 @@ fn lookups_do_not_allocate() {
         }
         let ranked = s.ranked().unwrap();
         hits += ranked.len();
-        hits += target
-            .find_record_by_key(k)
-            .unwrap()
-            .map_or(0, |s| s.len());
+        hits += target.find_record_by_key(k).unwrap().map_or(0, |s| s.len());
     }
     for (p, s) in &perf {
         hits += target.perf_params(p, s).unwrap().map_or(0, |_| 1);
@@ -121,10 +118,9 @@ fn resolving_does_not_allocate() {
     .iter()
     .map(|k| kiln::ConvProblem::from_find_db_key(k).unwrap())
     .collect();
-    let measured = kiln::ConvProblem::from_find_db_key(
-        "64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-FP32-F",
-    )
-    .unwrap();
+    let measured =
+        kiln::ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-FP32-F")
+            .unwrap();
     kiln::resolve::resolve(target, &measured).unwrap();
     for p in &unseen {
         assert!(target.find_record(p).unwrap().is_none());

@@ -31,11 +31,10 @@ fn missing_driver_is_an_error_not_a_panic() {
                     .is_some_and(|e| e.message.contains("does not exist"))
         );
     } else {
-        let e = opened.err().expect("no driver: an error").to_string();
+        let e = opened.expect_err("no driver: an error").to_string();
         assert!(e.contains("libcuda.so"), "{e}");
         let e = kiln::backend::open(None)
-            .err()
-            .expect("no device")
+            .expect_err("no device")
             .to_string();
         assert!(e.contains("no GPU found") && e.contains("cuda:"), "{e}");
     }
@@ -58,7 +57,10 @@ fn devices_says_which_runtimes_were_found() {
     let cuda = out.lines().find(|l| l.starts_with("cuda:")).expect(&out);
     let hip = out.lines().find(|l| l.starts_with("hip:")).expect(&out);
     if !kiln::backend::cuda::driver_present() {
-        assert!(cuda.contains("runtime not found") && cuda.contains("libcuda.so"), "{cuda}");
+        assert!(
+            cuda.contains("runtime not found") && cuda.contains("libcuda.so"),
+            "{cuda}"
+        );
     }
     match kiln::backend::hip::library() {
         // This machine has Debian's ROCm 5.2 runtime (ci/setup.sh) and no AMD GPU.
@@ -85,7 +87,9 @@ fn a_bad_hip_library_path_is_named_in_the_error() {
     let libc = "libc.so.6";
     let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
         .env("KILN_HIP_LIBRARY", libc)
-        .args(["run", "--device", "hip:0", "-c", "8", "-k", "8", "-H", "8", "-W", "8"])
+        .args([
+            "run", "--device", "hip:0", "-c", "8", "-k", "8", "-H", "8", "-W", "8",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -131,5 +135,8 @@ fn exit_codes_are_0_success_1_error_2_usage() {
     // Errors the review found aborting (exit 134) through the C entry point: now errors.
     assert_eq!(code(&["demo", "-n", "0"]), Some(1));
     assert_eq!(code(&["demo", "--layout", "NCDHW"]), Some(1));
-    assert_eq!(code(&["resolve", "--target", "nonesuch", "-n", "1"]), Some(1));
+    assert_eq!(
+        code(&["resolve", "--target", "nonesuch", "-n", "1"]),
+        Some(1)
+    );
 }

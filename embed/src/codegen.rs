@@ -2,7 +2,7 @@
 //! all sha256-pinned), validate them, pack each into a table blob, and write the Rust source
 //! that places the blobs in the binary. `build.rs` is a thin call into [`embed`].
 //!
-//! Two halves: [`collect_target`] turns a target folder into data (packed tables, the measured
+//! Two halves: `collect_target` turns a target folder into data (packed tables, the measured
 //! model, input records), and the printers turn that data into Rust that names only
 //! `::kiln_format` paths, so the compiler checks the generated code against the contract crate.
 
@@ -244,7 +244,10 @@ fn print_target_statics(code: &mut String, t: &TargetData, out_dir: &Path) {
         )
         .ok();
     }
-    code.push_str(&crate::measured::emit(&ident(base, "measured"), &t.measured));
+    code.push_str(&crate::measured::emit(
+        &ident(base, "measured"),
+        &t.measured,
+    ));
 }
 
 fn table_kind_path(kind: TableKind) -> &'static str {

@@ -113,7 +113,11 @@ pub fn build_entries(
     vendor: Vendor,
 ) -> Result<Vec<KdbEntry>> {
     let mut jobs: Vec<(String, PathBuf, Vec<String>, String)> = Vec::new();
-    for s in manifest.solvers.iter().filter(|s| kiln_format::manifest::builds_for(&s.archs, arch)) {
+    for s in manifest
+        .solvers
+        .iter()
+        .filter(|s| kiln_format::manifest::builds_for(&s.archs, arch))
+    {
         for dt in &manifest.data_types {
             for p in &s.params {
                 let opts = compile_options(&s.options, dt, p).map_err(|e| Error::Target {

@@ -268,7 +268,9 @@ impl Driver for CudaDriver {
     unsafe fn fill(&self, dst: Raw, value: u8, bytes: usize) -> Result<(), BackendError> {
         self.current()?;
         // SAFETY: the caller guarantees dst holds `bytes` bytes.
-        check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(dst, value, bytes) })
+        check("cuMemsetD8", unsafe {
+            sys::cuMemsetD8_v2(dst, value, bytes)
+        })
     }
 
     unsafe fn launch(

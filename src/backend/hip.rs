@@ -98,7 +98,10 @@ impl Api {
             }
         }
         Err(match env {
-            Some(v) => format!("{LIBRARY_ENV}={v} could not be loaded ({})", tried.join("; ")),
+            Some(v) => format!(
+                "{LIBRARY_ENV}={v} could not be loaded ({})",
+                tried.join("; ")
+            ),
             None => format!(
                 "no HIP runtime found (tried {}; set {LIBRARY_ENV} to its path)",
                 SONAMES.join(", ")
@@ -254,8 +257,9 @@ impl HipDriver {
     /// Binds the device to the calling thread (HIP's current device is per thread).
     fn current(&self) -> Result<(), BackendError> {
         // SAFETY: plain runtime call.
-        self.api
-            .check("hipSetDevice", unsafe { (self.api.hipSetDevice)(self.ordinal) })
+        self.api.check("hipSetDevice", unsafe {
+            (self.api.hipSetDevice)(self.ordinal)
+        })
     }
 }
 
@@ -365,16 +369,18 @@ impl Driver for HipDriver {
     fn synchronize(&self) -> Result<(), BackendError> {
         self.current()?;
         // SAFETY: plain runtime call.
-        self.api
-            .check("hipDeviceSynchronize", unsafe { (self.api.hipDeviceSynchronize)() })
+        self.api.check("hipDeviceSynchronize", unsafe {
+            (self.api.hipDeviceSynchronize)()
+        })
     }
 
     fn create_event(&self) -> Result<Raw, BackendError> {
         self.current()?;
         let mut e = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
-        self.api
-            .check("hipEventCreate", unsafe { (self.api.hipEventCreate)(&mut e) })?;
+        self.api.check("hipEventCreate", unsafe {
+            (self.api.hipEventCreate)(&mut e)
+        })?;
         Ok(e as Raw)
     }
 

@@ -20,7 +20,14 @@ struct Net {
     layout: Layout,
 }
 
-fn conv(net: Net, c: u32, hw: u32, k: u32, f: u32, stride: u32) -> Result<ConvProblem, ProblemError> {
+fn conv(
+    net: Net,
+    c: u32,
+    hw: u32,
+    k: u32,
+    f: u32,
+    stride: u32,
+) -> Result<ConvProblem, ProblemError> {
     let Net { n, dtype, layout } = net;
     ConvProblem::new(ConvSpec {
         n,

@@ -321,8 +321,10 @@ pub fn run_checked(
     ctx.run(&inv, &x, &w, &y, None, &stream)?;
     let out = download(&y, dtype)?;
     let error = relative_error(&out, &reference(p, &xv, &wv));
-    let time_ms = time_device(dev, 2, repeats, |_| ctx.run(&inv, &x, &w, &y, None, &stream))?
-        .median_ms;
+    let time_ms = time_device(dev, 2, repeats, |_| {
+        ctx.run(&inv, &x, &w, &y, None, &stream)
+    })?
+    .median_ms;
     Ok(CheckedRun {
         error,
         time_ms,

@@ -209,7 +209,11 @@ impl SolverRef {
         }
         self.imp.applicable(p, target, params)?;
         let plan = self.imp.launch_plan(p, params);
-        if plan.kernels.iter().any(|k| k.kernel >= self.entry.functions.len()) {
+        if plan
+            .kernels
+            .iter()
+            .any(|k| k.kernel >= self.entry.functions.len())
+        {
             return Err("launch plan names a kernel the manifest lacks");
         }
         plan.within_launch_limits()
@@ -263,12 +267,14 @@ impl SolverRef {
 /// The registered solvers the manifest compiled, in manifest order (a solver missing on either
 /// side is left out here and reported by the tests).
 pub fn registered() -> impl Iterator<Item = SolverRef> {
-    crate::embedded::kernel_manifest().iter().filter_map(|entry| {
-        SOLVERS
-            .iter()
-            .find(|s| s.id() == entry.id)
-            .map(|&imp| SolverRef { imp, entry })
-    })
+    crate::embedded::kernel_manifest()
+        .iter()
+        .filter_map(|entry| {
+            SOLVERS
+                .iter()
+                .find(|s| s.id() == entry.id)
+                .map(|&imp| SolverRef { imp, entry })
+        })
 }
 
 /// A registered solver by id.

@@ -30,7 +30,9 @@ impl Solver for DirectTiled {
         }
         let [th, tw, kpb] = three(params).ok_or("perf config is not tile_h,tile_w,k_per_block")?;
         let span = |tile: u32, i: usize| {
-            (tile as u64 - 1) * p.stride()[i] as u64 + (p.filter()[i] as u64 - 1) * p.dilation()[i] as u64 + 1
+            (tile as u64 - 1) * p.stride()[i] as u64
+                + (p.filter()[i] as u64 - 1) * p.dilation()[i] as u64
+                + 1
         };
         if span(th, 1) * span(tw, 2) > PATCH_MAX {
             return Err("input patch does not fit in shared memory");

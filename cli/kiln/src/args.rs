@@ -81,6 +81,10 @@ pub struct ResolveArgs {
     /// Target basename or alias (default: the only embedded target).
     #[arg(long)]
     pub target: Option<String>,
+    /// After printing, resolve the problem this many more times and report the time and the
+    /// heap allocations per resolve (the lookup path allocates none).
+    #[arg(long, default_value_t = 0)]
+    pub repeat: u32,
     /// Batch size.
     #[arg(short = 'n', default_value_t = 1)]
     n: u32,
@@ -156,10 +160,14 @@ impl ResolveArgs {
     /// The problem: the key when one is given, else the flags.
     pub fn problem(&self) -> Result<ConvProblem, Box<dyn std::error::Error>> {
         match &self.key {
-            Some(key) => Ok(ConvProblem::from_find_db_key(key).map_err(|e| kiln::Error::BadKey {
-                key: key.clone(),
-                source: e,
-            })?),
+            Some(key) => {
+                Ok(
+                    ConvProblem::from_find_db_key(key).map_err(|e| kiln::Error::BadKey {
+                        key: key.clone(),
+                        source: e,
+                    })?,
+                )
+            }
             None => problem_from_flags(self),
         }
     }
@@ -197,4 +205,3 @@ fn problem_from_flags(a: &ResolveArgs) -> Result<ConvProblem, Box<dyn std::error
     };
     Ok(ConvProblem::new(spec)?)
 }
-

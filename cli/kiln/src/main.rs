@@ -11,8 +11,12 @@
 //! reported as an error (never an abort across the C entry point).
 #![no_main]
 
+mod alloc_count;
 mod args;
 mod cmd;
+
+#[global_allocator]
+static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
 
 use clap::Parser;
 

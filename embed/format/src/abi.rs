@@ -127,8 +127,14 @@ pub fn parse_c_struct(source: &str, name: &str) -> Result<CStruct, String> {
         };
         align_max = align_max.max(size);
         for field in names.split(',').map(str::trim) {
-            if field.is_empty() || !field.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-                return Err(format!("struct {name}: cannot read field `{field}` of `{decl}`"));
+            if field.is_empty()
+                || !field
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                return Err(format!(
+                    "struct {name}: cannot read field `{field}` of `{decl}`"
+                ));
             }
             offset = offset.next_multiple_of(size);
             fields.push(CField {
@@ -155,7 +161,11 @@ mod tests {
             "A",
         )
         .unwrap();
-        let offs: Vec<(&str, usize)> = s.fields.iter().map(|f| (f.name.as_str(), f.offset)).collect();
+        let offs: Vec<(&str, usize)> = s
+            .fields
+            .iter()
+            .map(|f| (f.name.as_str(), f.offset))
+            .collect();
         assert_eq!(offs, [("a", 0), ("b", 4), ("c", 8), ("d", 16)]);
         assert_eq!(s.size, 24);
         assert!(parse_c_struct("struct A { double x; };", "A").is_err());

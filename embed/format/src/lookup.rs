@@ -51,7 +51,10 @@ impl std::error::Error for LookupError {
 
 type Result<T> = core::result::Result<T, LookupError>;
 
-fn table_error(target: &'static str, table: TableKind) -> impl Fn(TableError) -> LookupError + Copy {
+fn table_error(
+    target: &'static str,
+    table: TableKind,
+) -> impl Fn(TableError) -> LookupError + Copy {
     move |e| LookupError {
         target,
         table,
@@ -59,7 +62,10 @@ fn table_error(target: &'static str, table: TableKind) -> impl Fn(TableError) ->
     }
 }
 
-fn payload_error(target: &'static str, table: TableKind) -> impl Fn(PayloadError) -> LookupError + Copy {
+fn payload_error(
+    target: &'static str,
+    table: TableKind,
+) -> impl Fn(PayloadError) -> LookupError + Copy {
     move |e| LookupError {
         target,
         table,
@@ -115,15 +121,14 @@ impl Solutions {
                     .table
                     .string(raw.solver as u32)
                     .map_err(table_error(self.target, TableKind::FindDb))?;
-                let algorithm =
-                    ALGORITHM_NAMES
-                        .get(raw.algorithm as usize)
-                        .copied()
-                        .ok_or_else(|| {
-                            payload_error(self.target, TableKind::FindDb)(records::PayloadError(
-                                "algorithm index out of range",
-                            ))
-                        })?;
+                let algorithm = ALGORITHM_NAMES
+                    .get(raw.algorithm as usize)
+                    .copied()
+                    .ok_or_else(|| {
+                        payload_error(self.target, TableKind::FindDb)(records::PayloadError(
+                            "algorithm index out of range",
+                        ))
+                    })?;
                 Ok(Solution {
                     solver,
                     time_ms: raw.time_ms,
@@ -176,7 +181,9 @@ impl EmbeddedTarget {
         let Some(table) = self.find_db else {
             return Ok(None);
         };
-        let rec = table.get(key).map_err(table_error(self.basename, TableKind::FindDb))?;
+        let rec = table
+            .get(key)
+            .map_err(table_error(self.basename, TableKind::FindDb))?;
         Ok(rec.map(|r| Solutions {
             target: self.basename,
             table,
@@ -214,7 +221,10 @@ impl EmbeddedTarget {
         let Some(table) = self.perf_db else {
             return Ok(None);
         };
-        let Some(rec) = table.get(key).map_err(table_error(self.basename, TableKind::PerfDb))? else {
+        let Some(rec) = table
+            .get(key)
+            .map_err(table_error(self.basename, TableKind::PerfDb))?
+        else {
             return Ok(None);
         };
         let payload_err = payload_error(self.basename, TableKind::PerfDb);
@@ -269,10 +279,14 @@ impl EmbeddedTarget {
             return Ok(None);
         };
         let key = KeyParts(&[kernel_name.as_bytes(), b"\0", kernel_args.as_bytes()]);
-        let Some(rec) = table.get_parts(key).map_err(table_error(self.basename, TableKind::KernelDb))? else {
+        let Some(rec) = table
+            .get_parts(key)
+            .map_err(table_error(self.basename, TableKind::KernelDb))?
+        else {
             return Ok(None);
         };
-        let p = kdb_payload(rec.payload).map_err(payload_error(self.basename, TableKind::KernelDb))?;
+        let p =
+            kdb_payload(rec.payload).map_err(payload_error(self.basename, TableKind::KernelDb))?;
         Ok(Some(CodeObject {
             bytes: p.object,
             sha256: p.sha256,

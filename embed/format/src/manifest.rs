@@ -61,7 +61,11 @@ impl std::error::Error for KeyRuleError {}
 
 /// The compile options of one variant: `-DKILN_DTYPE_<type>`, then the solver's template with
 /// the perf config's values substituted (`params` is comma-separated; `""` for none).
-pub fn compile_options(template: &str, data_type: &str, params: &str) -> Result<String, KeyRuleError> {
+pub fn compile_options(
+    template: &str,
+    data_type: &str,
+    params: &str,
+) -> Result<String, KeyRuleError> {
     let mut opts = template.to_string();
     if !params.is_empty() {
         for (i, v) in params.split(',').enumerate() {
@@ -128,7 +132,9 @@ mod tests {
             )
         );
         assert_eq!(
-            kdb_key("conv_naive.cpp", "", "FP32", "", "gfx90a").unwrap().1,
+            kdb_key("conv_naive.cpp", "", "FP32", "", "gfx90a")
+                .unwrap()
+                .1,
             " -DKILN_DTYPE_FP32 -mcpu=gfx90a"
         );
         assert_eq!(

@@ -58,4 +58,3 @@ pub fn run(a: &CheckArgs) -> CliResult {
     }
     Ok(())
 }
-

@@ -21,7 +21,10 @@ pub struct ConvertArgs {
 
 pub fn run(a: &ConvertArgs) -> CliResult {
     let (input, output) = (a.input.as_path(), a.output.as_path());
-    if std::fs::canonicalize(input).ok().is_some_and(|i| std::fs::canonicalize(output).ok() == Some(i)) {
+    if std::fs::canonicalize(input)
+        .ok()
+        .is_some_and(|i| std::fs::canonicalize(output).ok() == Some(i))
+    {
         return Err(format!("{}: input and output are the same file", input.display()).into());
     }
     match (kind_of(input)?, kind_of(output)?) {
@@ -51,4 +54,3 @@ pub fn run(a: &ConvertArgs) -> CliResult {
     }
     Ok(())
 }
-

@@ -102,4 +102,3 @@ pub fn run(a: &ImportArgs) -> CliResult {
     println!("wrote {}", dir.join("target.toml").display());
     Ok(())
 }
-

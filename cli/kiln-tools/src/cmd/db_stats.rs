@@ -71,4 +71,3 @@ pub fn run(a: &StatsArgs) -> CliResult {
     }
     Ok(())
 }
-

@@ -136,9 +136,7 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         }
         let pkey = p.perf_db_key();
         if let Some(rec) = crate::tune::perf_record(pkey.as_str(), &ms) {
-            pdb.merge(PerfDb {
-                records: vec![rec],
-            });
+            pdb.merge(PerfDb { records: vec![rec] });
             write_atomic(&pdb_path, &pdb.to_text())?;
         }
         bar.inc(1);

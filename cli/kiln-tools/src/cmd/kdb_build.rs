@@ -93,4 +93,3 @@ pub fn run(a: &KdbBuildArgs) -> CliResult {
     }
     Ok(())
 }
-

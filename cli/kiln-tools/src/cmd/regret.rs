@@ -292,9 +292,15 @@ pub fn run(a: &RegretArgs) -> CliResult {
     let mut folds = Vec::new();
     for f in 0..5 {
         let test: Vec<&str> = all.iter().copied().filter(|k| fold(k) == f).collect();
-        folds.extend(evaluate(&find, &perf, &manifest, &log, &test, &caps, |k| {
-            fold(k) != f
-        })?);
+        folds.extend(evaluate(
+            &find,
+            &perf,
+            &manifest,
+            &log,
+            &test,
+            &caps,
+            |k| fold(k) != f,
+        )?);
     }
     row("**five folds (every problem once)**", &folds, &mut r)?;
     let (med, p90, _, _) = summary(&folds.iter().map(|o| o.regret).collect::<Vec<_>>());

@@ -14,12 +14,18 @@ pub fn run() -> CliResult {
             }
         };
         match (b.list)() {
-            Err(e) => println!("{scheme}: runtime {runtime} loaded; no usable device: {}", e.message),
+            Err(e) => println!(
+                "{scheme}: runtime {runtime} loaded; no usable device: {}",
+                e.message
+            ),
             Ok(devices) if devices.is_empty() => {
                 println!("{scheme}: runtime {runtime} loaded; no device")
             }
             Ok(devices) => {
-                println!("{scheme}: runtime {runtime} loaded; {} device(s)", devices.len());
+                println!(
+                    "{scheme}: runtime {runtime} loaded; {} device(s)",
+                    devices.len()
+                );
                 for d in devices {
                     let target = match kiln::select_target(&d.arch, d.compute_units) {
                         Ok(sel) => format!(

@@ -84,5 +84,21 @@ pub fn run(a: &ResolveArgs) -> CliResult {
             r.workspace
         );
     }
+    if a.repeat > 0 {
+        let before = crate::alloc_count::allocations();
+        let t = std::time::Instant::now();
+        for _ in 0..a.repeat {
+            std::hint::black_box(kiln::resolve::resolve(
+                target,
+                std::hint::black_box(&problem),
+            )?);
+        }
+        let ns = t.elapsed().as_secs_f64() * 1e9 / a.repeat as f64;
+        let allocations = crate::alloc_count::allocations() - before;
+        println!(
+            "resolved {} times: {ns:.0} ns per resolve, {allocations} heap allocations",
+            a.repeat
+        );
+    }
     Ok(())
 }
