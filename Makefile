@@ -7,24 +7,28 @@ FUZZ_SECONDS ?= 20
 ## Run kiln's main job on its embedded default databases: every ResNet-50 conv layer through
 ## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects).
 demo:
-	$(CARGO) build --release --quiet
+	$(CARGO) build --release --quiet -p kiln-cli
 	./target/release/kiln devices
 	./target/release/kiln demo
 	@echo
 	./target/release/kiln resolve --target mi300x -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1
 
-## Install toolchains (clang-19, NVRTC wheel, strace, libamdhip64) and run every test:
-## the workspace, the HIP backend's no-device path, and kdb freshness.
+## Install toolchains (clang-19, NVRTC wheel, strace, libamdhip64) and run every test: the
+## workspace (library, both binaries, build-time crate), the HIP struct-layout check against
+## hip-runtime-sys, the vendor-only builds, and kdb freshness.
 test: setup
 	$(CARGO) test --workspace
-	$(CARGO) test --features hip --test no_gpu
-	$(CARGO) run --quiet -- kdb build --check
+	$(CARGO) build --quiet -p kiln --features hip-abi-check
+	$(CARGO) test --quiet -p kiln --lib --no-default-features --features hip,all-amd
+	$(CARGO) test --quiet -p kiln --lib --no-default-features --features cuda,all-nvidia
+	$(CARGO) run --quiet -p kiln-tools -- kdb build --check
 
 ## Rebuild every target's kdb from kernels/ (commit the result).
 kdb: setup
-	$(CARGO) run --quiet --no-default-features --features cli -- kdb build
+	$(CARGO) run --quiet -p kiln-tools -- kdb build
 
-## Build the H100 package (device-pack/); run it with the device tool: bash device-pack/on-device.sh
+## Build the H100 package (device-pack/): release kiln and kiln-tools, the GPU and backend
+## conformance test binaries; run it with the device tool: bash device-pack/on-device.sh
 device-pack:
 	bash ci/device-run.sh
 
@@ -35,7 +39,8 @@ setup:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy --all-targets --features hip -- -D warnings
+	$(CARGO) clippy -p kiln --all-targets --no-default-features --features hip,all-amd,harness -- -D warnings
+	$(CARGO) clippy -p kiln --all-targets --no-default-features --features cuda,all-nvidia,harness -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
 
 ## Each text-parser fuzz target for FUZZ_SECONDS (cargo-fuzz on stable via RUSTC_BOOTSTRAP).

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Packs what the H100 needs into device-pack/ (git-ignored): the release kiln binary and the GPU
-# test binary. Everything kiln needs at run time is inside the binary. Then, with the device
-# tool: carry device-pack and run `bash device-pack/on-device.sh`; results land in $OUT.
+# Packs what the H100 needs into device-pack/ (git-ignored): the release `kiln` (appliance) and
+# `kiln-tools` (find, bench) binaries and the GPU test binaries (tests/gpu.rs and the backend
+# conformance suite). Everything kiln needs at run time is inside the binary. Then, with the
+# device tool: carry device-pack and run `bash device-pack/on-device.sh`; results land in $OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf device-pack && mkdir -p device-pack
-cargo build --release --quiet
-cp target/release/kiln device-pack/
-exe=$(cargo test --release --test gpu --no-run --message-format=json 2>/dev/null \
-  | python3 -c 'import json,sys
+cargo build --release --quiet -p kiln-cli -p kiln-tools
+cp target/release/kiln target/release/kiln-tools device-pack/
+test_exe() { # the executable of integration test $1 of the kiln package (release, harness)
+  cargo test --release -p kiln --features harness --test "$1" --no-run --message-format=json 2>/dev/null \
+    | python3 -c 'import json,sys
 for l in sys.stdin:
     m=json.loads(l)
-    if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="gpu" and m.get("executable"): print(m["executable"])' | tail -1)
-cp "$exe" device-pack/gpu-tests
+    if m.get("reason")=="compiler-artifact" and m["target"]["name"]==sys.argv[1] and m.get("executable"): print(m["executable"])' "$1" | tail -1
+}
+cp "$(test_exe gpu)" device-pack/gpu-tests
+cp "$(test_exe backend_conformance)" device-pack/conformance-tests
 cp ci/on-device.sh ci/on-device-find.sh ci/on-device-bench.sh device-pack/
 ls -la device-pack

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the device machine: `kiln bench` (cold start vs NVRTC, lookup cost, every ResNet-50
+# Runs on the device machine: `kiln-tools bench` (cold start vs NVRTC, lookup cost, every ResNet-50
 # layer against cuDNN) and three fresh-process cold starts. cuDNN and NVRTC are not part of kiln:
 # they are found in the machine's PyTorch install and loaded at run time. Results land in $OUT.
 set -uo pipefail
@@ -21,6 +21,6 @@ export LD_LIBRARY_PATH="$(dirname "${cudnn:-/x/x}"):${libdirs}${LD_LIBRARY_PATH:
 export KILN_NVRTC=${nvrtc:-}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >> "$OUT/bench-env.txt" 2>&1
 for i in 1 2 3; do "$P/kiln" coldstart; done > "$OUT/coldstart.txt" 2>&1
-timeout "${BENCH_SECONDS:-420}" "$P/kiln" bench --out "$OUT/bench.md" > "$OUT/bench-run.txt" 2>&1
+timeout "${BENCH_SECONDS:-420}" "$P/kiln-tools" bench --out "$OUT/bench.md" > "$OUT/bench-run.txt" 2>&1
 echo "bench exit $?" | tee -a "$OUT/bench-run.txt"
 tail -c 3000 "$OUT/bench-run.txt"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the device machine: generates the problem lists from the network definitions
-# (PyTorch/torchvision there), then measures them with `kiln find` into $OUT, continuing from
+# (PyTorch/torchvision there), then measures them with `kiln-tools find` into $OUT, continuing from
 # the sm_90_132 DBs already in the repo (resumable: measured problems are skipped; the DBs are
 # saved after every problem, so a stop loses nothing). FIND_SECONDS bounds the measuring.
 set -uo pipefail
@@ -18,7 +18,7 @@ if [ "${FIND_FRESH:-0}" != 1 ]; then
   cp "$REPO"/targets/sm_90_132/sm_90_132.HIP.fdb.txt "$REPO"/targets/sm_90_132/sm_90_132.db.txt "$OUT/" 2>/dev/null
   cp "$REPO"/benches/h100-find/find-log.tsv "$OUT/" 2>/dev/null
 fi
-timeout "${FIND_SECONDS:-480}" "$P/kiln" find --device cuda:0 --problems "$OUT"/problems/*.txt \
+timeout "${FIND_SECONDS:-480}" "$P/kiln-tools" find --device cuda:0 --problems "$OUT"/problems/*.txt \
   --db-dir "$OUT" --log "$OUT/find-log.tsv" > "$OUT/find-run.txt" 2>&1
 echo "exit $?" >> "$OUT/find-run.txt"
 tail -c 2000 "$OUT/find-run.txt"

@@ -298,6 +298,7 @@ mod tests {
     use super::*;
 
     /// The naive solver's FP32 object of an embedded target.
+    #[allow(dead_code)] // the tests using it need particular target features
     fn object(target: &str) -> &'static [u8] {
         let t = crate::named_target(target).unwrap();
         let e = crate::solvers::by_id("ConvDirectNaiveFwd").unwrap().entry;
@@ -326,6 +327,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(all(feature = "gfx90a68", feature = "sm_90_132", feature = "sm_80_108"))]
     fn mismatches_name_both_sides() {
         let gfx90a = object("gfx90a68");
         let e = check_for_device(gfx90a, "gfx942:sramecc+:xnack-")
@@ -344,6 +346,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "gfx942130")]
     fn structure_outside_the_bytes_is_refused() {
         let obj = object("gfx942130");
         assert!(

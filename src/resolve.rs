@@ -278,7 +278,6 @@ fn fallback(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kiln_format::ConvSpec;
 
     #[test]
     fn the_manifest_fits_a_stack_plan() {
@@ -286,7 +285,9 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "sm_90_132")]
     fn every_plan_says_where_it_came_from() {
+        use kiln_format::ConvSpec;
         let t = crate::named_target("sm_90_132").unwrap();
         // A ResNet-50 layer the find-db has.
         let measured =

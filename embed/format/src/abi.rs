@@ -33,7 +33,7 @@ pub struct KernelArgs {
     pub dil_d: i32,
     pub dil_h: i32,
     pub dil_w: i32,
-    /// 1: N[D]HWC activations and K[D]HWC/G weights; 0: NC[D]HW and KC/G[D]HW.
+    /// 1: `N[D]HWC` activations and `K[D]HWC/G` weights; 0: `NC[D]HW` and `KC/G[D]HW`.
     pub channels_last: i32,
     /// Keeps the block at 96 bytes.
     pub reserved: i32,
