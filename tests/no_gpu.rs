@@ -140,3 +140,48 @@ fn exit_codes_are_0_success_1_error_2_usage() {
         Some(1)
     );
 }
+
+#[test]
+fn the_binary_starts_on_a_machine_without_rocm() {
+    // Hide every HIP runtime on this machine (a private mount namespace: root only) and start
+    // the default binary. A build-time link to libamdhip64 would fail before main.
+    let hidden: Vec<String> = ["/usr/lib/x86_64-linux-gnu", "/usr/lib", "/opt/rocm/lib"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libamdhip64.so"))
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    let mounts: String = hidden
+        .iter()
+        .map(|p| format!("mount --bind /dev/null '{p}' && "))
+        .collect();
+    let script = format!("{mounts}exec '{}' devices", env!("CARGO_BIN_EXE_kiln"));
+    let out = Command::new("unshare")
+        .args(["--mount", "sh", "-c", &script])
+        .output();
+    let Ok(out) = out.as_ref().map_err(|e| e.to_string()).and_then(|o| {
+        if String::from_utf8_lossy(&o.stderr).contains("unshare failed") {
+            Err(String::from_utf8_lossy(&o.stderr).into_owned())
+        } else {
+            Ok(o)
+        }
+    }) else {
+        eprintln!("not run: this machine cannot make a private mount namespace: {out:?}");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("hip: runtime not found: no HIP runtime found (tried libamdhip64.so.6"),
+        "{text}"
+    );
+}
