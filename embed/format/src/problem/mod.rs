@@ -1,0 +1,526 @@
+//! Convolution problems and MIOpen's three serializations of them: the find-db key, the perf-db
+//! key and the network config (the invoker-cache key). Keys are written into fixed-capacity
+//! buffers so that building one never touches the heap.
+//!
+//! - `vocab`: direction, layout and data type, as keys spell them;
+//! - this module: [`ConvSpec`] (what a caller describes), [`ConvProblem`] (validated) and its
+//!   sizes;
+//! - `keys`: the three key writers; `parse`: the two key parsers.
+
+use core::fmt;
+
+mod keys;
+mod parse;
+mod vocab;
+
+pub use parse::parse_u32;
+pub use vocab::{DataType, Direction, Layout};
+
+/// Why a key or a problem description was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProblemError {
+    /// Which field (for keys: which `-`/`x` separated field) was wrong.
+    pub field: &'static str,
+    /// What was wrong with it.
+    pub reason: &'static str,
+    /// Index of the field in the key (0-based), when the error came from parsing a key.
+    pub field_index: Option<usize>,
+}
+
+impl ProblemError {
+    const fn new(field: &'static str, reason: &'static str) -> Self {
+        ProblemError {
+            field,
+            reason,
+            field_index: None,
+        }
+    }
+    const fn at(field: &'static str, reason: &'static str, index: usize) -> Self {
+        ProblemError {
+            field,
+            reason,
+            field_index: Some(index),
+        }
+    }
+}
+
+impl fmt::Display for ProblemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.field_index {
+            Some(i) => write!(f, "field {} ({}): {}", i + 1, self.field, self.reason),
+            None => write!(f, "{}: {}", self.field, self.reason),
+        }
+    }
+}
+
+impl std::error::Error for ProblemError {}
+
+/// A convolution described the way a caller sees it, before validation.
+///
+/// Sizes are given in forward terms whatever the direction: `x` is `n x c x [d x] h x w`,
+/// the filter `k x c/groups x [fd x] fy x fx`, the output is computed. Depth fields are
+/// ignored for 2-D problems.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvSpec {
+    /// 2 or 3.
+    pub spatial_dims: u8,
+    /// Batch size.
+    pub n: u32,
+    /// Input channels (of x).
+    pub c: u32,
+    /// Output channels (of y).
+    pub k: u32,
+    /// Input spatial size `[d, h, w]`.
+    pub input: [u32; 3],
+    /// Filter spatial size `[d, h, w]`.
+    pub filter: [u32; 3],
+    /// Zero padding `[d, h, w]`.
+    pub pad: [u32; 3],
+    /// Stride `[d, h, w]`.
+    pub stride: [u32; 3],
+    /// Dilation `[d, h, w]`.
+    pub dilation: [u32; 3],
+    /// Group count; `groups == c == k` is depthwise.
+    pub groups: u32,
+    /// Layout of x, w and y.
+    pub layouts: [Layout; 3],
+    /// Element types of x, w and y.
+    pub data_types: [DataType; 3],
+    /// Optional cast types of x, w and y (MIOpen's `_ci`, `_cw`, `_co`).
+    pub cast_types: [Option<DataType>; 3],
+    /// Direction.
+    pub direction: Direction,
+    /// MIOpen's bias flag (always 0 for convolutions in the shipped DBs).
+    pub bias: u32,
+}
+
+impl Default for ConvSpec {
+    fn default() -> Self {
+        ConvSpec {
+            spatial_dims: 2,
+            n: 1,
+            c: 1,
+            k: 1,
+            input: [1, 1, 1],
+            filter: [1, 1, 1],
+            pad: [0; 3],
+            stride: [1; 3],
+            dilation: [1; 3],
+            groups: 1,
+            layouts: [Layout::Nchw; 3],
+            data_types: [DataType::Fp32; 3],
+            cast_types: [None; 3],
+            direction: Direction::Forward,
+            bias: 0,
+        }
+    }
+}
+
+/// Largest value any size field may take. Keeps element counts and keys bounded.
+pub const MAX_DIM: u32 = 1 << 24;
+
+/// The integer fields of a perf-db key, in order: the `config` table's columns as MIOpen's
+/// `sqlite2txt` joins them (the layout, data type and direction follow).
+pub const PERF_KEY_INT_FIELDS: [&str; 21] = [
+    "spatial_dim",
+    "in_channels",
+    "in_h",
+    "in_w",
+    "in_d",
+    "fil_h",
+    "fil_w",
+    "fil_d",
+    "out_channels",
+    "batchsize",
+    "pad_h",
+    "pad_w",
+    "pad_d",
+    "conv_stride_h",
+    "conv_stride_w",
+    "conv_stride_d",
+    "dilation_h",
+    "dilation_w",
+    "dilation_d",
+    "bias",
+    "group_count",
+];
+
+/// A validated convolution problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConvProblem {
+    spatial_dims: u8,
+    n: u32,
+    c: u32,
+    k: u32,
+    input: [u32; 3],
+    filter: [u32; 3],
+    output: [u32; 3],
+    pad: [u32; 3],
+    stride: [u32; 3],
+    dilation: [u32; 3],
+    groups: u32,
+    layouts: [Layout; 3],
+    data_types: [DataType; 3],
+    cast_types: [Option<DataType>; 3],
+    direction: Direction,
+    bias: u32,
+}
+
+fn out_size(input: u32, filter: u32, pad: u32, stride: u32, dilation: u32) -> Option<u32> {
+    let span = (dilation as u64) * (filter as u64 - 1) + 1;
+    let padded = input as u64 + 2 * pad as u64;
+    if padded < span {
+        return None;
+    }
+    u32::try_from((padded - span) / stride as u64 + 1).ok()
+}
+
+impl ConvProblem {
+    /// Validates a spec: sizes positive and bounded, channels divisible by groups, layouts
+    /// matching the spatial dimensions, and a non-empty output.
+    pub fn new(spec: ConvSpec) -> Result<Self, ProblemError> {
+        let dims = spec.spatial_dims;
+        if dims != 2 && dims != 3 {
+            return Err(ProblemError::new("spatial_dims", "must be 2 or 3"));
+        }
+        let positive = |v: u32, field: &'static str| {
+            if v == 0 {
+                Err(ProblemError::new(field, "must be positive"))
+            } else if v > MAX_DIM {
+                Err(ProblemError::new(field, "too large (limit 2^24)"))
+            } else {
+                Ok(())
+            }
+        };
+        positive(spec.n, "n")?;
+        positive(spec.c, "c")?;
+        positive(spec.k, "k")?;
+        positive(spec.groups, "groups")?;
+        let first = if dims == 3 { 0 } else { 1 };
+        let mut input = [1u32; 3];
+        let mut filter = [1u32; 3];
+        let mut pad = [0u32; 3];
+        let mut stride = [1u32; 3];
+        let mut dilation = [1u32; 3];
+        let mut output = [1u32; 3];
+        const NAMES: [[&str; 5]; 3] = [
+            ["in_d", "fil_d", "pad_d", "stride_d", "dilation_d"],
+            ["in_h", "fil_h", "pad_h", "stride_h", "dilation_h"],
+            ["in_w", "fil_w", "pad_w", "stride_w", "dilation_w"],
+        ];
+        for i in first..3 {
+            let names = NAMES[i];
+            positive(spec.input[i], names[0])?;
+            positive(spec.filter[i], names[1])?;
+            positive(spec.stride[i], names[3])?;
+            positive(spec.dilation[i], names[4])?;
+            if spec.pad[i] > MAX_DIM {
+                return Err(ProblemError::new(names[2], "too large (limit 2^24)"));
+            }
+            input[i] = spec.input[i];
+            filter[i] = spec.filter[i];
+            pad[i] = spec.pad[i];
+            stride[i] = spec.stride[i];
+            dilation[i] = spec.dilation[i];
+            output[i] = out_size(input[i], filter[i], pad[i], stride[i], dilation[i])
+                .filter(|&o| o > 0)
+                .ok_or(ProblemError::new(
+                    names[1],
+                    "dilated filter is larger than the padded input",
+                ))?;
+        }
+        if !spec.c.is_multiple_of(spec.groups) {
+            return Err(ProblemError::new(
+                "groups",
+                "must divide the input channels c",
+            ));
+        }
+        if !spec.k.is_multiple_of(spec.groups) {
+            return Err(ProblemError::new(
+                "groups",
+                "must divide the output channels k",
+            ));
+        }
+        for (l, name) in spec
+            .layouts
+            .iter()
+            .zip(["x layout", "w layout", "y layout"])
+        {
+            if l.spatial_dims() != dims {
+                return Err(ProblemError::new(
+                    name,
+                    "layout does not match the number of spatial dimensions",
+                ));
+            }
+        }
+        if spec.bias > 1 {
+            return Err(ProblemError::new("bias", "must be 0 or 1"));
+        }
+        Ok(ConvProblem {
+            spatial_dims: dims,
+            n: spec.n,
+            c: spec.c,
+            k: spec.k,
+            input,
+            filter,
+            output,
+            pad,
+            stride,
+            dilation,
+            groups: spec.groups,
+            layouts: spec.layouts,
+            data_types: spec.data_types,
+            cast_types: spec.cast_types,
+            direction: spec.direction,
+            bias: spec.bias,
+        })
+    }
+
+    /// The spec this problem was built from (depth fields normalised for 2-D).
+    pub fn spec(&self) -> ConvSpec {
+        ConvSpec {
+            spatial_dims: self.spatial_dims,
+            n: self.n,
+            c: self.c,
+            k: self.k,
+            input: self.input,
+            filter: self.filter,
+            pad: self.pad,
+            stride: self.stride,
+            dilation: self.dilation,
+            groups: self.groups,
+            layouts: self.layouts,
+            data_types: self.data_types,
+            cast_types: self.cast_types,
+            direction: self.direction,
+            bias: self.bias,
+        }
+    }
+
+    /// 2 or 3.
+    pub fn spatial_dims(&self) -> u8 {
+        self.spatial_dims
+    }
+    /// Batch size.
+    pub fn n(&self) -> u32 {
+        self.n
+    }
+    /// Input channels.
+    pub fn c(&self) -> u32 {
+        self.c
+    }
+    /// Output channels.
+    pub fn k(&self) -> u32 {
+        self.k
+    }
+    /// Input spatial size `[d, h, w]` (d = 1 for 2-D).
+    pub fn input(&self) -> [u32; 3] {
+        self.input
+    }
+    /// Filter spatial size `[d, h, w]`.
+    pub fn filter(&self) -> [u32; 3] {
+        self.filter
+    }
+    /// Output spatial size `[d, h, w]`.
+    pub fn output(&self) -> [u32; 3] {
+        self.output
+    }
+    /// Padding `[d, h, w]`.
+    pub fn pad(&self) -> [u32; 3] {
+        self.pad
+    }
+    /// Stride `[d, h, w]`.
+    pub fn stride(&self) -> [u32; 3] {
+        self.stride
+    }
+    /// Dilation `[d, h, w]`.
+    pub fn dilation(&self) -> [u32; 3] {
+        self.dilation
+    }
+    /// Group count.
+    pub fn groups(&self) -> u32 {
+        self.groups
+    }
+    /// Layouts of x, w, y.
+    pub fn layouts(&self) -> [Layout; 3] {
+        self.layouts
+    }
+    /// Element types of x, w, y.
+    pub fn data_types(&self) -> [DataType; 3] {
+        self.data_types
+    }
+    /// Direction.
+    pub fn direction(&self) -> Direction {
+        self.direction
+    }
+    /// Whether this is a depthwise convolution (one input and one output channel per group).
+    pub fn is_depthwise(&self) -> bool {
+        self.groups > 1 && self.groups == self.c && self.groups == self.k
+    }
+
+    /// Element counts of x, w and y.
+    pub fn element_counts(&self) -> [u64; 3] {
+        // Each dimension is below 2^24, so a product of up to five of them needs 120 bits: it
+        // is computed in u128 and saturates at u64::MAX, which no buffer can match and every
+        // solver refuses (never a wrapped, small count).
+        let prod = |v: &[u32]| {
+            let p = v.iter().fold(1u128, |a, &x| a * x as u128);
+            u64::try_from(p).unwrap_or(u64::MAX)
+        };
+        let [i, f, o] = [self.input, self.filter, self.output];
+        [
+            prod(&[self.n, self.c, i[0], i[1], i[2]]),
+            prod(&[self.k, self.c / self.groups.max(1), f[0], f[1], f[2]]),
+            prod(&[self.n, self.k, o[0], o[1], o[2]]),
+        ]
+    }
+
+    /// Bytes of x, w and y in the problem's data types, saturating at `u64::MAX`.
+    pub fn byte_counts(&self) -> [u64; 3] {
+        let e = self.element_counts();
+        core::array::from_fn(|i| e[i].saturating_mul(self.data_types[i].size_bytes() as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REAL_KEYS: [&str; 5] = [
+        // From gfx942130.HIP.fdb.txt and gfx90a68.HIP.fdb.txt (MIOpen 2d1fd99, MIT).
+        "1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-FP32-F",
+        "1280-4-4-1x1-1280-4-4-30-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP32-F",
+        "1-1-161-700-1x5x20-32-1-79-341-1-0x0x0-1x2x2-1x1x1-0-NCDHW-FP32-F",
+        "1024-1-14-14-1x3x3-1024-1-14-14-1-0x1x1-1x1x1-1x1x1-0-NCDHW-FP16-F_g32",
+        "128-14-14-5x5-32-14-14-1-2x2-1x1-1x1-0-NCHW-FP32-B",
+    ];
+
+    #[test]
+    fn real_keys_round_trip() {
+        for key in REAL_KEYS {
+            let p = ConvProblem::from_find_db_key(key).unwrap_or_else(|e| panic!("{key}: {e}"));
+            assert_eq!(p.find_db_key().as_str(), key);
+        }
+    }
+
+    #[test]
+    fn backward_swaps_sides() {
+        // B key: leading C-H-W belong to dy. dy has 128 channels, dx 32.
+        let p = ConvProblem::from_find_db_key("128-14-14-5x5-32-14-14-1-2x2-1x1-1x1-0-NCHW-FP32-B")
+            .unwrap();
+        assert_eq!((p.c(), p.k()), (32, 128));
+        assert_eq!(
+            p.perf_db_key().as_str(),
+            "2x128x14x14x1x5x5x1x32x1x2x2x0x1x1x0x1x1x0x0x1xNCHWxFP32xB"
+        );
+    }
+
+    #[test]
+    fn perf_key_round_trip_forward() {
+        let key = "2x960x8x8x1x1x1x1x960x8x0x0x0x1x1x0x1x1x0x0x1xNHWCxFP32xF";
+        let p = ConvProblem::from_perf_db_key(key).unwrap();
+        assert_eq!(p.perf_db_key().as_str(), key);
+        assert_eq!(p.layouts(), [Layout::Nhwc; 3]);
+    }
+
+    #[test]
+    fn network_config_matches_hand_built_example() {
+        let p = ConvProblem::new(ConvSpec {
+            n: 32,
+            c: 64,
+            k: 64,
+            input: [1, 56, 56],
+            filter: [1, 3, 3],
+            pad: [0, 1, 1],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        assert_eq!(
+            p.network_config().as_str(),
+            "64x56x56x3x3x64x56x56x32xNCHWxFP32x1x1x1x1x1x1x1xFxDefault"
+        );
+        assert_eq!(
+            p.find_db_key().as_str(),
+            "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
+        );
+    }
+
+    #[test]
+    fn mixed_types_and_casts() {
+        let key = "64-8-8-3x3-64-6-6-1-0x0-1x1-1x1-0-NCHW-INT8INT8INT32-F_g2_ciFP8";
+        let p = ConvProblem::from_find_db_key(key).unwrap();
+        assert_eq!(
+            p.data_types(),
+            [DataType::Int8, DataType::Int8, DataType::Int32]
+        );
+        assert_eq!(p.find_db_key().as_str(), key);
+    }
+
+    #[test]
+    fn bad_keys_name_the_field() {
+        let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCWH-FP32-F")
+            .unwrap_err();
+        assert_eq!((e.field, e.field_index), ("layout", Some(12)));
+        let e = ConvProblem::from_find_db_key("64-56-5a-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F")
+            .unwrap_err();
+        assert_eq!((e.field, e.field_index), ("in_w", Some(2)));
+        let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP33-F")
+            .unwrap_err();
+        assert_eq!(e.field, "data_type");
+        let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-55-56-32-1x1-1x1-1x1-0-NCHW-FP32-F")
+            .unwrap_err();
+        assert_eq!(e.field, "output size");
+        let e = ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56").unwrap_err();
+        assert_eq!(e.field, "key");
+    }
+
+    #[test]
+    fn fuzz_findings_stay_fixed() {
+        // Non-canonical forms MIOpen never writes must not parse (they could not round-trip).
+        for key in [
+            "1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-BF16BF16BF16-F",
+            "1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-NCHW-NCHW-FP32-F",
+            "1-41-14-1x1-2-1-14-6-0x0-1x1-1x1-0-NCHW-INT64-\u{239}",
+        ] {
+            assert!(ConvProblem::from_find_db_key(key).is_err(), "{key}");
+        }
+        // A backward key whose x cannot be recovered by the plain inverse (stride 11, pad 3).
+        let p = ConvProblem::from_find_db_key("80-1-1-4x1-1914-2-1-41-3x0-11x1-1x1-0-NCHW-FP32-W")
+            .unwrap();
+        let pk = p.perf_db_key();
+        assert_eq!(
+            ConvProblem::from_perf_db_key(pk.as_str())
+                .unwrap()
+                .perf_db_key(),
+            pk
+        );
+        // dy of size 0 is an error, not an underflow.
+        assert!(ConvProblem::from_perf_db_key(
+            "2x1000x13x0x1x1x1x1x512x16x0x0x0x1x1x0x1x1x0x0x1xNCHWxFP16xB"
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn rejects_invalid_specs() {
+        let base = ConvSpec {
+            c: 6,
+            k: 4,
+            groups: 4,
+            input: [1, 8, 8],
+            ..ConvSpec::default()
+        };
+        assert_eq!(ConvProblem::new(base).unwrap_err().field, "groups");
+        let big = ConvSpec {
+            filter: [1, 9, 9],
+            input: [1, 8, 8],
+            ..ConvSpec::default()
+        };
+        assert_eq!(ConvProblem::new(big).unwrap_err().field, "fil_h");
+        let bad = ConvSpec {
+            layouts: [Layout::Ncdhw; 3],
+            ..ConvSpec::default()
+        };
+        assert_eq!(ConvProblem::new(bad).unwrap_err().field, "x layout");
+    }
+}
