@@ -33,3 +33,31 @@ pub fn kernel_manifest() -> &'static [SolverEntry] {
 pub fn kernel_data_types() -> &'static [&'static str] {
     generated::KERNEL_DATA_TYPES
 }
+
+#[cfg(test)]
+mod tests {
+    /// The generated code is checked against the contract crate by the compiler only if it
+    /// names nothing else: every absolute path starts with `::kiln_format` (or `::core`).
+    #[test]
+    fn generated_code_names_only_the_contract_crate() {
+        let code = include_str!(concat!(env!("OUT_DIR"), "/kiln_embedded.rs"));
+        let mut roots = std::collections::BTreeSet::new();
+        for (i, _) in code.match_indices("::") {
+            let before = code[..i].chars().last().unwrap_or(' ');
+            if before.is_alphanumeric() || before == '_' || before == '>' {
+                continue; // a path segment, not a root
+            }
+            let root: String = code[i + 2..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            roots.insert(root);
+        }
+        let allowed = ["kiln_format", "core"];
+        assert!(
+            roots.iter().all(|r| allowed.contains(&r.as_str())),
+            "generated code names {roots:?}"
+        );
+        assert!(roots.contains("kiln_format"));
+    }
+}

@@ -237,7 +237,7 @@ fn print_target_statics(code: &mut String, t: &TargetData, out_dir: &Path) {
             code,
             "static {id}_STORAGE: ::kiln_format::table::DecodeBuffer<{}, {}> = ::kiln_format::table::DecodeBuffer::new();\n\
              static {id}: ::kiln_format::table::EmbeddedTable = ::kiln_format::table::EmbeddedTable::new(\n    \
-             ::include_bytes_aligned::include_bytes_aligned!(8, {:?}),\n    &{id}_STORAGE,\n);",
+             ::kiln_format::codegen::include_bytes_aligned!(8, {:?}),\n    &{id}_STORAGE,\n);",
             packed.decoded_len,
             packed.blocks.max(1),
             blob_path(out_dir, base, *kind).display().to_string(),
@@ -309,6 +309,7 @@ fn print_targets(targets: &[TargetData]) -> Result<String> {
         names.extend(cfg.aliases.iter().map(|a| (a.clone(), ti)));
     }
     let mut index = phf_codegen::Map::<&str>::new();
+    index.phf_path("::kiln_format::codegen::phf");
     for (k, v) in &names {
         if names.iter().filter(|(k2, _)| k2 == k).count() > 1 {
             return Err(Error::Target {
@@ -322,7 +323,7 @@ fn print_targets(targets: &[TargetData]) -> Result<String> {
         "/// Every target compiled into this binary, sorted by basename.\n\
          pub static TARGETS: &[::kiln_format::EmbeddedTarget] = &[\n{lits}];\n\n\
          /// Basenames and aliases -> index into [`TARGETS`] (a rust-phf map generated at build time).\n\
-         pub static TARGET_INDEX: ::phf::Map<&'static str, usize> = {};\n\n",
+         pub static TARGET_INDEX: ::kiln_format::codegen::phf::Map<&'static str, usize> = {};\n\n",
         index.build()
     ))
 }

@@ -17,6 +17,14 @@ pub mod records;
 pub mod table;
 pub mod target;
 
+/// What the code `kiln-embed` generates needs from other crates, re-exported so that the
+/// generated code names only `::kiln_format` paths (the runtime crate need not depend on them).
+#[doc(hidden)]
+pub mod codegen {
+    pub use include_bytes_aligned::include_bytes_aligned;
+    pub use phf;
+}
+
 pub use embedded::{CodeObjectKind, EmbeddedTarget, InputFile};
 pub use keybuf::KeyBuf;
 pub use lookup::{CodeObject, LookupError, Solution, Solutions};
