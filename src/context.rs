@@ -173,7 +173,13 @@ impl Context {
     /// e.g. by NVRTC, instead of taken from the embedded kdb). The object gets the same ELF
     /// and target checks; the invoker is not cached. `kiln-tools bench` compares cold starts
     /// with it.
-    pub fn invoker_from_object(
+    ///
+    /// # Safety
+    /// The ELF checks bound the object's headers, sections and segments, not what the driver
+    /// reads inside them (symbols, notes, code): `object` must come from a compiler for this
+    /// device (as embedded objects do, whose sha256 is checked), and define `v`'s kernels with
+    /// kiln's argument list.
+    pub unsafe fn invoker_from_object(
         &self,
         p: &ConvProblem,
         v: &Variant,

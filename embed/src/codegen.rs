@@ -170,8 +170,17 @@ fn collect_target(
     for (kind, file) in files {
         let Some(file) = file else { continue };
         let pin = cfg.pin(file).unwrap_or_default();
-        let path = obtain(&source, file, pin, &req.fetch)?;
-        report.inputs.push(path.clone());
+        // A private copy of exactly the bytes that matched the pin: what is parsed below.
+        let path = obtain(
+            &source,
+            file,
+            pin,
+            &req.fetch,
+            &req.out_dir.join("verified"),
+        )?;
+        if let Source::Dir(d) = &source {
+            report.inputs.push(d.join(file));
+        }
         let bytes = std::fs::metadata(&path)
             .map_err(|e| Error::io(&path, e))?
             .len();
@@ -364,7 +373,7 @@ fn print_manifest(manifest: Option<&Manifest>) -> String {
 /// Compile-time assertions that `::kiln_format::abi::KernelArgs` has the size and field
 /// offsets of `KilnConvArgs` in the header.
 fn print_abi_check(header: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(header).map_err(|e| Error::io(header, e))?;
+    let text = crate::input::read_text(header)?;
     let c = kiln_format::abi::parse_c_struct(&text, "KilnConvArgs").map_err(|reason| {
         Error::Target {
             target: "kernels".into(),

@@ -2,6 +2,11 @@
 //! build time (like MIOpen's `MIOPEN_BINCACHE_PATH`). Every file is checked against the sha256
 //! pin kept in the repo; downloads land in a content-addressed cache, so a pinned file is
 //! fetched once and offline builds work from the cache.
+//!
+//! The bytes that were hashed are the bytes that are used: each file is read once (under the
+//! input cap), hashed, and handed on as a private copy under the build's own directory, so a
+//! file changed between the check and the parse cannot slip through. Downloads keep to
+//! https once they start there (no redirect to http), and are capped in size.
 
 use std::path::{Path, PathBuf};
 
@@ -39,13 +44,13 @@ impl Source {
 
 /// sha256 of a file, lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = crate::input::read_input(path)?;
     Ok(hex(&Sha256::digest(&bytes)))
 }
 
-/// Checks `path` against `pin`.
-pub fn verify_pin(path: &Path, file: &str, origin: &str, pin: &str) -> Result<()> {
-    let actual = sha256_file(path)?;
+/// `bytes` if they hash to `pin`, else the mismatch naming both digests.
+fn checked(bytes: Vec<u8>, file: &str, origin: &str, pin: &str) -> Result<Vec<u8>> {
+    let actual = hex(&Sha256::digest(&bytes));
     if actual != pin {
         return Err(Error::PinMismatch {
             file: file.to_string(),
@@ -54,7 +59,23 @@ pub fn verify_pin(path: &Path, file: &str, origin: &str, pin: &str) -> Result<()
             actual,
         });
     }
-    Ok(())
+    Ok(bytes)
+}
+
+/// Largest file a download may deliver.
+pub const MAX_DOWNLOAD_BYTES: u64 = crate::input::MAX_INPUT_BYTES;
+
+/// Writes the verified bytes to `<private_dir>/<pin>-<file>` (once) and returns that path:
+/// what the parsers read is exactly what was hashed.
+fn private_copy(bytes: &[u8], file: &str, pin: &str, private_dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(private_dir).map_err(|e| Error::io(private_dir, e))?;
+    let out = private_dir.join(format!("{pin}-{file}"));
+    if std::fs::read(&out).ok().as_deref() != Some(bytes) {
+        let tmp = private_dir.join(format!("{pin}.part{}", std::process::id()));
+        std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &out).map_err(|e| Error::io(&out, e))?;
+    }
+    Ok(out)
 }
 
 /// Settings for fetching.
@@ -66,8 +87,26 @@ pub struct FetchOptions {
     pub offline: bool,
 }
 
-/// Returns a local path holding `file` from `source` with the pinned content.
-pub fn obtain(source: &Source, file: &str, pin: &str, opts: &FetchOptions) -> Result<PathBuf> {
+/// Returns a private local copy of `file` from `source` with the pinned content (under
+/// `private_dir`, which only the build writes).
+pub fn obtain(
+    source: &Source,
+    file: &str,
+    pin: &str,
+    opts: &FetchOptions,
+    private_dir: &Path,
+) -> Result<PathBuf> {
+    let bytes = obtain_bytes(source, file, pin, opts)?;
+    private_copy(&bytes, file, pin, private_dir)
+}
+
+/// The bytes of `file` from `source`, checked against `pin`.
+pub fn obtain_bytes(
+    source: &Source,
+    file: &str,
+    pin: &str,
+    opts: &FetchOptions,
+) -> Result<Vec<u8>> {
     match source {
         Source::Dir(dir) => {
             let path = dir.join(file);
@@ -77,14 +116,20 @@ pub fn obtain(source: &Source, file: &str, pin: &str, opts: &FetchOptions) -> Re
                     reason: "no such file in the source directory".into(),
                 });
             }
-            verify_pin(&path, file, &source.describe(file), pin)?;
-            Ok(path)
+            checked(
+                crate::input::read_input(&path)?,
+                file,
+                &source.describe(file),
+                pin,
+            )
         }
         Source::Url(base) => {
             let url = format!("{base}/{file}");
             let cached = opts.cache_dir.join(pin);
-            if cached.is_file() && sha256_file(&cached)? == pin {
-                return Ok(cached);
+            if cached.is_file() {
+                if let Ok(bytes) = checked(crate::input::read_input(&cached)?, file, "cache", pin) {
+                    return Ok(bytes);
+                }
             }
             if opts.offline {
                 return Err(Error::Fetch {
@@ -95,16 +140,7 @@ pub fn obtain(source: &Source, file: &str, pin: &str, opts: &FetchOptions) -> Re
                     ),
                 });
             }
-            let body = download(&url)?;
-            let actual = hex(&Sha256::digest(&body));
-            if actual != pin {
-                return Err(Error::PinMismatch {
-                    file: file.to_string(),
-                    origin: url,
-                    expected: pin.to_string(),
-                    actual,
-                });
-            }
+            let body = checked(download(&url)?, file, &url, pin)?;
             std::fs::create_dir_all(&opts.cache_dir).map_err(|e| Error::io(&opts.cache_dir, e))?;
             // Write then rename, so a crash never leaves a partial file under the final name.
             let tmp = opts
@@ -112,8 +148,20 @@ pub fn obtain(source: &Source, file: &str, pin: &str, opts: &FetchOptions) -> Re
                 .join(format!("{pin}.part{}", std::process::id()));
             std::fs::write(&tmp, &body).map_err(|e| Error::io(&tmp, e))?;
             std::fs::rename(&tmp, &cached).map_err(|e| Error::io(&cached, e))?;
-            Ok(cached)
+            Ok(body)
         }
+    }
+}
+
+/// Why a redirect to a URL of `scheme` is refused, after `hops` redirects, for a download that
+/// started on https (`secure`) or not; `None` to follow it.
+pub fn redirect_refusal(secure: bool, scheme: &str, hops: usize) -> Option<&'static str> {
+    if hops >= 5 {
+        Some("more than 5 redirects")
+    } else if secure && scheme != "https" {
+        Some("redirect from https to a non-https URL refused")
+    } else {
+        None
     }
 }
 
@@ -123,9 +171,20 @@ fn download(url: &str) -> Result<Vec<u8>> {
         url: url.to_string(),
         reason,
     };
+    use std::io::Read;
+    // A download that starts on https stays on https: a redirect to http would let anyone on
+    // the path see what is fetched and stall it (integrity still rests on the pin).
+    let secure = url.starts_with("https://");
+    let policy = reqwest::redirect::Policy::custom(move |attempt| {
+        match redirect_refusal(secure, attempt.url().scheme(), attempt.previous().len()) {
+            Some(why) => attempt.error(why),
+            None => attempt.follow(),
+        }
+    });
     // rustls with the platform verifier: certificates are checked against the system store.
     let client = reqwest::blocking::Client::builder()
         .timeout(std::time::Duration::from_secs(120))
+        .redirect(policy)
         .build()
         .map_err(|e| fail(format!("cannot create HTTP client: {e}")))?;
     let resp = client.get(url).send().map_err(|e| fail(e.to_string()))?;
@@ -133,9 +192,27 @@ fn download(url: &str) -> Result<Vec<u8>> {
     if !status.is_success() {
         return Err(fail(format!("server answered {status}")));
     }
-    resp.bytes()
-        .map(|b| b.to_vec())
-        .map_err(|e| fail(format!("reading body: {e}")))
+    if resp
+        .content_length()
+        .is_some_and(|n| n > MAX_DOWNLOAD_BYTES)
+    {
+        return Err(fail(format!(
+            "{} bytes announced, above the {} MiB cap",
+            resp.content_length().unwrap_or(0),
+            MAX_DOWNLOAD_BYTES >> 20
+        )));
+    }
+    let mut body = Vec::new();
+    resp.take(MAX_DOWNLOAD_BYTES + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| fail(format!("reading body: {e}")))?;
+    if body.len() as u64 > MAX_DOWNLOAD_BYTES {
+        return Err(fail(format!(
+            "body larger than the {} MiB cap",
+            MAX_DOWNLOAD_BYTES >> 20
+        )));
+    }
+    Ok(body)
 }
 
 #[cfg(not(feature = "fetch"))]
@@ -144,4 +221,18 @@ fn download(url: &str) -> Result<Vec<u8>> {
         url: url.to_string(),
         reason: "kiln-embed was built without its `fetch` feature".into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn https_never_redirects_to_http() {
+        assert_eq!(redirect_refusal(true, "https", 0), None);
+        assert!(redirect_refusal(true, "http", 0).is_some());
+        assert!(redirect_refusal(true, "ftp", 1).is_some());
+        assert_eq!(redirect_refusal(false, "http", 2), None);
+        assert!(redirect_refusal(false, "http", 5).is_some());
+    }
 }

@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use kiln_format::records::{algorithm_index, format_g6};
-use kiln_format::ConvProblem;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::input::excerpt;
 
 /// One solver's entry in a find-db record.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,15 +46,7 @@ fn valid_id(s: &str) -> bool {
 impl FindDb {
     /// Reads and validates a find-db file.
     pub fn read(path: &Path) -> Result<FindDb> {
-        let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let text = String::from_utf8(text).map_err(|e| {
-            let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count();
-            Error::parse(path, line, "", "not UTF-8 text")
-        })?;
-        FindDb::parse(&text, path)
+        FindDb::parse(&crate::input::read_text(path)?, path)
     }
 
     /// Parses find-db text; `file` names the source in errors.
@@ -100,48 +92,57 @@ pub fn parse_line(line: &str) -> std::result::Result<FindRecord, String> {
     let (key, content) = line
         .split_once('=')
         .ok_or("missing '=' between key and solutions")?;
-    if key.is_empty() {
-        return Err("empty key before '='".into());
-    }
-    ConvProblem::from_find_db_key(key).map_err(|e| format!("bad problem key: {e}"))?;
+    crate::input::check_key(key)?;
     if content.is_empty() {
         return Err("no solutions after '='".into());
     }
+    // Counted before anything is parsed, so a line of millions of items costs one pass.
+    if content.bytes().filter(|&b| b == b';').count() >= u8::MAX as usize {
+        return Err("more than 255 solutions in one record".into());
+    }
     let mut items: Vec<FindItem> = Vec::new();
     for item in content.split(';') {
-        let (id, values) = item
-            .split_once(':')
-            .ok_or_else(|| format!("item '{item}' has no ':' between solver and values"))?;
+        let (id, values) = item.split_once(':').ok_or_else(|| {
+            format!(
+                "item '{}' has no ':' between solver and values",
+                excerpt(item)
+            )
+        })?;
         let fields: Vec<&str> = values.split(',').collect();
         let parsed = if algorithm_index(id).is_some() {
             // v1.0: algorithm:Solver,time,workspace,algorithm,kcache_key
             if fields.len() != 5 {
-                return Err(format!("legacy item '{item}' needs 5 values (solver,time,workspace,algorithm,kcache_key)"));
+                return Err(format!(
+                    "legacy item '{}' needs 5 values (solver,time,workspace,algorithm,kcache_key)",
+                    excerpt(item)
+                ));
             }
             (fields[0], fields[1], fields[2], id)
         } else {
             if fields.len() != 3 {
                 return Err(format!(
-                    "item '{item}' needs 3 values (time,workspace,algorithm)"
+                    "item '{}' needs 3 values (time,workspace,algorithm)",
+                    excerpt(item)
                 ));
             }
             (id, fields[0], fields[1], fields[2])
         };
         let (solver, time, workspace, algorithm) = parsed;
         if !valid_id(solver) {
-            return Err(format!("bad solver name '{solver}'"));
+            return Err(format!("bad solver name '{}'", excerpt(solver)));
         }
         let time_ms: f64 = time
             .parse()
             .ok()
             .filter(|t: &f64| t.is_finite() && *t >= 0.0)
-            .ok_or_else(|| format!("bad time '{time}' for solver {solver}"))?;
+            .ok_or_else(|| format!("bad time '{}' for solver {solver}", excerpt(time)))?;
         let workspace: u64 = workspace
             .parse()
-            .map_err(|_| format!("bad workspace '{workspace}' for solver {solver}"))?;
+            .map_err(|_| format!("bad workspace '{}' for solver {solver}", excerpt(workspace)))?;
         if algorithm_index(algorithm).is_none() {
             return Err(format!(
-                "unknown algorithm '{algorithm}' for solver {solver}"
+                "unknown algorithm '{}' for solver {solver}",
+                excerpt(algorithm)
             ));
         }
         if items.iter().any(|i| i.solver == solver) {
@@ -153,9 +154,6 @@ pub fn parse_line(line: &str) -> std::result::Result<FindRecord, String> {
             workspace,
             algorithm: algorithm.to_string(),
         });
-    }
-    if items.len() > u8::MAX as usize {
-        return Err("more than 255 solutions in one record".into());
     }
     Ok(FindRecord {
         key: key.to_string(),

@@ -51,6 +51,13 @@ pub fn hex(bytes: &[u8]) -> String {
 
 pub use kiln_format::manifest::{kernel_args, kernel_name};
 
+/// Largest code object a kdb row may decompress to (kiln's largest is under 100 KiB; MIOpen's
+/// under 10 MiB).
+pub const MAX_OBJECT_BYTES: u64 = 64 << 20;
+
+/// Most bytes all code objects of one kdb may decompress to.
+pub const MAX_KDB_DECODED_BYTES: u64 = 1 << 30;
+
 /// bzip2 as MIOpen calls it: block size 9, work factor 30, output no larger than the input.
 /// Returns `None` when the compressed form would not fit (MIOpen stores the raw bytes then).
 pub fn bz2_compress_like_miopen(data: &[u8]) -> Option<Vec<u8>> {
@@ -90,6 +97,7 @@ fn check_lfs_or_tiny(path: &Path) -> Result<()> {
 impl KernelDb {
     /// Reads a kdb, decompressing every blob and checking its MD5 like MIOpen's loader.
     pub fn read(path: &Path) -> Result<KernelDb> {
+        crate::input::check_regular(path)?;
         check_lfs_or_tiny(path)?;
         let conn = Connection::open_with_flags(
             path,
@@ -113,10 +121,16 @@ impl KernelDb {
             .map_err(|e| Error::sqlite(path, e))?;
         let mut rows = stmt.query([]).map_err(|e| Error::sqlite(path, e))?;
         let mut entries = Vec::new();
+        let mut keys = std::collections::HashSet::new();
+        let mut decoded = 0u64;
         while let Some(row) = rows.next().map_err(|e| Error::sqlite(path, e))? {
             let name: String = row.get(0).map_err(|e| Error::sqlite(path, e))?;
             let args: String = row.get(1).map_err(|e| Error::sqlite(path, e))?;
-            let key = format!("'{name}' args '{args}'");
+            let key = format!(
+                "'{}' args '{}'",
+                crate::input::excerpt(&name),
+                crate::input::excerpt(&args)
+            );
             let bad = |reason: String| Error::Kdb {
                 file: path.to_path_buf(),
                 key: key.clone(),
@@ -132,7 +146,15 @@ impl KernelDb {
             } else {
                 let size = usize::try_from(size)
                     .map_err(|_| bad(format!("negative uncompressed_size {size}")))?;
-                let mut out = Vec::with_capacity(size);
+                if size as u64 > MAX_OBJECT_BYTES {
+                    return Err(bad(format!(
+                        "uncompressed_size {size} is above the {} MiB cap on one code object",
+                        MAX_OBJECT_BYTES >> 20
+                    )));
+                }
+                // Grows with what really decompresses, bounded by the claim (+1 to detect a
+                // lie): the claimed size is never allocated up front.
+                let mut out = Vec::new();
                 bzip2::read::BzDecoder::new(&blob[..])
                     .take(size as u64 + 1)
                     .read_to_end(&mut out)
@@ -153,8 +175,21 @@ impl KernelDb {
             let actual = entry.md5_hex();
             if actual != hash {
                 return Err(bad(format!(
-                    "MD5 mismatch: kernel_hash is {hash}, blob hashes to {actual} (possible database corruption)"
+                    "MD5 mismatch: kernel_hash is {}, blob hashes to {actual} (possible database corruption)",
+                    crate::input::excerpt(&hash)
                 )));
+            }
+            decoded += entry.object.len() as u64;
+            if decoded > MAX_KDB_DECODED_BYTES {
+                return Err(bad(format!(
+                    "the code objects decompress to more than {} MiB in all",
+                    MAX_KDB_DECODED_BYTES >> 20
+                )));
+            }
+            if !keys.insert((entry.kernel_name.clone(), entry.kernel_args.clone())) {
+                return Err(bad(
+                    "the key appears twice (MIOpen's schema makes it unique)".into(),
+                ));
             }
             entries.push(entry);
         }

@@ -71,7 +71,7 @@ pub struct Manifest {
 impl Manifest {
     /// Reads and checks the manifest.
     pub fn load(path: &Path) -> Result<Manifest> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = crate::input::read_text(path)?;
         let m: Manifest = toml::from_str(&text).map_err(|e| Error::Target {
             target: "kernels".into(),
             reason: format!("{}: {e}", path.display()),

@@ -9,6 +9,7 @@ pub mod compile;
 pub mod error;
 pub mod fetch;
 pub mod finddb;
+pub mod input;
 pub mod kdb;
 pub mod kdbbuild;
 pub mod measured;

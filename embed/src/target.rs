@@ -70,7 +70,7 @@ impl TargetConfig {
     /// Reads and validates `<dir>/target.toml`.
     pub fn load(dir: &Path) -> Result<TargetConfig> {
         let path = dir.join("target.toml");
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let text = crate::input::read_text(&path)?;
         let folder = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         TargetConfig::parse(&text, folder, &path)
     }
@@ -124,6 +124,18 @@ impl TargetConfig {
             )));
         }
         for name in cfg.file_names() {
+            let plain = name.starts_with(&format!("{}.", cfg.basename))
+                && !name.contains("..")
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+            if !plain {
+                return Err(bad(format!(
+                    "file name '{}' is not '{}.<extension>' (a plain name inside the target's folder)",
+                    crate::input::excerpt(name),
+                    cfg.basename
+                )));
+            }
             let pin = cfg
                 .pins
                 .get(name)
@@ -169,9 +181,25 @@ pub fn list_targets(targets_dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// A TOML basic string holding `s` exactly: `\\`, `"` and every control character escaped.
+pub fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Renders a `target.toml`.
 pub fn render_target_toml(cfg: &TargetConfig) -> String {
-    let q = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+    let q = |s: &str| toml_string(s);
     let mut out = String::new();
     out.push_str(&format!("basename = {}\n", q(&cfg.basename)));
     out.push_str(&format!("vendor = {}\n", q(cfg.vendor.name())));
@@ -240,7 +268,21 @@ mod tests {
         let e = TargetConfig::load(&dir).unwrap_err().to_string();
         assert!(e.contains("means arch gfx90a with 104 CUs"), "{e}");
 
+        // Whatever text origin and aliases hold, the rendered file reads back the same.
         cfg.compute_units = 104;
+        cfg.origin = "line one\nline \"two\"\t\u{1}\\ end".into();
+        cfg.aliases = vec!["a\u{7f}b".into()];
+        write(&dir, &render_target_toml(&cfg));
+        assert_eq!(TargetConfig::load(&dir).unwrap(), cfg);
+
+        // File names stay inside the folder.
+        let mut escaping = cfg.clone();
+        escaping.files.find_db = Some("../../x.fdb.txt".into());
+        escaping.pins = [("../../x.fdb.txt".to_string(), "a".repeat(64))].into();
+        write(&dir, &render_target_toml(&escaping));
+        let e = TargetConfig::load(&dir).unwrap_err().to_string();
+        assert!(e.contains("is not 'gfx90a68.<extension>'"), "{e}");
+
         cfg.pins.clear();
         write(&dir, &render_target_toml(&cfg));
         let e = TargetConfig::load(&dir).unwrap_err().to_string();

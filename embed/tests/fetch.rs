@@ -5,7 +5,7 @@ use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use kiln_embed::fetch::{obtain, FetchOptions, Source};
+use kiln_embed::fetch::{obtain, obtain_bytes, FetchOptions, Source};
 use kiln_embed::Error;
 
 /// A tiny HTTP/1.1 server: serves `files` by name, 404 otherwise; counts requests. It stops
@@ -71,12 +71,20 @@ fn fetches_verifies_caches_and_works_offline() {
     };
     let src = Source::parse(&base);
 
-    let path = obtain(&src, "t.HIP.fdb.txt", &pin, &opts).unwrap();
+    let private = cache.path().join("private");
+    let path = obtain(&src, "t.HIP.fdb.txt", &pin, &opts, &private).unwrap();
+    assert!(
+        path.starts_with(&private),
+        "the parsed copy is the build's own"
+    );
     assert_eq!(std::fs::read(&path).unwrap(), body);
     assert_eq!(count.load(Ordering::SeqCst), 1);
 
     // Second time: served from the content-addressed cache, no request.
-    obtain(&src, "t.HIP.fdb.txt", &pin, &opts).unwrap();
+    assert_eq!(
+        obtain_bytes(&src, "t.HIP.fdb.txt", &pin, &opts).unwrap(),
+        body
+    );
     assert_eq!(count.load(Ordering::SeqCst), 1);
 
     // Offline with the cached copy works; offline without one fails clearly.
@@ -84,9 +92,9 @@ fn fetches_verifies_caches_and_works_offline() {
         offline: true,
         ..opts.clone()
     };
-    obtain(&src, "t.HIP.fdb.txt", &pin, &offline).unwrap();
+    obtain_bytes(&src, "t.HIP.fdb.txt", &pin, &offline).unwrap();
     let other = sha(b"something else");
-    let e = obtain(&src, "t.HIP.fdb.txt", &other, &offline)
+    let e = obtain_bytes(&src, "t.HIP.fdb.txt", &other, &offline)
         .unwrap_err()
         .to_string();
     assert!(e.contains("offline and no cached copy"), "{e}");
@@ -103,7 +111,7 @@ fn wrong_pin_and_missing_file_fail_clearly() {
     };
     let src = Source::parse(&base);
     let pin = sha(b"the real content");
-    match obtain(&src, "t.db.txt", &pin, &opts) {
+    match obtain_bytes(&src, "t.db.txt", &pin, &opts) {
         Err(Error::PinMismatch {
             file,
             expected,
@@ -123,7 +131,7 @@ fn wrong_pin_and_missing_file_fail_clearly() {
             .unwrap_or(0),
         0
     );
-    let e = obtain(&src, "absent.kdb", &pin, &opts)
+    let e = obtain_bytes(&src, "absent.kdb", &pin, &opts)
         .unwrap_err()
         .to_string();
     assert!(e.contains("404"), "{e}");
@@ -138,9 +146,55 @@ fn directory_source_is_pinned_too() {
         offline: true,
     };
     let src = Source::Dir(dir.path().to_path_buf());
-    obtain(&src, "a.kdb", &sha(b"abc"), &opts).unwrap();
-    let e = obtain(&src, "a.kdb", &sha(b"abd"), &opts)
+    obtain_bytes(&src, "a.kdb", &sha(b"abc"), &opts).unwrap();
+    let e = obtain_bytes(&src, "a.kdb", &sha(b"abd"), &opts)
         .unwrap_err()
         .to_string();
     assert!(e.contains("does not match the pin"), "{e}");
+}
+
+/// A server that answers every request with `head` (status line and headers, `{self}`
+/// replaced by its own base URL) and no body.
+fn answer_with(head: String, max_requests: usize) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let head = head.replace("{self}", &base);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(max_requests) {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                line.clear();
+            }
+            let _ = stream.write_all(head.as_bytes());
+        }
+    });
+    base
+}
+
+#[test]
+fn oversized_downloads_and_redirect_loops_are_refused() {
+    let cache = tempfile::tempdir().unwrap();
+    let opts = FetchOptions {
+        cache_dir: cache.path().to_path_buf(),
+        offline: false,
+    };
+    // A server announcing 64 GiB: refused before anything is read.
+    let base = answer_with(
+        "HTTP/1.1 200 OK\r\nContent-Length: 68719476736\r\nConnection: close\r\n\r\n".into(),
+        4,
+    );
+    let e = obtain_bytes(&Source::parse(&base), "big.kdb", &sha(b"x"), &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("above the 1024 MiB cap"), "{e}");
+    // A server redirecting to itself forever: stopped after 5 hops.
+    let base = answer_with(
+        "HTTP/1.1 302 Found\r\nLocation: {self}/loop\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+        16,
+    );
+    let e = obtain_bytes(&Source::parse(&base), "a.kdb", &sha(b"x"), &opts).unwrap_err();
+    let chain = format!("{e} {:?}", std::error::Error::source(&e));
+    assert!(chain.contains("redirect"), "{chain}");
 }

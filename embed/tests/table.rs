@@ -111,3 +111,21 @@ fn corruption_is_detected() {
         TableError::Malformed(_)
     ));
 }
+
+#[test]
+fn overlapping_block_ranges_are_refused_before_any_decode() {
+    // Review D7(v): a damaged dec_offset must not let one block's decode overwrite another.
+    let db = synthetic(1500);
+    let packed = pack(&find_db_input(&db, "t").unwrap()).unwrap();
+    assert!(packed.blocks > 1);
+    let h = kiln_format::table::Header::parse(&packed.blob).unwrap();
+    let mut blob = packed.blob.clone();
+    // Block 1's dec_offset (bytes 8..16 of its descriptor) set to block 0's.
+    let at = h.blocks_at + kiln_format::table::BLOCK_DESC_LEN + 8;
+    blob[at..at + 8].copy_from_slice(&0u64.to_le_bytes());
+    let table = open(blob);
+    assert!(matches!(
+        table.get(db.records[0].key.as_bytes()),
+        Err(TableError::Malformed(m)) if m.contains("overlap")
+    ));
+}

@@ -13,11 +13,23 @@ pub(super) const BLOCK: u32 = 256;
 /// The implicit-GEMM solver.
 pub struct ImplicitGemm;
 
-/// Applicability shared with the 1x1 GEMM (same kernel body).
+/// Applicability shared with the 1x1 GEMM (same kernel body, `igemm.h`).
 pub(super) fn gemm_applicable(p: &ConvProblem, params: &str) -> Result<(), NotApplicable> {
-    three(params).ok_or("perf config is not block_m,block_n,block_k")?;
+    let [_, _, bk] = three(params).ok_or("perf config is not block_m,block_n,block_k")?;
     if p.groups() > 65_535 {
         return Err("more than 65535 groups (grid z)");
+    }
+    // igemm.h indexes a filter, a reduction row and an image's output pixels in 32-bit ints.
+    let product = |v: &[u32]| v.iter().map(|&x| x as u64).product::<u64>();
+    let [fd, fh, fw] = p.filter();
+    let [od, oh, ow] = p.output();
+    let cpg = (p.c() / p.groups().max(1)) as u64;
+    let int_max = i32::MAX as u64;
+    if cpg * product(&[fd, fh, fw]) + bk as u64 > int_max {
+        return Err("reduction length (channels per group x filter) past 32-bit indexing");
+    }
+    if product(&[od, oh, ow]) > int_max {
+        return Err("output pixels per image past 32-bit indexing");
     }
     Ok(())
 }

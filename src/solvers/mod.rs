@@ -313,6 +313,96 @@ pub fn common_checks(p: &ConvProblem) -> Result<(), NotApplicable> {
     Ok(())
 }
 
+/// The cases of the reliability review (`shared/docs/review-reliability.md`, D1 and D8) that
+/// planned a launch the kernels could not run: each is now refused with a reason.
+#[cfg(test)]
+mod hostile_problems {
+    use super::*;
+    use kiln_format::ConvSpec;
+
+    fn caps() -> TargetCaps {
+        TargetCaps {
+            vendor: Vendor::Nvidia,
+            arch: "sm_90",
+            compute_units: 132,
+        }
+    }
+
+    fn spec2(n: u32, c: u32, k: u32, hw: [u32; 2], f: [u32; 2], dtype: DataType) -> ConvSpec {
+        ConvSpec {
+            n,
+            c,
+            k,
+            input: [1, hw[0], hw[1]],
+            filter: [1, f[0], f[1]],
+            data_types: [dtype; 3],
+            ..ConvSpec::default()
+        }
+    }
+
+    #[test]
+    fn d1_wrapping_element_counts_are_refused_when_the_problem_is_built() {
+        // x and w really hold 2^64 elements; u64 arithmetic wrapped them to 0.
+        let e = ConvProblem::new(spec2(
+            1,
+            65_536,
+            1,
+            [16_777_216, 16_777_216],
+            [16_777_216, 16_777_216],
+            DataType::Fp32,
+        ))
+        .unwrap_err();
+        assert_eq!(e.to_string(), "x: tensor has more than 2^48 elements");
+        // The same through the key.
+        let key = "65536-16777216-16777216-16777216x16777216-1-1-1-1-0x0-1x1-1x1-0-NCHW-FP32-F";
+        assert!(ConvProblem::from_find_db_key(key).is_err());
+    }
+
+    #[test]
+    fn d8_32_bit_index_overflow_in_the_gemm_kernels_is_not_applicable() {
+        // 46341^2 output pixels per image: more than 2^31.
+        let p =
+            ConvProblem::new(spec2(1, 1, 32, [46_341, 46_341], [1, 1], DataType::Fp16)).unwrap();
+        for id in ["ConvGemm1x1Fwd", "ConvImplicitGemmFwd"] {
+            let s = by_id(id).unwrap();
+            for q in s.entry.params {
+                assert_eq!(
+                    s.applicable(&p, &caps(), q),
+                    Err("output pixels per image past 32-bit indexing"),
+                    "{id} [{q}]"
+                );
+            }
+        }
+        // A 1291^3 filter: its size wraps a 32-bit int.
+        let p = ConvProblem::new(ConvSpec {
+            spatial_dims: 3,
+            input: [1291; 3],
+            filter: [1291; 3],
+            layouts: [kiln_format::Layout::Ncdhw; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        let s = by_id("ConvImplicitGemmFwd").unwrap();
+        assert!(s.why_not(&p, &caps()).contains("reduction length"));
+    }
+
+    #[test]
+    fn d8_grids_past_the_launch_limits_are_not_applicable() {
+        // 4,194,304 output channels: the review's plan[0], ConvGemm1x1Fwd [64,128,8], had a
+        // grid.y of 65,536. Every config still offered launches within the limits.
+        let p = ConvProblem::new(spec2(1, 1, 4_194_304, [1, 1], [1, 1], DataType::Fp16)).unwrap();
+        let gemm = by_id("ConvGemm1x1Fwd").unwrap();
+        assert!(gemm.applicable(&p, &caps(), "64,128,8").is_err());
+        let plan = crate::resolve::rank_unmeasured(&p, &[], &caps(), None).unwrap();
+        for r in plan.iter() {
+            let launch = r.variant.solver.imp.launch_plan(&p, r.variant.params);
+            assert!(launch.within_launch_limits().is_ok(), "{:?}", r.variant);
+            assert!(launch.kernels.iter().all(|k| k.grid[1] <= 65_535));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -184,6 +184,13 @@ fn problem_from_flags(a: &ResolveArgs) -> Result<ConvProblem, Box<dyn std::error
             a.direction
         )
     })?;
+    // Depth flags mean nothing for a 2-D problem: refused rather than silently ignored.
+    if a.spatial_dim == 2 && (a.in_d, a.fil_d, a.pad_d, a.stride_d, a.dil_d) != (1, 1, 0, 1, 1) {
+        return Err(
+            "--in_d/--fil_d/--pad_d/--conv_stride_d/--dilation_d describe 3-D problems: add --spatial_dim 3"
+                .into(),
+        );
+    }
     // One type for all tensors, as the shipped keys write INT8 convolutions too.
     let types = [dtype; 3];
     let spec = ConvSpec {

@@ -196,7 +196,8 @@ pub struct Header {
     /// Size of the compressed section.
     pub compressed_len: u64,
     disps_at: usize,
-    blocks_at: usize,
+    /// Offset of the block descriptors in the blob.
+    pub blocks_at: usize,
     strings_at: usize,
     dict_at: usize,
     compressed_at: usize,
@@ -243,6 +244,25 @@ impl Header {
         let end = compressed_at as u64 + compressed_len;
         if end != b.len() as u64 {
             return Err(m("section sizes do not add up to the blob size"));
+        }
+        // Blocks decode into disjoint ranges in block order, inside `decoded_len`: checked here,
+        // once, because the lock-free decode relies on it (a damaged descriptor must not let
+        // one block's decode overwrite another block already verified).
+        let mut next_free = 0u64;
+        for i in 0..block_count as usize {
+            let at = blocks_at + i * BLOCK_DESC_LEN;
+            let desc = b
+                .get(at..at + BLOCK_DESC_LEN)
+                .and_then(BlockDesc::parse)
+                .ok_or(m("block descriptor out of bounds"))?;
+            let dec_end = desc
+                .dec_offset
+                .checked_add(desc.dec_len as u64)
+                .ok_or(m("block range overflows"))?;
+            if desc.dec_offset < next_free || dec_end > decoded_len {
+                return Err(m("block decode ranges overlap or leave the decoded length"));
+            }
+            next_free = dec_end;
         }
         Ok(Header {
             kind,
@@ -305,7 +325,12 @@ impl BlockDesc {
 
 /// Where a table's blocks are decoded to. Implemented by [`DecodeBuffer`], a static
 /// zero-initialised buffer (`.bss`) sized at build time.
-pub trait DecodeStorage: Sync {
+///
+/// # Safety
+/// `region()` must return the same pointer and length on every call, valid for reads and writes
+/// of that many bytes for `'static`, used by nothing but the one [`EmbeddedTable`] it is given to
+/// (which writes a block's range only while it owns that block's state, see [`BLOCK_DECODING`]).
+pub unsafe trait DecodeStorage: Sync {
     /// Start of the decode region and its length.
     fn region(&self) -> (*mut u8, usize);
     /// One state per block: [`BLOCK_EMPTY`], [`BLOCK_DECODING`], [`BLOCK_READY`] or [`BLOCK_FAILED`].
@@ -343,7 +368,9 @@ impl<const LEN: usize, const BLOCKS: usize> DecodeBuffer<LEN, BLOCKS> {
     }
 }
 
-impl<const LEN: usize, const BLOCKS: usize> DecodeStorage for DecodeBuffer<LEN, BLOCKS> {
+// SAFETY: the region is the buffer's own array, fixed for its lifetime; the generated code gives
+// each DecodeBuffer static to exactly one EmbeddedTable.
+unsafe impl<const LEN: usize, const BLOCKS: usize> DecodeStorage for DecodeBuffer<LEN, BLOCKS> {
     fn region(&self) -> (*mut u8, usize) {
         (self.bytes.get().cast::<u8>(), LEN)
     }
@@ -536,8 +563,8 @@ impl EmbeddedTable {
                         continue;
                     }
                     // SAFETY: this thread owns the range until it publishes READY or FAILED; no
-                    // reader touches it before then, and blocks do not overlap (checked by the writer
-                    // and bounded above).
+                    // reader touches it before then, and blocks do not overlap (checked in
+                    // Header::parse) and lie within the storage (checked above).
                     let dst = unsafe {
                         core::slice::from_raw_parts_mut(
                             base.add(desc.dec_offset as usize),

@@ -120,7 +120,9 @@ fn jit_start(
         &options,
     )?;
     let t2 = Instant::now();
-    let inv = ctx.invoker_from_object(p, &c.variant, &cubin)?;
+    // SAFETY: NVRTC just compiled this cubin for this device from kiln's own kernel source,
+    // with the options of the variant it is used for.
+    let inv = unsafe { ctx.invoker_from_object(p, &c.variant, &cubin) }?;
     let t3 = Instant::now();
     let first_launch_s = launch_to_result_s(ctx, &inv, &inputs(ctx, p)?)?;
     Ok(JitStart {
@@ -343,7 +345,7 @@ fn utc_date() -> String {
 pub(crate) fn finish(report: &str, out: Option<&std::path::Path>) -> CliResult {
     print!("{report}");
     if let Some(out) = out {
-        std::fs::write(out, report).map_err(|e| format!("{}: {e}", out.display()))?;
+        super::write_atomic(out, report)?;
     }
     Ok(())
 }

@@ -1,13 +1,21 @@
 //! `kiln-tools db import`: MIOpen find-db / perf-db / kdb files into `targets/<base>/`, each
 //! pinned by sha256 in the target's `target.toml`.
+//!
+//! Nothing is touched until everything was read and validated: every input is parsed whole
+//! (read into memory first, so importing a target's own file onto itself is safe), the merged
+//! `target.toml` is rendered and parsed back, and only then is each file written to a
+//! temporary name and renamed into place. An existing `target.toml` is merged: files and pins
+//! not imported now, and the toolchain, are kept.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use kiln_embed::finddb::FindDb;
-use kiln_embed::kdb::KernelDb;
+use kiln_embed::kdb::{hex, KernelDb};
 use kiln_embed::perfdb::PerfDb;
+use kiln_embed::target::{render_target_toml, TargetConfig, TargetFiles};
 
+use super::write_atomic_bytes;
 use crate::CliResult;
 
 #[derive(Args)]
@@ -27,7 +35,7 @@ pub struct ImportArgs {
     /// Where the files came from (recorded in target.toml, printed by `kiln info`).
     #[arg(long)]
     origin: String,
-    /// Cargo feature aliases to record.
+    /// Cargo feature aliases to record (replace the recorded ones when given).
     #[arg(long)]
     alias: Vec<String>,
     /// The targets folder.
@@ -35,70 +43,107 @@ pub struct ImportArgs {
     targets_dir: PathBuf,
 }
 
-fn sha256_hex(path: &Path) -> Result<String, Box<dyn std::error::Error>> {
-    Ok(kiln_embed::fetch::sha256_file(path)?)
+fn sha256(bytes: &[u8]) -> String {
+    hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes))
 }
 
 pub fn run(a: &ImportArgs) -> CliResult {
     let id = kiln::TargetId::parse_basename(&a.target)?;
-    let dir = a.targets_dir.join(&a.target);
-    std::fs::create_dir_all(&dir)?;
     let base = &a.target;
-    let mut files = kiln_embed::target::TargetFiles::default();
-    let mut pins = std::collections::BTreeMap::new();
+    if a.find_db.is_none() && a.perf_db.is_none() && a.kdb.is_none() {
+        return Err("nothing to import: give --find-db, --perf-db and/or --kdb".into());
+    }
+    for alias in &a.alias {
+        if alias.is_empty()
+            || !alias
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        {
+            return Err(format!(
+                "--alias '{}': a cargo feature name (a-z, 0-9, _ and -)",
+                kiln_embed::input::excerpt(alias)
+            )
+            .into());
+        }
+    }
+    let dir = a.targets_dir.join(base);
+
+    // 1. Read and validate every input, whole, before anything is written.
+    let mut outputs: Vec<(String, Vec<u8>)> = Vec::new();
     if let Some(src) = &a.find_db {
         let db = FindDb::read(src)?;
-        let name = format!("{base}.HIP.fdb.txt");
-        let out = dir.join(&name);
-        // Written back in v2.0 form (legacy v1.0 items converted); v2.0 input is copied as is.
-        let text = std::fs::read_to_string(src)?;
-        let normalized = db.to_text();
-        std::fs::write(&out, if text == normalized { text } else { normalized })?;
-        println!("find-db: {} records -> {}", db.records.len(), out.display());
-        pins.insert(name.clone(), sha256_hex(&out)?);
-        files.find_db = Some(name);
+        // Written in v2.0 form (legacy v1.0 items converted, as MIOpen does).
+        outputs.push((format!("{base}.HIP.fdb.txt"), db.to_text().into_bytes()));
+        println!("find-db: {} records", db.records.len());
     }
     if let Some(src) = &a.perf_db {
         let db = PerfDb::read(src)?;
-        let name = format!("{base}.db.txt");
-        let out = dir.join(&name);
-        std::fs::write(&out, db.to_text())?;
-        println!("perf-db: {} configs -> {}", db.records.len(), out.display());
-        pins.insert(name.clone(), sha256_hex(&out)?);
-        files.perf_db = Some(name);
+        outputs.push((format!("{base}.db.txt"), db.to_text().into_bytes()));
+        println!("perf-db: {} configs", db.records.len());
     }
     if let Some(src) = &a.kdb {
-        let db = KernelDb::read(src)?;
-        let name = format!("{base}.kdb");
-        let out = dir.join(&name);
-        std::fs::copy(src, &out)?;
-        println!(
-            "kdb: {} code objects -> {}",
-            db.entries.len(),
-            out.display()
-        );
-        pins.insert(name.clone(), sha256_hex(&out)?);
-        files.kdb = Some(name);
+        let bytes = kiln_embed::input::read_input(src)?;
+        // Validate exactly these bytes (a private copy), not the path again.
+        let check = std::env::temp_dir().join(format!(
+            "kiln-import-{}-{}.kdb",
+            std::process::id(),
+            sha256(&bytes)
+        ));
+        std::fs::write(&check, &bytes).map_err(|e| format!("{}: {e}", check.display()))?;
+        let db = KernelDb::read(&check);
+        let _ = std::fs::remove_file(&check);
+        let db = db.map_err(|e| format!("{}: {e}", src.display()))?;
+        println!("kdb: {} code objects, MD5s verified", db.entries.len());
+        outputs.push((format!("{base}.kdb"), bytes));
     }
+
+    // 2. The merged target.toml, rendered and read back before it is written.
     let vendor = id.vendor();
-    let cfg = kiln_embed::target::TargetConfig {
-        basename: base.clone(),
-        vendor,
-        arch: id.arch.clone(),
-        compute_units: id.compute_units,
-        code_object: kiln::CodeObjectKind::of(vendor),
-        aliases: a.alias.clone(),
-        origin: a.origin.clone(),
-        toolchain: None,
-        files,
-        pins,
+    let mut cfg = if dir.join("target.toml").is_file() {
+        TargetConfig::load(&dir)?
+    } else {
+        TargetConfig {
+            basename: base.clone(),
+            vendor,
+            arch: id.arch.clone(),
+            compute_units: id.compute_units,
+            code_object: kiln::CodeObjectKind::of(vendor),
+            aliases: Vec::new(),
+            origin: String::new(),
+            toolchain: None,
+            files: TargetFiles::default(),
+            pins: Default::default(),
+        }
     };
-    std::fs::write(
-        dir.join("target.toml"),
-        kiln_embed::target::render_target_toml(&cfg),
-    )?;
-    // Re-read what was written, exactly as build.rs will.
-    kiln_embed::target::TargetConfig::load(&dir)?;
+    cfg.origin = a.origin.clone();
+    if !a.alias.is_empty() {
+        cfg.aliases = a.alias.clone();
+    }
+    for (name, bytes) in &outputs {
+        cfg.pins.insert(name.clone(), sha256(bytes));
+        let slot = if name.ends_with(".HIP.fdb.txt") {
+            &mut cfg.files.find_db
+        } else if name.ends_with(".db.txt") {
+            &mut cfg.files.perf_db
+        } else {
+            &mut cfg.files.kdb
+        };
+        if let Some(old) = slot.replace(name.clone()) {
+            if &old != name {
+                cfg.pins.remove(&old);
+            }
+        }
+    }
+    let toml = render_target_toml(&cfg);
+    TargetConfig::parse(&toml, base, &dir.join("target.toml"))?;
+
+    // 3. Write: each file to a temporary name, then renamed over the old one.
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for (name, bytes) in &outputs {
+        write_atomic_bytes(&dir.join(name), bytes)?;
+        println!("  -> {}", dir.join(name).display());
+    }
+    write_atomic_bytes(&dir.join("target.toml"), toml.as_bytes())?;
     println!("wrote {}", dir.join("target.toml").display());
     Ok(())
 }

@@ -39,7 +39,7 @@ pub struct FindArgs {
 pub fn read_problem_list(
     file: &Path,
 ) -> Result<Vec<(String, ConvProblem)>, Box<dyn std::error::Error>> {
-    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = kiln_embed::input::read_text(file)?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -111,6 +111,15 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
     );
     for (i, (key, p)) in todo.iter().enumerate() {
         bar.set_message(key.clone());
+        // A problem no kiln solver runs (INT8, backward, ...) is skipped, not fatal.
+        let caps = kiln::solvers::TargetCaps::of(target);
+        let reference = kiln::solvers::by_id(kiln::solvers::REFERENCE_SOLVER)
+            .ok_or("the reference solver is not in the manifest")?;
+        if let Err(why) = reference.applicable(p, &caps, "") {
+            bar.println(format!("skipped {key}: {why}"));
+            bar.inc(1);
+            continue;
+        }
         let ms = crate::tune::measure(&ctx, p, a.repeats, 1 + i as u64)?;
         if let Some(f) = log.as_mut() {
             for m in &ms {

@@ -58,10 +58,23 @@ pub fn kind_of(path: &Path) -> Result<DbKind, Box<dyn std::error::Error>> {
     }
 }
 
-/// Writes `text` to a temporary file beside `path`, then renames it over `path`: a failed
-/// write leaves the old file whole.
-pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    let tmp = path.with_extension("kiln-tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: a failed
+/// write leaves the old file whole (and a symlink at `path` is replaced, not written through).
+/// Errors name the path.
+pub fn write_atomic_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.kiln-tmp{}", std::process::id()));
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
+}
+
+/// [`write_atomic_bytes`] for text.
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+    write_atomic_bytes(path, text.as_bytes())
 }

@@ -59,7 +59,7 @@ type Times = HashMap<(String, String), f64>;
 
 /// Reads the find log; errors name file:line.
 fn read_log(path: &Path) -> Result<BTreeMap<String, Times>, Box<dyn std::error::Error>> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = kiln_embed::input::read_text(path)?;
     let mut out: BTreeMap<String, Times> = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
         let f: Vec<&str> = line.split('\t').collect();
@@ -210,6 +210,12 @@ fn evaluate(
 
 /// `kiln-tools regret`.
 pub fn run(a: &RegretArgs) -> CliResult {
+    // A gate that cannot fail is no gate: thresholds must be numbers of at least 1.
+    for (name, v) in [("--max-median", a.max_median), ("--max-p90", a.max_p90)] {
+        if !(v.is_finite() && v >= 1.0) {
+            return Err(format!("{name} {v}: a regret threshold is a finite number >= 1").into());
+        }
+    }
     let log = read_log(&a.log)?;
     let base = a
         .target_dir
@@ -282,6 +288,9 @@ pub fn run(a: &RegretArgs) -> CliResult {
     }
     row("**all networks, one left out at a time**", &lono, &mut r)?;
     let (med, p90, _, _) = summary(&lono.iter().map(|o| o.regret).collect::<Vec<_>>());
+    if lono.is_empty() {
+        return Err("no held-out problem was evaluated (empty problem lists?)".into());
+    }
     if med > a.max_median || p90 > a.max_p90 {
         failures.push(format!(
             "leave-one-network-out: median {med:.3}, p90 {p90:.3}"

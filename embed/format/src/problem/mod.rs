@@ -116,6 +116,10 @@ impl Default for ConvSpec {
     }
 }
 
+/// Most elements one tensor of a problem may have (2^48: more than any device holds, and
+/// small enough that every count and byte size is an exact u64).
+pub const MAX_TENSOR_ELEMENTS: u64 = 1 << 48;
+
 /// Largest value any size field may take. Keeps element counts and keys bounded.
 pub const MAX_DIM: u32 = 1 << 24;
 
@@ -256,7 +260,7 @@ impl ConvProblem {
         if spec.bias > 1 {
             return Err(ProblemError::new("bias", "must be 0 or 1"));
         }
-        Ok(ConvProblem {
+        let problem = ConvProblem {
             spatial_dims: dims,
             n: spec.n,
             c: spec.c,
@@ -273,7 +277,30 @@ impl ConvProblem {
             cast_types: spec.cast_types,
             direction: spec.direction,
             bias: spec.bias,
-        })
+        };
+        // Every size below is then a plain u64 product: tensors are capped at 2^48 elements
+        // (2^50 bytes: no device holds more), so no count or byte size can wrap.
+        for (count, field) in problem.exact_element_counts().iter().zip(["x", "w", "y"]) {
+            if *count > MAX_TENSOR_ELEMENTS as u128 {
+                return Err(ProblemError::new(
+                    field,
+                    "tensor has more than 2^48 elements",
+                ));
+            }
+        }
+        Ok(problem)
+    }
+
+    /// Element counts of x, w and y in 128-bit arithmetic (each dimension is below 2^24, so
+    /// products of five need up to 120 bits).
+    fn exact_element_counts(&self) -> [u128; 3] {
+        let prod = |v: &[u32]| v.iter().fold(1u128, |a, &x| a * x as u128);
+        let [i, f, o] = [self.input, self.filter, self.output];
+        [
+            prod(&[self.n, self.c, i[0], i[1], i[2]]),
+            prod(&[self.k, self.c / self.groups.max(1), f[0], f[1], f[2]]),
+            prod(&[self.n, self.k, o[0], o[1], o[2]]),
+        ]
     }
 
     /// The spec this problem was built from (depth fields normalised for 2-D).
@@ -360,25 +387,14 @@ impl ConvProblem {
 
     /// Element counts of x, w and y.
     pub fn element_counts(&self) -> [u64; 3] {
-        // Each dimension is below 2^24, so a product of up to five of them needs 120 bits: it
-        // is computed in u128 and saturates at u64::MAX, which no buffer can match and every
-        // solver refuses (never a wrapped, small count).
-        let prod = |v: &[u32]| {
-            let p = v.iter().fold(1u128, |a, &x| a * x as u128);
-            u64::try_from(p).unwrap_or(u64::MAX)
-        };
-        let [i, f, o] = [self.input, self.filter, self.output];
-        [
-            prod(&[self.n, self.c, i[0], i[1], i[2]]),
-            prod(&[self.k, self.c / self.groups.max(1), f[0], f[1], f[2]]),
-            prod(&[self.n, self.k, o[0], o[1], o[2]]),
-        ]
+        // Exact: `new` refuses tensors above 2^48 elements.
+        self.exact_element_counts().map(|c| c as u64)
     }
 
-    /// Bytes of x, w and y in the problem's data types, saturating at `u64::MAX`.
+    /// Bytes of x, w and y in the problem's data types (below 2^51: exact).
     pub fn byte_counts(&self) -> [u64; 3] {
         let e = self.element_counts();
-        core::array::from_fn(|i| e[i].saturating_mul(self.data_types[i].size_bytes() as u64))
+        core::array::from_fn(|i| e[i] * self.data_types[i].size_bytes() as u64)
     }
 }
 
