@@ -45,7 +45,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Lookup(e) => write!(f, "{e}"),
-            Error::BadKey { key, source } => write!(f, "bad problem key '{key}': {source}"),
+            Error::BadKey { key, source } => write!(f, "bad problem key '{}': {source}", excerpt(key)),
             Error::BadProblem(e) => write!(f, "bad convolution problem: {e}"),
             Error::NoTarget { arch, compute_units, embedded } => write!(
                 f,
@@ -76,6 +76,16 @@ impl std::error::Error for Error {
 impl From<LookupError> for Error {
     fn from(e: LookupError) -> Self {
         Error::Lookup(e)
+    }
+}
+
+/// At most 80 characters of `s`, control characters escaped: what messages quote of input.
+pub(crate) fn excerpt(s: &str) -> String {
+    let escaped: String = s.escape_debug().take(80).collect();
+    if escaped.len() < s.len() {
+        format!("{escaped}... ({} bytes)", s.len())
+    } else {
+        escaped
     }
 }
 

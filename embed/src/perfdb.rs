@@ -60,9 +60,9 @@ fn check_record(key: &str, items: &[PerfItem]) -> std::result::Result<(), String
         if !valid_solver(&it.solver) {
             return Err(format!("bad solver name '{}'", excerpt(&it.solver)));
         }
-        if it.params.contains([';', '\n', '\r']) {
+        if it.params.contains(';') || it.params.chars().any(char::is_control) {
             return Err(format!(
-                "params of {} contain ';' or a line break",
+                "params of {} contain ';' or a control character",
                 it.solver
             ));
         }

@@ -1,0 +1,412 @@
+//! The workshop binary on hostile database files (the reliability review's generators, and
+//! more: `tests/hostile/make_files.py`) and hostile import/convert/regret command lines. Every
+//! case ends with a clear error (or, for valid controls, success), never a panic, abort, hang
+//! or unbounded memory, and no input file is modified.
+
+mod common;
+mod hostile;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hostile::{run_all, Case, Expect};
+
+fn tools() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kiln-tools"))
+}
+
+fn make_files(dir: &Path) {
+    let out = Command::new("python3")
+        .arg(common::repo().join("tests/hostile/make_files.py"))
+        .arg(dir)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Database files that must read (everything else must be refused with a clear error).
+const VALID: [&str; 7] = [
+    "empty.fdb.txt",
+    "empty.db.txt",
+    "good.fdb.txt",
+    "good.db.txt",
+    "crlf.fdb.txt",
+    "good.db",
+    "good.kdb",
+];
+
+#[test]
+fn every_hostile_database_file_gets_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    make_files(dir);
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 60, "{} files", files.len());
+    let mut cases = Vec::new();
+    for f in &files {
+        let expect = if VALID.contains(&f.as_str()) {
+            Expect::Ok
+        } else {
+            Expect::Error
+        };
+        for cmd in ["check", "stats"] {
+            cases.push(Case::new(format!("db {cmd} {f}"), &["db", cmd, f], expect));
+        }
+    }
+    // Conversions: never onto the input, never a partial output.
+    std::fs::write(dir.join("keep.db.txt"), "kept").unwrap();
+    for (name, args, expect) in [
+        (
+            "convert onto itself (text)",
+            &["db", "convert", "good.db.txt", "good.db.txt"][..],
+            Expect::Error,
+        ),
+        (
+            "convert onto itself (SQLite)",
+            &["db", "convert", "good.db", "good.db"],
+            Expect::Error,
+        ),
+        (
+            "convert onto itself (find-db)",
+            &["db", "convert", "good.fdb.txt", "./good.fdb.txt"],
+            Expect::Error,
+        ),
+        (
+            "convert bad input keeps output",
+            &["db", "convert", "garbage.db.txt", "keep.db.txt"],
+            Expect::Error,
+        ),
+        (
+            "convert into a missing folder (text)",
+            &["db", "convert", "good.db.txt", "/nonexistent/x.db.txt"],
+            Expect::Error,
+        ),
+        (
+            "convert into a missing folder (SQLite)",
+            &["db", "convert", "good.db.txt", "/nonexistent/x.db"],
+            Expect::Error,
+        ),
+        (
+            "convert kdb",
+            &["db", "convert", "good.kdb", "x.kdb"],
+            Expect::Error,
+        ),
+        (
+            "convert find -> perf",
+            &["db", "convert", "good.fdb.txt", "x.db"],
+            Expect::Error,
+        ),
+        (
+            "convert from /dev/zero",
+            &["db", "convert", "zero.fdb.txt", "x.fdb.txt"],
+            Expect::Error,
+        ),
+        (
+            "convert unknown name",
+            &["db", "convert", "good.db.txt", "x.bin"],
+            Expect::Error,
+        ),
+        (
+            "convert text -> SQLite",
+            &["db", "convert", "good.db.txt", "new.db"],
+            Expect::Ok,
+        ),
+        (
+            "convert SQLite -> text",
+            &["db", "convert", "good.db", "new.db.txt"],
+            Expect::Ok,
+        ),
+        ("check nothing", &["db", "check"], Expect::Error),
+        (
+            "check missing file",
+            &["db", "check", "absent.fdb.txt"],
+            Expect::Error,
+        ),
+        (
+            "stats unknown kind",
+            &["db", "stats", "keep.txt"],
+            Expect::Error,
+        ),
+        (
+            "kdb build path target",
+            &["kdb", "build", "--check", "--target", "../../etc"],
+            Expect::Error,
+        ),
+        (
+            "kdb build missing target",
+            &["kdb", "build", "--check", "--target", "nonesuch"],
+            Expect::Error,
+        ),
+        (
+            "find without a device",
+            &["find", "--device", "cuda:9", "--problems", "good.fdb.txt"],
+            Expect::Error,
+        ),
+        ("find without problems", &["find"], Expect::Usage),
+        (
+            "bench without a device",
+            &["bench", "--device", "hip:4"],
+            Expect::Error,
+        ),
+    ] {
+        cases.push(Case::new(name, args, expect));
+    }
+    // Regret: a gate that cannot fail is refused.
+    let repo = common::repo();
+    let repo_path = |p: &str| repo.join(p).display().to_string();
+    std::fs::write(dir.join("empty-list.txt"), "# nothing\n").unwrap();
+    let (log, target, manifest) = (
+        repo_path("benches/h100-find/find-log.tsv"),
+        repo_path("targets/sm_90_132"),
+        repo_path("kernels/manifest.toml"),
+    );
+    let regret = |extra: &[&str]| {
+        let mut a = vec!["regret", "--target-dir", &target, "--manifest", &manifest];
+        if !extra.contains(&"--log") {
+            a.extend(["--log", &log]);
+        }
+        a.extend_from_slice(extra);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    for (name, extra) in [
+        (
+            "regret empty problem list",
+            &["--problems", "empty-list.txt"][..],
+        ),
+        ("regret NaN median", &["--max-median", "NaN"]),
+        ("regret p90 below 1", &["--max-p90", "0.5"]),
+        ("regret infinite median", &["--max-median", "inf"]),
+        ("regret garbage log", &["--log", "garbage.db.txt"]),
+        ("regret log from /dev/zero", &["--log", "zero.fdb.txt"]),
+    ] {
+        let mut c = Case::new(name, &[], Expect::Error);
+        c.args = regret(extra);
+        cases.push(c);
+    }
+    let watched: Vec<PathBuf> = files
+        .iter()
+        .map(|f| dir.join(f))
+        .chain([dir.join("keep.db.txt")])
+        .filter(|p| p.is_file())
+        .collect();
+    let failures = run_all(tools(), dir, &cases, &watched);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(cases.len() >= 150, "{} cases", cases.len());
+}
+
+fn sha(p: &Path) -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(std::fs::read(p).unwrap()).to_vec()
+}
+
+/// A scratch copy of a committed target folder.
+fn scratch_target(base: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(base);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(common::repo().join("targets").join(base)).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    (tmp, dir)
+}
+
+fn import(targets: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(tools())
+        .args(["db", "import", "--targets-dir"])
+        .arg(targets)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn import_validates_everything_then_merges_atomically() {
+    let (tmp, dir) = scratch_target("sm_90_132");
+    let targets = tmp.path();
+    let kdb = dir.join("sm_90_132.kdb");
+    let (fdb, pdb, toml) = (
+        dir.join("sm_90_132.HIP.fdb.txt"),
+        dir.join("sm_90_132.db.txt"),
+        dir.join("target.toml"),
+    );
+    let before = kiln_embed::target::TargetConfig::load(&dir).unwrap();
+    let kdb_sha = sha(&kdb);
+
+    // D2: importing the target's own kdb onto itself keeps it whole and pinned.
+    let (code, err) = import(
+        targets,
+        &[
+            "--target",
+            "sm_90_132",
+            "--kdb",
+            kdb.to_str().unwrap(),
+            "--origin",
+            "same file",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(sha(&kdb), kdb_sha, "the kdb was modified");
+    let after = kiln_embed::target::TargetConfig::load(&dir).unwrap();
+    // Merged: the other files, their pins and the toolchain are kept.
+    assert_eq!(after.files, before.files);
+    assert_eq!(after.pins, before.pins);
+    assert_eq!(after.toolchain, before.toolchain);
+    assert_eq!(after.origin, "same file");
+
+    // One file only: the others stay listed.
+    let (code, err) = import(
+        targets,
+        &[
+            "--target",
+            "sm_90_132",
+            "--find-db",
+            fdb.to_str().unwrap(),
+            "--origin",
+            "o",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        kiln_embed::target::TargetConfig::load(&dir).unwrap().files,
+        before.files
+    );
+
+    // A bad input anywhere: nothing is touched.
+    let garbage = tmp.path().join("garbage.db.txt");
+    std::fs::write(&garbage, [0xffu8, 0xfe, 0x00]).unwrap();
+    let snapshot: Vec<Vec<u8>> = [&fdb, &pdb, &kdb, &toml].iter().map(|p| sha(p)).collect();
+    let other = tmp.path().join("other.fdb.txt");
+    std::fs::write(
+        &other,
+        "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F=S:1,0,miopenConvolutionFwdAlgoDirect\n",
+    )
+    .unwrap();
+    let (code, err) = import(
+        targets,
+        &[
+            "--target",
+            "sm_90_132",
+            "--find-db",
+            other.to_str().unwrap(),
+            "--perf-db",
+            garbage.to_str().unwrap(),
+            "--origin",
+            "o",
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("garbage.db.txt"), "{err}");
+    let now: Vec<Vec<u8>> = [&fdb, &pdb, &kdb, &toml].iter().map(|p| sha(p)).collect();
+    assert_eq!(now, snapshot, "a failed import modified the target");
+
+    // Control characters in the origin are escaped: the file reads back.
+    let (code, err) = import(
+        targets,
+        &[
+            "--target",
+            "sm_90_132",
+            "--perf-db",
+            pdb.to_str().unwrap(),
+            "--origin",
+            "line1\nline2 \"q\"\t\u{1}",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        kiln_embed::target::TargetConfig::load(&dir).unwrap().origin,
+        "line1\nline2 \"q\"\t\u{1}"
+    );
+    // Refused before anything is read: a bad alias, a path as target, nothing to import.
+    for (args, want) in [
+        (
+            &[
+                "--target",
+                "sm_90_132",
+                "--perf-db",
+                "x",
+                "--origin",
+                "o",
+                "--alias",
+                "a\u{1}b",
+            ][..],
+            "--alias",
+        ),
+        (
+            &["--target", "../evil", "--perf-db", "x", "--origin", "o"],
+            "basename",
+        ),
+        (
+            &[
+                "--target",
+                "sm_90_132/../../evil",
+                "--perf-db",
+                "x",
+                "--origin",
+                "o",
+            ],
+            "basename",
+        ),
+        (
+            &["--target", "sm_90_132", "--origin", "o"],
+            "nothing to import",
+        ),
+    ] {
+        let (code, err) = import(targets, args);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_failed_conversion_leaves_the_old_output_whole() {
+    // D5: the output file system refuses the write (file size limit); the old output is kept
+    // whole and the input untouched.
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in.db.txt");
+    std::fs::copy(
+        common::repo().join("targets/sm_90_132/sm_90_132.db.txt"),
+        &input,
+    )
+    .unwrap();
+    let out = tmp.path().join("out.db.txt");
+    std::fs::write(&out, "old output\n").unwrap();
+    let (in_sha, out_sha) = (sha(&input), sha(&out));
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 8; exec '{}' db convert '{}' '{}'",
+        tools().display(),
+        input.display(),
+        out.display()
+    );
+    let o = Command::new("bash").args(["-c", &script]).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("out.db.txt"),
+        "the error names the output: {err}"
+    );
+    assert_eq!(sha(&out), out_sha, "the old output was truncated");
+    assert_eq!(sha(&input), in_sha);
+}
