@@ -10,7 +10,7 @@ mkdir -p "$OUT"
 } > "$OUT/device.txt" 2>&1
 "$P/kiln" selftest > "$OUT/selftest.txt" 2>&1; echo "exit $?" >> "$OUT/selftest.txt"
 for i in 1 2 3; do "$P/kiln" coldstart; done > "$OUT/coldstart.txt" 2>&1
-"$P/gpu-tests" --ignored --test-threads=1 > "$OUT/gpu-tests.txt" 2>&1; echo "exit $?" >> "$OUT/gpu-tests.txt"
+"$P/gpu-tests" --ignored --test-threads=1 --nocapture > "$OUT/gpu-tests.txt" 2>&1; echo "exit $?" >> "$OUT/gpu-tests.txt"
 "$P/conformance-tests" --nocapture --test-threads=1 > "$OUT/conformance.txt" 2>&1; echo "exit $?" >> "$OUT/conformance.txt"
 "$P/kiln" resolve --target h100 -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 --repeat 100000 > "$OUT/resolve.txt" 2>&1
 {

@@ -60,25 +60,82 @@ pub struct PrepareTimes {
 /// several perf configs of one solver, and each is its own kernel.
 type InvokerKey = (String, &'static str, &'static str);
 
+/// Invokers a context keeps by default (each holds a loaded module).
+pub const DEFAULT_INVOKER_CAPACITY: usize = 1024;
+
+/// The invoker cache: bounded, least recently used evicted first. An evicted invoker's module
+/// unloads once no caller holds it any more.
+struct InvokerCache {
+    map: HashMap<InvokerKey, (Arc<Invoker>, u64)>,
+    clock: u64,
+    capacity: usize,
+}
+
+impl InvokerCache {
+    fn get(&mut self, key: &InvokerKey) -> Option<Arc<Invoker>> {
+        self.clock += 1;
+        let clock = self.clock;
+        self.map.get_mut(key).map(|(inv, used)| {
+            *used = clock;
+            inv.clone()
+        })
+    }
+
+    /// Inserts `inv` unless another thread got there first; returns the cached one.
+    fn insert(&mut self, key: InvokerKey, inv: Arc<Invoker>) -> Arc<Invoker> {
+        if let Some(existing) = self.get(&key) {
+            return existing;
+        }
+        if self.map.len() >= self.capacity {
+            // A linear scan over at most `capacity` entries, on the cold path only.
+            if let Some(oldest) = self
+                .map
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone())
+            {
+                self.map.remove(&oldest);
+            }
+        }
+        self.clock += 1;
+        self.map.insert(key, (inv.clone(), self.clock));
+        inv
+    }
+}
+
 /// A device and the embedded target it runs.
 pub struct Context {
     device: Device,
     target: &'static EmbeddedTarget,
     exact: bool,
-    invokers: Mutex<HashMap<InvokerKey, Arc<Invoker>>>,
+    invokers: Mutex<InvokerCache>,
 }
 
 impl Context {
     /// Opens a context on a device: the embedded target is chosen by arch and CU count.
     pub fn new(device: Device) -> Result<Context, RunError> {
+        Context::with_invoker_capacity(device, DEFAULT_INVOKER_CAPACITY)
+    }
+
+    /// As [`Context::new`], keeping at most `capacity` invokers (at least 1) loaded.
+    pub fn with_invoker_capacity(device: Device, capacity: usize) -> Result<Context, RunError> {
         let info = device.info();
         let sel = select_target(&info.arch, info.compute_units)?;
         Ok(Context {
             device,
             target: sel.target,
             exact: sel.exact,
-            invokers: Mutex::new(HashMap::new()),
+            invokers: Mutex::new(InvokerCache {
+                map: HashMap::new(),
+                clock: 0,
+                capacity: capacity.max(1),
+            }),
         })
+    }
+
+    /// Invokers in the cache now.
+    pub fn cached_invokers(&self) -> usize {
+        self.cache().map.len()
     }
 
     /// The device.
@@ -106,7 +163,7 @@ impl Context {
         self.prepare_timed(p, v).map(|(i, _)| i)
     }
 
-    fn cache(&self) -> MutexGuard<'_, HashMap<InvokerKey, Arc<Invoker>>> {
+    fn cache(&self) -> MutexGuard<'_, InvokerCache> {
         // A panic elsewhere while holding the lock cannot leave the map half-written (every
         // insert is one call), so a poisoned cache is still a valid cache.
         self.invokers
@@ -165,7 +222,7 @@ impl Context {
         times.decompress_s = (t1 - t0).as_secs_f64();
         times.verify_s = (t2 - t1).as_secs_f64();
         times.module_load_s = (t3 - t2).as_secs_f64();
-        let inv = self.cache().entry(key).or_insert(inv).clone();
+        let inv = self.cache().insert(key, inv);
         Ok((inv, times))
     }
 

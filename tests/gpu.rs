@@ -119,6 +119,15 @@ fn buffers_are_checked_and_invokers_cached() {
         ),
         "{e}"
     );
+    // A variant that does not apply to the problem is refused before any module load or launch
+    // (review D7: the 1x1 GEMM on a padded 3x3 problem would read x out of bounds).
+    let gemm1x1 = Variant {
+        solver: kiln::solvers::by_id("ConvGemm1x1Fwd").unwrap(),
+        params: "64,64,16",
+    };
+    let e = ctx.prepare(&p, &gemm1x1).unwrap_err();
+    assert!(matches!(e, RunError::Solver { .. }), "{e}");
+    assert!(e.to_string().contains("does not apply"), "{e}");
     // A buffer of another open device (here: a second context on the same GPU) is refused.
     let other = kiln::backend::open(Some("cuda:0")).unwrap();
     let foreign = other.alloc(1 << 20).unwrap();
@@ -150,4 +159,144 @@ fn a_foreign_code_object_is_refused_before_the_driver() {
         e.contains("the binary has AMD gfx90a") && e.contains("the device is sm_90"),
         "{e}"
     );
+}
+
+/// Distinct small problems of every layout family and type (the same list for every caller).
+fn varied_problems(count: usize) -> Vec<ConvProblem> {
+    let mut out = Vec::new();
+    let mut i = 0u32;
+    while out.len() < count {
+        let c = 4 + (i % 13) * 4;
+        let k = 4 + (i / 13 % 11) * 4;
+        let hw = 5 + i / 143 % 29;
+        let f = [1, 3, 5][(i % 3) as usize];
+        let (layout, dtype) = [
+            (Layout::Nchw, DataType::Fp32),
+            (Layout::Nhwc, DataType::Fp16),
+            (Layout::Nchw, DataType::Bf16),
+            (Layout::Nhwc, DataType::Fp32),
+        ][(i / 7 % 4) as usize];
+        i += 1;
+        if let Ok(p) = ConvProblem::new(ConvSpec {
+            n: 1 + i % 3,
+            c,
+            k,
+            input: [1, hw, hw],
+            filter: [1, f, f],
+            pad: [0, f / 2, f / 2],
+            layouts: [layout; 3],
+            data_types: [dtype; 3],
+            ..ConvSpec::default()
+        }) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Runs `p`'s best solution on seeded inputs; returns the output bytes.
+fn output_bytes(ctx: &Context, p: &ConvProblem, seed: u64) -> Vec<u8> {
+    use kiln::harness::verify::{random_values, upload};
+    let dtype = p.data_types()[0];
+    let [xn, wn, _] = p.element_counts();
+    let (x, _) = upload(ctx.device(), dtype, &random_values(xn as usize, seed)).unwrap();
+    let (w, _) = upload(ctx.device(), dtype, &random_values(wn as usize, seed + 1)).unwrap();
+    let y = ctx.device().alloc(p.byte_counts()[2]).unwrap();
+    y.fill(0xFF).unwrap();
+    let plan = ctx.find_solutions(p).unwrap();
+    let inv = ctx.prepare(p, &plan.best().variant).unwrap();
+    let stream = Stream::default();
+    ctx.run(&inv, &x, &w, &y, None, &stream).unwrap();
+    ctx.device().synchronize().unwrap();
+    let mut out = vec![0u8; y.bytes() as usize];
+    y.download(&mut out).unwrap();
+    out
+}
+
+#[test]
+#[ignore = "needs a GPU (ci/device-run.sh)"]
+fn sixteen_threads_sharing_a_context_match_one_thread_bit_for_bit() {
+    let problems = varied_problems(96);
+    let single = ctx();
+    let expected: Vec<Vec<u8>> = problems
+        .iter()
+        .enumerate()
+        .map(|(i, p)| output_bytes(&single, p, i as u64))
+        .collect();
+    drop(single);
+    // A fresh context: the 16 threads resolve, prepare (one shared invoker cache) and run at once.
+    let shared = ctx();
+    let t0 = std::time::Instant::now();
+    let mismatches = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for t in 0..16 {
+            let (shared, problems, expected, mismatches) = (&shared, &problems, &expected, &mismatches);
+            s.spawn(move || {
+                for round in 0..3 {
+                    for (i, p) in problems.iter().enumerate() {
+                        if (i + round) % 16 != t {
+                            continue;
+                        }
+                        if output_bytes(shared, p, i as u64) != expected[i] {
+                            mismatches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    println!(
+        "16 threads x {} problems x 3 rounds in {:.2} s: {} mismatches; {} invokers cached",
+        problems.len(),
+        t0.elapsed().as_secs_f64(),
+        mismatches.load(std::sync::atomic::Ordering::SeqCst),
+        shared.cached_invokers()
+    );
+    assert_eq!(mismatches.into_inner(), 0);
+}
+
+/// Resident host memory of this process, bytes.
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0)
+        * 1024
+}
+
+#[test]
+#[ignore = "needs a GPU (ci/device-run.sh)"]
+fn five_thousand_distinct_problems_keep_memory_bounded() {
+    // A cache of 256 invokers: older ones are evicted and their modules unloaded.
+    let ctx = Context::with_invoker_capacity(
+        kiln::backend::open(Some("cuda:0")).unwrap(),
+        256,
+    )
+    .unwrap();
+    let problems = varied_problems(5000);
+    let mut samples = Vec::new();
+    let t0 = std::time::Instant::now();
+    for (i, p) in problems.iter().enumerate() {
+        let _ = output_bytes(&ctx, p, i as u64);
+        if (i + 1) % 500 == 0 {
+            let (free, _) = ctx.device().memory_info().unwrap();
+            samples.push((i + 1, rss_bytes(), free, ctx.cached_invokers()));
+        }
+    }
+    for (n, rss, free, cached) in &samples {
+        println!(
+            "after {n:>5} problems: host RSS {:>7.1} MiB, device free {:>9.1} MiB, {cached} invokers cached",
+            *rss as f64 / 1048576.0,
+            *free as f64 / 1048576.0
+        );
+    }
+    println!("{} problems in {:.1} s", problems.len(), t0.elapsed().as_secs_f64());
+    // From the first sample on (the cache is full by then), memory stays flat.
+    let (_, rss0, free0, _) = samples[1];
+    let (_, rss1, free1, cached) = *samples.last().unwrap();
+    assert!(cached <= 256);
+    assert!(rss1 < rss0 + (64 << 20), "host memory grew {} MiB", (rss1 - rss0) >> 20);
+    assert!(free1 + (256 << 20) > free0, "device memory shrank {} MiB", (free0 - free1) >> 20);
 }

@@ -307,6 +307,16 @@ impl Driver for CudaDriver {
         check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
     }
 
+    fn memory_info(&self) -> Result<(u64, u64), BackendError> {
+        self.current()?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: valid out-pointers.
+        check("cuMemGetInfo", unsafe {
+            sys::cuMemGetInfo_v2(&mut free, &mut total)
+        })?;
+        Ok((free as u64, total as u64))
+    }
+
     fn create_event(&self) -> Result<Raw, BackendError> {
         self.current()?;
         let mut e = std::ptr::null_mut();

@@ -72,6 +72,7 @@ struct Api {
         *mut *mut c_void,
     ) -> Rc,
     hipDeviceSynchronize: unsafe extern "C" fn() -> Rc,
+    hipMemGetInfo: unsafe extern "C" fn(*mut usize, *mut usize) -> Rc,
     hipEventCreate: unsafe extern "C" fn(*mut *mut c_void) -> Rc,
     hipEventRecord: unsafe extern "C" fn(*mut c_void, *mut c_void) -> Rc,
     hipEventSynchronize: unsafe extern "C" fn(*mut c_void) -> Rc,
@@ -142,6 +143,7 @@ impl Api {
             hipMemsetD8: sym!("hipMemsetD8"),
             hipModuleLaunchKernel: sym!("hipModuleLaunchKernel"),
             hipDeviceSynchronize: sym!("hipDeviceSynchronize"),
+            hipMemGetInfo: sym!("hipMemGetInfo"),
             hipEventCreate: sym!("hipEventCreate"),
             hipEventRecord: sym!("hipEventRecord"),
             hipEventSynchronize: sym!("hipEventSynchronize"),
@@ -372,6 +374,16 @@ impl Driver for HipDriver {
         self.api.check("hipDeviceSynchronize", unsafe {
             (self.api.hipDeviceSynchronize)()
         })
+    }
+
+    fn memory_info(&self) -> Result<(u64, u64), BackendError> {
+        self.current()?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: valid out-pointers.
+        self.api.check("hipMemGetInfo", unsafe {
+            (self.api.hipMemGetInfo)(&mut free, &mut total)
+        })?;
+        Ok((free as u64, total as u64))
     }
 
     fn create_event(&self) -> Result<Raw, BackendError> {

@@ -133,6 +133,8 @@ pub trait Driver: Send + Sync {
     ) -> Result<(), BackendError>;
     /// Waits for all work on the device.
     fn synchronize(&self) -> Result<(), BackendError>;
+    /// Free and total device memory, bytes.
+    fn memory_info(&self) -> Result<(u64, u64), BackendError>;
     /// Creates a timing event.
     fn create_event(&self) -> Result<Raw, BackendError>;
     /// Records an event on a stream.
@@ -243,6 +245,11 @@ impl Device {
     /// Waits for all work on the device.
     pub fn synchronize(&self) -> Result<(), BackendError> {
         self.driver.synchronize()
+    }
+
+    /// Free and total device memory, bytes.
+    pub fn memory_info(&self) -> Result<(u64, u64), BackendError> {
+        self.driver.memory_info()
     }
 
     /// Records a timing event on `stream`.
