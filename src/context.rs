@@ -109,6 +109,7 @@ pub struct Context {
     target: &'static EmbeddedTarget,
     exact: bool,
     invokers: Mutex<InvokerCache>,
+    warmup_s: f64,
 }
 
 impl Context {
@@ -121,6 +122,25 @@ impl Context {
     pub fn with_invoker_capacity(device: Device, capacity: usize) -> Result<Context, RunError> {
         let info = device.info();
         let sel = select_target(&info.arch, info.compute_units)?;
+        // Every problem reads the find-db and perf-db: they are decoded and verified while the
+        // context opens (driver start-up already costs hundreds of ms), so the first problem
+        // pays only for its own kernel. Code objects stay lazy: most are never used.
+        let t0 = std::time::Instant::now();
+        for table in [sel.target.find_db, sel.target.perf_db]
+            .into_iter()
+            .flatten()
+        {
+            table
+                .decode_all()
+                .map_err(|source| kiln_format::LookupError {
+                    target: sel.target.basename,
+                    table: table
+                        .header()
+                        .map(|h| h.kind)
+                        .unwrap_or(kiln_format::TableKind::FindDb),
+                    cause: kiln_format::lookup::LookupCause::Table(source),
+                })?;
+        }
         Ok(Context {
             device,
             target: sel.target,
@@ -130,7 +150,14 @@ impl Context {
                 clock: 0,
                 capacity: capacity.max(1),
             }),
+            warmup_s: t0.elapsed().as_secs_f64(),
         })
+    }
+
+    /// Seconds the context spent decoding and verifying its target's find-db and perf-db when
+    /// it opened.
+    pub fn table_warmup_s(&self) -> f64 {
+        self.warmup_s
     }
 
     /// Invokers in the cache now.

@@ -230,7 +230,8 @@ fn sixteen_threads_sharing_a_context_match_one_thread_bit_for_bit() {
     let mismatches = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
         for t in 0..16 {
-            let (shared, problems, expected, mismatches) = (&shared, &problems, &expected, &mismatches);
+            let (shared, problems, expected, mismatches) =
+                (&shared, &problems, &expected, &mismatches);
             s.spawn(move || {
                 for round in 0..3 {
                     for (i, p) in problems.iter().enumerate() {
@@ -270,11 +271,8 @@ fn rss_bytes() -> u64 {
 #[ignore = "needs a GPU (ci/device-run.sh)"]
 fn five_thousand_distinct_problems_keep_memory_bounded() {
     // A cache of 256 invokers: older ones are evicted and their modules unloaded.
-    let ctx = Context::with_invoker_capacity(
-        kiln::backend::open(Some("cuda:0")).unwrap(),
-        256,
-    )
-    .unwrap();
+    let ctx =
+        Context::with_invoker_capacity(kiln::backend::open(Some("cuda:0")).unwrap(), 256).unwrap();
     let problems = varied_problems(5000);
     let mut samples = Vec::new();
     let t0 = std::time::Instant::now();
@@ -292,11 +290,23 @@ fn five_thousand_distinct_problems_keep_memory_bounded() {
             *free as f64 / 1048576.0
         );
     }
-    println!("{} problems in {:.1} s", problems.len(), t0.elapsed().as_secs_f64());
+    println!(
+        "{} problems in {:.1} s",
+        problems.len(),
+        t0.elapsed().as_secs_f64()
+    );
     // From the first sample on (the cache is full by then), memory stays flat.
     let (_, rss0, free0, _) = samples[1];
     let (_, rss1, free1, cached) = *samples.last().unwrap();
     assert!(cached <= 256);
-    assert!(rss1 < rss0 + (64 << 20), "host memory grew {} MiB", (rss1 - rss0) >> 20);
-    assert!(free1 + (256 << 20) > free0, "device memory shrank {} MiB", (free0 - free1) >> 20);
+    assert!(
+        rss1 < rss0 + (64 << 20),
+        "host memory grew {} MiB",
+        (rss1 - rss0) >> 20
+    );
+    assert!(
+        free1 + (256 << 20) > free0,
+        "device memory shrank {} MiB",
+        (free0 - free1) >> 20
+    );
 }

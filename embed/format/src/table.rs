@@ -484,6 +484,16 @@ impl EmbeddedTable {
         self.record_in(&h, slot)
     }
 
+    /// Decodes and verifies every block now (each once per process), so that later lookups
+    /// only read memory: what a context does at start for the tables every problem touches.
+    pub fn decode_all(&self) -> Result<(), TableError> {
+        let h = self.header()?;
+        for i in 0..h.block_count {
+            self.block(&h, i)?;
+        }
+        Ok(())
+    }
+
     /// Number of records.
     pub fn len(&self) -> Result<u32, TableError> {
         Ok(self.header()?.record_count)
@@ -613,8 +623,41 @@ impl EmbeddedTable {
 }
 
 fn decompress(src: &[u8], dict: &[u8], dst: &mut [u8]) -> std::io::Result<usize> {
-    let mut d = zstd::bulk::Decompressor::with_dictionary(dict)?;
-    d.decompress_to_buffer(src, dst)
+    // This runs on the cold start of every table block: one decompression context per thread
+    // is reused (its ~100 KiB workspace is mapped once, not per block), and the dictionary is
+    // read in place instead of copied into the context.
+    thread_local! {
+        static CTX: core::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
+            const { core::cell::RefCell::new(None) };
+    }
+    fn run(
+        ctx: &mut zstd::zstd_safe::DCtx<'static>,
+        src: &[u8],
+        dict: &[u8],
+        dst: &mut [u8],
+    ) -> Result<usize, usize> {
+        if dict.is_empty() {
+            ctx.decompress(dst, src)
+        } else {
+            ctx.decompress_using_dict(dst, src, dict)
+        }
+    }
+    let reused = CTX.try_with(|cell| {
+        cell.try_borrow_mut().ok().map(|mut slot| {
+            run(
+                slot.get_or_insert_with(zstd::zstd_safe::DCtx::create),
+                src,
+                dict,
+                dst,
+            )
+        })
+    });
+    let n = match reused {
+        Ok(Some(n)) => n,
+        // No thread-local storage (thread teardown) or re-entered: a context of its own.
+        _ => run(&mut zstd::zstd_safe::DCtx::create(), src, dict, dst),
+    };
+    n.map_err(|code| std::io::Error::other(zstd::zstd_safe::get_error_name(code)))
 }
 
 fn string_at(blob: &'static [u8], h: &Header, index: u32) -> Result<&'static [u8], TableError> {

@@ -11,15 +11,17 @@ pub fn run(a: &DeviceArgs) -> CliResult {
     let t_open = Instant::now();
     let ctx = a.context()?;
     let opened = t_open.elapsed().as_secs_f64();
+    let warmup = ctx.table_warmup_s();
     let cs = cold_start(&ctx, &cold_problem()?)?;
     let info = ctx.device().info();
     println!(
-        "cold start on {} ({}), solver {} [{}], context opened in {:.1} ms (driver init + primary context, not counted)",
+        "cold start on {} ({}), solver {} [{}], context opened in {:.1} ms (driver init + primary context, and {:.3} ms of find-db/perf-db decode; not counted)",
         info.spec,
         info.name,
         cs.ranked.variant.solver.id(),
         cs.ranked.variant.params,
-        opened * 1e3
+        opened * 1e3,
+        warmup * 1e3
     );
     for (what, s) in [
         ("resolve (find-db/fallback)", cs.resolve_s),
