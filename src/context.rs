@@ -113,6 +113,12 @@ pub struct Context {
 }
 
 impl Context {
+    /// Opens the device a spec names (`cuda:0`, `hip://<uuid>`; `None`: `KILN_DEVICE`, else the
+    /// first GPU found) and a context on it.
+    pub fn open(spec: Option<&str>) -> Result<Context, RunError> {
+        Context::new(crate::backend::open(spec)?)
+    }
+
     /// Opens a context on a device: the embedded target is chosen by arch and CU count.
     pub fn new(device: Device) -> Result<Context, RunError> {
         Context::with_invoker_capacity(device, DEFAULT_INVOKER_CAPACITY)

@@ -23,12 +23,11 @@ pub fn gfx942130() -> PathBuf {
     repo().join("targets/gfx942130")
 }
 
-/// Runs a Python script (a client kiln did not write, e.g. its sqlite3 module) with `db` as
-/// its argument; returns its output lines, failing the test on a non-zero exit.
-pub fn python_lines(script: &str, db: &Path) -> Vec<String> {
+/// Runs python3 with `args` (a client kiln did not write, e.g. its sqlite3 module); returns its
+/// standard output, failing the test on a non-zero exit.
+pub fn python(args: &[&std::ffi::OsStr]) -> Vec<u8> {
     let out = std::process::Command::new("python3")
-        .args(["-c", script])
-        .arg(db)
+        .args(args)
         .output()
         .expect("python3 runs");
     assert!(
@@ -36,7 +35,13 @@ pub fn python_lines(script: &str, db: &Path) -> Vec<String> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout)
+    out.stdout
+}
+
+/// Runs a Python script with `db` as its argument; returns its output lines.
+pub fn python_lines(script: &str, db: &Path) -> Vec<String> {
+    let stdout = python(&["-c".as_ref(), script.as_ref(), db.as_os_str()]);
+    String::from_utf8(stdout)
         .unwrap()
         .lines()
         .map(str::to_string)

@@ -43,8 +43,7 @@ pub struct DeviceArgs {
 impl DeviceArgs {
     /// Opens the device and its context.
     pub fn context(&self) -> Result<kiln::context::Context, Box<dyn std::error::Error>> {
-        let device = kiln::backend::open(self.device.as_deref())?;
-        Ok(kiln::context::Context::new(device)?)
+        Ok(kiln::context::Context::open(self.device.as_deref())?)
     }
 }
 
