@@ -236,15 +236,20 @@ impl Header {
         if block_count != expected_blocks {
             return Err(m("block count does not match record count"));
         }
-        let disps_at = HEADER_LEN;
-        let blocks_at = disps_at + disp_count as usize * 8;
-        let strings_at = blocks_at + block_count as usize * BLOCK_DESC_LEN;
-        let dict_at = strings_at + pad8(strings_len as usize);
-        let compressed_at = dict_at + pad8(dict_len as usize);
-        let end = compressed_at as u64 + compressed_len;
-        if end != b.len() as u64 {
-            return Err(m("section sizes do not add up to the blob size"));
+        // Section offsets in u64 with overflow checks: every field comes from the blob.
+        let sizes = m("section sizes do not add up to the blob size");
+        let add = |a: u64, b: u64| a.checked_add(b).ok_or(sizes);
+        let disps_at = HEADER_LEN as u64;
+        let blocks_at = add(disps_at, disp_count as u64 * 8)?;
+        let strings_at = add(blocks_at, block_count as u64 * BLOCK_DESC_LEN as u64)?;
+        let dict_at = add(strings_at, (strings_len as u64).next_multiple_of(8))?;
+        let compressed_at = add(dict_at, (dict_len as u64).next_multiple_of(8))?;
+        if add(compressed_at, compressed_len)? != b.len() as u64 {
+            return Err(sizes);
         }
+        // All offsets are now within the blob, so they fit usize.
+        let [disps_at, blocks_at, strings_at, dict_at, compressed_at] =
+            [disps_at, blocks_at, strings_at, dict_at, compressed_at].map(|v| v as usize);
         // Blocks decode into disjoint ranges in block order, inside `decoded_len`: checked here,
         // once, because the lock-free decode relies on it (a damaged descriptor must not let
         // one block's decode overwrite another block already verified).
@@ -605,7 +610,9 @@ impl EmbeddedTable {
         let comp_start = (h.compressed_at as u64)
             .checked_add(desc.comp_offset)
             .ok_or(m("block offset overflows"))?;
-        let comp_end = comp_start + desc.comp_len as u64;
+        let comp_end = comp_start
+            .checked_add(desc.comp_len as u64)
+            .ok_or(m("block offset overflows"))?;
         let src = self
             .blob
             .get(comp_start as usize..comp_end as usize)
