@@ -302,8 +302,7 @@ mod tests {
     fn object(target: &str) -> &'static [u8] {
         let t = crate::named_target(target).unwrap();
         let e = crate::solvers::by_id("ConvDirectNaiveFwd").unwrap().entry;
-        let (name, args) =
-            kiln_format::manifest::kdb_key(e.source, e.options, "FP32", "", t.arch).unwrap();
+        let (name, args) = e.kdb_key("FP32", "", t.arch).unwrap();
         t.code_object(&name, &args).unwrap().unwrap().bytes
     }
 

@@ -8,7 +8,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use kiln_format::abi::KernelArgs;
-use kiln_format::{ConvProblem, EmbeddedTarget};
+use kiln_format::{ConvProblem, EmbeddedTarget, TableKind};
 
 use crate::backend::{Device, DeviceBuffer, Function, Stream};
 use crate::error::RunError;
@@ -132,20 +132,8 @@ impl Context {
         // context opens (driver start-up already costs hundreds of ms), so the first problem
         // pays only for its own kernel. Code objects stay lazy: most are never used.
         let t0 = std::time::Instant::now();
-        for table in [sel.target.find_db, sel.target.perf_db]
-            .into_iter()
-            .flatten()
-        {
-            table
-                .decode_all()
-                .map_err(|source| kiln_format::LookupError {
-                    target: sel.target.basename,
-                    table: table
-                        .header()
-                        .map(|h| h.kind)
-                        .unwrap_or(kiln_format::TableKind::FindDb),
-                    cause: kiln_format::lookup::LookupCause::Table(source),
-                })?;
+        for kind in [TableKind::FindDb, TableKind::PerfDb] {
+            sel.target.decode_table(kind)?;
         }
         Ok(Context {
             device,
@@ -220,18 +208,14 @@ impl Context {
         }
         let mut times = PrepareTimes::default();
         let t0 = std::time::Instant::now();
-        let entry = v.solver.entry;
-        let (name, args) = kiln_format::manifest::kdb_key(
-            entry.source,
-            entry.options,
-            p.data_types()[0].name(),
-            v.params,
-            self.target.arch,
-        )
-        .map_err(|e| RunError::Solver {
-            solver: v.solver.id(),
-            reason: format!("perf config '{}': {e}", v.params),
-        })?;
+        let (name, args) = v
+            .solver
+            .entry
+            .kdb_key(p.data_types()[0].name(), v.params, self.target.arch)
+            .map_err(|e| RunError::Solver {
+                solver: v.solver.id(),
+                reason: format!("perf config '{}': {e}", v.params),
+            })?;
         let object =
             self.target
                 .code_object(&name, &args)?

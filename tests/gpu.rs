@@ -143,14 +143,10 @@ fn a_foreign_code_object_is_refused_before_the_driver() {
     let ctx = ctx();
     let other = kiln::named_target("gfx90a68").unwrap();
     let solver = kiln::solvers::by_id("ConvDirectNaiveFwd").unwrap();
-    let (name, args) = kiln::format::manifest::kdb_key(
-        solver.entry.source,
-        solver.entry.options,
-        DataType::Fp32.name(),
-        "",
-        "gfx90a",
-    )
-    .unwrap();
+    let (name, args) = solver
+        .entry
+        .kdb_key(DataType::Fp32.name(), "", "gfx90a")
+        .unwrap();
     let obj = other.code_object(&name, &args).unwrap().unwrap();
     let e = kiln::codeobject::check_for_device(obj.bytes, &ctx.device().info().arch)
         .unwrap_err()

@@ -16,16 +16,8 @@ fn tools() -> &'static Path {
 }
 
 fn make_files(dir: &Path) {
-    let out = Command::new("python3")
-        .arg(common::repo().join("tests/hostile/make_files.py"))
-        .arg(dir)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let script = common::repo().join("tests/hostile/make_files.py");
+    common::python(&[script.as_os_str(), dir.as_os_str()]);
 }
 
 /// Database files that must read (everything else must be refused with a clear error).

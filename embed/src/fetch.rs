@@ -71,9 +71,7 @@ fn private_copy(bytes: &[u8], file: &str, pin: &str, private_dir: &Path) -> Resu
     std::fs::create_dir_all(private_dir).map_err(|e| Error::io(private_dir, e))?;
     let out = private_dir.join(format!("{pin}-{file}"));
     if std::fs::read(&out).ok().as_deref() != Some(bytes) {
-        let tmp = private_dir.join(format!("{pin}.part{}", std::process::id()));
-        std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &out).map_err(|e| Error::io(&out, e))?;
+        crate::input::write_atomic(&out, bytes)?;
     }
     Ok(out)
 }
@@ -143,11 +141,7 @@ pub fn obtain_bytes(
             let body = checked(download(&url)?, file, &url, pin)?;
             std::fs::create_dir_all(&opts.cache_dir).map_err(|e| Error::io(&opts.cache_dir, e))?;
             // Write then rename, so a crash never leaves a partial file under the final name.
-            let tmp = opts
-                .cache_dir
-                .join(format!("{pin}.part{}", std::process::id()));
-            std::fs::write(&tmp, &body).map_err(|e| Error::io(&tmp, e))?;
-            std::fs::rename(&tmp, &cached).map_err(|e| Error::io(&cached, e))?;
+            crate::input::write_atomic(&cached, &body)?;
             Ok(body)
         }
     }

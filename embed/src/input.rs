@@ -68,6 +68,22 @@ pub fn read_text(path: &Path) -> Result<String> {
     })
 }
 
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: a failed
+/// write leaves the old file whole (and a symlink at `path` is replaced, not written through).
+/// Errors name the path.
+pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.kiln-tmp{}", std::process::id()));
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(path, e)
+    })
+}
+
 /// At most 60 characters of `s`, with `…` when cut: what error messages quote.
 pub fn excerpt(s: &str) -> String {
     const MAX: usize = 60;

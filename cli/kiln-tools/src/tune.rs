@@ -126,7 +126,7 @@ fn best_per_solver<'a>(ms: impl Iterator<Item = &'a Measurement>) -> Vec<&'a Mea
 }
 
 /// The find-db record of a measured problem: each passing solver at its best perf config,
-/// fastest first (times as MIOpen writes them, 6 significant digits).
+/// fastest first.
 pub fn find_record(key: &str, ms: &[Measurement]) -> Option<FindRecord> {
     let mut best = best_per_solver(ms.iter().filter(|m| m.ok));
     if best.is_empty() {
@@ -137,9 +137,8 @@ pub fn find_record(key: &str, ms: &[Measurement]) -> Option<FindRecord> {
         .iter()
         .map(|m| FindItem {
             solver: m.variant.solver.id().to_string(),
-            time_ms: kiln::format::records::format_g6(m.time_ms)
-                .parse()
-                .unwrap_or(m.time_ms),
+            // Written with MIOpen's 6 significant digits by the find-db writer.
+            time_ms: m.time_ms,
             workspace: 0,
             algorithm: m.variant.solver.entry.algorithm.to_string(),
         })

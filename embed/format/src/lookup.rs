@@ -162,6 +162,15 @@ pub struct CodeObject {
 }
 
 impl EmbeddedTarget {
+    /// Decodes and verifies every block of the table of `kind` now, if the target has one (see
+    /// [`EmbeddedTable::decode_all`]).
+    pub fn decode_table(&'static self, kind: TableKind) -> Result<()> {
+        match self.table(kind) {
+            Some(table) => table.decode_all().map_err(table_error(self.basename, kind)),
+            None => Ok(()),
+        }
+    }
+
     /// Find-db lookup by problem: the record as stored, which may name MIOpen solvers kiln
     /// cannot run (a runtime's resolver ranks what it can run). `Ok(None)`: not in the find-db.
     pub fn find_record(&'static self, problem: &ConvProblem) -> Result<Option<Solutions>> {

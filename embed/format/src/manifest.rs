@@ -29,6 +29,16 @@ impl SolverEntry {
     pub fn builds_for(&self, arch: &str) -> bool {
         builds_for(self.archs, arch)
     }
+
+    /// The kdb key of this solver's variant (`data_type`, perf config `params`) on `arch`.
+    pub fn kdb_key(
+        &self,
+        data_type: &str,
+        params: &str,
+        arch: &str,
+    ) -> Result<(String, String), KeyRuleError> {
+        kdb_key(self.source, self.options, data_type, params, arch)
+    }
 }
 
 /// Whether an `archs` list admits `arch` (an empty list admits every arch).

@@ -32,7 +32,7 @@ pub fn run(a: &ConvertArgs) -> CliResult {
             let db = PerfDb::read(input)?;
             let out_name = output.to_string_lossy();
             if out_name.ends_with(".txt") {
-                write_atomic(output, &db.to_text())?;
+                write_atomic(output, db.to_text())?;
             } else {
                 db.write_sqlite(output)?;
             }
@@ -40,7 +40,7 @@ pub fn run(a: &ConvertArgs) -> CliResult {
         }
         (DbKind::Find, DbKind::Find) => {
             let db = FindDb::read(input)?;
-            write_atomic(output, &db.to_text())?;
+            write_atomic(output, db.to_text())?;
             println!(
                 "{} records -> {} (v2.0)",
                 db.records.len(),

@@ -15,7 +15,7 @@ use kiln_embed::kdb::{hex, KernelDb};
 use kiln_embed::perfdb::PerfDb;
 use kiln_embed::target::{render_target_toml, TargetConfig, TargetFiles};
 
-use super::write_atomic_bytes;
+use super::write_atomic;
 use crate::CliResult;
 
 #[derive(Args)]
@@ -140,10 +140,10 @@ pub fn run(a: &ImportArgs) -> CliResult {
     // 3. Write: each file to a temporary name, then renamed over the old one.
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for (name, bytes) in &outputs {
-        write_atomic_bytes(&dir.join(name), bytes)?;
+        write_atomic(&dir.join(name), bytes)?;
         println!("  -> {}", dir.join(name).display());
     }
-    write_atomic_bytes(&dir.join("target.toml"), toml.as_bytes())?;
+    write_atomic(&dir.join("target.toml"), toml.as_bytes())?;
     println!("wrote {}", dir.join("target.toml").display());
     Ok(())
 }

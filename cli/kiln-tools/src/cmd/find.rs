@@ -140,13 +140,13 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
                     Some(r) => *r = rec,
                     None => fdb.records.push(rec),
                 }
-                write_atomic(&fdb_path, &fdb.to_text())?;
+                write_atomic(&fdb_path, fdb.to_text())?;
             }
         }
         let pkey = p.perf_db_key();
         if let Some(rec) = crate::tune::perf_record(pkey.as_str(), &ms) {
             pdb.merge(PerfDb { records: vec![rec] });
-            write_atomic(&pdb_path, &pdb.to_text())?;
+            write_atomic(&pdb_path, pdb.to_text())?;
         }
         bar.inc(1);
     }

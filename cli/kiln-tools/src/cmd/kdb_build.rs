@@ -74,7 +74,7 @@ pub fn run(a: &KdbBuildArgs) -> CliResult {
             .insert(name.clone(), kiln_embed::fetch::sha256_file(&out)?);
         cfg.files.kdb = Some(name);
         cfg.toolchain = Some(toolchain.clone());
-        super::write_atomic(&dir.join("target.toml"), &render_target_toml(&cfg))?;
+        super::write_atomic(&dir.join("target.toml"), render_target_toml(&cfg))?;
         TargetConfig::load(&dir)?;
         println!(
             "{}: {n} code objects -> {} ({} B, {:.1} s, {toolchain})",

@@ -57,23 +57,4 @@ pub fn kind_of(path: &Path) -> Result<DbKind, Box<dyn std::error::Error>> {
     }
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: a failed
-/// write leaves the old file whole (and a symlink at `path` is replaced, not written through).
-/// Errors name the path.
-pub fn write_atomic_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.kiln-tmp{}", std::process::id()));
-    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("{}: {e}", path.display())
-    })
-}
-
-/// [`write_atomic_bytes`] for text.
-pub fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
-    write_atomic_bytes(path, text.as_bytes())
-}
+pub use kiln_embed::input::write_atomic;

@@ -88,14 +88,10 @@ fn plan_only(layers: &[Layer]) -> CliResult {
         for l in layers {
             let v = kiln::resolve::resolve(t, &l.problem)?.best().variant;
             *solvers_used.entry(v.solver.id()).or_default() += 1;
-            let e = v.solver.entry;
-            let (name, args) = kiln::format::manifest::kdb_key(
-                e.source,
-                e.options,
-                l.problem.data_types()[0].name(),
-                v.params,
-                t.arch,
-            )?;
+            let (name, args) =
+                v.solver
+                    .entry
+                    .kdb_key(l.problem.data_types()[0].name(), v.params, t.arch)?;
             let obj = t
                 .code_object(&name, &args)?
                 .ok_or_else(|| format!("{}: no code object {name} {args}", t.basename))?;
