@@ -17,5 +17,5 @@ for l in sys.stdin:
 }
 cp "$(test_exe gpu)" device-pack/gpu-tests
 cp "$(test_exe backend_conformance)" device-pack/conformance-tests
-cp ci/on-device.sh ci/on-device-find.sh ci/on-device-bench.sh device-pack/
+cp ci/on-device.sh ci/on-device-find.sh ci/on-device-bench.sh ci/on-device-tune.sh ci/torch_conv_bench.py device-pack/
 ls -la device-pack

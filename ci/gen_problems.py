@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes kiln's problem lists from network definitions: every Conv2d a forward pass runs, as
-MIOpen find-db keys, at batch 1 and 32, FP32 and FP16, NCHW and NHWC. Runs where PyTorch and
+MIOpen find-db keys, at batch 1 and 32, FP32 and FP16, NCHW and NHWC, and BF16 NHWC. Runs where PyTorch and
 torchvision are installed (the device machine): no shape is typed by hand. ResNet-50 and
 MobileNetV2 come from torchvision; the VAE-style decoder and the YOLO-style detector are built
 below from their usual blocks. Usage: gen_problems.py OUT_DIR"""
@@ -121,6 +121,7 @@ def main():
             for dtype in ("FP32", "FP16"):
                 for layout in ("NCHW", "NHWC"):
                     lines += [key(s, n, dtype, layout) for s in found]
+            lines += [key(s, n, "BF16", "NHWC") for s in found]
         with open(f"{out_dir}/{name}.txt", "w") as fh:
             fh.write("\n".join(lines) + "\n")
         print(name, len(found), "layers,", len(lines) - 1, "problems")

@@ -21,6 +21,11 @@ export LD_LIBRARY_PATH="$(dirname "${cudnn:-/x/x}"):${libdirs}${LD_LIBRARY_PATH:
 export KILN_NVRTC=${nvrtc:-}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >> "$OUT/bench-env.txt" 2>&1
 for i in 1 2 3; do "$P/kiln" coldstart; done > "$OUT/coldstart.txt" 2>&1
-timeout "${BENCH_SECONDS:-420}" "$P/kiln-tools" bench --out "$OUT/bench.md" > "$OUT/bench-run.txt" 2>&1
+timeout "${BENCH_SECONDS:-420}" "$P/kiln-tools" bench --out "$OUT/bench.md" ${BENCH_FLAGS:-} > "$OUT/bench-run.txt" 2>&1
 echo "bench exit $?" | tee -a "$OUT/bench-run.txt"
+# The cuDNN column cross-checked through PyTorch (cudnn.benchmark), timed the same way.
+if [ "${TORCH_CHECK:-1}" = 1 ]; then
+  timeout "${TORCH_SECONDS:-240}" python3 "$P/torch_conv_bench.py" > "$OUT/torch-bench.md" 2>&1
+  echo "torch exit $?" >> "$OUT/torch-bench.md"
+fi
 tail -c 3000 "$OUT/bench-run.txt"

@@ -3,8 +3,8 @@
 #   apt:  clang-19 lld-19 clang-tools-19 (AMD code objects), strace (no-file-access test),
 #         hipcc libamdhip64-dev (the `hip` feature builds and links against them),
 #         python3 (plain SQLite client in tests; already on the image)
-#   pip:  nvidia-cuda-nvrtc-cu12 / nvidia-cuda-nvcc-cu12 12.9.86 (NVIDIA cubins), into
-#         $KILN_TOOLS/cuda-wheels
+#   pip:  the wheels of ci/cuda-wheels.txt, pinned by version and sha256 (NVRTC and ptxas
+#         12.9, CCCL and CUDA runtime headers, CUTLASS 4.2 headers), into $KILN_TOOLS/cuda-wheels
 # Set KILN_SETUP_SKIP_APT=1 to skip apt (e.g. without root).
 set -euo pipefail
 KILN_TOOLS=${KILN_TOOLS:-$HOME/.cache/kiln-tools}
@@ -26,9 +26,13 @@ if [ ${#need_apt[@]} -gt 0 ] && [ "${KILN_SETUP_SKIP_APT:-0}" != 1 ]; then
 fi
 
 WHEELS="$KILN_TOOLS/cuda-wheels"
-if [ ! -f "$WHEELS/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" ]; then
-  mkdir -p "$WHEELS"
-  python3 -m pip install -q --disable-pip-version-check --target "$WHEELS" \
-    nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-cuda-nvcc-cu12==12.9.86
+PINS="$(cd "$(dirname "$0")" && pwd)/cuda-wheels.txt"
+# Reinstalled whenever the pins change (the stamp holds the pins the folder was made from).
+if ! cmp -s "$PINS" "$WHEELS/.kiln-pins" 2>/dev/null; then
+  rm -rf "$WHEELS.new"
+  python3 -m pip install -q --disable-pip-version-check --no-deps --require-hashes \
+    --target "$WHEELS.new" -r "$PINS"
+  cp "$PINS" "$WHEELS.new/.kiln-pins"
+  rm -rf "$WHEELS" && mv "$WHEELS.new" "$WHEELS"
 fi
-echo "kiln tools ready: clang++-19 $(clang++-19 --version | head -1 | sed 's/.*version //'), NVRTC wheel in $WHEELS"
+echo "kiln tools ready: clang++-19 $(clang++-19 --version | head -1 | sed 's/.*version //'), CUDA and CUTLASS wheels in $WHEELS"

@@ -4,45 +4,17 @@
 //! config), and runs it on device buffers whose sizes are checked before any launch.
 
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use kiln_format::abi::KernelArgs;
 use kiln_format::{ConvProblem, EmbeddedTarget, TableKind};
 
-use crate::backend::{Device, DeviceBuffer, Function, Stream};
+use crate::backend::{Device, DeviceBuffer, Stream};
 use crate::error::RunError;
+pub use crate::invoker::Invoker;
 use crate::resolve::{Plan, Variant};
 use crate::select::select_target;
-use crate::solvers::{KernelLaunch, TargetCaps};
-
-/// A prepared solution: kernels loaded, launches and arguments computed.
-#[derive(Debug)]
-pub struct Invoker {
-    /// What it runs.
-    pub variant: Variant,
-    kernels: Vec<(Function, KernelLaunch)>,
-    workspace_bytes: u64,
-    args: KernelArgs,
-    problem: ConvProblem,
-}
-
-impl Invoker {
-    /// The launches, in order.
-    pub fn launches(&self) -> impl Iterator<Item = &KernelLaunch> {
-        self.kernels.iter().map(|(_, l)| l)
-    }
-
-    /// Workspace bytes [`Context::run`] needs.
-    pub fn workspace_bytes(&self) -> u64 {
-        self.workspace_bytes
-    }
-
-    /// The problem it was prepared for.
-    pub fn problem(&self) -> &ConvProblem {
-        &self.problem
-    }
-}
+use crate::solvers::TargetCaps;
 
 /// Time spent in each step of a cold `prepare`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -289,20 +261,7 @@ impl Context {
         let args = KernelArgs::of(p).ok_or_else(|| not_applicable("sizes exceed i32"))?;
         let plan = v.solver.imp.launch_plan(p, v.params);
         let module = self.device.load_module(object)?;
-        let mut kernels = Vec::with_capacity(plan.kernels.len());
-        for launch in plan.kernels {
-            let name = v.solver.entry.functions.get(launch.kernel).ok_or_else(|| {
-                not_applicable("its launch plan names a kernel the manifest lacks")
-            })?;
-            kernels.push((module.function(name)?, launch));
-        }
-        Ok(Invoker {
-            variant: *v,
-            kernels,
-            workspace_bytes: plan.workspace_bytes,
-            args,
-            problem: *p,
-        })
+        Invoker::new(&self.device, &module, p, v, args, plan)
     }
 
     /// Runs an invoker on `x`, `w`, `y` (and `workspace`, when its plan needs one) on
@@ -342,30 +301,6 @@ impl Context {
         if workspace.is_some_and(|b| !b.device().same_as(&self.device)) {
             return Err(RunError::ForeignBuffer { which: "workspace" });
         }
-        let (mut xp, mut wp, mut yp, mut args) =
-            (x.device_ptr(), w.device_ptr(), y.device_ptr(), inv.args);
-        let mut params: [*mut c_void; 4] = [
-            (&mut xp as *mut u64).cast(),
-            (&mut wp as *mut u64).cast(),
-            (&mut yp as *mut u64).cast(),
-            (&mut args as *mut KernelArgs).cast(),
-        ];
-        for (function, launch) in &inv.kernels {
-            // SAFETY: every kiln kernel takes (x, w, y, KilnConvArgs) (the manifest's contract;
-            // KernelArgs is checked against the C struct at compile time); the buffers are on
-            // this device and hold what the problem needs (checked above), and the solver
-            // applies to the problem (checked in `load`), so its kernels stay within them.
-            unsafe {
-                self.device.launch(
-                    function,
-                    launch.grid,
-                    launch.block,
-                    launch.shared_bytes,
-                    stream,
-                    &mut params,
-                )
-            }?;
-        }
-        Ok(())
+        inv.launch(&self.device, x, w, y, workspace, stream)
     }
 }

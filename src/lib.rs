@@ -38,6 +38,7 @@ pub mod embedded;
 pub mod error;
 #[cfg(feature = "harness")]
 pub mod harness;
+pub mod invoker;
 pub mod resolve;
 pub mod select;
 pub mod solvers;
@@ -50,6 +51,6 @@ pub use embedded::{build_provenance, target, targets};
 pub use error::{Error, Result, RunError};
 pub use kiln_format::{
     CodeObject, CodeObjectKind, ConvProblem, ConvSpec, DataType, Direction, EmbeddedTarget,
-    InputFile, Layout, Solution, Solutions, TableKind, TargetId, Vendor,
+    InputFile, Layout, MathMode, Solution, Solutions, TableKind, TargetId, Vendor,
 };
 pub use select::{named_target, select_target, Selection};

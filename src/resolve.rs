@@ -216,9 +216,10 @@ fn tuned_params(
     solver.usable_config(p, caps, q)
 }
 
-/// Every applicable solver: those measured on the nearest measured problem within
-/// [`NEAR_DISTANCE`] first (in its order, times scaled by the work ratio), then the rest by the
-/// cost model.
+/// Every applicable solver: those measured near `p` first, by time scaled by the work ratio
+/// (each solver's time and perf config from the nearest measured problem within
+/// [`NEAR_DISTANCE`], or, where that problem could not run the solver, from the nearest one
+/// that did), then the rest by the cost model.
 fn fallback(
     p: &ConvProblem,
     model: &[MeasuredProblem<'static>],
@@ -242,10 +243,18 @@ fn fallback(
     let mut out: heapless::Vec<(bool, Ranked), MAX_SOLVERS> = heapless::Vec::new();
     for solver in registered() {
         let from_neighbours = || {
-            near.iter().find_map(|(m, _)| {
-                let s = m.solvers.iter().find(|s| s.solver == solver.id())?;
-                solver.usable_config(p, caps, s.params)
-            })
+            near.iter()
+                .find_map(|(m, _)| {
+                    let s = m.solvers.iter().find(|s| s.solver == solver.id())?;
+                    solver.usable_config(p, caps, s.params)
+                })
+                .or_else(|| {
+                    near.first()?;
+                    let (_, s, d) = kiln_format::measured::nearest_with(model, p, solver.id())?;
+                    solver
+                        .usable_config(p, caps, s.params)
+                        .filter(|_| d <= NEAR_DISTANCE)
+                })
         };
         let Some(params) = tuned_params(tuned, p, caps, solver)
             .or_else(from_neighbours)
@@ -253,10 +262,20 @@ fn fallback(
         else {
             continue;
         };
-        let measured = closest.and_then(|(m, d)| {
-            let s = m.solvers.iter().find(|s| s.solver == solver.id())?;
-            Some((s.time_ms as f64 * macs(p) / m.macs.max(1.0), m.key, d))
-        });
+        // Time from the nearest problem when it measured this solver; else from the nearest
+        // problem that did (the nearest one may not have been able to run it), within the
+        // same distance bound.
+        let measured = closest
+            .and_then(|(m, d)| {
+                let s = m.solvers.iter().find(|s| s.solver == solver.id())?;
+                Some((s.time_ms as f64 * macs(p) / m.macs.max(1.0), m.key, d))
+            })
+            .or_else(|| {
+                closest?;
+                let (m, s, d) = kiln_format::measured::nearest_with(model, p, solver.id())?;
+                (d <= NEAR_DISTANCE)
+                    .then(|| (s.time_ms as f64 * macs(p) / m.macs.max(1.0), m.key, d))
+            });
         let ranked = Ranked {
             variant: Variant { solver, params },
             time_ms: measured.map_or_else(|| solver.imp.estimated_ms(p, params), |m| m.0),

@@ -306,3 +306,60 @@ fn five_thousand_distinct_problems_keep_memory_bounded() {
         (free0 - free1) >> 20
     );
 }
+
+/// 3xTF32 with IEEE special values, on the H100: NaN inputs give NaN, values near the top of
+/// the FP32 range stay exact to 1e-6, and an input infinity gives NaN where FP32 gives +-inf
+/// (the known limitation README "Accuracy" states; this test fails when it changes, so that
+/// the README changes with it).
+#[test]
+#[ignore = "needs a GPU (ci/device-run.sh)"]
+fn three_tf32_special_values() {
+    use kiln::harness::verify::{download, poisoned, upload};
+    let ctx = ctx();
+    let solver = kiln::solvers::by_id("ConvCutlass3xTf32Fwd").unwrap();
+    let p = ConvProblem::new(ConvSpec {
+        n: 1,
+        c: 32,
+        k: 8,
+        input: [1, 4, 4],
+        filter: [1, 1, 1],
+        layouts: [Layout::Nhwc; 3],
+        ..ConvSpec::default()
+    })
+    .unwrap();
+    let dev = ctx.device();
+    for params in solver.entry.params.iter().filter(|q| q.ends_with(",1")) {
+        let inv = ctx.prepare(&p, &Variant { solver, params }).unwrap();
+        // Pixel 0, channel 0 holds the special value; every other x is 0.25, every w is 1.
+        for (x0, want) in [
+            (3.0e38f32, 3.0e38 + 31.0 * 0.25),
+            (f32::NAN, f64::NAN),
+            (f32::INFINITY, f64::NAN),
+        ] {
+            let mut x = vec![0.25f32; 16 * 32];
+            x[0] = x0;
+            let (xb, _) = upload(dev, DataType::Fp32, &x).unwrap();
+            let (wb, _) = upload(dev, DataType::Fp32, &[1.0f32; 8 * 32]).unwrap();
+            let yb = poisoned(dev, DataType::Fp32, 16 * 8).unwrap();
+            ctx.run(&inv, &xb, &wb, &yb, None, &Stream::default())
+                .unwrap();
+            let y = download(&yb, DataType::Fp32).unwrap();
+            for &got in &y[..8] {
+                if want.is_nan() {
+                    assert!(got.is_nan(), "[{params}] x0={x0}: {got}");
+                } else {
+                    assert!(
+                        ((got - want) / want).abs() <= 1e-6,
+                        "[{params}] x0={x0}: {got}"
+                    );
+                }
+            }
+            // Pixel 1 never reads the special value.
+            assert!(
+                y[8..16].iter().all(|&v| (v - 8.0).abs() <= 8e-6),
+                "[{params}] {:?}",
+                &y[8..16]
+            );
+        }
+    }
+}

@@ -26,7 +26,7 @@ fn fallback_regret_on_held_out_problems_meets_its_targets() {
             cells[3].parse().unwrap(),
             cells[4].parse().unwrap(),
         );
-        assert_eq!(n, 712, "{row}");
+        assert_eq!(n, 890, "{row}");
         assert!(median <= 1.15 && p90 <= 1.5, "{row}");
     }
     let committed =

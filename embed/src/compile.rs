@@ -184,12 +184,46 @@ impl Nvrtc {
         arch: &str,
         options: &[String],
     ) -> Result<Vec<u8>> {
+        self.compile(name, source, headers, arch, options, false)
+    }
+
+    /// Compiles `source` to PTX for the virtual arch of `arch` (`sm_90` -> `compute_90`).
+    pub fn compile_ptx(
+        &self,
+        name: &str,
+        source: &str,
+        arch: &str,
+        options: &[String],
+    ) -> Result<String> {
+        let virtual_arch = arch.replacen("sm_", "compute_", 1);
+        let bytes = self.compile(name, source, &[], &virtual_arch, options, true)?;
+        let text = CStr::from_bytes_until_nul(&bytes)
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned());
+        Ok(text)
+    }
+
+    fn compile(
+        &self,
+        name: &str,
+        source: &str,
+        headers: &[(&str, &str)],
+        arch: &str,
+        options: &[String],
+        ptx: bool,
+    ) -> Result<Vec<u8>> {
         let create: CreateFn = self.sym(b"nvrtcCreateProgram\0")?;
         let compile: CompileFn = self.sym(b"nvrtcCompileProgram\0")?;
         let log_size: SizeFn = self.sym(b"nvrtcGetProgramLogSize\0")?;
         let log: GetFn = self.sym(b"nvrtcGetProgramLog\0")?;
-        let cubin_size: SizeFn = self.sym(b"nvrtcGetCUBINSize\0")?;
-        let cubin: GetFn = self.sym(b"nvrtcGetCUBIN\0")?;
+        let (cubin_size, cubin): (SizeFn, GetFn) = if ptx {
+            (self.sym(b"nvrtcGetPTXSize\0")?, self.sym(b"nvrtcGetPTX\0")?)
+        } else {
+            (
+                self.sym(b"nvrtcGetCUBINSize\0")?,
+                self.sym(b"nvrtcGetCUBIN\0")?,
+            )
+        };
         let destroy: DestroyFn = self.sym(b"nvrtcDestroyProgram\0")?;
         let cstr = |s: &str| {
             CString::new(s).map_err(|_| fail(name, "NUL byte in source, header or option"))
@@ -249,7 +283,7 @@ impl Nvrtc {
                 cubin_size(prog, &mut n);
                 let mut buf = vec![0u8; n];
                 if cubin(prog, buf.as_mut_ptr().cast()) != 0 || n == 0 {
-                    Err(fail(name, "nvrtcGetCUBIN returned nothing"))
+                    Err(fail(name, "NVRTC returned no output"))
                 } else {
                     Ok(buf)
                 }

@@ -3,7 +3,7 @@
 //! (`kernel_name` = source + `.o`, `kernel_args` = options + ` -mcpu=<arch>`). Entries are sorted
 //! and the compilers are deterministic, so a rebuild is byte-identical.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 
@@ -13,6 +13,7 @@ use kiln_format::Vendor;
 use crate::compile::{compile_amd, Nvrtc};
 use crate::error::{Error, Result};
 use crate::kdb::{KdbEntry, KernelDb};
+use crate::library;
 
 /// One solver of the manifest (the owned, TOML form of [`kiln_format::SolverEntry`]).
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -33,6 +34,21 @@ pub struct ManifestSolver {
     /// Archs to build for (`sm_90`, `gfx942`); absent or empty = every arch.
     #[serde(default)]
     pub archs: Vec<String>,
+    /// Data types to build; absent or empty = the manifest's `data_types`.
+    #[serde(default)]
+    pub data_types: Vec<String>,
+    /// Trailing perf-config values that are run-time parameters (kept out of the kdb key).
+    #[serde(default)]
+    pub runtime_values: usize,
+    /// `""` (kiln's dialect) or `"cutlass"` (built against the pinned CUTLASS headers).
+    #[serde(default)]
+    pub library: String,
+    /// Entry point that builds the kernel's parameter block at prepare time (`""`: none).
+    #[serde(default)]
+    pub builder: String,
+    /// `""` or `"tf32"` (an opt-in math mode).
+    #[serde(default)]
+    pub math: String,
 }
 
 impl ManifestSolver {
@@ -45,14 +61,19 @@ impl ManifestSolver {
                 .join(", ")
         };
         format!(
-            "::kiln_format::SolverEntry {{ id: {:?}, algorithm: {:?}, source: {:?}, functions: &[{}], options: {:?}, params: &[{}], archs: &[{}] }}",
+            "::kiln_format::SolverEntry {{ id: {:?}, algorithm: {:?}, source: {:?}, functions: &[{}], options: {:?}, params: &[{}], archs: &[{}], data_types: &[{}], runtime_values: {}, library: {:?}, builder: {:?}, math: {:?} }}",
             self.id,
             self.algorithm,
             self.source,
             list(&self.functions),
             self.options,
             list(&self.params),
-            list(&self.archs)
+            list(&self.archs),
+            list(&self.data_types),
+            self.runtime_values,
+            self.library,
+            self.builder,
+            self.math
         )
     }
 }
@@ -88,8 +109,33 @@ impl Manifest {
                 return Err(bad(format!("solver {} names no kernel function", s.id)));
             }
             for p in &s.params {
-                compile_options(&s.options, "FP32", p)
+                let compiled = kiln_format::manifest::compiled_part(p, s.runtime_values);
+                if s.runtime_values > 0 && p.split(',').count() <= s.runtime_values {
+                    return Err(bad(format!(
+                        "solver {} params '{p}': fewer values than its {} run-time values",
+                        s.id, s.runtime_values
+                    )));
+                }
+                compile_options(&s.options, "FP32", compiled)
                     .map_err(|e| bad(format!("solver {} params '{p}': {e}", s.id)))?;
+            }
+            if let Some(d) = s.data_types.iter().find(|d| !m.data_types.contains(d)) {
+                return Err(bad(format!(
+                    "solver {} data type {d} is not in data_types",
+                    s.id
+                )));
+            }
+            if !matches!(s.library.as_str(), "" | library::CUTLASS) {
+                return Err(bad(format!(
+                    "solver {} library '{}': expected \"\" or \"cutlass\"",
+                    s.id, s.library
+                )));
+            }
+            if !matches!(s.math.as_str(), "" | "tf32") {
+                return Err(bad(format!(
+                    "solver {} math '{}': expected \"\" or \"tf32\"",
+                    s.id, s.math
+                )));
             }
         }
         Ok(m)
@@ -97,106 +143,204 @@ impl Manifest {
 }
 
 /// Toolchain description recorded next to a kdb.
-pub fn toolchain(vendor: Vendor) -> Result<String> {
+pub fn toolchain(manifest: &Manifest, vendor: Vendor) -> Result<String> {
     if vendor == Vendor::Amd {
-        crate::compile::clang_version()
-    } else {
-        Ok(format!("NVRTC {}", Nvrtc::load()?.version()?))
+        return crate::compile::clang_version();
     }
+    let mut line = format!("NVRTC {}", Nvrtc::load()?.version()?);
+    if manifest
+        .solvers
+        .iter()
+        .any(|s| s.library == library::CUTLASS)
+    {
+        let tc = library::LibraryToolchain::find(&crate::compile::default_wheels_dir())?;
+        line.push_str(&format!(", {}", tc.describe()));
+    }
+    Ok(line)
 }
 
-/// Compiles every variant for `arch` and returns the kdb entries, sorted by key.
-pub fn build_entries(
-    manifest: &Manifest,
-    kernels_dir: &Path,
-    arch: &str,
-    vendor: Vendor,
-) -> Result<Vec<KdbEntry>> {
-    let mut jobs: Vec<(String, PathBuf, Vec<String>, String)> = Vec::new();
+/// One code object to build.
+struct Job {
+    kernel_name: String,
+    kernel_args: String,
+    source: String,
+    options: Vec<String>,
+    library: String,
+}
+
+/// The code objects of `manifest` for `arch`, one per kdb key (perf configs that differ only
+/// in run-time values share one), sorted by key.
+fn jobs(manifest: &Manifest, arch: &str) -> Result<Vec<Job>> {
+    let mut jobs: Vec<Job> = Vec::new();
     for s in manifest
         .solvers
         .iter()
         .filter(|s| kiln_format::manifest::builds_for(&s.archs, arch))
     {
-        for dt in &manifest.data_types {
+        for dt in manifest
+            .data_types
+            .iter()
+            .filter(|d| s.data_types.is_empty() || s.data_types.contains(d))
+        {
             for p in &s.params {
-                let opts = compile_options(&s.options, dt, p).map_err(|e| Error::Target {
-                    target: arch.into(),
-                    reason: format!("solver {} params '{p}': {e}", s.id),
-                })?;
+                let compiled = kiln_format::manifest::compiled_part(p, s.runtime_values);
+                let opts =
+                    compile_options(&s.options, dt, compiled).map_err(|e| Error::Target {
+                        target: arch.into(),
+                        reason: format!("solver {} params '{p}': {e}", s.id),
+                    })?;
                 let args = kernel_args(&opts, arch);
-                let options: Vec<String> = opts.split(' ').map(String::from).collect();
-                jobs.push((s.source.clone(), kernels_dir.join(&s.source), options, args));
+                let name = kernel_name(&s.source);
+                if jobs
+                    .iter()
+                    .any(|j| j.kernel_name == name && j.kernel_args == args)
+                {
+                    continue;
+                }
+                jobs.push(Job {
+                    kernel_name: name,
+                    kernel_args: args,
+                    source: s.source.clone(),
+                    options: opts.split(' ').map(String::from).collect(),
+                    library: s.library.clone(),
+                });
             }
         }
     }
-    let mut entries: Vec<KdbEntry> = if vendor == Vendor::Amd {
-        // clang runs one process per object: spread them over the cores.
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
-        let chunk = jobs.len().div_ceil(threads).max(1);
-        let results: Vec<Result<Vec<KdbEntry>>> = std::thread::scope(|sc| {
-            let handles: Vec<_> = jobs
-                .chunks(chunk)
-                .map(|part| {
-                    sc.spawn(move || {
-                        part.iter()
-                            .map(|(src, path, opts, args)| {
-                                Ok(KdbEntry {
-                                    kernel_name: kernel_name(src),
-                                    kernel_args: args.clone(),
-                                    object: compile_amd(path, kernels_dir, arch, opts)?,
-                                })
-                            })
-                            .collect()
-                    })
+    jobs.sort_by(|a, b| (&a.kernel_name, &a.kernel_args).cmp(&(&b.kernel_name, &b.kernel_args)));
+    Ok(jobs)
+}
+
+/// kiln's own headers (`kernels/*.h`), passed to NVRTC in memory and hashed into library
+/// cache keys.
+fn kiln_headers(kernels_dir: &Path) -> Result<Vec<(String, String)>> {
+    let mut headers = Vec::new();
+    for h in ["kiln_gpu.h", "igemm.h"] {
+        let p = kernels_dir.join(h);
+        headers.push((h.to_string(), crate::input::read_text(&p)?));
+    }
+    Ok(headers)
+}
+
+/// Compiles every variant for `arch` and returns the kdb entries, sorted by key. Objects are
+/// built on every core; library objects are taken from the object cache when their inputs are
+/// unchanged (`cache`: `None` rebuilds everything).
+pub fn build_entries(
+    manifest: &Manifest,
+    kernels_dir: &Path,
+    arch: &str,
+    vendor: Vendor,
+    cache: Option<&Path>,
+) -> Result<Vec<KdbEntry>> {
+    let jobs = jobs(manifest, arch)?;
+    let nvidia = vendor == Vendor::Nvidia;
+    let nvrtc = if nvidia { Some(Nvrtc::load()?) } else { None };
+    let headers = kiln_headers(kernels_dir)?;
+    let library = if jobs.iter().any(|j| !j.library.is_empty()) {
+        Some(library::LibraryToolchain::find(
+            &crate::compile::default_wheels_dir(),
+        )?)
+    } else {
+        None
+    };
+    let compile = |job: &Job| -> Result<Vec<u8>> {
+        let path = kernels_dir.join(&job.source);
+        match (&nvrtc, job.library.as_str()) {
+            (None, "") => compile_amd(&path, kernels_dir, arch, &job.options),
+            (Some(nvrtc), "") => {
+                let source = crate::input::read_text(&path)?;
+                let hdrs: Vec<(&str, &str)> = headers
+                    .iter()
+                    .map(|(n, s)| (n.as_str(), s.as_str()))
+                    .collect();
+                nvrtc.compile_cubin(&job.source, &source, &hdrs, arch, &job.options)
+            }
+            (Some(nvrtc), library::CUTLASS) => {
+                let source = crate::input::read_text(&path)?;
+                let tc = library.as_ref().ok_or_else(|| Error::Target {
+                    target: arch.into(),
+                    reason: "CUTLASS toolchain not found".into(),
+                })?;
+                library::build(
+                    nvrtc,
+                    tc,
+                    &library::LibraryJob {
+                        name: &job.source,
+                        source: &source,
+                        headers: &headers,
+                        kernels_dir,
+                        arch,
+                        options: &job.options,
+                    },
+                    cache,
+                )
+            }
+            (_, lib) => Err(Error::Target {
+                target: arch.into(),
+                reason: format!(
+                    "{}: library '{lib}' cannot be built for a {} target",
+                    job.source,
+                    if nvidia { "NVIDIA" } else { "AMD" }
+                ),
+            }),
+        }
+    };
+    // One worker per core takes the next job: compile times differ by 100x between kiln's
+    // kernels and CUTLASS instances, so fixed chunks would leave cores idle.
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(jobs.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<Vec<(usize, Result<Vec<u8>>)>> = std::thread::scope(|sc| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                sc.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(job) = jobs.get(i) else { break };
+                        done.push((i, compile(job)));
+                    }
+                    done
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join().unwrap_or_else(|_| {
+                    vec![(
+                        usize::MAX,
                         Err(Error::Target {
                             target: arch.into(),
                             reason: "compile thread panicked".into(),
-                        })
-                    })
+                        }),
+                    )]
                 })
-                .collect()
-        });
-        let mut all = Vec::new();
-        for r in results {
-            all.extend(r?);
+            })
+            .collect()
+    });
+    let mut objects: Vec<Option<Vec<u8>>> = vec![None; jobs.len()];
+    for (i, r) in results.into_iter().flatten() {
+        let bytes = r?;
+        if let Some(slot) = objects.get_mut(i) {
+            *slot = Some(bytes);
         }
-        all
-    } else {
-        let nvrtc = Nvrtc::load()?;
-        let mut headers: Vec<(String, String)> = Vec::new();
-        for h in ["kiln_gpu.h", "igemm.h"] {
-            let p = kernels_dir.join(h);
-            headers.push((
-                h.to_string(),
-                std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?,
-            ));
-        }
-        let hdrs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(n, s)| (n.as_str(), s.as_str()))
-            .collect();
-        let mut out = Vec::new();
-        for (src, path, opts, args) in &jobs {
-            let source = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-            out.push(KdbEntry {
-                kernel_name: kernel_name(src),
-                kernel_args: args.clone(),
-                object: nvrtc.compile_cubin(src, &source, &hdrs, arch, opts)?,
-            });
-        }
-        out
-    };
-    entries.sort_by(|a, b| (&a.kernel_name, &a.kernel_args).cmp(&(&b.kernel_name, &b.kernel_args)));
-    Ok(entries)
+    }
+    jobs.into_iter()
+        .zip(objects)
+        .map(|(j, o)| {
+            Ok(KdbEntry {
+                object: o.ok_or_else(|| Error::Target {
+                    target: arch.into(),
+                    reason: format!("{} {} was not built", j.kernel_name, j.kernel_args),
+                })?,
+                kernel_name: j.kernel_name,
+                kernel_args: j.kernel_args,
+            })
+        })
+        .collect()
 }
 
 /// Builds `<targets_dir>/<base>/<base>.kdb`; returns (path, entries, toolchain).
@@ -205,10 +349,11 @@ pub fn build_target_kdb(
     kernels_dir: &Path,
     target_dir: &Path,
     out: &Path,
+    cache: Option<&Path>,
 ) -> Result<(usize, String)> {
     let cfg = crate::target::TargetConfig::load(target_dir)?;
-    let entries = build_entries(manifest, kernels_dir, &cfg.arch, cfg.vendor)?;
+    let entries = build_entries(manifest, kernels_dir, &cfg.arch, cfg.vendor, cache)?;
     let n = entries.len();
     KernelDb { entries }.write(out)?;
-    Ok((n, toolchain(cfg.vendor)?))
+    Ok((n, toolchain(manifest, cfg.vendor)?))
 }

@@ -12,6 +12,7 @@ pub mod finddb;
 pub mod input;
 pub mod kdb;
 pub mod kdbbuild;
+pub mod library;
 pub mod measured;
 pub mod pack;
 pub mod perfdb;

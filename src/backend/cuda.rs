@@ -273,6 +273,86 @@ impl Driver for CudaDriver {
         })
     }
 
+    fn create_stream(&self) -> Result<Raw, BackendError> {
+        self.current()?;
+        let mut s = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        check("cuStreamCreate", unsafe {
+            sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
+        })?;
+        Ok(s as Raw)
+    }
+
+    unsafe fn destroy_stream(&self, stream: Raw) {
+        if self.current().is_ok() {
+            // SAFETY: the caller passes a stream of this context, unused afterwards.
+            unsafe { sys::cuStreamDestroy_v2(stream as sys::CUstream) };
+        }
+    }
+
+    unsafe fn begin_capture(&self, stream: Raw) -> Result<(), BackendError> {
+        self.current()?;
+        // SAFETY: the caller passes a live stream of this context.
+        check("cuStreamBeginCapture", unsafe {
+            sys::cuStreamBeginCapture_v2(
+                stream as sys::CUstream,
+                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            )
+        })
+    }
+
+    unsafe fn end_capture(&self, stream: Raw) -> Result<Raw, BackendError> {
+        self.current()?;
+        let mut graph = std::ptr::null_mut();
+        // SAFETY: the caller began a capture on this stream.
+        check("cuStreamEndCapture", unsafe {
+            sys::cuStreamEndCapture(stream as sys::CUstream, &mut graph)
+        })?;
+        let mut exec = std::ptr::null_mut();
+        // SAFETY: graph is the captured graph; it is destroyed once instantiated (the
+        // executable graph keeps what it needs).
+        let rc = unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) };
+        // SAFETY: as above.
+        unsafe { sys::cuGraphDestroy(graph) };
+        check("cuGraphInstantiate", rc)?;
+        Ok(exec as Raw)
+    }
+
+    unsafe fn launch_graph(&self, graph: Raw, stream: Raw) -> Result<(), BackendError> {
+        self.current()?;
+        // SAFETY: the caller passes a live executable graph and stream.
+        check("cuGraphLaunch", unsafe {
+            sys::cuGraphLaunch(graph as sys::CUgraphExec, stream as sys::CUstream)
+        })
+    }
+
+    unsafe fn destroy_graph(&self, graph: Raw) {
+        if self.current().is_ok() {
+            // SAFETY: the caller passes an executable graph of this context, unused afterwards.
+            unsafe { sys::cuGraphExecDestroy(graph as sys::CUgraphExec) };
+        }
+    }
+
+    unsafe fn zero_async(&self, dst: Raw, words: usize, stream: Raw) -> Result<(), BackendError> {
+        self.current()?;
+        // SAFETY: the caller guarantees dst holds 4 * words bytes and a live stream.
+        check("cuMemsetD32Async", unsafe {
+            sys::cuMemsetD32Async(dst, 0, words, stream as sys::CUstream)
+        })
+    }
+
+    unsafe fn set_max_dynamic_shared(&self, function: Raw, bytes: u32) -> Result<(), BackendError> {
+        self.current()?;
+        // SAFETY: the caller passes a live function of this context.
+        check("cuFuncSetAttribute", unsafe {
+            sys::cuFuncSetAttribute(
+                function as sys::CUfunction,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+        })
+    }
+
     unsafe fn launch(
         &self,
         function: Raw,

@@ -57,6 +57,9 @@ struct Api {
     hipMemcpyHtoD: unsafe extern "C" fn(*mut c_void, *mut c_void, usize) -> Rc,
     hipMemcpyDtoH: unsafe extern "C" fn(*mut c_void, *mut c_void, usize) -> Rc,
     hipMemsetD8: unsafe extern "C" fn(*mut c_void, u8, usize) -> Rc,
+    hipMemsetD32Async: unsafe extern "C" fn(*mut c_void, c_int, usize, *mut c_void) -> Rc,
+    hipStreamCreateWithFlags: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> Rc,
+    hipStreamDestroy: unsafe extern "C" fn(*mut c_void) -> Rc,
     #[allow(clippy::type_complexity)]
     hipModuleLaunchKernel: unsafe extern "C" fn(
         *mut c_void,
@@ -141,6 +144,9 @@ impl Api {
             hipMemcpyHtoD: sym!("hipMemcpyHtoD"),
             hipMemcpyDtoH: sym!("hipMemcpyDtoH"),
             hipMemsetD8: sym!("hipMemsetD8"),
+            hipMemsetD32Async: sym!("hipMemsetD32Async"),
+            hipStreamCreateWithFlags: sym!("hipStreamCreateWithFlags"),
+            hipStreamDestroy: sym!("hipStreamDestroy"),
             hipModuleLaunchKernel: sym!("hipModuleLaunchKernel"),
             hipDeviceSynchronize: sym!("hipDeviceSynchronize"),
             hipMemGetInfo: sym!("hipMemGetInfo"),
@@ -338,6 +344,73 @@ impl Driver for HipDriver {
         self.api.check("hipMemsetD8", unsafe {
             (self.api.hipMemsetD8)(dst as *mut c_void, value, bytes)
         })
+    }
+
+    fn create_stream(&self) -> Result<Raw, BackendError> {
+        self.current()?;
+        let mut s = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; 1 = hipStreamNonBlocking.
+        self.api.check("hipStreamCreateWithFlags", unsafe {
+            (self.api.hipStreamCreateWithFlags)(&mut s, 1)
+        })?;
+        Ok(s as Raw)
+    }
+
+    unsafe fn destroy_stream(&self, stream: Raw) {
+        if self.current().is_ok() {
+            // SAFETY: the caller passes a stream of this device, unused afterwards.
+            unsafe { (self.api.hipStreamDestroy)(stream as *mut c_void) };
+        }
+    }
+
+    // kiln's HIP backend does not capture graphs (no AMD GPU exists here to test them on);
+    // timing falls back to back-to-back launches.
+    unsafe fn begin_capture(&self, _stream: Raw) -> Result<(), BackendError> {
+        Err(BackendError::kiln(
+            "begin_capture",
+            "graph capture is not implemented for HIP",
+        ))
+    }
+
+    unsafe fn end_capture(&self, _stream: Raw) -> Result<Raw, BackendError> {
+        Err(BackendError::kiln(
+            "end_capture",
+            "graph capture is not implemented for HIP",
+        ))
+    }
+
+    unsafe fn launch_graph(&self, _graph: Raw, _stream: Raw) -> Result<(), BackendError> {
+        Err(BackendError::kiln(
+            "launch_graph",
+            "graph capture is not implemented for HIP",
+        ))
+    }
+
+    unsafe fn destroy_graph(&self, _graph: Raw) {}
+
+    unsafe fn zero_async(&self, dst: Raw, words: usize, stream: Raw) -> Result<(), BackendError> {
+        self.current()?;
+        // SAFETY: the caller guarantees dst holds 4 * words bytes and a live stream.
+        self.api.check("hipMemsetD32Async", unsafe {
+            (self.api.hipMemsetD32Async)(dst as *mut c_void, 0, words, stream as *mut c_void)
+        })
+    }
+
+    unsafe fn set_max_dynamic_shared(
+        &self,
+        _function: Raw,
+        bytes: u32,
+    ) -> Result<(), BackendError> {
+        // AMD GPUs give every workgroup up to 64 KiB of LDS without an opt-in; no AMD kernel
+        // of kiln's asks for more.
+        if bytes <= 65_536 {
+            Ok(())
+        } else {
+            Err(BackendError::kiln(
+                "set_max_dynamic_shared",
+                format!("{bytes} B of LDS: AMD workgroups have at most 65536"),
+            ))
+        }
     }
 
     unsafe fn launch(

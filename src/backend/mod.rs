@@ -115,6 +115,17 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// `dst` addresses at least `bytes` bytes of this driver's device memory.
     unsafe fn fill(&self, dst: Raw, value: u8, bytes: usize) -> Result<(), BackendError>;
+    /// Zeroes `words` 32-bit words at `dst`, ordered on `stream` (serial split-K semaphores).
+    ///
+    /// # Safety
+    /// `dst` addresses at least `4 * words` bytes of this driver's device memory; `stream` is
+    /// null or a live stream of this device.
+    unsafe fn zero_async(&self, dst: Raw, words: usize, stream: Raw) -> Result<(), BackendError>;
+    /// Lets `function` use up to `bytes` of dynamic shared memory (above the 48 KiB default).
+    ///
+    /// # Safety
+    /// `function` is a live function of this driver.
+    unsafe fn set_max_dynamic_shared(&self, function: Raw, bytes: u32) -> Result<(), BackendError>;
     /// Launches `function` with parameters given as pointers to each argument's value.
     ///
     /// # Safety
@@ -152,6 +163,33 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// `event` came from [`Driver::create_event`] and is not used afterwards.
     unsafe fn destroy_event(&self, event: Raw);
+    /// Creates a stream that does not synchronize with the default stream.
+    fn create_stream(&self) -> Result<Raw, BackendError>;
+    /// Destroys a stream.
+    ///
+    /// # Safety
+    /// `stream` came from [`Driver::create_stream`] and is not used afterwards.
+    unsafe fn destroy_stream(&self, stream: Raw);
+    /// Starts capturing the work enqueued on `stream` (this thread's) into a graph.
+    ///
+    /// # Safety
+    /// `stream` came from [`Driver::create_stream`].
+    unsafe fn begin_capture(&self, stream: Raw) -> Result<(), BackendError>;
+    /// Ends the capture and returns an executable graph of the work.
+    ///
+    /// # Safety
+    /// A capture was begun on `stream`.
+    unsafe fn end_capture(&self, stream: Raw) -> Result<Raw, BackendError>;
+    /// Replays an executable graph on `stream`.
+    ///
+    /// # Safety
+    /// `graph` came from [`Driver::end_capture`]; `stream` is null or a live stream.
+    unsafe fn launch_graph(&self, graph: Raw, stream: Raw) -> Result<(), BackendError>;
+    /// Destroys an executable graph.
+    ///
+    /// # Safety
+    /// `graph` came from [`Driver::end_capture`] and is not used afterwards.
+    unsafe fn destroy_graph(&self, graph: Raw);
 }
 
 /// An open device: a shared handle to its driver. Cheap to clone.
@@ -242,6 +280,25 @@ impl Device {
         }
     }
 
+    /// Zeroes the first `words` 32-bit words of `buffer`, ordered on `stream`.
+    pub fn zero_async(
+        &self,
+        buffer: &DeviceBuffer,
+        words: u64,
+        stream: &Stream,
+    ) -> Result<(), BackendError> {
+        if !buffer.device.same_as(self) {
+            return Err(BackendError::kiln(
+                "zero_async",
+                "the buffer belongs to another device",
+            ));
+        }
+        buffer.check_len("zero_async", words.saturating_mul(4) as usize)?;
+        // SAFETY: the buffer is alive and holds 4 * words bytes (checked above); the stream
+        // is the caller's live stream (Stream's contract).
+        unsafe { self.driver.zero_async(buffer.raw, words as usize, stream.0) }
+    }
+
     /// Waits for all work on the device.
     pub fn synchronize(&self) -> Result<(), BackendError> {
         self.driver.synchronize()
@@ -250,6 +307,41 @@ impl Device {
     /// Free and total device memory, bytes.
     pub fn memory_info(&self) -> Result<(u64, u64), BackendError> {
         self.driver.memory_info()
+    }
+
+    /// A stream of this device, destroyed on drop.
+    pub fn create_stream(&self) -> Result<OwnedStream, BackendError> {
+        let raw = self.driver.create_stream()?;
+        Ok(OwnedStream {
+            stream: Stream(raw),
+            device: self.clone(),
+        })
+    }
+
+    /// Captures the work `enqueue` puts on `stream` into a graph that can be replayed (a
+    /// CUDA graph: one launch for many kernels, no host work between them). Nothing runs
+    /// during the capture.
+    pub fn capture<E: From<BackendError>>(
+        &self,
+        stream: &OwnedStream,
+        enqueue: impl FnOnce(&Stream) -> Result<(), E>,
+    ) -> Result<Graph, E> {
+        if !stream.device.same_as(self) {
+            return Err(
+                BackendError::kiln("capture", "the stream belongs to another device").into(),
+            );
+        }
+        // SAFETY: the stream is this device's own (created by create_stream, alive).
+        unsafe { self.driver.begin_capture(stream.stream.0) }?;
+        let enqueued = enqueue(&stream.stream);
+        // The capture must end even when enqueueing failed, or the stream stays unusable.
+        // SAFETY: a capture was begun on this stream above.
+        let ended = unsafe { self.driver.end_capture(stream.stream.0) };
+        enqueued?;
+        Ok(Graph {
+            raw: ended?,
+            device: self.clone(),
+        })
     }
 
     /// Records a timing event on `stream`.
@@ -306,6 +398,20 @@ pub struct Function {
 impl fmt::Debug for Function {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Function({:#x} in {:?})", self.raw, self.module)
+    }
+}
+
+impl Function {
+    /// Lets the function use up to `bytes` of dynamic shared memory per block (launches
+    /// above 48 KiB need this first).
+    pub fn set_max_dynamic_shared(&self, bytes: u32) -> Result<(), BackendError> {
+        // SAFETY: the function is alive (it holds its module).
+        unsafe {
+            self.module
+                .device
+                .driver
+                .set_max_dynamic_shared(self.raw, bytes)
+        }
     }
 }
 
@@ -419,6 +525,53 @@ impl Stream {
     /// `raw` is a live stream of the device it will be used with, for as long as it is used.
     pub unsafe fn from_raw(raw: Raw) -> Stream {
         Stream(raw)
+    }
+
+    /// The raw handle (`CUstream` / `hipStream_t`; 0 for the default stream), for handing to
+    /// another library on the same device (cuDNN, a caller's runtime).
+    pub fn raw(&self) -> Raw {
+        self.0
+    }
+}
+
+/// A stream kiln created, destroyed on drop; use it as a [`Stream`] through `Deref`.
+pub struct OwnedStream {
+    stream: Stream,
+    device: Device,
+}
+
+impl core::ops::Deref for OwnedStream {
+    type Target = Stream;
+    fn deref(&self) -> &Stream {
+        &self.stream
+    }
+}
+
+impl Drop for OwnedStream {
+    fn drop(&mut self) {
+        // SAFETY: created by this driver; dropping ends every use.
+        unsafe { self.device.driver.destroy_stream(self.stream.0) }
+    }
+}
+
+/// A captured, executable graph of device work, destroyed on drop.
+pub struct Graph {
+    raw: Raw,
+    device: Device,
+}
+
+impl Graph {
+    /// Replays the graph on `stream`.
+    pub fn launch(&self, stream: &Stream) -> Result<(), BackendError> {
+        // SAFETY: the graph is alive; the stream is null or live (Stream's contract).
+        unsafe { self.device.driver.launch_graph(self.raw, stream.0) }
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: created by this driver; dropping ends every use.
+        unsafe { self.device.driver.destroy_graph(self.raw) }
     }
 }
 

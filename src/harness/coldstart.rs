@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use kiln_format::{ConvProblem, ConvSpec, ProblemError};
+use kiln_format::{ConvProblem, ConvSpec, DataType, Layout, ProblemError};
 
 use super::verify::{random_values, upload};
 use crate::backend::{DeviceBuffer, Stream};
@@ -36,7 +36,8 @@ impl ColdStart {
     }
 }
 
-/// The problem the cold start measures: ResNet-50's 3x3 64-channel layer at batch 1.
+/// The problem the cold start measures: ResNet-50's 3x3 64-channel layer at batch 1 in FP16
+/// NHWC, the appliance's case (on sm_80+ it resolves to a tensor-core solver).
 pub fn cold_problem() -> Result<ConvProblem, ProblemError> {
     ConvProblem::new(ConvSpec {
         n: 1,
@@ -45,6 +46,8 @@ pub fn cold_problem() -> Result<ConvProblem, ProblemError> {
         input: [1, 56, 56],
         filter: [1, 3, 3],
         pad: [0, 1, 1],
+        layouts: [Layout::Nhwc; 3],
+        data_types: [DataType::Fp16; 3],
         ..ConvSpec::default()
     })
 }
@@ -69,8 +72,9 @@ pub fn launch_to_result_s(
     inv: &Invoker,
     (x, w, y): &(DeviceBuffer, DeviceBuffer, DeviceBuffer),
 ) -> Result<f64, RunError> {
+    let ws = super::verify::workspace_for(ctx.device(), inv)?;
     let t = Instant::now();
-    ctx.run(inv, x, w, y, None, &Stream::default())?;
+    ctx.run(inv, x, w, y, ws.as_ref(), &Stream::default())?;
     ctx.device().synchronize()?;
     Ok(t.elapsed().as_secs_f64())
 }

@@ -1,6 +1,11 @@
-//! Timing device work with events, the one way every kiln measurement is taken: warm-up
-//! launches first, then each repeat bracketed by two events on the same stream, reported as
-//! the median (robust to the occasional preempted launch) with the minimum beside it.
+//! Timing device work with events: warm-up launches first, then each repeat bracketed by two
+//! events on the same stream, reported as the median (robust to the occasional preempted
+//! launch) with the minimum beside it.
+//!
+//! Two methods. [`time_gpu_only`] is the one benchmarks and tuning use: a CUDA graph of many
+//! calls, replayed, so the window holds GPU work only (no host launch path between kernels).
+//! [`time_device`] brackets single calls and so includes the host side of each launch; it is
+//! what an application calling once per layer sees.
 
 use crate::backend::{Device, Stream};
 use crate::error::RunError;
@@ -36,6 +41,89 @@ pub fn time_device(
         times.push(f64::from(start.elapsed_ms(&end)?));
     }
     Ok(summarize(times))
+}
+
+/// How [`time_gpu_only`] measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuMethod {
+    /// A captured graph of the calls, replayed.
+    Graph,
+    /// The calls launched back to back between two events (no graph capture: HIP).
+    BackToBack,
+}
+
+impl GpuMethod {
+    /// How the method reads in a report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            GpuMethod::Graph => "CUDA graph of the calls, replayed; median per call",
+            GpuMethod::BackToBack => {
+                "calls launched back to back between two events; median per call"
+            }
+        }
+    }
+}
+
+/// GPU-only time per call of `work`: `calls` calls (`work(stream, i)`, `i` counting calls so
+/// inputs can rotate) captured into one graph, replayed once to warm up, then `replays` times
+/// between two events; each replay's time / `calls` is one sample. Where graphs are not
+/// available, `calls` calls are launched back to back instead, `replays` times.
+pub fn time_gpu_only(
+    device: &Device,
+    calls: usize,
+    replays: usize,
+    mut work: impl FnMut(&Stream, usize) -> Result<(), RunError>,
+) -> Result<(Timing, GpuMethod), RunError> {
+    let calls = calls.max(1);
+    let stream = device.create_stream()?;
+    let graph = device.capture(&stream, |s| {
+        for i in 0..calls {
+            work(s, i)?;
+        }
+        Ok::<(), RunError>(())
+    });
+    let mut times = Vec::with_capacity(replays.max(1));
+    let method = match graph {
+        Ok(graph) => {
+            graph.launch(&stream)?;
+            for _ in 0..replays.max(1) {
+                let start = device.record_event(&stream)?;
+                graph.launch(&stream)?;
+                let end = device.record_event(&stream)?;
+                times.push(f64::from(start.elapsed_ms(&end)?) / calls as f64);
+            }
+            GpuMethod::Graph
+        }
+        Err(RunError::Backend(e)) if e.call == "begin_capture" => {
+            for i in 0..calls {
+                work(&stream, i)?;
+            }
+            for _ in 0..replays.max(1) {
+                let start = device.record_event(&stream)?;
+                for i in 0..calls {
+                    work(&stream, i)?;
+                }
+                let end = device.record_event(&stream)?;
+                times.push(f64::from(start.elapsed_ms(&end)?) / calls as f64);
+            }
+            GpuMethod::BackToBack
+        }
+        Err(e) => return Err(e),
+    };
+    Ok((summarize(times), method))
+}
+
+/// [`time_gpu_only`] with a graph length fitted to the work: 20 calls, or 2 when one call
+/// takes over 2 ms (launch gaps are then negligible, and long graphs would take seconds).
+/// One untimed call first measures it (and warms caches).
+pub fn time_gpu_only_fitted(
+    device: &Device,
+    replays: usize,
+    mut work: impl FnMut(&Stream, usize) -> Result<(), RunError>,
+) -> Result<(Timing, GpuMethod), RunError> {
+    let probe = time_device(device, 0, 1, |i| work(&Stream::default(), i))?;
+    let calls = if probe.median_ms > 2.0 { 2 } else { 20 };
+    time_gpu_only(device, calls, replays, work)
 }
 
 /// Median and minimum of a set of times (NaN-free input; empty gives NaN).

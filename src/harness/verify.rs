@@ -4,7 +4,7 @@
 
 use kiln_format::{ConvProblem, DataType};
 
-use super::timing::time_device;
+use super::timing::time_gpu_only_fitted;
 use crate::backend::{Device, DeviceBuffer, Stream};
 use crate::context::Context;
 use crate::error::RunError;
@@ -245,11 +245,24 @@ pub fn relative_error(gpu: &[f64], reference: &[f64]) -> f64 {
     }
 }
 
-/// Tolerance kiln holds each type to.
-pub fn tolerance(dtype: DataType) -> f64 {
-    match dtype {
-        DataType::Fp16 | DataType::Bf16 => 1e-2,
+/// Tolerance kiln holds a problem's results to: 1e-2 for FP16 and BF16, 1e-5 for FP32
+/// (FFMA or 3xTF32), 5e-3 for FP32 problems that opted in to TF32 math.
+pub fn tolerance(p: &ConvProblem) -> f64 {
+    match (p.data_types()[0], p.math()) {
+        (DataType::Fp16 | DataType::Bf16, _) => 1e-2,
+        (_, kiln_format::MathMode::AllowTf32) => 5e-3,
         _ => 1e-5,
+    }
+}
+
+/// The workspace an invoker needs (`None` when it needs none).
+pub fn workspace_for(
+    device: &Device,
+    inv: &crate::invoker::Invoker,
+) -> Result<Option<DeviceBuffer>, RunError> {
+    match inv.workspace_bytes() {
+        0 => Ok(None),
+        n => Ok(Some(device.alloc(n)?)),
     }
 }
 
@@ -302,7 +315,8 @@ pub fn download(b: &DeviceBuffer, dtype: DataType) -> Result<Vec<f64>, RunError>
 }
 
 /// Runs `v` on `p` with fresh random inputs (seeded), output poisoned first, and checks it
-/// against the CPU reference; then times `repeats` launches (after 2 warm-ups).
+/// against the CPU reference; then times it GPU-only (a graph of back-to-back calls, replayed
+/// `repeats` times: [`time_gpu_only_fitted`]).
 pub fn run_checked(
     ctx: &Context,
     p: &ConvProblem,
@@ -317,25 +331,138 @@ pub fn run_checked(
     let (w, wv) = upload(dev, dtype, &random_values(wn as usize, seed ^ 0xABCD))?;
     let y = poisoned(dev, dtype, yn)?;
     let inv = ctx.prepare(p, v)?;
+    let ws = workspace_for(dev, &inv)?;
     let stream = Stream::default();
-    ctx.run(&inv, &x, &w, &y, None, &stream)?;
+    ctx.run(&inv, &x, &w, &y, ws.as_ref(), &stream)?;
     let out = download(&y, dtype)?;
     let error = relative_error(&out, &reference(p, &xv, &wv));
-    let time_ms = time_device(dev, 2, repeats, |_| {
-        ctx.run(&inv, &x, &w, &y, None, &stream)
+    let time_ms = time_gpu_only_fitted(dev, repeats, |s, _| {
+        ctx.run(&inv, &x, &w, &y, ws.as_ref(), s)
     })?
+    .0
     .median_ms;
     Ok(CheckedRun {
         error,
         time_ms,
-        passed: error <= tolerance(dtype),
+        passed: error <= tolerance(p),
     })
+}
+
+/// FP32 inputs with IEEE special values among random ones: x holds +inf, -inf, NaN,
+/// subnormals and values near the top of the range (every 997th element, in turn); w holds
+/// finite normal values.
+pub fn special_values(xn: usize, wn: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    const SPECIAL: [f32; 7] = [
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1.0e-40,
+        -3.0e-39,
+        1.0e37,
+        -2.0e37,
+    ];
+    let mut x = random_values(xn, seed);
+    for (i, v) in x.iter_mut().enumerate().filter(|(i, _)| i % 997 == 13) {
+        *v = SPECIAL[(i / 997) % SPECIAL.len()];
+    }
+    (x, random_values(wn, seed ^ 0xABCD))
+}
+
+/// How a result with special values compares with the f64 reference: outputs whose class
+/// differs (NaN, +inf, -inf or finite), and the relative error over outputs finite in both.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpecialCheck {
+    /// Outputs whose class differs from the reference's.
+    pub class_mismatches: usize,
+    /// Of those, outputs that are NaN where the reference is +-inf.
+    pub inf_as_nan: usize,
+    /// Outputs that are not finite in the reference.
+    pub non_finite: usize,
+    /// Relative error over the outputs finite in both.
+    pub error: f64,
+}
+
+/// Compares `gpu` with `reference` class by class (the reference rounded to FP32 first, as
+/// an FP32 result would be).
+pub fn compare_special(gpu: &[f64], reference: &[f64]) -> SpecialCheck {
+    let class = |v: f64| {
+        if v.is_nan() {
+            0
+        } else if v == f64::INFINITY {
+            1
+        } else if v == f64::NEG_INFINITY {
+            2
+        } else {
+            3
+        }
+    };
+    let (mut mismatches, mut inf_as_nan, mut non_finite, mut num, mut den) = (0, 0, 0, 0f64, 0f64);
+    for (g, r) in gpu.iter().zip(reference) {
+        let r = *r as f32 as f64;
+        non_finite += usize::from(!r.is_finite());
+        if class(*g) != class(r) {
+            mismatches += 1;
+            inf_as_nan += usize::from(g.is_nan() && r.is_infinite());
+        } else if r.is_finite() {
+            num += (g - r) * (g - r);
+            den += r * r;
+        }
+    }
+    mismatches += gpu.len().abs_diff(reference.len());
+    SpecialCheck {
+        class_mismatches: mismatches,
+        inf_as_nan,
+        non_finite,
+        error: if den == 0.0 {
+            num.sqrt()
+        } else {
+            (num / den).sqrt()
+        },
+    }
+}
+
+/// Runs `v` on FP32 problem `p` with [`special_values`] and compares with the f64 reference:
+/// passes when every output's class matches and the finite ones are within [`tolerance`].
+pub fn run_special_values(
+    ctx: &Context,
+    p: &ConvProblem,
+    v: &Variant,
+    seed: u64,
+) -> Result<(SpecialCheck, bool), RunError> {
+    let dtype = p.data_types()[0];
+    let [xn, wn, yn] = p.element_counts();
+    let (xs, ws) = special_values(xn as usize, wn as usize, seed);
+    let dev = ctx.device();
+    let (x, xv) = upload(dev, dtype, &xs)?;
+    let (w, wv) = upload(dev, dtype, &ws)?;
+    let y = poisoned(dev, dtype, yn)?;
+    let inv = ctx.prepare(p, v)?;
+    let work = workspace_for(dev, &inv)?;
+    ctx.run(&inv, &x, &w, &y, work.as_ref(), &Stream::default())?;
+    let check = compare_special(&download(&y, dtype)?, &reference(p, &xv, &wv));
+    let passed = check.class_mismatches == 0 && check.error <= tolerance(p);
+    Ok((check, passed))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use kiln_format::ConvSpec;
+
+    #[test]
+    fn special_values_compare_by_class() {
+        let inf = f64::INFINITY;
+        let r = compare_special(&[1.0, inf, f64::NAN, 2.0], &[1.0, inf, f64::NAN, 2.0]);
+        assert_eq!((r.class_mismatches, r.non_finite, r.error), (0, 2, 0.0));
+        let r = compare_special(&[1.0, f64::NAN, -inf, 2.0], &[1.0, inf, f64::NAN, 2.5]);
+        assert_eq!((r.class_mismatches, r.inf_as_nan), (2, 1));
+        assert!((r.error - 0.5 / (1.0f64 + 6.25).sqrt()).abs() < 1e-12);
+        // A reference beyond FP32's range is +inf as an FP32 result.
+        assert_eq!(compare_special(&[inf], &[1e39]).class_mismatches, 0);
+        let (x, w) = special_values(3000, 100, 1);
+        assert!(x[13].is_infinite() && x[1010].is_infinite() && x[2007].is_nan());
+        assert!(w.iter().all(|v| v.is_normal()));
+    }
 
     #[test]
     fn half_conversions_round_trip() {

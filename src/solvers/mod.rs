@@ -9,6 +9,7 @@
 //! Adding a solver: a kernel in `kernels/`, a `[[solver]]` entry in the manifest, a file here
 //! implementing [`Solver`], and one line in [`SOLVERS`].
 
+pub mod cutlass;
 mod gemm1x1;
 mod igemm;
 mod naive;
@@ -163,6 +164,9 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &tiled::DirectTiled,
     &igemm::ImplicitGemm,
     &gemm1x1::Gemm1x1,
+    &cutlass::IGEMM,
+    &cutlass::THREE_TF32,
+    &cutlass::TF32,
 ];
 
 /// The solver every other is checked against (`kiln selftest`, `kiln-tools find`).
@@ -206,6 +210,12 @@ impl SolverRef {
         common_checks(p)?;
         if !self.entry.builds_for(target.arch) {
             return Err("not built for this arch");
+        }
+        if !self.entry.builds_type(p.data_types()[0].name()) {
+            return Err("not built for this data type");
+        }
+        if self.entry.math == "tf32" && p.math() != kiln_format::MathMode::AllowTf32 {
+            return Err("TF32 math: only for problems that opt in (math mode tf32)");
         }
         self.imp.applicable(p, target, params)?;
         let plan = self.imp.launch_plan(p, params);
@@ -443,7 +453,7 @@ mod tests {
 
     #[test]
     fn every_registered_solver_plans_a_valid_launch_for_each_config() {
-        let p = ConvProblem::new(ConvSpec {
+        let base = ConvSpec {
             n: 2,
             c: 64,
             k: 64,
@@ -451,17 +461,33 @@ mod tests {
             filter: [1, 3, 3],
             pad: [0, 1, 1],
             ..ConvSpec::default()
-        })
-        .unwrap();
+        };
+        // NCHW FP32, NHWC FP16 and NHWC FP32 opted in to TF32: each solver runs one of them.
+        let problems = [
+            base,
+            ConvSpec {
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                data_types: [DataType::Fp16; 3],
+                ..base
+            },
+            ConvSpec {
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                math: kiln_format::MathMode::AllowTf32,
+                ..base
+            },
+        ]
+        .map(|s| ConvProblem::new(s).unwrap());
         for s in registered() {
             let mut planned = 0;
-            for q in s.applicable_params(&p, &caps()) {
-                let plan = s.imp.launch_plan(&p, q);
-                assert!(!plan.kernels.is_empty(), "{} [{q}]", s.id());
-                assert!(plan.within_launch_limits().is_ok(), "{} [{q}]", s.id());
-                let t = s.imp.estimated_ms(&p, q);
-                assert!(t.is_finite() && t > 0.0, "{} [{q}]: {t}", s.id());
-                planned += 1;
+            for p in &problems {
+                for q in s.applicable_params(p, &caps()) {
+                    let plan = s.imp.launch_plan(p, q);
+                    assert!(!plan.kernels.is_empty(), "{} [{q}]", s.id());
+                    assert!(plan.within_launch_limits().is_ok(), "{} [{q}]", s.id());
+                    let t = s.imp.estimated_ms(p, q);
+                    assert!(t.is_finite() && t > 0.0, "{} [{q}]: {t}", s.id());
+                    planned += 1;
+                }
             }
             // The 1x1 GEMM does not apply to a 3x3 filter; every other solver does.
             assert_eq!(planned > 0, s.id() != "ConvGemm1x1Fwd", "{}", s.id());
@@ -469,26 +495,60 @@ mod tests {
     }
 
     #[test]
+    fn tf32_solvers_need_the_opt_in() {
+        let spec = ConvSpec {
+            n: 2,
+            c: 64,
+            k: 64,
+            input: [1, 28, 28],
+            filter: [1, 3, 3],
+            pad: [0, 1, 1],
+            layouts: [kiln_format::Layout::Nhwc; 3],
+            ..ConvSpec::default()
+        };
+        let plain = ConvProblem::new(spec).unwrap();
+        let tf32 = plain.with_math(kiln_format::MathMode::AllowTf32);
+        let s = by_id("ConvCutlassTf32Fwd").unwrap();
+        assert_eq!(s.applicable_params(&plain, &caps()).count(), 0);
+        assert!(s.why_not(&plain, &caps()).contains("opt in"));
+        assert!(s.applicable_params(&tf32, &caps()).count() > 0);
+        // The FP32-accurate solver serves both.
+        let three = by_id("ConvCutlass3xTf32Fwd").unwrap();
+        assert!(three.applicable_params(&plain, &caps()).count() > 0);
+        assert_eq!(plain.find_db_key(), tf32.find_db_key());
+    }
+
+    #[test]
     fn block_sizes_follow_the_compiled_tiles() {
-        let p = ConvProblem::new(ConvSpec {
+        let spec = ConvSpec {
             n: 1,
             c: 16,
             k: 32,
             input: [1, 32, 32],
             filter: [1, 1, 1],
             ..ConvSpec::default()
-        })
-        .unwrap();
-        for s in registered() {
-            for q in s.applicable_params(&p, &caps()) {
-                let block = s.imp.launch_plan(&p, q).kernels[0].block;
-                let v = values(q);
-                // conv_tiled.cpp runs TILE_H x TILE_W threads; igemm.h is written for 256.
-                let want = match s.id() {
-                    "ConvDirectTiledFwd" => [v[0] * v[1], 1, 1],
-                    _ => [256, 1, 1],
-                };
-                assert_eq!(block, want, "{} [{q}]", s.id());
+        };
+        let nhwc16 = ConvSpec {
+            layouts: [kiln_format::Layout::Nhwc; 3],
+            data_types: [DataType::Fp16; 3],
+            ..spec
+        };
+        for p in [spec, nhwc16].map(|s| ConvProblem::new(s).unwrap()) {
+            for s in registered() {
+                for q in s.applicable_params(&p, &caps()) {
+                    let block = s.imp.launch_plan(&p, q).kernels[0].block;
+                    let v = values(q);
+                    // conv_tiled.cpp runs TILE_H x TILE_W threads; igemm.h is written for
+                    // 256; CUTLASS one warp per warp tile (tb_m/warp_m x tb_n/warp_n).
+                    let want = match s.id() {
+                        "ConvDirectTiledFwd" => [v[0] * v[1], 1, 1],
+                        id if id.starts_with("ConvCutlass") => {
+                            [(v[0] / v[3]) * (v[1] / v[4]) * 32, 1, 1]
+                        }
+                        _ => [256, 1, 1],
+                    };
+                    assert_eq!(block, want, "{} [{q}]", s.id());
+                }
             }
         }
     }
@@ -528,6 +588,11 @@ mod tests {
             options: "",
             params: &[""],
             archs: &["sm_90"],
+            data_types: &[],
+            runtime_values: 0,
+            library: "",
+            builder: "",
+            math: "",
         };
         let s = SolverRef {
             imp: &naive::DirectNaive,

@@ -1,8 +1,10 @@
 //! cuDNN as the yardstick for `kiln bench`: cudarc's cuDNN bindings with libcudnn loaded at run
 //! time (never linked, so the kiln binary still runs where cuDNN is absent). Only what the
-//! benchmark needs: a forward convolution of a kiln problem, its algorithm chosen by cuDNN's own
-//! exhaustive search (`cudnnFindConvolutionForwardAlgorithmEx`, what PyTorch's
-//! `cudnn.benchmark = True` does), run on device buffers that kiln allocated.
+//! benchmark needs: a forward convolution of a kiln problem set up as PyTorch sets it up
+//! (tensor-op math for FP16/BF16; FP32 with FMA math, or default math when TF32 is allowed),
+//! its algorithm candidates from cuDNN's own exhaustive search
+//! (`cudnnFindConvolutionForwardAlgorithmEx`, what `cudnn.benchmark = True` does), run on
+//! device buffers that kiln allocated, on a stream the caller names.
 
 use std::ffi::{c_void, CStr};
 
@@ -79,18 +81,52 @@ impl Drop for Cudnn {
     }
 }
 
-/// Descriptors of one forward convolution and the algorithm cuDNN found fastest for it.
+/// Which math cuDNN may use (PyTorch's settings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CudnnMath {
+    /// FP32 with FMA math: no TF32 (`allow_tf32 = False`).
+    Fma,
+    /// FP32 with default math: TF32 tensor cores allowed (`allow_tf32 = True`).
+    AllowTf32,
+    /// FP16 / BF16 on tensor cores.
+    TensorOp,
+}
+
+/// One algorithm cuDNN's search returned, with the math type it ran with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CudnnAlgo {
+    algo: sys::cudnnConvolutionFwdAlgo_t,
+    math: sys::cudnnMathType_t,
+    /// Workspace bytes it needs.
+    pub workspace: usize,
+}
+
+impl CudnnAlgo {
+    /// The algorithm and math type, for reports (`IMPLICIT_PRECOMP_GEMM, tensor op`).
+    pub fn describe(&self) -> String {
+        let algo = format!("{:?}", self.algo);
+        let math = match self.math {
+            sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH => "tensor op",
+            sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION => "tensor op + conversion",
+            sys::cudnnMathType_t::CUDNN_FMA_MATH => "FMA",
+            _ => "default",
+        };
+        format!(
+            "{}, {math}",
+            algo.trim_start_matches("CUDNN_CONVOLUTION_FWD_ALGO_")
+        )
+    }
+}
+
+/// Descriptors of one forward convolution and the algorithm it runs.
 pub struct CudnnConv<'a> {
     cudnn: &'a Cudnn,
     x: sys::cudnnTensorDescriptor_t,
     w: sys::cudnnFilterDescriptor_t,
     y: sys::cudnnTensorDescriptor_t,
     conv: sys::cudnnConvolutionDescriptor_t,
-    algo: sys::cudnnConvolutionFwdAlgo_t,
-    /// Workspace bytes the chosen algorithm needs.
-    pub workspace: usize,
-    /// The chosen algorithm and math mode, for the report.
-    pub algorithm: String,
+    /// The algorithm [`CudnnConv::run`] uses (the search's fastest until [`CudnnConv::set`]).
+    pub chosen: CudnnAlgo,
 }
 
 impl Drop for CudnnConv<'_> {
@@ -118,13 +154,13 @@ fn int(v: u32) -> i32 {
 }
 
 impl<'a> CudnnConv<'a> {
-    /// Describes `p` (2-D, FP32 or FP16) and lets cuDNN time its algorithms on the given
-    /// buffers, keeping the fastest that fits in `workspace_limit` bytes. FP32 uses FMA math
-    /// (true FP32, as kiln computes); FP16 may use tensor cores with FP32 accumulation.
+    /// Describes `p` (2-D; FP32, FP16 or BF16) with `math`, and runs one search on the given
+    /// buffers, choosing its fastest algorithm that fits in `workspace_limit` bytes.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         cudnn: &'a Cudnn,
         p: &ConvProblem,
+        math: CudnnMath,
         x: u64,
         w: u64,
         y: u64,
@@ -138,16 +174,20 @@ impl<'a> CudnnConv<'a> {
         if p.spatial_dims() != 2 {
             return Err(unsupported("only 2-D problems are compared with cuDNN"));
         }
-        let (dtype, math) = match p.data_types()[0] {
-            DataType::Fp32 => (
-                sys::cudnnDataType_t::CUDNN_DATA_FLOAT,
-                sys::cudnnMathType_t::CUDNN_FMA_MATH,
-            ),
-            DataType::Fp16 => (
-                sys::cudnnDataType_t::CUDNN_DATA_HALF,
-                sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH,
-            ),
-            _ => return Err(unsupported("only FP32 and FP16 are compared with cuDNN")),
+        let dtype = match p.data_types()[0] {
+            DataType::Fp32 => sys::cudnnDataType_t::CUDNN_DATA_FLOAT,
+            DataType::Fp16 => sys::cudnnDataType_t::CUDNN_DATA_HALF,
+            DataType::Bf16 => sys::cudnnDataType_t::CUDNN_DATA_BFLOAT16,
+            _ => {
+                return Err(unsupported(
+                    "only FP32, FP16 and BF16 are compared with cuDNN",
+                ))
+            }
+        };
+        let math = match math {
+            CudnnMath::Fma => sys::cudnnMathType_t::CUDNN_FMA_MATH,
+            CudnnMath::AllowTf32 => sys::cudnnMathType_t::CUDNN_DEFAULT_MATH,
+            CudnnMath::TensorOp => sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH,
         };
         let format = if p.layouts()[0].channels_last() {
             sys::cudnnTensorFormat_t::CUDNN_TENSOR_NHWC
@@ -160,9 +200,11 @@ impl<'a> CudnnConv<'a> {
             w: std::ptr::null_mut(),
             y: std::ptr::null_mut(),
             conv: std::ptr::null_mut(),
-            algo: sys::cudnnConvolutionFwdAlgo_t::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-            workspace: 0,
-            algorithm: String::new(),
+            chosen: CudnnAlgo {
+                algo: sys::cudnnConvolutionFwdAlgo_t::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                math,
+                workspace: 0,
+            },
         };
         let [_, ih, iw] = p.input();
         let [_, oh, ow] = p.output();
@@ -247,7 +289,27 @@ impl<'a> CudnnConv<'a> {
                 sys::cudnnSetConvolutionMathType(d.conv, math),
             )?;
         }
+        d.chosen = d.search(x, w, y, workspace, workspace_limit)?;
+        d.set(d.chosen)?;
+        Ok(d)
+    }
+
+    /// One run of cuDNN's exhaustive search on the given buffers: its fastest algorithm that
+    /// ran within `workspace_limit` bytes (cuDNN's own timing, which varies between runs).
+    pub fn search(
+        &self,
+        x: u64,
+        w: u64,
+        y: u64,
+        workspace: u64,
+        workspace_limit: usize,
+    ) -> Result<CudnnAlgo, CudnnError> {
         const ALGOS: usize = 16;
+        // The search runs on the default stream: the stream of an earlier `run` may be gone.
+        // SAFETY: the handle is live; the null stream always exists.
+        check("cudnnSetStream", unsafe {
+            sys::cudnnSetStream(self.cudnn.handle, std::ptr::null_mut())
+        })?;
         // SAFETY: a plain C struct of enums, floats and integers; zero is a valid bit pattern
         // for every field (each enum has a zero variant).
         let mut perf: [sys::cudnnConvolutionFwdAlgoPerf_t; ALGOS] = unsafe { std::mem::zeroed() };
@@ -256,13 +318,13 @@ impl<'a> CudnnConv<'a> {
         // the caller); `perf` holds ALGOS entries, as passed.
         check("cudnnFindConvolutionForwardAlgorithmEx", unsafe {
             sys::cudnnFindConvolutionForwardAlgorithmEx(
-                cudnn.handle,
-                d.x,
+                self.cudnn.handle,
+                self.x,
                 x as *const c_void,
-                d.w,
+                self.w,
                 w as *const c_void,
-                d.conv,
-                d.y,
+                self.conv,
+                self.y,
                 y as *mut c_void,
                 ALGOS as i32,
                 &mut returned,
@@ -277,21 +339,41 @@ impl<'a> CudnnConv<'a> {
             .find(|r| {
                 r.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS && r.memory <= workspace_limit
             })
-            .ok_or_else(|| unsupported("no cuDNN algorithm ran within the workspace limit"))?;
-        d.algo = best.algo;
-        d.workspace = best.memory;
-        d.algorithm = format!("{:?}", best.algo)
-            .trim_start_matches("CUDNN_CONVOLUTION_FWD_ALGO_")
-            .to_string();
-        if best.mathType == sys::cudnnMathType_t::CUDNN_TENSOR_OP_MATH {
-            d.algorithm.push_str(" (tensor cores)");
-        }
-        Ok(d)
+            .ok_or_else(|| CudnnError {
+                call: "kiln bench",
+                message: "no cuDNN algorithm ran within the workspace limit".into(),
+            })?;
+        Ok(CudnnAlgo {
+            algo: best.algo,
+            math: best.mathType,
+            workspace: best.memory,
+        })
     }
 
-    /// Enqueues `y = conv(x, w)` on the default stream.
-    pub fn run(&self, x: u64, w: u64, y: u64, workspace: u64) -> Result<(), CudnnError> {
+    /// Runs `algo` (with its math type) from now on, as PyTorch does with a search's result.
+    pub fn set(&mut self, algo: CudnnAlgo) -> Result<(), CudnnError> {
+        // SAFETY: the descriptor is live.
+        check("cudnnSetConvolutionMathType", unsafe {
+            sys::cudnnSetConvolutionMathType(self.conv, algo.math)
+        })?;
+        self.chosen = algo;
+        Ok(())
+    }
+
+    /// Enqueues `y = conv(x, w)` on `stream` (a raw `CUstream`; 0 for the default stream).
+    pub fn run(
+        &self,
+        stream: u64,
+        x: u64,
+        w: u64,
+        y: u64,
+        workspace: u64,
+    ) -> Result<(), CudnnError> {
         let (alpha, beta) = (1.0f32, 0.0f32);
+        // SAFETY: the handle is live; the stream belongs to the handle's device (the caller's).
+        check("cudnnSetStream", unsafe {
+            sys::cudnnSetStream(self.cudnn.handle, stream as sys::cudaStream_t)
+        })?;
         // SAFETY: descriptors are live; buffers are device allocations sized by the caller;
         // alpha/beta are f32 as cuDNN requires for FLOAT and HALF problems.
         check("cudnnConvolutionForward", unsafe {
@@ -303,9 +385,9 @@ impl<'a> CudnnConv<'a> {
                 self.w,
                 w as *const c_void,
                 self.conv,
-                self.algo,
+                self.chosen.algo,
                 workspace as *mut c_void,
-                self.workspace,
+                self.chosen.workspace,
                 (&beta as *const f32).cast(),
                 self.y,
                 y as *mut c_void,

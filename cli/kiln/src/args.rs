@@ -2,7 +2,7 @@
 //! from it once ([`ResolveArgs::problem`], [`DeviceArgs::context`]).
 
 use clap::{Args, Parser, Subcommand};
-use kiln::{ConvProblem, ConvSpec, DataType, Direction, Layout};
+use kiln::{ConvProblem, ConvSpec, DataType, Direction, Layout, MathMode};
 
 #[derive(Parser)]
 #[command(
@@ -153,11 +153,21 @@ pub struct ResolveArgs {
     /// Data type: FP32, FP16, BF16, INT8.
     #[arg(long = "type", default_value = "FP32")]
     dtype: String,
+    /// Math mode: default (each type's own accuracy) or tf32 (FP32 data may be multiplied as
+    /// TF32, about 1e-3 relative error: cuDNN's allow-TF32). Not part of any key.
+    #[arg(long, default_value = "default")]
+    math: String,
 }
 
 impl ResolveArgs {
-    /// The problem: the key when one is given, else the flags.
+    /// The problem: the key when one is given, else the flags; with the math mode.
     pub fn problem(&self) -> Result<ConvProblem, Box<dyn std::error::Error>> {
+        let math = MathMode::from_name(&self.math)
+            .ok_or_else(|| format!("--math {}: use default or tf32", self.math))?;
+        Ok(self.problem_of_key_or_flags()?.with_math(math))
+    }
+
+    fn problem_of_key_or_flags(&self) -> Result<ConvProblem, Box<dyn std::error::Error>> {
         match &self.key {
             Some(key) => {
                 Ok(
@@ -208,6 +218,7 @@ fn problem_from_flags(a: &ResolveArgs) -> Result<ConvProblem, Box<dyn std::error
         cast_types: [None; 3],
         direction,
         bias: 0,
+        math: MathMode::Default,
     };
     Ok(ConvProblem::new(spec)?)
 }

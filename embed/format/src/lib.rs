@@ -29,6 +29,6 @@ pub use embedded::{CodeObjectKind, EmbeddedTarget, InputFile};
 pub use keybuf::KeyBuf;
 pub use lookup::{CodeObject, LookupError, Solution, Solutions};
 pub use manifest::SolverEntry;
-pub use problem::{ConvProblem, ConvSpec, DataType, Direction, Layout, ProblemError};
+pub use problem::{ConvProblem, ConvSpec, DataType, Direction, Layout, MathMode, ProblemError};
 pub use table::TableKind;
 pub use target::{TargetId, Vendor};

@@ -22,6 +22,20 @@ pub struct SolverEntry {
     pub params: &'static [&'static str],
     /// Archs the solver is built for; empty = every arch.
     pub archs: &'static [&'static str],
+    /// Data types the solver is built for; empty = the manifest's list.
+    pub data_types: &'static [&'static str],
+    /// How many trailing perf-config values are run-time parameters (split-K): they select
+    /// how the code object is launched, not which code object, so they stay out of the kdb key.
+    pub runtime_values: usize,
+    /// `""` for kiln's own kernels; `"cutlass"` for kernels built from the pinned CUTLASS
+    /// headers (NVRTC -> PTX -> unreferenced globals stripped -> ptxas).
+    pub library: &'static str,
+    /// Entry point run once at prepare time to build the kernel's parameter block (`""`: the
+    /// kernels take kiln's `(x, w, y, KilnConvArgs)`).
+    pub builder: &'static str,
+    /// Math mode: `""` (the data type's own accuracy) or `"tf32"` (FP32 data through one TF32
+    /// product: chosen only when the caller opts in, never silently).
+    pub math: &'static str,
 }
 
 impl SolverEntry {
@@ -37,8 +51,32 @@ impl SolverEntry {
         params: &str,
         arch: &str,
     ) -> Result<(String, String), KeyRuleError> {
-        kdb_key(self.source, self.options, data_type, params, arch)
+        kdb_key(
+            self.source,
+            self.options,
+            data_type,
+            compiled_part(params, self.runtime_values),
+            arch,
+        )
     }
+
+    /// Whether the solver is built for `data_type` (one of the manifest-wide data types).
+    pub fn builds_type(&self, data_type: &str) -> bool {
+        self.data_types.is_empty() || self.data_types.contains(&data_type)
+    }
+}
+
+/// The part of perf config `params` that selects the code object: all but the last
+/// `runtime_values` comma-separated values.
+pub fn compiled_part(params: &str, runtime_values: usize) -> &str {
+    let mut end = params.len();
+    for _ in 0..runtime_values {
+        match params[..end].rfind(',') {
+            Some(i) => end = i,
+            None => return "",
+        }
+    }
+    &params[..end]
 }
 
 /// Whether an `archs` list admits `arch` (an empty list admits every arch).
@@ -130,6 +168,14 @@ pub fn kdb_key(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runtime_values_stay_out_of_the_key() {
+        assert_eq!(compiled_part("128,64,32,4", 1), "128,64,32");
+        assert_eq!(compiled_part("128,64,32,4", 0), "128,64,32,4");
+        assert_eq!(compiled_part("4", 1), "");
+        assert_eq!(compiled_part("1,2", 3), "");
+    }
 
     #[test]
     fn the_key_rule_substitutes_validates_and_appends_the_arch() {

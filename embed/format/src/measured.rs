@@ -129,6 +129,29 @@ pub fn nearest_k<'m, 'k, const K: usize>(
     best
 }
 
+/// The measured problem of `p`'s class nearest to `p` among those whose record has `solver`,
+/// with its distance: where a solver was measured, when the nearest problem overall could not
+/// run it (a channel count its vector width does not divide, say).
+pub fn nearest_with<'m, 'k>(
+    model: &'m [MeasuredProblem<'k>],
+    p: &ConvProblem,
+    solver: &str,
+) -> Option<(&'m MeasuredProblem<'k>, &'m MeasuredSolver<'k>, f32)> {
+    let class = class(p);
+    let f = features(p);
+    let mut best: Option<(&MeasuredProblem, &MeasuredSolver, f32)> = None;
+    for m in model.iter().filter(|m| m.class == class) {
+        let Some(s) = m.solvers.iter().find(|s| s.solver == solver) else {
+            continue;
+        };
+        let d = distance(&f, &m.features);
+        if best.is_none_or(|(_, _, bd)| d < bd) {
+            best = Some((m, s, d));
+        }
+    }
+    best
+}
+
 /// The measured problem of `p`'s class nearest to `p`, with its squared distance.
 pub fn nearest<'m, 'k>(
     model: &'m [MeasuredProblem<'k>],

@@ -20,13 +20,15 @@ use kiln::backend::{BackendError, DeviceBuffer, Stream};
 use kiln::context::{Context, Invoker};
 use kiln::harness::coldstart::{cold_problem, cold_start, inputs, launch_to_result_s};
 use kiln::harness::networks::resnet50;
-use kiln::harness::timing::time_device;
-use kiln::harness::verify::{download, poison, random_values, relative_error, tolerance, upload};
+use kiln::harness::timing::{time_gpu_only, GpuMethod};
+use kiln::harness::verify::{
+    download, poison, random_values, relative_error, tolerance, upload, workspace_for,
+};
 use kiln::resolve::Ranked;
-use kiln::{ConvProblem, ConvSpec, DataType, Layout, RunError};
+use kiln::{ConvProblem, ConvSpec, DataType, Layout, MathMode, RunError};
 
 use super::DeviceArgs;
-use crate::cudnn::{Cudnn, CudnnConv};
+use crate::cudnn::{Cudnn, CudnnConv, CudnnMath};
 use crate::CliResult;
 
 /// Arguments of `kiln bench`.
@@ -37,9 +39,12 @@ pub struct BenchArgs {
     /// Write the Markdown report here too.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Timed repeats per layer (after 3 warm-ups).
-    #[arg(long, default_value_t = 20)]
-    repeats: usize,
+    /// Graph replays timed per layer (median reported).
+    #[arg(long, default_value_t = 7)]
+    replays: usize,
+    /// Which comparisons to run (fp32, tf32, fp16, bf16, fp32-nchw); none = all.
+    #[arg(long, num_args = 1..)]
+    cases: Vec<String>,
     /// Batch sizes to compare.
     #[arg(long, num_args = 1.., default_values_t = [1u32, 32])]
     batch: Vec<u32>,
@@ -84,6 +89,7 @@ const KERNEL_SOURCES: [(&str, &str); 6] = [
 /// The JIT path for the same kernel: NVRTC load, compile, checks + module load, first launch.
 struct JitStart {
     nvrtc: String,
+    kernel: String,
     load_s: f64,
     compile_s: f64,
     module_load_s: f64,
@@ -97,6 +103,26 @@ fn jit_start(
     c: &Ranked,
 ) -> Result<JitStart, Box<dyn std::error::Error>> {
     let target = ctx.target();
+    // Library kernels (CUTLASS) need their headers to compile, which an appliance does not
+    // carry: the JIT path then compiles kiln's own implicit GEMM for the same problem.
+    let own;
+    let c = if KERNEL_SOURCES
+        .iter()
+        .any(|(n, _)| *n == c.variant.solver.entry.source)
+    {
+        c
+    } else {
+        let solver = kiln::solvers::by_id("ConvImplicitGemmFwd").ok_or("no implicit GEMM")?;
+        let caps = kiln::solvers::TargetCaps::of(target);
+        let params = solver
+            .default_params(p, &caps)
+            .ok_or("implicit GEMM does not apply")?;
+        own = Ranked {
+            variant: kiln::resolve::Variant { solver, params },
+            ..*c
+        };
+        &own
+    };
     let entry = c.variant.solver.entry;
     let source = KERNEL_SOURCES
         .iter()
@@ -127,12 +153,50 @@ fn jit_start(
     let first_launch_s = launch_to_result_s(ctx, &inv, &inputs(ctx, p)?)?;
     Ok(JitStart {
         nvrtc: format!("NVRTC {} ({})", nvrtc.version()?, nvrtc.path.display()),
+        kernel: format!("{} [{}]", entry.id, c.variant.params),
         load_s: (t1 - t0).as_secs_f64(),
         compile_s: (t2 - t1).as_secs_f64(),
         module_load_s: (t3 - t2).as_secs_f64(),
         first_launch_s,
         cubin_bytes: cubin.len(),
     })
+}
+
+/// One code object's load: the variant, ms, bytes.
+type ModuleLoad = (String, f64, usize);
+
+/// Loads every library code object of the context's target once.
+fn library_module_loads(ctx: &Context) -> Result<Vec<ModuleLoad>, Box<dyn std::error::Error>> {
+    let target = ctx.target();
+    let arch = ctx.device().info().arch.clone();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for s in kiln::solvers::registered().filter(|s| !s.entry.library.is_empty()) {
+        if !s.entry.builds_for(target.arch) {
+            continue;
+        }
+        for dtype in s.entry.data_types {
+            for params in s.entry.params {
+                let (name, args) = s.entry.kdb_key(dtype, params, target.arch)?;
+                if !seen.insert((name.clone(), args.clone())) {
+                    continue;
+                }
+                let Some(object) = target.code_object(&name, &args)? else {
+                    return Err(format!("{}: no code object {name} {args}", target.basename).into());
+                };
+                let t = Instant::now();
+                let checked = kiln::codeobject::check_for_device(object.bytes, &arch)?;
+                let module = ctx.device().load_module(checked)?;
+                let _f = module.function(s.entry.functions[0])?;
+                out.push((
+                    format!("{} {dtype} [{params}]", s.id()),
+                    t.elapsed().as_secs_f64() * 1e3,
+                    object.bytes.len(),
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Median host time of `f` in ns, over `rounds` rounds of `iters` calls.
@@ -154,28 +218,197 @@ fn cudnn_err(e: crate::cudnn::CudnnError) -> RunError {
     RunError::Backend(BackendError::kiln(e.call, e.message))
 }
 
-/// One distinct ResNet-50 layer prepared for both runtimes.
+/// One comparison: kiln's type, layout and math mode against cuDNN set up as PyTorch sets it
+/// up, cuDNN timed in each of `cudnn_layouts` (the faster counts per layer).
+struct Case {
+    name: &'static str,
+    label: &'static str,
+    dtype: DataType,
+    layout: Layout,
+    math: MathMode,
+    cudnn_math: CudnnMath,
+    cudnn_layouts: &'static [Layout],
+}
+
+const CASES: [Case; 5] = [
+    Case {
+        name: "fp32",
+        label: "FP32: kiln NHWC (FP32-accurate: 3xTF32 or FFMA) vs cuDNN FP32 with FMA math (no TF32), NCHW or NHWC",
+        dtype: DataType::Fp32,
+        layout: Layout::Nhwc,
+        math: MathMode::Default,
+        cudnn_math: CudnnMath::Fma,
+        cudnn_layouts: &[Layout::Nchw, Layout::Nhwc],
+    },
+    Case {
+        name: "tf32",
+        label: "TF32 (opted in): kiln NHWC vs cuDNN FP32 with TF32 allowed, NCHW or NHWC",
+        dtype: DataType::Fp32,
+        layout: Layout::Nhwc,
+        math: MathMode::AllowTf32,
+        cudnn_math: CudnnMath::AllowTf32,
+        cudnn_layouts: &[Layout::Nchw, Layout::Nhwc],
+    },
+    Case {
+        name: "fp16",
+        label: "FP16 NHWC: kiln vs cuDNN tensor-op math",
+        dtype: DataType::Fp16,
+        layout: Layout::Nhwc,
+        math: MathMode::Default,
+        cudnn_math: CudnnMath::TensorOp,
+        cudnn_layouts: &[Layout::Nhwc],
+    },
+    Case {
+        name: "bf16",
+        label: "BF16 NHWC: kiln vs cuDNN tensor-op math",
+        dtype: DataType::Bf16,
+        layout: Layout::Nhwc,
+        math: MathMode::Default,
+        cudnn_math: CudnnMath::TensorOp,
+        cudnn_layouts: &[Layout::Nhwc],
+    },
+    Case {
+        name: "fp32-nchw",
+        label: "FP32 NCHW: kiln's CUDA-core kernels vs cuDNN FMA math",
+        dtype: DataType::Fp32,
+        layout: Layout::Nchw,
+        math: MathMode::Default,
+        cudnn_math: CudnnMath::Fma,
+        cudnn_layouts: &[Layout::Nchw],
+    },
+];
+
+/// Calls per captured graph and replays timed, for per-layer figures.
+const GRAPH_CALLS: usize = 20;
+
+/// One distinct ResNet-50 layer prepared for kiln.
 struct LayerBench {
     name: String,
     problem: ConvProblem,
     count: usize,
     xs: [DeviceBuffer; 3],
     w: DeviceBuffer,
-    y_kiln: DeviceBuffer,
-    y_cudnn: DeviceBuffer,
+    y: DeviceBuffer,
+    ws: Option<DeviceBuffer>,
     candidate: Ranked,
     invoker: std::sync::Arc<Invoker>,
 }
 
-/// Results of one (type, layout, batch) configuration.
+/// cuDNN's best for one layer: the algorithm, layout and buffers it runs on.
+struct CudnnBest<'a> {
+    conv: CudnnConv<'a>,
+    layout: Layout,
+    ms: f64,
+    bufs: [std::rc::Rc<DeviceBuffer>; 3],
+}
+
+/// Results of one (case, batch) configuration.
 struct ConfigResult {
     label: String,
     rows: String,
-    kiln_sum_ms: f64,
-    cudnn_sum_ms: f64,
+    kiln_unique_ms: f64,
+    cudnn_unique_ms: f64,
+    kiln_weighted_ms: f64,
+    cudnn_weighted_ms: f64,
     kiln_network_ms: f64,
     cudnn_network_ms: f64,
+    worst_ratio: f64,
+    worst_error: f64,
     disagreements: usize,
+}
+
+/// cuDNN's fastest way to run `p` in any of `layouts`: for each layout, three searches (their
+/// picks vary between runs), every distinct pick timed GPU-only, the fastest kept.
+#[allow(clippy::too_many_arguments)]
+fn cudnn_best<'a>(
+    ctx: &Context,
+    cudnn: &'a Cudnn,
+    case: &Case,
+    p: &ConvProblem,
+    kiln_bufs: (&DeviceBuffer, &DeviceBuffer, &DeviceBuffer),
+    workspace: &DeviceBuffer,
+    seed: u64,
+) -> Result<CudnnBest<'a>, Box<dyn std::error::Error>> {
+    let mut best: Option<CudnnBest<'a>> = None;
+    let mut skipped = Vec::new();
+    for &layout in case.cudnn_layouts {
+        let q = ConvProblem::new(ConvSpec {
+            layouts: [layout; 3],
+            ..p.spec()
+        })?;
+        let bufs: [std::rc::Rc<DeviceBuffer>; 3] = if layout == case.layout {
+            // Same layout as kiln: the same inputs, so the outputs can be compared.
+            [
+                std::rc::Rc::new(copy_of(ctx, kiln_bufs.0)?),
+                std::rc::Rc::new(copy_of(ctx, kiln_bufs.1)?),
+                std::rc::Rc::new(ctx.device().alloc(kiln_bufs.2.bytes())?),
+            ]
+        } else {
+            [
+                std::rc::Rc::new(random_tensor(ctx, &q, 0, seed + 7)?),
+                std::rc::Rc::new(random_tensor(ctx, &q, 1, seed + 8)?),
+                std::rc::Rc::new(ctx.device().alloc(kiln_bufs.2.bytes())?),
+            ]
+        };
+        let (x, w, y) = (
+            bufs[0].device_ptr(),
+            bufs[1].device_ptr(),
+            bufs[2].device_ptr(),
+        );
+        let (wsp, wsn) = (workspace.device_ptr(), workspace.bytes() as usize);
+        // A layout cuDNN's legacy API has no algorithm for (FP32 NHWC with FMA math for some
+        // layers) is skipped; the other layout stands for cuDNN.
+        let mut conv = match CudnnConv::new(cudnn, &q, case.cudnn_math, x, w, y, wsp, wsn) {
+            Ok(c) => c,
+            Err(e) => {
+                skipped.push(format!("{}: {e}", layout.name()));
+                continue;
+            }
+        };
+        let mut picks = vec![conv.chosen];
+        for _ in 0..2 {
+            let a = conv.search(x, w, y, wsp, wsn)?;
+            if !picks.contains(&a) {
+                picks.push(a);
+            }
+        }
+        for algo in picks {
+            conv.set(algo)?;
+            let (t, _) = time_gpu_only(ctx.device(), GRAPH_CALLS, 7, |s, _| {
+                conv.run(s.raw(), x, w, y, wsp).map_err(cudnn_err)
+            })?;
+            let better = best.as_ref().is_none_or(|b| t.median_ms < b.ms);
+            if better {
+                // Each layout has its own descriptors; keep the conv with the winning algo set.
+                let mut kept = CudnnConv::new(cudnn, &q, case.cudnn_math, x, w, y, wsp, wsn)?;
+                kept.set(algo)?;
+                best = Some(CudnnBest {
+                    conv: kept,
+                    layout,
+                    ms: t.median_ms,
+                    bufs: bufs.clone(),
+                });
+            }
+        }
+    }
+    best.ok_or_else(|| {
+        format!(
+            "cuDNN runs {} in no layout: {}",
+            p.find_db_key(),
+            skipped.join("; ")
+        )
+        .into()
+    })
+}
+
+/// A new device buffer with `b`'s contents.
+fn copy_of(ctx: &Context, b: &DeviceBuffer) -> Result<DeviceBuffer, RunError> {
+    let mut host = vec![0u8; b.bytes() as usize];
+    ctx.device().synchronize()?;
+    b.download(&mut host)?;
+    let c = ctx.device().alloc(b.bytes())?;
+    c.upload(&host)?;
+    Ok(c)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -183,15 +416,22 @@ fn bench_config(
     ctx: &Context,
     cudnn: &Cudnn,
     workspace: &DeviceBuffer,
-    dtype: DataType,
-    layout: Layout,
+    case: &Case,
     n: u32,
-    repeats: usize,
+    replays: usize,
 ) -> Result<ConfigResult, Box<dyn std::error::Error>> {
     let be = ctx.device();
-    let all = resnet50(n, dtype, layout, false)?;
-    let unique = resnet50(n, dtype, layout, true)?;
-    let stream = Stream::default();
+    let with_math = |layers: Vec<kiln::harness::networks::Layer>| {
+        layers
+            .into_iter()
+            .map(|mut l| {
+                l.problem = l.problem.with_math(case.math);
+                l
+            })
+            .collect::<Vec<_>>()
+    };
+    let all = with_math(resnet50(n, case.dtype, case.layout, false)?);
+    let unique = with_math(resnet50(n, case.dtype, case.layout, true)?);
     let mut layers = Vec::new();
     for (i, l) in unique.iter().enumerate() {
         let p = l.problem;
@@ -202,8 +442,8 @@ fn bench_config(
             random_tensor(ctx, &p, 0, seed + 2)?,
         ];
         let w = random_tensor(ctx, &p, 1, seed + 3)?;
-        let y_bytes = p.byte_counts()[2];
         let candidate = *ctx.find_solutions(&p)?.best();
+        let invoker = ctx.prepare(&p, &candidate.variant)?;
         layers.push(LayerBench {
             name: l.name.clone(),
             problem: p,
@@ -213,74 +453,98 @@ fn bench_config(
                 .count(),
             xs,
             w,
-            y_kiln: be.alloc(y_bytes)?,
-            y_cudnn: be.alloc(y_bytes)?,
-            invoker: ctx.prepare(&p, &candidate.variant)?,
+            y: be.alloc(p.byte_counts()[2])?,
+            ws: workspace_for(be, &invoker)?,
+            invoker,
             candidate,
         });
     }
-    let mut convs = Vec::new();
-    for l in &layers {
-        convs.push(CudnnConv::new(
-            cudnn,
-            &l.problem,
-            l.xs[0].device_ptr(),
-            l.w.device_ptr(),
-            l.y_cudnn.device_ptr(),
-            workspace.device_ptr(),
-            workspace.bytes() as usize,
-        )?);
-    }
-    let label = format!("{} {} N={n}", dtype.name(), layout.name());
     let mut rows = String::new();
-    let (mut kiln_sum, mut cudnn_sum, mut disagreements) = (0.0, 0.0, 0);
-    for (l, conv) in layers.iter().zip(&convs) {
-        // Same inputs through both, outputs compared (cuDNN's FP16 path may use tensor cores,
-        // so agreement is judged at the type's tolerance).
-        poison(&l.y_kiln)?;
-        poison(&l.y_cudnn)?;
-        ctx.run(&l.invoker, &l.xs[0], &l.w, &l.y_kiln, None, &stream)?;
-        conv.run(
-            l.xs[0].device_ptr(),
-            l.w.device_ptr(),
-            l.y_cudnn.device_ptr(),
-            workspace.device_ptr(),
-        )
-        .map_err(cudnn_err)?;
-        let error = relative_error(&download(&l.y_kiln, dtype)?, &download(&l.y_cudnn, dtype)?);
-        let agree = error <= tolerance(dtype);
-        disagreements += usize::from(!agree);
-        let kiln_t = time_device(be, 3, repeats, |i| {
-            ctx.run(&l.invoker, &l.xs[i % 3], &l.w, &l.y_kiln, None, &stream)
-        })?;
-        let cudnn_t = time_device(be, 3, repeats, |i| {
-            conv.run(
-                l.xs[i % 3].device_ptr(),
-                l.w.device_ptr(),
-                l.y_cudnn.device_ptr(),
-                workspace.device_ptr(),
+    let mut r = ConfigResult {
+        label: format!("{} N={n}", case.label),
+        rows: String::new(),
+        kiln_unique_ms: 0.0,
+        cudnn_unique_ms: 0.0,
+        kiln_weighted_ms: 0.0,
+        cudnn_weighted_ms: 0.0,
+        kiln_network_ms: 0.0,
+        cudnn_network_ms: 0.0,
+        worst_ratio: 0.0,
+        worst_error: 0.0,
+        disagreements: 0,
+    };
+    let mut bests = Vec::new();
+    for (i, l) in layers.iter().enumerate() {
+        let stream = Stream::default();
+        let best = cudnn_best(
+            ctx,
+            cudnn,
+            case,
+            &l.problem,
+            (&l.xs[0], &l.w, &l.y),
+            workspace,
+            1000 * i as u64,
+        )?;
+        // Same inputs through both where cuDNN ran kiln's layout: outputs compared at the
+        // tolerance kiln holds the problem to.
+        let error = if best.layout == case.layout {
+            poison(&l.y)?;
+            poison(&best.bufs[2])?;
+            ctx.run(&l.invoker, &l.xs[0], &l.w, &l.y, l.ws.as_ref(), &stream)?;
+            best.conv
+                .run(
+                    0,
+                    best.bufs[0].device_ptr(),
+                    best.bufs[1].device_ptr(),
+                    best.bufs[2].device_ptr(),
+                    workspace.device_ptr(),
+                )
+                .map_err(cudnn_err)?;
+            relative_error(
+                &download(&l.y, case.dtype)?,
+                &download(&best.bufs[2], case.dtype)?,
             )
-            .map_err(cudnn_err)
+        } else {
+            f64::NAN
+        };
+        let agree = error.is_nan() || error <= tolerance(&l.problem);
+        r.disagreements += usize::from(!agree);
+        if error.is_finite() {
+            r.worst_error = r.worst_error.max(error);
+        }
+        let (kiln_t, _) = time_gpu_only(be, GRAPH_CALLS, replays, |s, i| {
+            ctx.run(&l.invoker, &l.xs[i % 3], &l.w, &l.y, l.ws.as_ref(), s)
         })?;
-        kiln_sum += kiln_t.median_ms * l.count as f64;
-        cudnn_sum += cudnn_t.median_ms * l.count as f64;
+        let (k, c) = (kiln_t.median_ms, best.ms);
+        r.kiln_unique_ms += k;
+        r.cudnn_unique_ms += c;
+        r.kiln_weighted_ms += k * l.count as f64;
+        r.cudnn_weighted_ms += c * l.count as f64;
+        r.worst_ratio = r.worst_ratio.max(k / c);
         writeln!(
             rows,
-            "| {} | `{}` | {} | {} [{}] | {:.4} | {} | {:.4} | {:.2} | {:.1e}{} |",
+            "| {} | `{}` | {} | {} [{}] | {:.1} | {} ({}) | {:.1} | {:.2} | {}{} |",
             l.name,
             l.problem.find_db_key(),
             l.count,
             l.candidate.variant.solver.id(),
             l.candidate.variant.params,
-            kiln_t.median_ms,
-            conv.algorithm,
-            cudnn_t.median_ms,
-            kiln_t.median_ms / cudnn_t.median_ms,
-            error,
+            k * 1e3,
+            best.conv.chosen.describe(),
+            best.layout.name(),
+            c * 1e3,
+            k / c,
+            if error.is_nan() {
+                "-".to_string()
+            } else {
+                format!("{error:.1e}")
+            },
             if agree { "" } else { " DISAGREE" }
         )?;
+        bests.push(best);
     }
-    // The whole network back to back (53 launches, distinct layers reuse their buffers).
+    // The whole network as one graph: 53 launches back to back, distinct layers reusing their
+    // buffers, replayed.
     let order: Vec<usize> = all
         .iter()
         .map(|a| {
@@ -290,37 +554,34 @@ fn bench_config(
                 .unwrap_or(0)
         })
         .collect();
-    let kiln_net = time_device(be, 1, 5, |i| {
+    r.kiln_network_ms = time_gpu_only(be, 1, replays, |s, _| {
         for &j in &order {
             let l = &layers[j];
-            ctx.run(&l.invoker, &l.xs[i % 3], &l.w, &l.y_kiln, None, &stream)?;
+            ctx.run(&l.invoker, &l.xs[0], &l.w, &l.y, l.ws.as_ref(), s)?;
         }
         Ok(())
-    })?;
-    let cudnn_net = time_device(be, 1, 5, |i| {
+    })?
+    .0
+    .median_ms;
+    r.cudnn_network_ms = time_gpu_only(be, 1, replays, |s, _| {
         for &j in &order {
-            let l = &layers[j];
-            convs[j]
+            let b = &bests[j];
+            b.conv
                 .run(
-                    l.xs[i % 3].device_ptr(),
-                    l.w.device_ptr(),
-                    l.y_cudnn.device_ptr(),
+                    s.raw(),
+                    b.bufs[0].device_ptr(),
+                    b.bufs[1].device_ptr(),
+                    b.bufs[2].device_ptr(),
                     workspace.device_ptr(),
                 )
                 .map_err(cudnn_err)?;
         }
         Ok(())
-    })?;
-    drop(convs);
-    Ok(ConfigResult {
-        label,
-        rows,
-        kiln_sum_ms: kiln_sum,
-        cudnn_sum_ms: cudnn_sum,
-        kiln_network_ms: kiln_net.median_ms,
-        cudnn_network_ms: cudnn_net.median_ms,
-        disagreements,
-    })
+    })?
+    .0
+    .median_ms;
+    r.rows = rows;
+    Ok(r)
 }
 
 /// Today's UTC date, `YYYY-MM-DD` (days-to-civil conversion; no date crate needed for this).
@@ -427,8 +688,8 @@ pub fn run(a: &BenchArgs) -> CliResult {
             }
             writeln!(
                 r,
-                "\nNVRTC produced a {} B cubin; its module load includes the same ELF checks kiln runs. The JIT path ran second, so the driver was already warm for it.\n",
-                j.cubin_bytes
+                "\nThe JIT path compiled {} (kiln's own kernel source: CUTLASS kernels need their headers, which a deployed runtime does not carry) into a {} B cubin; its module load includes the same ELF checks kiln runs. It ran second, so the driver was already warm for it.\n",
+                j.kernel, j.cubin_bytes
             )?;
         }
         Err(e) => {
@@ -436,6 +697,30 @@ pub fn run(a: &BenchArgs) -> CliResult {
                 cs.resolve_s * 1e3, cs.prepare.decompress_s * 1e3, cs.prepare.verify_s * 1e3,
                 cs.prepare.module_load_s * 1e3, cs.first_launch_s * 1e3, kiln_total * 1e3)?;
         }
+    }
+
+    // Module load of every library (CUTLASS) code object: the stripped cubins' load bound.
+    let loads = library_module_loads(&ctx)?;
+    if !loads.is_empty() {
+        let mut ms: Vec<f64> = loads.iter().map(|(_, t, _)| *t).collect();
+        ms.sort_by(f64::total_cmp);
+        let (worst, worst_ms, worst_bytes) = loads
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .cloned()
+            .unwrap_or_default();
+        writeln!(
+            r,
+            "## Module load of every CUTLASS code object
+"
+        )?;
+        writeln!(
+            r,
+            "{} code objects (decoded, sha256- and ELF-checked, then `cuModuleLoadData` + function lookup, timed on the host): median {:.3} ms, slowest {:.3} ms ({worst}, {worst_bytes} B).\n",
+            loads.len(),
+            ms[ms.len() / 2],
+            worst_ms
+        )?;
     }
 
     // (c) Lookup cost on the host.
@@ -511,50 +796,55 @@ pub fn run(a: &BenchArgs) -> CliResult {
         cudnn.version / 100 % 100,
         cudnn.version % 100
     )?;
-    writeln!(r, "Same process, same device buffers. kiln runs the solution its embedded find-db ranks first; cuDNN runs the fastest algorithm `cudnnFindConvolutionForwardAlgorithmEx` found (workspace <= {} MiB). FP32 is compared with cuDNN's FMA math (true FP32, no TF32, as kiln computes); FP16 lets cuDNN use tensor cores (kiln's kernels do not). Times: median of {} event-timed launches after 3 warm-ups, inputs rotated over 3 copies. `x` = count of the layer in the network; `ratio` = kiln / cuDNN; `error` = relative difference of the two outputs.\n", a.cudnn_workspace_mib, a.repeats)?;
+    writeln!(r, "Same process. kiln runs the solution its embedded find-db ranks first (perf config from its perf-db). cuDNN is set up as PyTorch sets it up: tensor-op math for FP16/BF16, FMA math for FP32 without TF32, default math when TF32 is allowed; for each layout listed, three `cudnnFindConvolutionForwardAlgorithmEx` searches (workspace <= {} MiB), every distinct pick timed, the fastest kept and named. Every time is GPU-only, by the same method for both: {}, {} calls per graph (inputs rotated over 3 copies for kiln), median of {} replays. `x` = count of the layer in the network; `ratio` = kiln / cuDNN; `error` = relative difference of the two outputs on the same inputs (where cuDNN ran kiln's layout). The network row is the 53 layers captured in one graph, replayed.\n", a.cudnn_workspace_mib, GpuMethod::Graph.describe(), GRAPH_CALLS, a.replays)?;
     let workspace = ctx.device().alloc((a.cudnn_workspace_mib as u64) << 20)?;
     let mut summary = Vec::new();
-    for (dtype, layout) in [
-        (DataType::Fp32, Layout::Nchw),
-        (DataType::Fp32, Layout::Nhwc),
-        (DataType::Fp16, Layout::Nchw),
-        (DataType::Fp16, Layout::Nhwc),
-    ] {
+    for case in CASES
+        .iter()
+        .filter(|c| a.cases.is_empty() || a.cases.iter().any(|n| n == c.name))
+    {
         for &n in &a.batch {
-            eprintln!("bench: {} {} N={n}", dtype.name(), layout.name());
-            let c = bench_config(&ctx, &cudnn, &workspace, dtype, layout, n, a.repeats)?;
+            eprintln!("bench: {} N={n}", case.name);
+            let c = bench_config(&ctx, &cudnn, &workspace, case, n, a.replays)?;
             writeln!(r, "### {}\n", c.label)?;
-            writeln!(r, "| layer | problem | x | kiln solver [params] | kiln ms | cuDNN algorithm | cuDNN ms | ratio | error |")?;
+            writeln!(r, "| layer | problem | x | kiln solver [params] | kiln us | cuDNN algorithm, math (layout) | cuDNN us | ratio | error |")?;
             writeln!(r, "|---|---|---:|---|---:|---|---:|---:|---|")?;
             r.push_str(&c.rows);
             writeln!(
                 r,
-                "\nSum over the 53 layers: kiln {:.3} ms, cuDNN {:.3} ms ({:.1}x). Whole network launched back to back: kiln {:.3} ms, cuDNN {:.3} ms.{}\n",
-                c.kiln_sum_ms,
-                c.cudnn_sum_ms,
-                c.kiln_sum_ms / c.cudnn_sum_ms,
-                c.kiln_network_ms,
-                c.cudnn_network_ms,
-                if c.disagreements > 0 { format!(" {} layers' outputs DISAGREE.", c.disagreements) } else { " Every layer's outputs agree within the type's tolerance.".into() }
+                "\n23 unique layers: kiln {:.3} ms, cuDNN {:.3} ms ({:.2}x; worst layer {:.2}x). 53-layer sum: kiln {:.3} ms, cuDNN {:.3} ms ({:.2}x). Network graph: kiln {:.3} ms, cuDNN {:.3} ms ({:.2}x).{}\n",
+                c.kiln_unique_ms, c.cudnn_unique_ms, c.kiln_unique_ms / c.cudnn_unique_ms, c.worst_ratio,
+                c.kiln_weighted_ms, c.cudnn_weighted_ms, c.kiln_weighted_ms / c.cudnn_weighted_ms,
+                c.kiln_network_ms, c.cudnn_network_ms, c.kiln_network_ms / c.cudnn_network_ms,
+                if c.disagreements > 0 { format!(" {} layers' outputs DISAGREE.", c.disagreements) } else { format!(" Outputs agree within kiln's tolerance (worst {:.1e}).", c.worst_error) }
             )?;
             summary.push(c);
+            // Keep what was measured if a later configuration fails.
+            if let Some(out) = &a.out {
+                super::write_atomic(out, &r)?;
+            }
         }
     }
     writeln!(
         r,
-        "## Summary: ResNet-50 convolutions, whole network back to back\n"
+        "## Summary: ResNet-50 convolutions, GPU-only, kiln / cuDNN\n"
     )?;
-    writeln!(r, "| configuration | kiln ms | cuDNN ms | kiln / cuDNN |")?;
-    writeln!(r, "|---|---:|---:|---:|")?;
+    writeln!(r, "| configuration | 23 unique: kiln ms | cuDNN ms | ratio | worst layer | network graph: kiln ms | cuDNN ms | ratio | worst error vs cuDNN |")?;
+    writeln!(r, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
     let mut failed = 0;
     for c in &summary {
         writeln!(
             r,
-            "| {} | {:.3} | {:.3} | {:.1} |",
+            "| {} | {:.3} | {:.3} | {:.2} | {:.2} | {:.3} | {:.3} | {:.2} | {:.1e} |",
             c.label,
+            c.kiln_unique_ms,
+            c.cudnn_unique_ms,
+            c.kiln_unique_ms / c.cudnn_unique_ms,
+            c.worst_ratio,
             c.kiln_network_ms,
             c.cudnn_network_ms,
-            c.kiln_network_ms / c.cudnn_network_ms
+            c.kiln_network_ms / c.cudnn_network_ms,
+            c.worst_error
         )?;
         failed += c.disagreements;
     }

@@ -32,6 +32,17 @@ pub struct FindArgs {
     /// Measure again problems the find-db already has.
     #[arg(long)]
     force: bool,
+    /// Measure again problems whose find-db record lacks a solver that applies to them now
+    /// (a record made before the solver existed). Resumable, unlike --force.
+    #[arg(long)]
+    refresh: bool,
+    /// Only problems in these layouts (NCHW, NHWC, ...); none = all.
+    #[arg(long = "layout", num_args = 1..)]
+    layouts: Vec<String>,
+    /// Measure FP32 problems with TF32 allowed, so their records also rank the TF32 solvers
+    /// (which the runtime considers only for problems that opt in).
+    #[arg(long)]
+    tf32: bool,
 }
 
 /// A problem list (`ci/problems/*.txt`): one find-db key per line, `#` comments; errors name
@@ -78,15 +89,32 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
     let mut problems: Vec<(String, ConvProblem)> = Vec::new();
     for file in &a.problems {
         for (key, p) in read_problem_list(file)? {
+            if !a.layouts.is_empty() && !a.layouts.iter().any(|l| l == p.layouts()[0].name()) {
+                continue;
+            }
+            let p = if a.tf32 && p.data_types()[0] == kiln::DataType::Fp32 {
+                p.with_math(kiln::MathMode::AllowTf32)
+            } else {
+                p
+            };
             if !problems.iter().any(|(k, _)| *k == key) {
                 problems.push((key, p));
             }
         }
     }
-    let todo: Vec<&(String, ConvProblem)> = problems
-        .iter()
-        .filter(|(k, _)| a.force || !fdb.records.iter().any(|r| &r.key == k))
-        .collect();
+    let caps = kiln::solvers::TargetCaps::of(target);
+    let stale = |k: &String, p: &ConvProblem| match fdb.records.iter().find(|r| &r.key == k) {
+        None => true,
+        Some(r) => {
+            a.force
+                || (a.refresh
+                    && kiln::solvers::registered().any(|s| {
+                        s.applicable_params(p, &caps).next().is_some()
+                            && !r.items.iter().any(|i| i.solver == s.id())
+                    }))
+        }
+    };
+    let todo: Vec<&(String, ConvProblem)> = problems.iter().filter(|(k, p)| stale(k, p)).collect();
     println!(
         "{} problems, {} already measured, {} to measure on {} ({})",
         problems.len(),
@@ -112,7 +140,6 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
     for (i, (key, p)) in todo.iter().enumerate() {
         bar.set_message(key.clone());
         // A problem no kiln solver runs (INT8, backward, ...) is skipped, not fatal.
-        let caps = kiln::solvers::TargetCaps::of(target);
         let reference = kiln::solvers::by_id(kiln::solvers::REFERENCE_SOLVER)
             .ok_or("the reference solver is not in the manifest")?;
         if let Err(why) = reference.applicable(p, &caps, "") {

@@ -48,7 +48,7 @@ pub fn run(a: &KdbBuildArgs) -> CliResult {
             let tmp =
                 std::env::temp_dir().join(format!("kiln-check-{}-{name}", std::process::id()));
             let (n, _) =
-                kiln_embed::kdbbuild::build_target_kdb(&manifest, kernels_dir, &dir, &tmp)?;
+                kiln_embed::kdbbuild::build_target_kdb(&manifest, kernels_dir, &dir, &tmp, None)?;
             let fresh = std::fs::read(&tmp)?;
             let _ = std::fs::remove_file(&tmp);
             let committed = std::fs::read(dir.join(&name)).unwrap_or_default();
@@ -68,8 +68,13 @@ pub fn run(a: &KdbBuildArgs) -> CliResult {
             continue;
         }
         let out = dir.join(&name);
-        let (n, toolchain) =
-            kiln_embed::kdbbuild::build_target_kdb(&manifest, kernels_dir, &dir, &out)?;
+        let (n, toolchain) = kiln_embed::kdbbuild::build_target_kdb(
+            &manifest,
+            kernels_dir,
+            &dir,
+            &out,
+            Some(&kiln_embed::library::default_cache_dir()),
+        )?;
         cfg.pins
             .insert(name.clone(), kiln_embed::fetch::sha256_file(&out)?);
         cfg.files.kdb = Some(name);

@@ -164,6 +164,12 @@ fn evaluate(
             solvers: s,
         })
         .collect();
+    let tf32: std::collections::HashSet<&str> = manifest
+        .solvers
+        .iter()
+        .filter(|s| s.math == "tf32")
+        .map(|s| s.id.as_str())
+        .collect();
     let mut out = Vec::new();
     for &key in test {
         let times = log
@@ -171,6 +177,13 @@ fn evaluate(
             .filter(|t| !t.is_empty())
             .ok_or_else(|| format!("{key}: no passing measurement in the log"))?;
         let p = ConvProblem::from_find_db_key(key).map_err(|e| format!("{key}: {e}"))?;
+        // A key is a problem in the default math mode: TF32 solvers measured on it (for
+        // problems that opt in) are no candidates.
+        let times: Times = times
+            .iter()
+            .filter(|((s, _), _)| !tf32.contains(s.as_str()))
+            .map(|(c, t)| (c.clone(), *t))
+            .collect();
         let (best_c, best) = times
             .iter()
             .min_by(|a, b| a.1.total_cmp(b.1))

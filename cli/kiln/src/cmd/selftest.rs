@@ -1,12 +1,14 @@
 //! `kiln selftest`: the appliance's boot check. Every registered solver and precompiled perf
-//! config on a fixed problem set (2-D and 3-D, both layout families, three types, groups,
-//! depthwise, padding, stride, dilation, odd sizes), each checked against the f64 reference on
-//! fresh inputs with the output poisoned. Non-zero exit on any failure.
+//! config (split-K values included) on a fixed problem set (2-D and 3-D, both layout families,
+//! three types, TF32 opt-in, groups, depthwise, padding, stride, dilation, odd sizes, deep
+//! reductions), each checked against the f64 reference on fresh inputs with the output
+//! poisoned; every FP32 variant also with IEEE special values (inf, NaN, subnormals, values
+//! near overflow) compared class by class. Non-zero exit on any failure.
 
-use kiln::harness::verify::run_checked;
+use kiln::harness::verify::{run_checked, run_special_values, tolerance};
 use kiln::resolve::Variant;
 use kiln::solvers::TargetCaps;
-use kiln::{ConvProblem, ConvSpec, DataType, Layout};
+use kiln::{ConvProblem, ConvSpec, DataType, Layout, MathMode};
 
 use super::describe_context;
 use crate::args::DeviceArgs;
@@ -43,6 +45,9 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(2, 12, 18, [11, 9], [3, 3], [1, 1], [2, 2], [1, 1], 3),
         d2(1, 3, 16, [33, 31], [7, 7], [3, 3], [2, 2], [1, 1], 1),
         d2(4, 64, 64, [8, 8], [3, 3], [2, 2], [1, 1], [2, 2], 1),
+        // Deep reductions (split-K applies) and a strided 1x1 with many channels.
+        d2(1, 256, 128, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1], 1),
+        d2(2, 128, 256, [9, 9], [1, 1], [0, 0], [2, 2], [1, 1], 1),
         ConvSpec {
             spatial_dims: 3,
             n: 1,
@@ -83,6 +88,10 @@ pub fn problems() -> Vec<ConvProblem> {
                 };
                 if let Ok(p) = ConvProblem::new(spec) {
                     out.push(p);
+                    // FP32 also with TF32 allowed (only the TF32 solvers run it).
+                    if dtype == DataType::Fp32 {
+                        out.push(p.with_math(MathMode::AllowTf32));
+                    }
                 }
             }
         }
@@ -99,41 +108,67 @@ pub fn run(a: &DeviceArgs) -> CliResult {
     );
     let caps = TargetCaps::of(ctx.target());
     let problems = problems();
-    let (mut runs, mut failures) = (0, 0);
+    let (mut runs, mut failures, mut known) = (0, 0, 0);
     let mut per_solver: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
     let mut seed = 1u64;
     for p in &problems {
+        let tf32 = p.math() == MathMode::AllowTf32;
         for solver in kiln::solvers::registered() {
+            // A TF32 problem checks the TF32 solvers; every other solver ran it as FP32.
+            if tf32 && solver.entry.math != "tf32" {
+                continue;
+            }
             for params in solver.applicable_params(p, &caps) {
                 seed += 1;
-                let r = run_checked(&ctx, p, &Variant { solver, params }, seed, 3);
+                let v = Variant { solver, params };
+                let r = run_checked(&ctx, p, &v, seed, 3);
                 runs += 1;
                 let e = per_solver.entry(solver.id()).or_default();
                 e.0 += 1;
+                let mut fail = |what: String| {
+                    failures += 1;
+                    e.1 += 1;
+                    println!(
+                        "FAIL {} [{params}] {}{}: {what}",
+                        solver.id(),
+                        p.find_db_key(),
+                        if tf32 { " (TF32)" } else { "" }
+                    );
+                };
                 match r {
                     Ok(r) if r.passed => {}
-                    Ok(r) => {
-                        failures += 1;
-                        e.1 += 1;
-                        println!(
-                            "FAIL {} [{params}] {}: relative error {:.3e}",
-                            solver.id(),
-                            p.find_db_key(),
-                            r.error
-                        );
-                    }
-                    Err(err) => {
-                        failures += 1;
-                        e.1 += 1;
-                        println!("FAIL {} [{params}] {}: {err}", solver.id(), p.find_db_key());
+                    Ok(r) => fail(format!("relative error {:.3e}", r.error)),
+                    Err(err) => fail(err.to_string()),
+                }
+                if p.data_types()[0] == DataType::Fp32 {
+                    match run_special_values(&ctx, p, &v, seed) {
+                        Ok((_, true)) => {}
+                        // Known, measured limitation (README, "Accuracy"): 3xTF32 returns NaN
+                        // for outputs FP32 gives as +-inf (an input infinity); NaN inputs,
+                        // subnormals and values near overflow are exact to 1e-5.
+                        Ok((c, false))
+                            if solver.id() == "ConvCutlass3xTf32Fwd"
+                                && c.class_mismatches == c.inf_as_nan
+                                && c.error <= tolerance(p) =>
+                        {
+                            known += 1;
+                        }
+                        Ok((c, false)) => fail(format!(
+                            "with inf/NaN/subnormal/near-overflow inputs: {} of {} non-finite outputs differ in class, finite relative error {:.3e}",
+                            c.class_mismatches, c.non_finite, c.error
+                        )),
+                        Err(err) => fail(format!("with special values: {err}")),
                     }
                 }
             }
         }
     }
-    println!("{} problems, {runs} runs (every applicable solver and perf config, fresh random inputs, outputs poisoned)", problems.len());
+    println!("{} problems, {runs} variants (every applicable solver and perf config, fresh random inputs, outputs poisoned; FP32 ones also with inf/NaN/subnormal/near-overflow inputs)", problems.len());
+    if known > 0 {
+        println!("  known limitation: {known} ConvCutlass3xTf32Fwd variants returned NaN where FP32 gives +-inf (an input infinity); every other special-value output matched");
+    }
     for (s, (n, f)) in &per_solver {
-        println!("  {s:<22} {n:>4} runs  {f} failed");
+        println!("  {s:<22} {n:>4} variants  {f} failed");
     }
     if failures > 0 || runs == 0 {
         return Err(format!("selftest: {failures} of {runs} runs failed").into());

@@ -14,7 +14,7 @@ mod parse;
 mod vocab;
 
 pub use parse::parse_u32;
-pub use vocab::{DataType, Direction, Layout};
+pub use vocab::{DataType, Direction, Layout, MathMode};
 
 /// Why a key or a problem description was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +92,8 @@ pub struct ConvSpec {
     pub direction: Direction,
     /// MIOpen's bias flag (always 0 for convolutions in the shipped DBs).
     pub bias: u32,
+    /// Whether FP32 data may be multiplied as TF32 (not part of any key).
+    pub math: MathMode,
 }
 
 impl Default for ConvSpec {
@@ -112,6 +114,7 @@ impl Default for ConvSpec {
             cast_types: [None; 3],
             direction: Direction::Forward,
             bias: 0,
+            math: MathMode::Default,
         }
     }
 }
@@ -168,6 +171,7 @@ pub struct ConvProblem {
     cast_types: [Option<DataType>; 3],
     direction: Direction,
     bias: u32,
+    math: MathMode,
 }
 
 fn out_size(input: u32, filter: u32, pad: u32, stride: u32, dilation: u32) -> Option<u32> {
@@ -277,6 +281,7 @@ impl ConvProblem {
             cast_types: spec.cast_types,
             direction: spec.direction,
             bias: spec.bias,
+            math: spec.math,
         };
         // Every size below is then a plain u64 product: tensors are capped at 2^48 elements
         // (2^50 bytes: no device holds more), so no count or byte size can wrap.
@@ -321,6 +326,7 @@ impl ConvProblem {
             cast_types: self.cast_types,
             direction: self.direction,
             bias: self.bias,
+            math: self.math,
         }
     }
 
@@ -372,7 +378,18 @@ impl ConvProblem {
     pub fn layouts(&self) -> [Layout; 3] {
         self.layouts
     }
-    /// Element types of x, w, y.
+    /// Whether FP32 data may be multiplied as TF32.
+    pub fn math(&self) -> MathMode {
+        self.math
+    }
+
+    /// The problem with math mode `math` (same keys).
+    pub fn with_math(mut self, math: MathMode) -> ConvProblem {
+        self.math = math;
+        self
+    }
+
+    /// Element types of x, w and y.
     pub fn data_types(&self) -> [DataType; 3] {
         self.data_types
     }

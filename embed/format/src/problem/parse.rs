@@ -1,7 +1,8 @@
 //! Parsing MIOpen's find-db and perf-db keys back into problems; errors name the field.
 
 use super::{
-    ConvProblem, ConvSpec, DataType, Direction, Layout, ProblemError, MAX_DIM, PERF_KEY_INT_FIELDS,
+    ConvProblem, ConvSpec, DataType, Direction, Layout, MathMode, ProblemError, MAX_DIM,
+    PERF_KEY_INT_FIELDS,
 };
 
 impl ConvProblem {
@@ -143,6 +144,7 @@ impl ConvProblem {
             cast_types: swap3c(casts),
             direction,
             bias,
+            math: MathMode::Default,
         };
         let problem = ConvProblem::new(spec)?;
         if problem.output != y_sp {
@@ -263,6 +265,7 @@ impl ConvProblem {
             cast_types: [None; 3],
             direction,
             bias: v[19],
+            math: MathMode::Default,
         })?;
         // No x gives this dy (e.g. padding alone makes the output larger): not a real problem.
         if !fwd && problem.output != in_sp {

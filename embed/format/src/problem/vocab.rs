@@ -190,3 +190,35 @@ impl DataType {
         rest.is_empty().then_some(out)
     }
 }
+
+/// How FP32 data may be multiplied (cuDNN's math type). Not part of any database key: MIOpen's
+/// keys have no such field, so find-db and perf-db files stay valid. A solver whose manifest
+/// entry says `math = "tf32"` is recorded under the FP32 key like any other and is ranked only
+/// for problems that opted in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MathMode {
+    /// The data type's own accuracy (FP32 stays FP32-accurate: FFMA or 3xTF32).
+    #[default]
+    Default,
+    /// FP32 data may be multiplied as TF32 (10-bit mantissa, about 1e-3 relative error).
+    AllowTf32,
+}
+
+impl MathMode {
+    /// `default` or `tf32`, as the command line spells it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MathMode::Default => "default",
+            MathMode::AllowTf32 => "tf32",
+        }
+    }
+
+    /// Parses [`MathMode::name`].
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "default" => Some(MathMode::Default),
+            "tf32" => Some(MathMode::AllowTf32),
+            _ => None,
+        }
+    }
+}

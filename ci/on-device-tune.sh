@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs on the device machine: `kiln selftest` over every solver and perf config (FIRST, so a
+# broken kernel is seen before hours of tuning), then the re-tune of sm_90_132 with
+# `kiln-tools find --refresh`: every problem whose find-db record lacks a solver that applies
+# to it now is measured again (NHWC problems, FP32 ones with TF32 allowed so their records also
+# rank the opt-in TF32 solvers). Continues from the DBs and log in the repo; saves after every
+# problem, so a stop loses nothing and a second run resumes. Results land in $OUT (<= 8 files).
+set -uo pipefail
+P=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$P/.." && pwd)
+OUT=${OUT:-/tmp/kiln-out}
+mkdir -p "$OUT"
+if [ "${SKIP_SELFTEST:-0}" != 1 ]; then
+  timeout "${SELFTEST_SECONDS:-200}" "$P/kiln" selftest > "$OUT/selftest.txt" 2>&1
+  echo "exit $?" >> "$OUT/selftest.txt"
+  tail -n 12 "$OUT/selftest.txt"
+fi
+cp "$REPO"/targets/sm_90_132/sm_90_132.HIP.fdb.txt "$REPO"/targets/sm_90_132/sm_90_132.db.txt "$OUT/"
+cp "$REPO"/benches/h100-find/find-log.tsv "$OUT/"
+timeout "${FIND_SECONDS:-360}" "$P/kiln-tools" find --device cuda:0 --problems "$REPO"/ci/problems/*.txt \
+  --db-dir "$OUT" --log "$OUT/find-log.tsv" --refresh --layout NHWC --tf32 > "$OUT/find-run.txt" 2>&1
+echo "exit $?" >> "$OUT/find-run.txt"
+grep -v "^\s*$" "$OUT/find-run.txt" | tr '\r' '\n' | tail -n 5
+ls -la "$OUT"

@@ -1,0 +1,376 @@
+//! Invokers: a solution prepared for one problem (kernels loaded, launch shapes and arguments
+//! computed), and the two argument conventions kiln's kernels use.
+//!
+//! * kiln's own kernels take `(x, w, y, KilnConvArgs)`.
+//! * Library kernels (CUTLASS) take one parameter block in the library's own layout, which
+//!   only the library's device code knows how to fill. Their code object exports a builder
+//!   (`SolverEntry::builder`) that one GPU thread runs at prepare time:
+//!   `builder(KilnConvArgs, int runtime_value, void* block, KilnBuilderInfo* info)`. It writes
+//!   the block with null tensor pointers and reports its size, the launch shape and where the
+//!   pointers sit; every run copies the block to the stack, patches x, w, y and the workspace
+//!   in, and passes it as the kernel's single argument.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use kiln_format::abi::KernelArgs;
+use kiln_format::ConvProblem;
+
+use crate::backend::{Device, DeviceBuffer, Function, Module, Stream};
+use crate::error::RunError;
+use crate::resolve::Variant;
+use crate::solvers::{KernelLaunch, LaunchPlan};
+
+/// Largest parameter block a kernel may take (the driver's 4 KiB kernel-parameter limit).
+pub const MAX_PARAM_BLOCK: usize = 4096;
+
+/// What the builder reports: `KilnCutlassInfo` in `kernels/nv/cutlass_conv.cu`, 16 ints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BuilderInfo {
+    /// 0 when the library can run the problem; otherwise its status code.
+    pub status: i32,
+    /// Size of the parameter block.
+    pub block_bytes: i32,
+    /// Threads per block.
+    pub threads: i32,
+    /// Dynamic shared memory per block.
+    pub shared_bytes: i32,
+    /// Blocks in x, y, z.
+    pub grid: [i32; 3],
+    /// Byte offsets of the x, w, y (source), y (destination) and workspace pointers.
+    pub offsets: [i32; 5],
+    /// 32-bit words of the workspace that must be zero before each run.
+    pub zeroed_words: i32,
+}
+
+impl BuilderInfo {
+    const INTS: usize = 16;
+
+    fn parse(bytes: &[u8; Self::INTS * 4]) -> BuilderInfo {
+        let v = |i: usize| {
+            i32::from_le_bytes([
+                bytes[4 * i],
+                bytes[4 * i + 1],
+                bytes[4 * i + 2],
+                bytes[4 * i + 3],
+            ])
+        };
+        BuilderInfo {
+            status: v(0),
+            block_bytes: v(1),
+            threads: v(2),
+            shared_bytes: v(3),
+            grid: [v(4), v(5), v(6)],
+            offsets: [v(7), v(8), v(9), v(10), v(11)],
+            zeroed_words: v(12),
+        }
+    }
+}
+
+/// A library kernel's parameter block, with its pointer slots.
+#[derive(Debug)]
+pub struct ParamBlock {
+    bytes: heapless::Vec<u8, MAX_PARAM_BLOCK>,
+    /// Offsets of x, w, y (source), y (destination), workspace.
+    offsets: [usize; 5],
+    zeroed_words: u64,
+}
+
+/// A stack buffer aligned like any kernel parameter the driver copies from.
+#[repr(C, align(64))]
+struct AlignedBlock([u8; MAX_PARAM_BLOCK]);
+
+/// How an invoker passes its arguments.
+#[derive(Debug)]
+pub(crate) enum Arguments {
+    /// `(x, w, y, KilnConvArgs)`.
+    Kiln(KernelArgs),
+    /// One library parameter block (boxed: 4 KiB beside a 100-byte variant).
+    Block(Box<ParamBlock>),
+}
+
+/// A prepared solution: kernels loaded, launches and arguments computed.
+#[derive(Debug)]
+pub struct Invoker {
+    /// What it runs.
+    pub variant: Variant,
+    pub(crate) kernels: Vec<(Function, KernelLaunch)>,
+    pub(crate) workspace_bytes: u64,
+    pub(crate) arguments: Arguments,
+    pub(crate) problem: ConvProblem,
+}
+
+impl Invoker {
+    /// The launches, in order.
+    pub fn launches(&self) -> impl Iterator<Item = &KernelLaunch> {
+        self.kernels.iter().map(|(_, l)| l)
+    }
+
+    /// Workspace bytes [`crate::context::Context::run`] needs.
+    pub fn workspace_bytes(&self) -> u64 {
+        self.workspace_bytes
+    }
+
+    /// The problem it was prepared for.
+    pub fn problem(&self) -> &ConvProblem {
+        &self.problem
+    }
+
+    /// Builds the invoker of `v` for `p` from a loaded module.
+    pub(crate) fn new(
+        device: &Device,
+        module: &Arc<Module>,
+        p: &ConvProblem,
+        v: &Variant,
+        args: KernelArgs,
+        mut plan: LaunchPlan,
+    ) -> Result<Invoker, RunError> {
+        let fail = |reason: String| RunError::Solver {
+            solver: v.solver.id(),
+            reason: format!("[{}] on {}: {reason}", v.params, p.find_db_key()),
+        };
+        let entry = v.solver.entry;
+        let arguments = if entry.builder.is_empty() {
+            Arguments::Kiln(args)
+        } else {
+            let runtime_value = runtime_value(v.params, entry.runtime_values);
+            let builder = module.function(entry.builder)?;
+            let (block, info) = ParamBlock::build(device, &builder, args, runtime_value)?;
+            if info.status != 0 {
+                return Err(fail(format!(
+                    "the library refuses the problem (status {})",
+                    info.status
+                )));
+            }
+            // The builder is the authority on the launch; the solver's plan must agree with it
+            // (a disagreement means the Rust mirror of the library's rules is wrong).
+            let k = plan
+                .kernels
+                .first_mut()
+                .ok_or_else(|| fail("plan without a kernel".into()))?;
+            let grid = info.grid.map(|g| g.max(0) as u32);
+            if grid != k.grid || info.threads.max(0) as u32 != k.block[0] {
+                return Err(fail(format!(
+                    "builder launch grid {:?} x {} threads differs from the solver's {:?} x {}",
+                    grid, info.threads, k.grid, k.block[0]
+                )));
+            }
+            if block.zeroed_words * 4 > plan.workspace_bytes {
+                return Err(fail(format!(
+                    "builder needs {} B of workspace, the solver planned {}",
+                    block.zeroed_words * 4,
+                    plan.workspace_bytes
+                )));
+            }
+            k.shared_bytes = info.shared_bytes.max(0) as u32;
+            Arguments::Block(Box::new(block))
+        };
+        let mut kernels = Vec::with_capacity(plan.kernels.len());
+        for launch in plan.kernels {
+            let name = entry
+                .functions
+                .get(launch.kernel)
+                .ok_or_else(|| fail("its launch plan names a kernel the manifest lacks".into()))?;
+            let function = module.function(name)?;
+            if launch.shared_bytes > 48 * 1024 {
+                function.set_max_dynamic_shared(launch.shared_bytes)?;
+            }
+            kernels.push((function, launch));
+        }
+        Ok(Invoker {
+            variant: *v,
+            kernels,
+            workspace_bytes: plan.workspace_bytes,
+            arguments,
+            problem: *p,
+        })
+    }
+
+    /// Launches every kernel on `stream`. The caller has checked that the buffers are on
+    /// `device` and large enough for the problem and the workspace.
+    pub(crate) fn launch(
+        &self,
+        device: &Device,
+        x: &DeviceBuffer,
+        w: &DeviceBuffer,
+        y: &DeviceBuffer,
+        workspace: Option<&DeviceBuffer>,
+        stream: &Stream,
+    ) -> Result<(), RunError> {
+        let (mut xp, mut wp, mut yp) = (x.device_ptr(), w.device_ptr(), y.device_ptr());
+        let (mut args, mut kiln_params);
+        let (mut buf, mut block_params);
+        let params: &mut [*mut c_void] = match &self.arguments {
+            Arguments::Kiln(a) => {
+                args = *a;
+                kiln_params = [
+                    (&mut xp as *mut u64).cast(),
+                    (&mut wp as *mut u64).cast(),
+                    (&mut yp as *mut u64).cast(),
+                    (&mut args as *mut KernelArgs).cast(),
+                ];
+                &mut kiln_params
+            }
+            Arguments::Block(block) => {
+                let ws = workspace.map_or(0, |b| b.device_ptr());
+                buf = AlignedBlock([0; MAX_PARAM_BLOCK]);
+                block.write(&mut buf.0, [xp, wp, yp, yp, ws]);
+                if block.zeroed_words > 0 {
+                    // Checked by the caller: a plan with zeroed words has that much workspace.
+                    let ws = workspace.ok_or(RunError::BufferTooSmall {
+                        which: "workspace",
+                        needed: block.zeroed_words * 4,
+                        given: 0,
+                    })?;
+                    device.zero_async(ws, block.zeroed_words, stream)?;
+                }
+                block_params = [buf.0.as_mut_ptr().cast()];
+                &mut block_params
+            }
+        };
+        for (function, launch) in &self.kernels {
+            // SAFETY: kiln's own kernels take (x, w, y, KilnConvArgs) (the manifest's contract;
+            // KernelArgs is checked against the C struct at compile time); library kernels take
+            // one parameter block, built for this problem by the code object's own builder (its
+            // size and pointer slots checked against MAX_PARAM_BLOCK at prepare). The buffers
+            // are on this device and hold what the problem and the workspace need (checked by
+            // the caller), and the solver applies to the problem (checked at prepare), so the
+            // kernels stay within them.
+            unsafe {
+                device.launch(
+                    function,
+                    launch.grid,
+                    launch.block,
+                    launch.shared_bytes,
+                    stream,
+                    params,
+                )
+            }?;
+        }
+        Ok(())
+    }
+}
+
+/// The run-time value of a perf config (its last value when the solver has one), else 1.
+fn runtime_value(params: &str, runtime_values: usize) -> i32 {
+    if runtime_values == 0 {
+        return 1;
+    }
+    params
+        .rsplit(',')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}
+
+impl ParamBlock {
+    /// Runs `builder` on one GPU thread and reads back the block and its description.
+    fn build(
+        device: &Device,
+        builder: &Function,
+        args: KernelArgs,
+        runtime_value: i32,
+    ) -> Result<(ParamBlock, BuilderInfo), RunError> {
+        let out = device.alloc(MAX_PARAM_BLOCK as u64)?;
+        let info_buf = device.alloc((BuilderInfo::INTS * 4) as u64)?;
+        out.fill(0)?;
+        info_buf.fill(0)?;
+        let (mut a, mut rv, mut op, mut ip) =
+            (args, runtime_value, out.device_ptr(), info_buf.device_ptr());
+        let mut params: [*mut c_void; 4] = [
+            (&mut a as *mut KernelArgs).cast(),
+            (&mut rv as *mut i32).cast(),
+            (&mut op as *mut u64).cast(),
+            (&mut ip as *mut u64).cast(),
+        ];
+        let stream = Stream::default();
+        // SAFETY: the builder's signature is (KilnConvArgs, int, void*, KilnBuilderInfo*)
+        // (kernels/README.md); it writes at most the block's size, which it reports, into
+        // `out`, and 64 bytes into `info_buf`; one thread runs it.
+        unsafe { device.launch(builder, [1, 1, 1], [1, 1, 1], 0, &stream, &mut params) }?;
+        device.synchronize()?;
+        let mut raw = [0u8; BuilderInfo::INTS * 4];
+        info_buf.download(&mut raw)?;
+        let info = BuilderInfo::parse(&raw);
+        let size = usize::try_from(info.block_bytes).unwrap_or(usize::MAX);
+        let bad = |what: String| {
+            RunError::Backend(crate::backend::BackendError::kiln(
+                "parameter builder",
+                what,
+            ))
+        };
+        if size == 0 || size > MAX_PARAM_BLOCK {
+            return Err(bad(format!(
+                "reports a {} B block (limit {MAX_PARAM_BLOCK})",
+                info.block_bytes
+            )));
+        }
+        let mut offsets = [0usize; 5];
+        for (slot, &o) in offsets.iter_mut().zip(&info.offsets) {
+            match usize::try_from(o) {
+                Ok(o) if o % 8 == 0 && o + 8 <= size => *slot = o,
+                _ => {
+                    return Err(bad(format!(
+                        "pointer slot at {o} outside its {size} B block"
+                    )))
+                }
+            }
+        }
+        let mut bytes = heapless::Vec::new();
+        // size <= MAX_PARAM_BLOCK (checked above).
+        let _ = bytes.resize(size, 0);
+        out.download(&mut bytes)?;
+        Ok((
+            ParamBlock {
+                bytes,
+                offsets,
+                zeroed_words: info.zeroed_words.max(0) as u64,
+            },
+            info,
+        ))
+    }
+
+    /// Writes the block with `pointers` (x, w, y, y, workspace) patched in.
+    fn write(&self, out: &mut [u8; MAX_PARAM_BLOCK], pointers: [u64; 5]) {
+        out[..self.bytes.len()].copy_from_slice(&self.bytes);
+        for (&o, p) in self.offsets.iter().zip(pointers) {
+            out[o..o + 8].copy_from_slice(&p.to_le_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_reports_parse_and_blocks_patch() {
+        let ints: [i32; 16] = [
+            0, 400, 128, 61440, 13, 8, 4, 96, 168, 240, 312, 392, 104, 0, 0, 0,
+        ];
+        let mut raw = [0u8; 64];
+        for (i, v) in ints.iter().enumerate() {
+            raw[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        let info = BuilderInfo::parse(&raw);
+        assert_eq!(info.block_bytes, 400);
+        assert_eq!(info.grid, [13, 8, 4]);
+        assert_eq!(info.offsets, [96, 168, 240, 312, 392]);
+        assert_eq!(info.zeroed_words, 104);
+        let mut bytes = heapless::Vec::new();
+        bytes.resize(400, 0xAB).unwrap();
+        let block = ParamBlock {
+            bytes,
+            offsets: [96, 168, 240, 312, 392],
+            zeroed_words: 104,
+        };
+        let mut out = [0u8; MAX_PARAM_BLOCK];
+        block.write(&mut out, [1, 2, 3, 3, 5]);
+        assert_eq!(&out[96..104], &1u64.to_le_bytes());
+        assert_eq!(&out[392..400], &5u64.to_le_bytes());
+        assert_eq!(out[95], 0xAB);
+        assert_eq!(out[400], 0);
+        assert_eq!(runtime_value("64,64,64,32,32,5,8,4", 1), 4);
+        assert_eq!(runtime_value("64,64,16", 0), 1);
+    }
+}
