@@ -289,13 +289,14 @@ impl<'a> CudnnConv<'a> {
                 sys::cudnnSetConvolutionMathType(d.conv, math),
             )?;
         }
-        d.chosen = d.search(x, w, y, workspace, workspace_limit)?;
+        d.chosen = d.search(x, w, y, workspace, workspace_limit)?[0];
         d.set(d.chosen)?;
         Ok(d)
     }
 
-    /// One run of cuDNN's exhaustive search on the given buffers: its fastest algorithm that
-    /// ran within `workspace_limit` bytes (cuDNN's own timing, which varies between runs).
+    /// One run of cuDNN's exhaustive search on the given buffers: every algorithm that ran
+    /// within `workspace_limit` bytes, fastest first by cuDNN's own timing (single calls,
+    /// which vary between runs: callers time the candidates themselves).
     pub fn search(
         &self,
         x: u64,
@@ -303,7 +304,7 @@ impl<'a> CudnnConv<'a> {
         y: u64,
         workspace: u64,
         workspace_limit: usize,
-    ) -> Result<CudnnAlgo, CudnnError> {
+    ) -> Result<Vec<CudnnAlgo>, CudnnError> {
         const ALGOS: usize = 16;
         // The search runs on the default stream: the stream of an earlier `run` may be gone.
         // SAFETY: the handle is live; the null stream always exists.
@@ -333,21 +334,24 @@ impl<'a> CudnnConv<'a> {
                 workspace_limit,
             )
         })?;
-        // cuDNN returns the algorithms sorted by time; take the first that ran.
-        let best = perf[..returned.clamp(0, ALGOS as i32) as usize]
+        let ran: Vec<CudnnAlgo> = perf[..returned.clamp(0, ALGOS as i32) as usize]
             .iter()
-            .find(|r| {
+            .filter(|r| {
                 r.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS && r.memory <= workspace_limit
             })
-            .ok_or_else(|| CudnnError {
+            .map(|r| CudnnAlgo {
+                algo: r.algo,
+                math: r.mathType,
+                workspace: r.memory,
+            })
+            .collect();
+        if ran.is_empty() {
+            return Err(CudnnError {
                 call: "kiln bench",
                 message: "no cuDNN algorithm ran within the workspace limit".into(),
-            })?;
-        Ok(CudnnAlgo {
-            algo: best.algo,
-            math: best.mathType,
-            workspace: best.memory,
-        })
+            });
+        }
+        Ok(ran)
     }
 
     /// Runs `algo` (with its math type) from now on, as PyTorch does with a search's result.
