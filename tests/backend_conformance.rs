@@ -1,6 +1,7 @@
 //! One conformance suite for every backend (as IREE's HAL CTS): memory (alloc, upload,
 //! download, fill, size checks), module load and launch of the naive kernel checked against
-//! the CPU reference, events, and refusal of a code object built for another device. Each
+//! the CPU reference, events, owned streams, graph capture and replay, zeroing on a stream,
+//! and refusal of a code object built for another device. Each
 //! compiled-in backend runs it on its first device; a backend with no runtime or device here
 //! must say so with an error (never a panic), and the suite reports it as not run.
 //!
@@ -66,6 +67,28 @@ fn launch(dev: &Device) {
     assert!((0.0..1000.0).contains(&ms), "{ms}");
     let got = download(&y, DataType::Fp32).unwrap();
     assert!(relative_error(&got, &reference(&p, &xv, &wv)) < 1e-5);
+    // The same launch captured into a graph on a stream kiln owns, replayed: same result.
+    // Backends without graph capture (HIP here) must refuse it with a named error.
+    let own = dev.create_stream().unwrap();
+    y.fill(0xFF).unwrap();
+    match dev.capture(&own, |s| ctx.run(&inv, &x, &w, &y, None, s)) {
+        Ok(graph) => {
+            graph.launch(&own).unwrap();
+            graph.launch(&own).unwrap();
+            assert_eq!(download(&y, DataType::Fp32).unwrap(), got);
+        }
+        Err(kiln::RunError::Backend(e)) => assert_eq!(e.call, "begin_capture", "{e}"),
+        Err(e) => panic!("{e}"),
+    }
+    // Zeroing on a stream (split-K semaphores): exactly the words asked for.
+    let b = dev.alloc(64).unwrap();
+    b.fill(0xFF).unwrap();
+    dev.zero_async(&b, 4, &own).unwrap();
+    dev.synchronize().unwrap();
+    let mut back = [0u8; 64];
+    b.download(&mut back).unwrap();
+    assert!(back[..16].iter().all(|&v| v == 0) && back[16..].iter().all(|&v| v == 0xFF));
+    assert!(dev.zero_async(&b, 17, &own).is_err());
 }
 
 fn foreign_object(dev: &Device) {

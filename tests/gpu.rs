@@ -201,8 +201,9 @@ fn output_bytes(ctx: &Context, p: &ConvProblem, seed: u64) -> Vec<u8> {
     y.fill(0xFF).unwrap();
     let plan = ctx.find_solutions(p).unwrap();
     let inv = ctx.prepare(p, &plan.best().variant).unwrap();
+    let ws = kiln::harness::verify::workspace_for(ctx.device(), &inv).unwrap();
     let stream = Stream::default();
-    ctx.run(&inv, &x, &w, &y, None, &stream).unwrap();
+    ctx.run(&inv, &x, &w, &y, ws.as_ref(), &stream).unwrap();
     ctx.device().synchronize().unwrap();
     let mut out = vec![0u8; y.bytes() as usize];
     y.download(&mut out).unwrap();

@@ -294,12 +294,14 @@ struct LayerBench {
     invoker: std::sync::Arc<Invoker>,
 }
 
-/// cuDNN's best for one layer: the algorithm, layout and buffers it runs on.
+/// cuDNN's best for one layer: the algorithm, layout and buffers it runs on, and its output on
+/// kiln's inputs (when cuDNN runs kiln's layout at all).
 struct CudnnBest<'a> {
     conv: CudnnConv<'a>,
     layout: Layout,
     ms: f64,
     bufs: [std::rc::Rc<DeviceBuffer>; 3],
+    reference: Option<Vec<f64>>,
 }
 
 /// Results of one (case, batch) configuration.
@@ -331,6 +333,7 @@ fn cudnn_best<'a>(
     replays: usize,
 ) -> Result<CudnnBest<'a>, Box<dyn std::error::Error>> {
     let mut best: Option<CudnnBest<'a>> = None;
+    let mut reference = None;
     let mut skipped = Vec::new();
     for &layout in case.cudnn_layouts {
         let q = ConvProblem::new(ConvSpec {
@@ -376,6 +379,13 @@ fn cudnn_best<'a>(
                 }
             }
         }
+        if layout == case.layout {
+            // cuDNN's output on kiln's inputs, for the agreement check (whichever layout ends
+            // up fastest).
+            poison(&bufs[2])?;
+            conv.run(0, x, w, y, wsp).map_err(cudnn_err)?;
+            reference = Some(download(&bufs[2], p.data_types()[0])?);
+        }
         for algo in picks {
             conv.set(algo)?;
             let (t, _) = time_gpu_only_fitted(ctx.device(), 5, |s, _| {
@@ -391,6 +401,7 @@ fn cudnn_best<'a>(
                     layout,
                     ms: t.median_ms,
                     bufs: bufs.clone(),
+                    reference: None,
                 });
             }
         }
@@ -415,6 +426,7 @@ fn cudnn_best<'a>(
     })?
     .0
     .median_ms;
+    best.reference = reference;
     Ok(best)
 }
 
@@ -503,27 +515,15 @@ fn bench_config(
             1000 * i as u64,
             replays,
         )?;
-        // Same inputs through both where cuDNN ran kiln's layout: outputs compared at the
-        // tolerance kiln holds the problem to.
-        let error = if best.layout == case.layout {
-            poison(&l.y)?;
-            poison(&best.bufs[2])?;
-            ctx.run(&l.invoker, &l.xs[0], &l.w, &l.y, l.ws.as_ref(), &stream)?;
-            best.conv
-                .run(
-                    0,
-                    best.bufs[0].device_ptr(),
-                    best.bufs[1].device_ptr(),
-                    best.bufs[2].device_ptr(),
-                    workspace.device_ptr(),
-                )
-                .map_err(cudnn_err)?;
-            relative_error(
-                &download(&l.y, case.dtype)?,
-                &download(&best.bufs[2], case.dtype)?,
-            )
-        } else {
-            f64::NAN
+        // Same inputs through both (cuDNN in kiln's layout): outputs compared at the tolerance
+        // kiln holds the problem to.
+        let error = match &best.reference {
+            Some(reference) => {
+                poison(&l.y)?;
+                ctx.run(&l.invoker, &l.xs[0], &l.w, &l.y, l.ws.as_ref(), &stream)?;
+                relative_error(&download(&l.y, case.dtype)?, reference)
+            }
+            None => f64::NAN,
         };
         let agree = error.is_nan() || error <= tolerance(&l.problem);
         r.disagreements += usize::from(!agree);
@@ -814,7 +814,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         cudnn.version / 100 % 100,
         cudnn.version % 100
     )?;
-    writeln!(r, "Same process. kiln runs the solution its embedded find-db ranks first (perf config from its perf-db). cuDNN is set up as PyTorch sets it up: tensor-op math for FP16/BF16, FMA math for FP32 without TF32, default math when TF32 is allowed; for each layout listed, three `cudnnFindConvolutionForwardAlgorithmEx` searches (workspace <= {} MiB), every algorithm they ran timed by the method below, the fastest kept and named (cuDNN's own ranking times single calls and often puts a slower algorithm first on small layers). Every time is GPU-only, by the same method for both: {}, {} calls per graph (inputs rotated over 3 copies for kiln), median of {} replays. `x` = count of the layer in the network; `ratio` = kiln / cuDNN; `error` = relative difference of the two outputs on the same inputs (where cuDNN ran kiln's layout). The network row is the 53 layers captured in one graph, replayed.\n", a.cudnn_workspace_mib, GpuMethod::Graph.describe(), GRAPH_CALLS, a.replays)?;
+    writeln!(r, "Same process. kiln runs the solution its embedded find-db ranks first (perf config from its perf-db). cuDNN is set up as PyTorch sets it up: tensor-op math for FP16/BF16, FMA math for FP32 without TF32, default math when TF32 is allowed; for each layout listed, three `cudnnFindConvolutionForwardAlgorithmEx` searches (workspace <= {} MiB), every algorithm they ran timed by the method below, the fastest kept and named (cuDNN's own ranking times single calls and often puts a slower algorithm first on small layers). Every time is GPU-only, by the same method for both: {}, {} calls per graph (inputs rotated over 3 copies for kiln), median of {} replays. `x` = count of the layer in the network; `ratio` = kiln / cuDNN; `error` = relative difference of the two outputs on the same inputs (cuDNN run in kiln's layout for it, whichever layout was faster). The network row is the 53 layers captured in one graph, replayed.\n", a.cudnn_workspace_mib, GpuMethod::Graph.describe(), GRAPH_CALLS, a.replays)?;
     let workspace = ctx.device().alloc((a.cudnn_workspace_mib as u64) << 20)?;
     let mut summary = Vec::new();
     for case in CASES
