@@ -17,8 +17,12 @@ if [ "${SKIP_SELFTEST:-0}" != 1 ]; then
 fi
 cp "$REPO"/targets/sm_90_132/sm_90_132.HIP.fdb.txt "$REPO"/targets/sm_90_132/sm_90_132.db.txt "$OUT/"
 cp "$REPO"/benches/h100-find/find-log.tsv "$OUT/"
-timeout "${FIND_SECONDS:-360}" "$P/kiln-tools" find --device cuda:0 --problems "$REPO"/ci/problems/*.txt \
-  --db-dir "$OUT" --log "$OUT/find-log.tsv" --refresh --layout NHWC --tf32 > "$OUT/find-run.txt" 2>&1
+# FIND_FLAGS replaces the selection, e.g. "--force --layout NHWC --type FP32 --tf32" to measure
+# again every FP32 NHWC problem after a kernel change.
+# PROBLEMS (file names under ci/problems/) limits the lists, e.g. "resnet50.txt vae_decoder.txt".
+lists=(); for f in ${PROBLEMS:-$(cd "$REPO/ci/problems" && ls *.txt)}; do lists+=("$REPO/ci/problems/$f"); done
+timeout "${FIND_SECONDS:-360}" "$P/kiln-tools" find --device cuda:0 --problems "${lists[@]}" \
+  --db-dir "$OUT" --log "$OUT/find-log.tsv" ${FIND_FLAGS:---refresh --layout NHWC --tf32} > "$OUT/find-run.txt" 2>&1
 echo "exit $?" >> "$OUT/find-run.txt"
 grep -v "^\s*$" "$OUT/find-run.txt" | tr '\r' '\n' | tail -n 5
 ls -la "$OUT"

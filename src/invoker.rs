@@ -24,7 +24,7 @@ use crate::solvers::{KernelLaunch, LaunchPlan};
 /// Largest parameter block a kernel may take (the driver's 4 KiB kernel-parameter limit).
 pub const MAX_PARAM_BLOCK: usize = 4096;
 
-/// What the builder reports: `KilnCutlassInfo` in `kernels/nv/cutlass_conv.cu`, 16 ints.
+/// What the builder reports: `KilnBuilderInfo` in `kernels/nv/cutlass_conv.cu`, 16 ints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BuilderInfo {
     /// 0 when the library can run the problem; otherwise its status code.
@@ -41,6 +41,12 @@ pub struct BuilderInfo {
     pub offsets: [i32; 5],
     /// 32-bit words of the workspace that must be zero before each run.
     pub zeroed_words: i32,
+    /// Where the x and w the kernel reads live: `>= 0`, at that byte offset of the workspace
+    /// (a copy an earlier kernel of the plan made, such as channels padded to 4); `-1`, the
+    /// caller's x and w.
+    pub inputs_in_workspace: [i32; 2],
+    /// Byte offset of the zeroed words (split-K semaphores) in the workspace.
+    pub zeroed_at: i32,
 }
 
 impl BuilderInfo {
@@ -63,17 +69,40 @@ impl BuilderInfo {
             grid: [v(4), v(5), v(6)],
             offsets: [v(7), v(8), v(9), v(10), v(11)],
             zeroed_words: v(12),
+            inputs_in_workspace: [v(13), v(14)],
+            zeroed_at: v(15),
         }
     }
+}
+
+/// Which buffer a pointer slot of a parameter block gets, and at what byte offset in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Base {
+    X,
+    W,
+    Y,
+    Workspace(u64),
 }
 
 /// A library kernel's parameter block, with its pointer slots.
 #[derive(Debug)]
 pub struct ParamBlock {
     bytes: heapless::Vec<u8, MAX_PARAM_BLOCK>,
-    /// Offsets of x, w, y (source), y (destination), workspace.
-    offsets: [usize; 5],
+    /// The slots of x, w, y (source), y (destination), the semaphores: offset and content.
+    slots: [(usize, Base); 5],
     zeroed_words: u64,
+    zeroed_at: u64,
+    /// The problem, passed to every kernel of the plan beside the block.
+    args: KernelArgs,
+}
+
+/// The caller's buffers as every library kernel receives them (`KilnPointers`).
+#[repr(C)]
+struct Pointers {
+    x: u64,
+    w: u64,
+    y: u64,
+    workspace: u64,
 }
 
 /// A stack buffer aligned like any kernel parameter the driver copies from.
@@ -142,11 +171,12 @@ impl Invoker {
                     info.status
                 )));
             }
-            // The builder is the authority on the launch; the solver's plan must agree with it
-            // (a disagreement means the Rust mirror of the library's rules is wrong).
+            // The builder is the authority on the launch of the library kernel (the plan's
+            // last); the solver's plan must agree with it (a disagreement means the Rust
+            // mirror of the library's rules is wrong).
             let k = plan
                 .kernels
-                .first_mut()
+                .last_mut()
                 .ok_or_else(|| fail("plan without a kernel".into()))?;
             let grid = info.grid.map(|g| g.max(0) as u32);
             if grid != k.grid || info.threads.max(0) as u32 != k.block[0] {
@@ -155,10 +185,10 @@ impl Invoker {
                     grid, info.threads, k.grid, k.block[0]
                 )));
             }
-            if block.zeroed_words * 4 > plan.workspace_bytes {
+            let needed = block.workspace_bytes();
+            if needed > plan.workspace_bytes {
                 return Err(fail(format!(
-                    "builder needs {} B of workspace, the solver planned {}",
-                    block.zeroed_words * 4,
+                    "builder needs {needed} B of workspace, the solver planned {}",
                     plan.workspace_bytes
                 )));
             }
@@ -199,7 +229,7 @@ impl Invoker {
     ) -> Result<(), RunError> {
         let (mut xp, mut wp, mut yp) = (x.device_ptr(), w.device_ptr(), y.device_ptr());
         let (mut args, mut kiln_params);
-        let (mut buf, mut block_params);
+        let (mut buf, mut pointers, mut block_params);
         let params: &mut [*mut c_void] = match &self.arguments {
             Arguments::Kiln(a) => {
                 args = *a;
@@ -214,25 +244,37 @@ impl Invoker {
             Arguments::Block(block) => {
                 let ws = workspace.map_or(0, |b| b.device_ptr());
                 buf = AlignedBlock([0; MAX_PARAM_BLOCK]);
-                block.write(&mut buf.0, [xp, wp, yp, yp, ws]);
+                block.write(&mut buf.0, [xp, wp, yp, ws]);
                 if block.zeroed_words > 0 {
                     // Checked by the caller: a plan with zeroed words has that much workspace.
                     let ws = workspace.ok_or(RunError::BufferTooSmall {
                         which: "workspace",
-                        needed: block.zeroed_words * 4,
+                        needed: block.workspace_bytes(),
                         given: 0,
                     })?;
-                    device.zero_async(ws, block.zeroed_words, stream)?;
+                    device.zero_async(ws, block.zeroed_at, block.zeroed_words, stream)?;
                 }
-                block_params = [buf.0.as_mut_ptr().cast()];
+                pointers = Pointers {
+                    x: xp,
+                    w: wp,
+                    y: yp,
+                    workspace: ws,
+                };
+                args = block.args;
+                block_params = [
+                    buf.0.as_mut_ptr().cast(),
+                    (&mut pointers as *mut Pointers).cast(),
+                    (&mut args as *mut KernelArgs).cast(),
+                ];
                 &mut block_params
             }
         };
         for (function, launch) in &self.kernels {
             // SAFETY: kiln's own kernels take (x, w, y, KilnConvArgs) (the manifest's contract;
             // KernelArgs is checked against the C struct at compile time); library kernels take
-            // one parameter block, built for this problem by the code object's own builder (its
-            // size and pointer slots checked against MAX_PARAM_BLOCK at prepare). The buffers
+            // (parameter block, KilnPointers, KilnConvArgs), the block built for this problem by
+            // the code object's own builder (its size and pointer slots checked against
+            // MAX_PARAM_BLOCK at prepare). The buffers
             // are on this device and hold what the problem and the workspace need (checked by
             // the caller), and the solver applies to the problem (checked at prepare), so the
             // kernels stay within them.
@@ -316,6 +358,20 @@ impl ParamBlock {
                 }
             }
         }
+        let input = |at: i32, caller: Base| match at {
+            -1 => Ok(caller),
+            at if at >= 0 => Ok(Base::Workspace(at as u64)),
+            at => Err(bad(format!("input workspace offset {at}"))),
+        };
+        let zeroed_at = u64::try_from(info.zeroed_at)
+            .map_err(|_| bad(format!("semaphore offset {}", info.zeroed_at)))?;
+        let slots = [
+            (offsets[0], input(info.inputs_in_workspace[0], Base::X)?),
+            (offsets[1], input(info.inputs_in_workspace[1], Base::W)?),
+            (offsets[2], Base::Y),
+            (offsets[3], Base::Y),
+            (offsets[4], Base::Workspace(zeroed_at)),
+        ];
         let mut bytes = heapless::Vec::new();
         // size <= MAX_PARAM_BLOCK (checked above).
         let _ = bytes.resize(size, 0);
@@ -323,17 +379,41 @@ impl ParamBlock {
         Ok((
             ParamBlock {
                 bytes,
-                offsets,
+                slots,
                 zeroed_words: info.zeroed_words.max(0) as u64,
+                zeroed_at,
+                args,
             },
             info,
         ))
     }
 
-    /// Writes the block with `pointers` (x, w, y, y, workspace) patched in.
-    fn write(&self, out: &mut [u8; MAX_PARAM_BLOCK], pointers: [u64; 5]) {
+    /// Workspace the block's pointers and zeroed words reach into (a lower bound on what the
+    /// plan must ask for: the zeroed words come last).
+    fn workspace_bytes(&self) -> u64 {
+        let mut need = if self.zeroed_words > 0 {
+            self.zeroed_at + self.zeroed_words * 4
+        } else {
+            0
+        };
+        for (_, base) in &self.slots[..2] {
+            if let Base::Workspace(at) = base {
+                need = need.max(*at + 1);
+            }
+        }
+        need
+    }
+
+    /// Writes the block with the caller's `[x, w, y, workspace]` patched into its slots.
+    fn write(&self, out: &mut [u8; MAX_PARAM_BLOCK], [x, w, y, ws]: [u64; 4]) {
         out[..self.bytes.len()].copy_from_slice(&self.bytes);
-        for (&o, p) in self.offsets.iter().zip(pointers) {
+        for &(o, base) in &self.slots {
+            let p = match base {
+                Base::X => x,
+                Base::W => w,
+                Base::Y => y,
+                Base::Workspace(at) => ws.wrapping_add(at),
+            };
             out[o..o + 8].copy_from_slice(&p.to_le_bytes());
         }
     }
@@ -346,7 +426,7 @@ mod tests {
     #[test]
     fn builder_reports_parse_and_blocks_patch() {
         let ints: [i32; 16] = [
-            0, 400, 128, 61440, 13, 8, 4, 96, 168, 240, 312, 392, 104, 0, 0, 0,
+            0, 400, 128, 61440, 13, 8, 4, 96, 168, 240, 312, 392, 104, 0, 4096, 8192,
         ];
         let mut raw = [0u8; 64];
         for (i, v) in ints.iter().enumerate() {
@@ -357,17 +437,32 @@ mod tests {
         assert_eq!(info.grid, [13, 8, 4]);
         assert_eq!(info.offsets, [96, 168, 240, 312, 392]);
         assert_eq!(info.zeroed_words, 104);
+        assert_eq!(
+            (info.inputs_in_workspace, info.zeroed_at),
+            ([0, 4096], 8192)
+        );
         let mut bytes = heapless::Vec::new();
         bytes.resize(400, 0xAB).unwrap();
         let block = ParamBlock {
             bytes,
-            offsets: [96, 168, 240, 312, 392],
+            slots: [
+                (96, Base::Workspace(0)),
+                (168, Base::Workspace(4096)),
+                (240, Base::Y),
+                (312, Base::Y),
+                (392, Base::Workspace(8192)),
+            ],
             zeroed_words: 104,
+            zeroed_at: 8192,
+            args: KernelArgs::default(),
         };
+        assert_eq!(block.workspace_bytes(), 8192 + 416);
         let mut out = [0u8; MAX_PARAM_BLOCK];
-        block.write(&mut out, [1, 2, 3, 3, 5]);
-        assert_eq!(&out[96..104], &1u64.to_le_bytes());
-        assert_eq!(&out[392..400], &5u64.to_le_bytes());
+        block.write(&mut out, [1, 2, 3, 1 << 20]);
+        assert_eq!(&out[96..104], &(1u64 << 20).to_le_bytes());
+        assert_eq!(&out[168..176], &((1u64 << 20) + 4096).to_le_bytes());
+        assert_eq!(&out[240..248], &3u64.to_le_bytes());
+        assert_eq!(&out[392..400], &((1u64 << 20) + 8192).to_le_bytes());
         assert_eq!(out[95], 0xAB);
         assert_eq!(out[400], 0);
         assert_eq!(runtime_value("64,64,64,32,32,5,8,4", 1), 4);

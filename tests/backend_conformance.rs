@@ -83,12 +83,14 @@ fn launch(dev: &Device) {
     // Zeroing on a stream (split-K semaphores): exactly the words asked for.
     let b = dev.alloc(64).unwrap();
     b.fill(0xFF).unwrap();
-    dev.zero_async(&b, 4, &own).unwrap();
+    dev.zero_async(&b, 8, 4, &own).unwrap();
     dev.synchronize().unwrap();
     let mut back = [0u8; 64];
     b.download(&mut back).unwrap();
-    assert!(back[..16].iter().all(|&v| v == 0) && back[16..].iter().all(|&v| v == 0xFF));
-    assert!(dev.zero_async(&b, 17, &own).is_err());
+    assert!(back[..8].iter().all(|&v| v == 0xFF));
+    assert!(back[8..24].iter().all(|&v| v == 0) && back[24..].iter().all(|&v| v == 0xFF));
+    assert!(dev.zero_async(&b, 4, 16, &own).is_err());
+    assert!(dev.zero_async(&b, 2, 1, &own).is_err());
 }
 
 fn foreign_object(dev: &Device) {

@@ -309,9 +309,8 @@ fn five_thousand_distinct_problems_keep_memory_bounded() {
 }
 
 /// 3xTF32 with IEEE special values, on the H100: NaN inputs give NaN, values near the top of
-/// the FP32 range stay exact to 1e-6, and an input infinity gives NaN where FP32 gives +-inf
-/// (the known limitation README "Accuracy" states; this test fails when it changes, so that
-/// the README changes with it).
+/// the FP32 range stay exact to 1e-6, and an input infinity gives +inf as in FP32 (CUTLASS's
+/// own big/small split gave NaN: kiln's split in `kernels/nv/cutlass_conv.cu` keeps it).
 #[test]
 #[ignore = "needs a GPU (ci/device-run.sh)"]
 fn three_tf32_special_values() {
@@ -335,7 +334,7 @@ fn three_tf32_special_values() {
         for (x0, want) in [
             (3.0e38f32, 3.0e38 + 31.0 * 0.25),
             (f32::NAN, f64::NAN),
-            (f32::INFINITY, f64::NAN),
+            (f32::INFINITY, f64::INFINITY),
         ] {
             let mut x = vec![0.25f32; 16 * 32];
             x[0] = x0;
@@ -346,8 +345,11 @@ fn three_tf32_special_values() {
                 .unwrap();
             let y = download(&yb, DataType::Fp32).unwrap();
             for &got in &y[..8] {
-                if want.is_nan() {
-                    assert!(got.is_nan(), "[{params}] x0={x0}: {got}");
+                if !want.is_finite() {
+                    assert!(
+                        got == want || (want.is_nan() && got.is_nan()),
+                        "[{params}] x0={x0}: {got}"
+                    );
                 } else {
                     assert!(
                         ((got - want) / want).abs() <= 1e-6,

@@ -322,11 +322,30 @@ pub fn build_entries(
             .collect()
     });
     let mut objects: Vec<Option<Vec<u8>>> = vec![None; jobs.len()];
+    // Every failure is reported, not only the first: a toolchain change can fail several
+    // perf configs at once (each spilling config must leave the manifest).
+    let mut failures = Vec::new();
     for (i, r) in results.into_iter().flatten() {
-        let bytes = r?;
-        if let Some(slot) = objects.get_mut(i) {
-            *slot = Some(bytes);
+        match r {
+            Ok(bytes) => {
+                if let Some(slot) = objects.get_mut(i) {
+                    *slot = Some(bytes);
+                }
+            }
+            Err(e) => failures.push(e.to_string()),
         }
+    }
+    if !failures.is_empty() {
+        failures.sort();
+        return Err(Error::Target {
+            target: arch.into(),
+            reason: format!(
+                "{} of {} code objects failed:\n{}",
+                failures.len(),
+                jobs.len(),
+                failures.join("\n")
+            ),
+        });
     }
     jobs.into_iter()
         .zip(objects)

@@ -8,12 +8,20 @@
 // KILN_STAGES pipeline stages, KILN_ALIGN elements per vector access (8 for 16-bit types
 // needs C % 8 == 0 and K % 8 == 0; smaller alignments serve other channel counts).
 //
-// Two entry points, because CUTLASS's Params holds precomputed iterator state that only its
-// own (device-compilable) constructors know how to build:
+// KILN_FIXED_CHANNELS (a first layer's 3 or 4 input channels): x and w are first copied into
+// the workspace with their channels padded to 4 (kiln_cutlass_pad_channels), and the
+// convolution runs CUTLASS's fixed-channels iterators on the padded copies, whose reduction runs
+// over filter position x 4 channels (a 7x7x3 filter: 49 vectors of 4, not 49 of 8).
+//
+// Entry points. CUTLASS's Params holds precomputed iterator state that only its own
+// (device-compilable) constructors know how to build, so:
 //   kiln_cutlass_params: one thread builds Params for a problem and reports its size, the
 //     launch shape and where the tensor pointers sit in it (run once, at prepare time);
 //   kiln_cutlass_fprop:  the convolution, taking those Params bytes by value with the
-//     pointers patched in per call.
+//     pointers patched in per call;
+//   kiln_cutlass_pad_channels (KILN_FIXED_CHANNELS only): the channel padding.
+// Every launched entry takes (Params, KilnPointers, KilnConvArgs), so one argument list serves
+// a plan of several kernels.
 #include "kiln_gpu.h"
 
 #include <cutlass/cutlass.h>
@@ -22,12 +30,13 @@
 #if defined(KILN_DTYPE_FP32) && !defined(KILN_MATH_TF32)
 namespace cutlass {
 // kiln's 3xTF32 split, which keeps IEEE infinities. 3xTF32 writes each operand as big + small
-// (two TF32 values) and sums big*big + big*small + small*big. The stock split takes
-// small = x - big, so an infinite x gets small = inf - inf = NaN, and a finite operand whose
-// small part is 0 meets an infinity as inf * 0 = NaN: results that FP32 gives as +-inf came out
-// NaN. Here an infinite (or NaN) x is carried by both parts, and a finite x whose remainder is
-// 0 moves one TF32 ulp from big to small, so small is never 0 for a non-zero x (the sum stays
-// exact; only the smallest TF32 subnormal keeps a zero big part).
+// (two TF32 values) and sums big*big + big*small + small*big. CUTLASS's split takes
+// small = x - big, so an infinite x gets small = inf - inf = NaN and every result it touches
+// comes out NaN where FP32 gives +-inf. Here a non-finite x rides in the small part with a big
+// part of 0: inf*w then arrives through small*big as +-inf (w's big part is 0 only for w = 0,
+// where FP32 also gives NaN, or below 2^-136), and NaN stays NaN. The one case left: inf times
+// inf gives NaN (0*inf in a cross term). Branch-free: three more operations than CUTLASS's
+// split, which the inner loop runs for every operand element.
 template <>
 struct NumericConverterFastF32<FloatRoundStyle::round_toward_zero,
                                FloatRoundStyle::round_half_ulp_truncate> {
@@ -37,19 +46,11 @@ struct NumericConverterFastF32<FloatRoundStyle::round_toward_zero,
   static FloatRoundStyle const kRoundSmall = FloatRoundStyle::round_half_ulp_truncate;
 
   CUTLASS_HOST_DEVICE static result_type convert(source_type const& x) {
-    result_type r;
     unsigned bits = __float_as_uint(x);
-    if ((bits & 0x7f800000u) == 0x7f800000u) {
-      r[0] = tfloat32_t::bitcast(bits);
-      r[1] = r[0];
-      return r;
-    }
-    unsigned big = bits & 0xffffe000u;  // toward zero: sign, exponent, top 10 mantissa bits
-    float rest = x - __uint_as_float(big);  // exact in FP32
-    if (rest == 0.0f && (big & 0x7fffffffu) >= 0x4000u) {
-      big -= 0x2000u;  // the next TF32 value toward zero
-      rest = x - __uint_as_float(big);
-    }
+    bool special = (bits & 0x7f800000u) == 0x7f800000u;
+    unsigned big = special ? 0u : (bits & 0xffffe000u);  // toward zero: top 10 mantissa bits
+    float rest = special ? x : x - __uint_as_float(big);  // exact in FP32
+    result_type r;
     r[0] = tfloat32_t::bitcast(big);
     r[1] = tfloat32_t::bitcast((__float_as_uint(rest) + 0x1000u) & 0xffffe000u);
     return r;
@@ -65,6 +66,12 @@ struct NumericConverterFastF32<FloatRoundStyle::round_toward_zero,
 #include <cutlass/conv/kernel/implicit_gemm_convolution.h>
 #include <cutlass/epilogue/thread/linear_combination.h>
 #include <cutlass/gemm/threadblock/threadblock_swizzle.h>
+
+#if defined(KILN_FIXED_CHANNELS)
+#define KILN_ITERATOR cutlass::conv::IteratorAlgorithm::kFixedChannels
+#else
+#define KILN_ITERATOR cutlass::conv::IteratorAlgorithm::kOptimized
+#endif
 
 #if defined(KILN_DTYPE_FP16)
 using KilnElement = cutlass::half_t;
@@ -108,7 +115,7 @@ using KilnConvKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
     cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<1>,
     KILN_STAGES,
     KilnMathOp,
-    cutlass::conv::IteratorAlgorithm::kOptimized,
+    KILN_ITERATOR,
     cutlass::conv::StrideSupport::kStrided,
     KILN_ALIGN,
     KILN_ALIGN>::Kernel;
@@ -119,7 +126,7 @@ using KilnParams = KilnConvKernel::Params;
 struct KilnBuilderInfo {
   kiln_i32 status;        // 0: CUTLASS can run the problem; otherwise cutlass::Status
   kiln_i32 params_bytes;  // sizeof(Params)
-  kiln_i32 threads;       // threads per block
+  kiln_i32 threads;       // threads per block of kiln_cutlass_fprop
   kiln_i32 shared_bytes;  // dynamic shared memory per block
   kiln_i32 grid[3];       // blocks in x, y, z
   kiln_i32 offset_a;      // byte offsets of ptr_A (x), ptr_B (w), ptr_C and ptr_D (y) and the
@@ -128,18 +135,45 @@ struct KilnBuilderInfo {
   kiln_i32 offset_d;
   kiln_i32 offset_semaphore;
   kiln_i32 semaphore_ints;  // ints of zeroed workspace serial split-K needs (0 without split-K)
-  kiln_i32 reserved[3];
+  kiln_i32 a_in_workspace;  // >= 0: ptr_A is workspace + this (padded x); -1: x itself
+  kiln_i32 b_in_workspace;  // >= 0: ptr_B is workspace + this (padded w); -1: w itself
+  kiln_i32 semaphore_in_workspace;  // the semaphores' byte offset in the workspace
+};
+
+// The caller's buffers, passed beside Params to every launched entry.
+struct KilnPointers {
+  const void* x;
+  const void* w;
+  void* y;
+  void* workspace;
 };
 
 static __device__ kiln_i32 kiln_offset(const KilnParams* base, const void* field) {
   return (kiln_i32)((const char*)field - (const char*)base);
 }
 
+#if defined(KILN_FIXED_CHANNELS)
+static_assert(KILN_ALIGN == 4, "the fixed-channels variant pads C to 4 channels");
+// Byte offsets of the padded x and w in the workspace (256-byte aligned).
+static __device__ kiln_i64 kiln_round256(kiln_i64 v) { return (v + 255) & ~(kiln_i64)255; }
+static __device__ kiln_i64 kiln_padded_x_bytes(const KilnConvArgs& a) {
+  return kiln_round256((kiln_i64)a.n * a.in_h * a.in_w * 4 * (kiln_i64)sizeof(KilnElement));
+}
+static __device__ kiln_i64 kiln_padded_w_bytes(const KilnConvArgs& a) {
+  return kiln_round256((kiln_i64)a.k * a.fil_h * a.fil_w * 4 * (kiln_i64)sizeof(KilnElement));
+}
+#endif
+
 extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k, KilnParams* out,
                                                KilnBuilderInfo* info) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
+#if defined(KILN_FIXED_CHANNELS)
+  const int channels = 4;  // the padded copies
+#else
+  const int channels = a.c;
+#endif
   cutlass::conv::Conv2dProblemSize problem(
-      a.n, a.in_h, a.in_w, a.c, a.k, a.fil_h, a.fil_w, a.out_h, a.out_w, a.pad_h, a.pad_w,
+      a.n, a.in_h, a.in_w, channels, a.k, a.fil_h, a.fil_w, a.out_h, a.out_w, a.pad_h, a.pad_w,
       a.stride_h, a.stride_w, a.dil_h, a.dil_w, cutlass::conv::Mode::kCrossCorrelation,
       split_k, a.groups);
   using Op = cutlass::conv::Operator;
@@ -148,6 +182,9 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
     status = KilnConvKernel::Mma::IteratorB::can_implement(problem);
   if (status == cutlass::Status::kSuccess && (a.k % KILN_ALIGN != 0 || a.groups != 1))
     status = cutlass::Status::kErrorInvalidProblem;
+#if defined(KILN_FIXED_CHANNELS)
+  if (a.c > 4) status = cutlass::Status::kErrorInvalidProblem;
+#endif
   typename KilnConvKernel::TensorRefA ref_a(
       nullptr, cutlass::layout::TensorNHWC::packed(
                    cutlass::conv::implicit_gemm_tensor_a_extent(Op::kFprop, problem)));
@@ -177,12 +214,43 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
   info->offset_semaphore = kiln_offset(out, &out->semaphore);
   info->semaphore_ints =
       split_k > 1 ? out->grid_tiled_shape.m() * out->grid_tiled_shape.n() : 0;
-  info->reserved[0] = info->reserved[1] = info->reserved[2] = 0;
+#if defined(KILN_FIXED_CHANNELS)
+  info->a_in_workspace = 0;
+  info->b_in_workspace = (kiln_i32)kiln_padded_x_bytes(a);
+  info->semaphore_in_workspace = (kiln_i32)(kiln_padded_x_bytes(a) + kiln_padded_w_bytes(a));
+#else
+  info->a_in_workspace = -1;
+  info->b_in_workspace = -1;
+  info->semaphore_in_workspace = 0;
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(KilnConvKernel::kThreadCount)
-    kiln_cutlass_fprop(__grid_constant__ const KilnParams params) {
+    kiln_cutlass_fprop(__grid_constant__ const KilnParams params, KilnPointers, KilnConvArgs) {
   extern __shared__ __align__(16) unsigned char kiln_smem[];
   KilnConvKernel op;
   op(params, *reinterpret_cast<typename KilnConvKernel::SharedStorage*>(kiln_smem));
 }
+
+#if defined(KILN_FIXED_CHANNELS)
+// x (N,H,W,C) and w (K,R,S,C), C <= 4, into the workspace as (.., 4) with zeros after C: one
+// thread per pixel or filter position, grid-strided.
+extern "C" __global__ void kiln_cutlass_pad_channels(__grid_constant__ const KilnParams,
+                                                     KilnPointers p, KilnConvArgs a) {
+  const kiln_i64 pixels = (kiln_i64)a.n * a.in_h * a.in_w;
+  const kiln_i64 taps = (kiln_i64)a.k * a.fil_h * a.fil_w;
+  const KilnElement* x = static_cast<const KilnElement*>(p.x);
+  const KilnElement* w = static_cast<const KilnElement*>(p.w);
+  KilnElement* xp = reinterpret_cast<KilnElement*>(static_cast<char*>(p.workspace));
+  KilnElement* wp =
+      reinterpret_cast<KilnElement*>(static_cast<char*>(p.workspace) + kiln_padded_x_bytes(a));
+  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < pixels + taps;
+       i += (kiln_i64)gridDim.x * blockDim.x) {
+    const KilnElement* src = i < pixels ? x + i * a.c : w + (i - pixels) * a.c;
+    KilnElement* dst = i < pixels ? xp + i * 4 : wp + (i - pixels) * 4;
+    cutlass::Array<KilnElement, 4> v;
+    for (int c = 0; c < 4; ++c) v[c] = c < a.c ? src[c] : KilnElement(0);
+    *reinterpret_cast<cutlass::Array<KilnElement, 4>*>(dst) = v;
+  }
+}
+#endif

@@ -280,10 +280,12 @@ impl Device {
         }
     }
 
-    /// Zeroes the first `words` 32-bit words of `buffer`, ordered on `stream`.
+    /// Zeroes `words` 32-bit words of `buffer` from byte `offset` (a multiple of 4), ordered on
+    /// `stream`.
     pub fn zero_async(
         &self,
         buffer: &DeviceBuffer,
+        offset: u64,
         words: u64,
         stream: &Stream,
     ) -> Result<(), BackendError> {
@@ -293,10 +295,20 @@ impl Device {
                 "the buffer belongs to another device",
             ));
         }
-        buffer.check_len("zero_async", words.saturating_mul(4) as usize)?;
-        // SAFETY: the buffer is alive and holds 4 * words bytes (checked above); the stream
-        // is the caller's live stream (Stream's contract).
-        unsafe { self.driver.zero_async(buffer.raw, words as usize, stream.0) }
+        if !offset.is_multiple_of(4) {
+            return Err(BackendError::kiln(
+                "zero_async",
+                format!("offset {offset} is not a multiple of 4"),
+            ));
+        }
+        let end = words.saturating_mul(4).saturating_add(offset);
+        buffer.check_len("zero_async", usize::try_from(end).unwrap_or(usize::MAX))?;
+        // SAFETY: the buffer is alive and holds offset + 4 * words bytes (checked above); the
+        // stream is the caller's live stream (Stream's contract).
+        unsafe {
+            self.driver
+                .zero_async(buffer.raw + offset, words as usize, stream.0)
+        }
     }
 
     /// Waits for all work on the device.

@@ -1,7 +1,9 @@
 //! The tensor-core solvers built from CUTLASS 2.x implicit-GEMM convolution
 //! (`kernels/nv/cutlass_conv.cu`, NVIDIA sm_80+, NHWC, 2-D, one group):
 //! `ConvCutlassIgemmFwd` (FP16/BF16, FP32 accumulation), `ConvCutlass3xTf32Fwd` (FP32 data,
-//! FP32 accuracy through 3xTF32) and `ConvCutlassTf32Fwd` (FP32 data as TF32: opt-in only).
+//! FP32 accuracy through 3xTF32), `ConvCutlassTf32Fwd` (FP32 data as TF32: opt-in only) and
+//! `ConvCutlassFirstLayerFwd` (1-4 input channels, padded to 4 into the workspace, then
+//! CUTLASS's fixed-channels iterators: a network's first layer).
 //!
 //! The GEMM is M = N*P*Q output pixels, N = K output channels, K = C*R*S. Perf config:
 //! `tb_m,tb_n,tb_k,warp_m,warp_n,stages,align,split_k`; the first seven select the code object,
@@ -89,13 +91,25 @@ fn gemm_shape(p: &ConvProblem) -> [u64; 3] {
 /// SMs the cost model assumes when it charges for a grid too small to fill the GPU.
 const NOMINAL_SMS: f64 = 132.0;
 
-/// One of the three CUTLASS solvers.
+/// One of the CUTLASS solvers.
 pub struct Cutlass {
     id: &'static str,
     /// Data types it runs.
     types: &'static [DataType],
     /// Sustained tensor-core rate the cost model assumes, GFLOP/s.
     gflops: f64,
+    /// Pads 1-4 input channels to 4 in the workspace first (a first layer).
+    pad_channels: bool,
+}
+
+/// Threads per block of the channel-padding kernel, and most blocks it launches (it strides).
+const PAD_THREADS: u32 = 256;
+const PAD_MAX_BLOCKS: u64 = 4096;
+
+/// Bytes of a 4-channel copy of `positions` pixels (or filter positions), rounded up to 256
+/// as the kernel's builder places them in the workspace.
+fn padded_bytes(positions: u64, element_bytes: u32) -> u64 {
+    (positions * 4 * element_bytes as u64).div_ceil(256) * 256
 }
 
 /// `ConvCutlassIgemmFwd`.
@@ -103,6 +117,15 @@ pub static IGEMM: Cutlass = Cutlass {
     id: "ConvCutlassIgemmFwd",
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 300_000.0,
+    pad_channels: false,
+};
+
+/// `ConvCutlassFirstLayerFwd`.
+pub static FIRST_LAYER: Cutlass = Cutlass {
+    id: "ConvCutlassFirstLayerFwd",
+    types: &[DataType::Fp16, DataType::Bf16],
+    gflops: 150_000.0,
+    pad_channels: true,
 };
 
 /// `ConvCutlass3xTf32Fwd`.
@@ -110,6 +133,7 @@ pub static THREE_TF32: Cutlass = Cutlass {
     id: "ConvCutlass3xTf32Fwd",
     types: &[DataType::Fp32],
     gflops: 60_000.0,
+    pad_channels: false,
 };
 
 /// `ConvCutlassTf32Fwd`.
@@ -117,11 +141,22 @@ pub static TF32: Cutlass = Cutlass {
     id: "ConvCutlassTf32Fwd",
     types: &[DataType::Fp32],
     gflops: 120_000.0,
+    pad_channels: false,
 };
 
 impl Cutlass {
     fn element_bytes(p: &ConvProblem) -> u32 {
         p.data_types()[0].size_bytes() as u32
+    }
+
+    /// Pixels of x and filter positions of w (what the padding kernel copies).
+    fn positions(p: &ConvProblem) -> (u64, u64) {
+        let [_, h, w] = p.input();
+        let [_, r, s] = p.filter();
+        (
+            p.n() as u64 * h as u64 * w as u64,
+            p.k() as u64 * r as u64 * s as u64,
+        )
     }
 }
 
@@ -147,7 +182,14 @@ impl Solver for Cutlass {
         if p.groups() != 1 {
             return Err("grouped convolution");
         }
-        if !p.c().is_multiple_of(cfg.align) || !p.k().is_multiple_of(cfg.align) {
+        if self.pad_channels {
+            if p.c() > 4 {
+                return Err("more than 4 input channels (a first-layer solver)");
+            }
+            if !p.k().is_multiple_of(cfg.align) {
+                return Err("K is not a multiple of the config's vector width");
+            }
+        } else if !p.c().is_multiple_of(cfg.align) || !p.k().is_multiple_of(cfg.align) {
             return Err("C or K is not a multiple of the config's vector width");
         }
         let [_, fh, fw] = p.filter();
@@ -184,21 +226,37 @@ impl Solver for Cutlass {
             n.div_ceil(cfg.tile[1] as u64),
         ];
         let mut kernels = heapless::Vec::new();
-        // Capacity MAX_KERNELS >= 1.
+        let mut workspace = 0;
+        if self.pad_channels {
+            let (pixels, taps) = Self::positions(p);
+            let blocks = (pixels + taps)
+                .div_ceil(PAD_THREADS as u64)
+                .clamp(1, PAD_MAX_BLOCKS);
+            // Capacity MAX_KERNELS >= 2.
+            let _ = kernels.push(KernelLaunch {
+                kernel: 0,
+                grid: [blocks as u32, 1, 1],
+                block: [PAD_THREADS, 1, 1],
+                shared_bytes: 0,
+            });
+            let e = Self::element_bytes(p);
+            workspace = padded_bytes(pixels, e) + padded_bytes(taps, e);
+        }
         let _ = kernels.push(KernelLaunch {
-            kernel: 0,
+            kernel: kernels.len(),
             grid: [clamp(tiles[0]), clamp(tiles[1]), cfg.split_k],
             block: [cfg.threads(), 1, 1],
             shared_bytes: cfg.shared_bytes(Self::element_bytes(p)),
         });
         LaunchPlan {
             kernels,
-            // Serial split-K: one zeroed semaphore per output tile.
-            workspace_bytes: if cfg.split_k > 1 {
-                tiles[0] * tiles[1] * 4
-            } else {
-                0
-            },
+            // Serial split-K: one zeroed semaphore per output tile, after any padded copies.
+            workspace_bytes: workspace
+                + if cfg.split_k > 1 {
+                    tiles[0] * tiles[1] * 4
+                } else {
+                    0
+                },
         }
     }
 
@@ -329,6 +387,46 @@ mod tests {
                 .launch_plan(&p, "64,64,64,32,32,5,8,1")
                 .workspace_bytes,
             0
+        );
+    }
+
+    #[test]
+    fn the_first_layer_pads_into_the_workspace_then_convolves() {
+        let caps = h100();
+        let conv1 = ConvProblem::new(ConvSpec {
+            n: 32,
+            c: 3,
+            k: 64,
+            input: [1, 224, 224],
+            filter: [1, 7, 7],
+            pad: [0, 3, 3],
+            stride: [1, 2, 2],
+            layouts: [Layout::Nhwc; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        let q = "128,64,32,64,32,3,4,1";
+        assert!(FIRST_LAYER.applicable(&conv1, &caps, q).is_ok());
+        assert!(IGEMM
+            .applicable(&conv1, &caps, "64,64,64,32,32,4,2,1")
+            .is_err());
+        let plan = FIRST_LAYER.launch_plan(&conv1, q);
+        assert_eq!(plan.kernels.len(), 2);
+        assert_eq!((plan.kernels[0].kernel, plan.kernels[1].kernel), (0, 1));
+        // M = 32 x 112 x 112 output pixels in 128-row tiles, K = 64 channels in one 64 tile.
+        assert_eq!(plan.kernels[1].grid, [3136, 1, 1]);
+        let x4 = (32 * 224 * 224 * 4 * 2u64).div_ceil(256) * 256;
+        let w4 = (64 * 7 * 7 * 4 * 2u64).div_ceil(256) * 256;
+        assert_eq!(plan.workspace_bytes, x4 + w4);
+        let wide = ConvProblem::new(ConvSpec {
+            c: 8,
+            ..conv1.spec()
+        })
+        .unwrap();
+        assert_eq!(
+            FIRST_LAYER.applicable(&wide, &caps, q),
+            Err("more than 4 input channels (a first-layer solver)")
         );
     }
 

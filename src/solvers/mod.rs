@@ -167,6 +167,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::IGEMM,
     &cutlass::THREE_TF32,
     &cutlass::TF32,
+    &cutlass::FIRST_LAYER,
 ];
 
 /// The solver every other is checked against (`kiln selftest`, `kiln-tools find`).
@@ -462,7 +463,8 @@ mod tests {
             pad: [0, 1, 1],
             ..ConvSpec::default()
         };
-        // NCHW FP32, NHWC FP16 and NHWC FP32 opted in to TF32: each solver runs one of them.
+        // NCHW FP32, NHWC FP16, NHWC FP32 opted in to TF32 and a 3-channel first layer: each
+        // solver runs one of them.
         let problems = [
             base,
             ConvSpec {
@@ -473,6 +475,13 @@ mod tests {
             ConvSpec {
                 layouts: [kiln_format::Layout::Nhwc; 3],
                 math: kiln_format::MathMode::AllowTf32,
+                ..base
+            },
+            // A first layer: 3 input channels.
+            ConvSpec {
+                c: 3,
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                data_types: [DataType::Fp16; 3],
                 ..base
             },
         ]
@@ -536,7 +545,9 @@ mod tests {
         for p in [spec, nhwc16].map(|s| ConvProblem::new(s).unwrap()) {
             for s in registered() {
                 for q in s.applicable_params(&p, &caps()) {
-                    let block = s.imp.launch_plan(&p, q).kernels[0].block;
+                    // The main kernel is the plan's last (the first layer pads channels first).
+                    let plan = s.imp.launch_plan(&p, q);
+                    let block = plan.kernels[plan.kernels.len() - 1].block;
                     let v = values(q);
                     // conv_tiled.cpp runs TILE_H x TILE_W threads; igemm.h is written for
                     // 256; CUTLASS one warp per warp tile (tb_m/warp_m x tb_n/warp_n).

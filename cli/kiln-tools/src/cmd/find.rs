@@ -39,6 +39,9 @@ pub struct FindArgs {
     /// Only problems in these layouts (NCHW, NHWC, ...); none = all.
     #[arg(long = "layout", num_args = 1..)]
     layouts: Vec<String>,
+    /// Only problems of these data types (FP32, FP16, BF16); none = all.
+    #[arg(long = "type", num_args = 1..)]
+    types: Vec<String>,
     /// Measure FP32 problems with TF32 allowed, so their records also rank the TF32 solvers
     /// (which the runtime considers only for problems that opt in).
     #[arg(long)]
@@ -90,6 +93,9 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
     for file in &a.problems {
         for (key, p) in read_problem_list(file)? {
             if !a.layouts.is_empty() && !a.layouts.iter().any(|l| l == p.layouts()[0].name()) {
+                continue;
+            }
+            if !a.types.is_empty() && !a.types.iter().any(|t| t == p.data_types()[0].name()) {
                 continue;
             }
             let p = if a.tf32 && p.data_types()[0] == kiln::DataType::Fp32 {

@@ -61,6 +61,7 @@ type Times = HashMap<(String, String), f64>;
 fn read_log(path: &Path) -> Result<BTreeMap<String, Times>, Box<dyn std::error::Error>> {
     let text = kiln_embed::input::read_text(path)?;
     let mut out: BTreeMap<String, Times> = BTreeMap::new();
+    let mut last_key = "";
     for (i, line) in text.lines().enumerate() {
         let f: Vec<&str> = line.split('\t').collect();
         let bad = |what: &str| format!("{}:{}: {what}: '{line}'", path.display(), i + 1);
@@ -68,12 +69,17 @@ fn read_log(path: &Path) -> Result<BTreeMap<String, Times>, Box<dyn std::error::
             return Err(bad("expected 6 tab-separated fields").into());
         }
         let time: f64 = f[3].parse().map_err(|_| bad("time is not a number"))?;
+        if f[0] != last_key {
+            // A run measures every candidate of a problem in one block of lines: a problem
+            // measured again (a new solver, a changed kernel) keeps only its latest run, as the
+            // find-db does; a config measured before and since removed is no candidate.
+            out.insert(f[0].to_string(), Times::new());
+            last_key = f[0];
+        }
         if f[5] == "true" && time.is_finite() {
-            let times = out.entry(f[0].to_string()).or_default();
-            // A problem measured twice keeps its latest figure, as the find-db does.
-            times.insert((f[1].to_string(), f[2].to_string()), time);
-        } else {
-            out.entry(f[0].to_string()).or_default();
+            if let Some(times) = out.get_mut(f[0]) {
+                times.insert((f[1].to_string(), f[2].to_string()), time);
+            }
         }
     }
     Ok(out)

@@ -5,7 +5,7 @@
 //! poisoned; every FP32 variant also with IEEE special values (inf, NaN, subnormals, values
 //! near overflow) compared class by class. Non-zero exit on any failure.
 
-use kiln::harness::verify::{run_checked, run_special_values, tolerance};
+use kiln::harness::verify::{run_checked, run_special_values};
 use kiln::resolve::Variant;
 use kiln::solvers::TargetCaps;
 use kiln::{ConvProblem, ConvSpec, DataType, Layout, MathMode};
@@ -108,7 +108,7 @@ pub fn run(a: &DeviceArgs) -> CliResult {
     );
     let caps = TargetCaps::of(ctx.target());
     let problems = problems();
-    let (mut runs, mut failures, mut known) = (0, 0, 0);
+    let (mut runs, mut failures) = (0, 0);
     let mut per_solver: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
     let mut seed = 1u64;
     for p in &problems {
@@ -143,16 +143,6 @@ pub fn run(a: &DeviceArgs) -> CliResult {
                 if p.data_types()[0] == DataType::Fp32 {
                     match run_special_values(&ctx, p, &v, seed) {
                         Ok((_, true)) => {}
-                        // Known, measured limitation (README, "Accuracy"): 3xTF32 returns NaN
-                        // for outputs FP32 gives as +-inf (an input infinity); NaN inputs,
-                        // subnormals and values near overflow are exact to 1e-5.
-                        Ok((c, false))
-                            if solver.id() == "ConvCutlass3xTf32Fwd"
-                                && c.class_mismatches == c.inf_as_nan
-                                && c.error <= tolerance(p) =>
-                        {
-                            known += 1;
-                        }
                         Ok((c, false)) => fail(format!(
                             "with inf/NaN/subnormal/near-overflow inputs: {} of {} non-finite outputs differ in class, finite relative error {:.3e}",
                             c.class_mismatches, c.non_finite, c.error
@@ -164,9 +154,6 @@ pub fn run(a: &DeviceArgs) -> CliResult {
         }
     }
     println!("{} problems, {runs} variants (every applicable solver and perf config, fresh random inputs, outputs poisoned; FP32 ones also with inf/NaN/subnormal/near-overflow inputs)", problems.len());
-    if known > 0 {
-        println!("  known limitation: {known} ConvCutlass3xTf32Fwd variants returned NaN where FP32 gives +-inf (an input infinity); every other special-value output matched");
-    }
     for (s, (n, f)) in &per_solver {
         println!("  {s:<22} {n:>4} variants  {f} failed");
     }
