@@ -341,9 +341,11 @@ impl ParamBlock {
                 what,
             ))
         };
-        if size == 0 || size > MAX_PARAM_BLOCK {
+        // The block travels with KilnPointers and KilnConvArgs in one 4 KiB parameter list.
+        let limit = MAX_PARAM_BLOCK - size_of::<Pointers>() - size_of::<KernelArgs>();
+        if size == 0 || size > limit {
             return Err(bad(format!(
-                "reports a {} B block (limit {MAX_PARAM_BLOCK})",
+                "reports a {} B block (limit {limit}: the driver's 4 KiB of kernel parameters)",
                 info.block_bytes
             )));
         }
