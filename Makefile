@@ -2,7 +2,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 20
 
-.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb kdb-check hip-check device-pack
+.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb kdb-check hip-check device-pack capi header examples
 
 ## Run kiln's main job on its embedded default databases: every ResNet-50 conv layer through
 ## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects).
@@ -15,13 +15,30 @@ demo:
 
 ## Install toolchains (clang-19, NVRTC wheel, strace, libamdhip64) and run every test: the
 ## workspace (library, both binaries, build-time crate), the HIP struct-layout check against
-## hip-runtime-sys, the vendor-only builds, and kdb freshness.
+## hip-runtime-sys, the vendor-only builds, kdb freshness, and the examples (C and Rust; the
+## C library under valgrind).
 test: setup
 	$(CARGO) test --workspace
 	$(CARGO) build --quiet -p kiln --features hip-abi-check
 	$(CARGO) test --quiet -p kiln --lib --no-default-features --features hip,all-amd
 	$(CARGO) test --quiet -p kiln --lib --no-default-features --features cuda,all-nvidia
 	$(CARGO) run --quiet -p kiln-tools -- kdb build --check
+	$(MAKE) examples PROFILE=debug
+
+## kiln's C library, staged in target/kiln-c/: include/kiln.h, lib/libkiln.a, lib/libkiln.so,
+## lib/pkgconfig/kiln.pc (PROFILE=release by default).
+capi:
+	bash ci/capi.sh
+
+## Regenerate capi/include/kiln.h with cbindgen (a test fails while the committed one is stale).
+header:
+	KILN_BLESS=1 $(CARGO) test --quiet -p kiln-c --test header
+
+## Build and run the examples: the C program against libkiln.a, the C library's bad-input
+## check against libkiln.so under valgrind, and the Rust example. Without a GPU they print the
+## plan and the no-device error.
+examples:
+	bash ci/examples.sh
 
 ## Rebuild every target's kdb from kernels/ (commit the result).
 kdb: setup

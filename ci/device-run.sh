@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what the H100 needs into device-pack/ (git-ignored): the release `kiln` (appliance) and
-# `kiln-tools` (find, bench) binaries and the GPU test binaries (tests/gpu.rs and the backend
-# conformance suite). Everything kiln needs at run time is inside the binary. Then, with the
+# `kiln-tools` (find, bench) binaries, the GPU test binaries (tests/gpu.rs and the backend
+# conformance suite) and the examples (C against libkiln.a, Rust). Everything kiln needs at run time is inside the binary. Then, with the
 # device tool: carry device-pack and run `bash device-pack/on-device.sh`; results land in $OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,5 +17,12 @@ for l in sys.stdin:
 }
 cp "$(test_exe gpu)" device-pack/gpu-tests
 cp "$(test_exe backend_conformance)" device-pack/conformance-tests
-cp ci/on-device.sh ci/on-device-find.sh ci/on-device-bench.sh ci/on-device-tune.sh ci/torch_conv_bench.py device-pack/
+# The appliance interface: the C example against the static library, the Rust example.
+PROFILE=release bash ci/capi.sh >/dev/null
+cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Itarget/kiln-c/include examples/c/resnet_layer.c \
+  -o device-pack/resnet_layer_c target/kiln-c/lib/libkiln.a -ldl -lgcc_s -lpthread -lm
+cargo build --release --quiet --example resnet_layer
+cp target/release/examples/resnet_layer device-pack/resnet_layer_rs
+strip device-pack/resnet_layer_c device-pack/resnet_layer_rs
+cp ci/on-device-examples.sh ci/on-device.sh ci/on-device-find.sh ci/on-device-bench.sh ci/on-device-tune.sh ci/torch_conv_bench.py device-pack/
 ls -la device-pack

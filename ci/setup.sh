@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what kiln's builds and tests need on a fresh Debian 12 machine (idempotent).
 #   apt:  clang-19 lld-19 clang-tools-19 (AMD code objects), strace (no-file-access test),
+#         gcc, pkg-config, valgrind (the C examples and the C library's leak check),
 #         hipcc libamdhip64-dev (the `hip` feature builds and links against them),
 #         python3 (plain SQLite client in tests; already on the image)
 #   pip:  the wheels of ci/cuda-wheels.txt, pinned by version and sha256 (NVRTC and ptxas
@@ -19,6 +20,10 @@ command -v strace >/dev/null || need_apt+=(strace)
 [ -f /usr/include/hip/hip_runtime_api.h ] || need_apt+=(libamdhip64-dev)
 command -v hipconfig >/dev/null || need_apt+=(hipcc)
 command -v python3 >/dev/null || need_apt+=(python3)
+# The C examples: a C compiler, pkg-config for kiln.pc, valgrind for the leak check.
+command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+command -v valgrind >/dev/null || need_apt+=(valgrind)
 if [ ${#need_apt[@]} -gt 0 ] && [ "${KILN_SETUP_SKIP_APT:-0}" != 1 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq

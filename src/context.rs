@@ -13,7 +13,7 @@ use crate::backend::{Device, DeviceBuffer, Stream};
 use crate::error::RunError;
 pub use crate::invoker::Invoker;
 use crate::resolve::{Plan, Variant};
-use crate::select::select_target;
+use crate::select::{select_target, Selection};
 use crate::solvers::TargetCaps;
 
 /// Time spent in each step of a cold `prepare`.
@@ -107,6 +107,7 @@ impl Context {
         for kind in [TableKind::FindDb, TableKind::PerfDb] {
             sel.target.decode_table(kind)?;
         }
+        warn_about_target(&info.spec, &info.arch, info.compute_units, sel);
         Ok(Context {
             device,
             target: sel.target,
@@ -146,9 +147,9 @@ impl Context {
         self.exact
     }
 
-    /// The ranked plan for `p`.
+    /// The ranked plan for `p` (logged: a warning when the cost model ranked it).
     pub fn find_solutions(&self, p: &ConvProblem) -> Result<Plan, RunError> {
-        crate::resolve::resolve(self.target, p)
+        crate::resolve::resolve_logged(self.target, p)
     }
 
     /// Loads (or reuses) the invoker of `v` for `p`.
@@ -211,6 +212,15 @@ impl Context {
         times.decompress_s = (t1 - t0).as_secs_f64();
         times.verify_s = (t2 - t1).as_secs_f64();
         times.module_load_s = (t3 - t2).as_secs_f64();
+        log::debug!(
+            "loaded {} [{}] for {}: decompress {:.3} ms, verify {:.3} ms, module load {:.3} ms",
+            v.solver.id(),
+            v.params,
+            p.find_db_key().as_str(),
+            times.decompress_s * 1e3,
+            times.verify_s * 1e3,
+            times.module_load_s * 1e3
+        );
         let inv = self.cache().insert(key, inv);
         Ok((inv, times))
     }
@@ -302,5 +312,24 @@ impl Context {
             return Err(RunError::ForeignBuffer { which: "workspace" });
         }
         inv.launch(&self.device, x, w, y, workspace, stream)
+    }
+}
+
+/// Warns when a device runs on borrowed tuning: the closest CU count's target, or a target
+/// whose find-db measured none of kiln's solvers (its plans all come from the cost model).
+pub fn warn_about_target(spec: &str, arch: &str, compute_units: u32, sel: Selection) {
+    let t = sel.target;
+    if !sel.exact {
+        log::warn!(
+            "{spec} ({arch}, {compute_units} CUs/SMs) has no target of its own in this binary: using {} ({} CUs/SMs), the closest CU count of its arch; its tuning was measured on another device",
+            t.basename,
+            t.compute_units
+        );
+    }
+    if t.measured.is_empty() {
+        log::warn!(
+            "target {} has no measured find-db for kiln's solvers: every problem is ranked by the cost model (kiln-tools find measures one)",
+            t.basename
+        );
     }
 }

@@ -39,6 +39,7 @@ pub mod error;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod invoker;
+pub mod logging;
 pub mod resolve;
 pub mod select;
 pub mod solvers;

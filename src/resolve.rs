@@ -174,6 +174,41 @@ pub fn resolve(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Plan,
     )
 }
 
+/// As [`resolve`], and says through the log how the plan was ranked: a warning when the cost
+/// model ranked it (nothing measured near the problem), info when the nearest measured problem
+/// did, debug for the problem's own find-db record. [`crate::context::Context::find_solutions`]
+/// and the `kiln` binary resolve through it; [`resolve`] itself stays silent for hot loops.
+pub fn resolve_logged(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Plan, RunError> {
+    let plan = resolve(target, p)?;
+    let key = p.find_db_key();
+    match plan.source {
+        PlanSource::FindDb => log::debug!(
+            "{}: {} ranked by its find-db record",
+            target.basename,
+            key.as_str()
+        ),
+        PlanSource::Nearest { key: near, distance } => log::info!(
+            "{}: {} is not in the find-db; ranked by the nearest measured problem {near} (distance {distance:.1})",
+            target.basename,
+            key.as_str()
+        ),
+        PlanSource::CostModel { nearest } => {
+            let why = match nearest {
+                Some((near, d)) => format!(
+                    "the nearest measured problem {near} is at distance {d:.1}, beyond {NEAR_DISTANCE}"
+                ),
+                None => "no problem of this type and layout was measured".to_string(),
+            };
+            log::warn!(
+                "{}: {} ranked by the cost model, not by a measurement ({why}); its choice may be slow",
+                target.basename,
+                key.as_str()
+            );
+        }
+    }
+    Ok(plan)
+}
+
 /// The fallback alone for `p` with measured problems `model` (e.g. a model with some problems
 /// held out, as `kiln-tools regret` uses), perf configs from `perf`'s perf-db when given.
 pub fn rank_unmeasured(

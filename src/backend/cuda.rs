@@ -158,6 +158,9 @@ pub struct CudaDriver {
     info: DeviceInfo,
     device: sys::CUdevice,
     ctx: sys::CUcontext,
+    /// Whether kiln retained the device's primary context (released on drop); false for a
+    /// caller's context ([`adopt_context`]), which the caller keeps and destroys.
+    retained_primary: bool,
 }
 
 // SAFETY: a CUDA context may be used from any thread once made current there, which every
@@ -177,9 +180,59 @@ pub fn open(rest: &str) -> Result<Device, BackendError> {
     check("cuDevicePrimaryCtxRetain", unsafe {
         sys::cuDevicePrimaryCtxRetain(&mut ctx, device)
     })?;
-    let d = CudaDriver { info, device, ctx };
+    let d = CudaDriver {
+        info,
+        device,
+        ctx,
+        retained_primary: true,
+    };
     d.current()?;
     Ok(Device::new(Arc::new(d)))
+}
+
+/// Opens the device of a context the caller created (`CUcontext`): kiln makes it current on
+/// the calling thread for each of its calls, as the runtime API does, and never destroys it.
+///
+/// # Safety
+/// `ctx` is a live CUDA context that outlives every kiln object made from the returned device.
+pub unsafe fn adopt_context(ctx: Raw) -> Result<Device, BackendError> {
+    init()?;
+    if ctx == 0 {
+        return Err(BackendError::kiln(
+            "adopt CUDA context",
+            "the context is null",
+        ));
+    }
+    let ctx = ctx as sys::CUcontext;
+    // SAFETY: the caller passes a live context.
+    check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(ctx) })?;
+    let mut dev = 0;
+    // SAFETY: valid out-pointer; a context is current.
+    check("cuCtxGetDevice", unsafe { sys::cuCtxGetDevice(&mut dev) })?;
+    // A CUdevice is its ordinal on every driver so far; look it up rather than assume so.
+    let mut found = None;
+    for i in 0..count()? {
+        let mut d = 0;
+        // SAFETY: valid out-pointer.
+        check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut d, i as i32) })?;
+        if d == dev {
+            found = Some(i);
+            break;
+        }
+    }
+    let ordinal = found.ok_or_else(|| {
+        BackendError::kiln(
+            "adopt CUDA context",
+            format!("the context's device {dev} is not among the driver's devices"),
+        )
+    })?;
+    let (device, info) = describe(ordinal)?;
+    Ok(Device::new(Arc::new(CudaDriver {
+        info,
+        device,
+        ctx,
+        retained_primary: false,
+    })))
 }
 
 impl CudaDriver {
@@ -193,8 +246,10 @@ impl Drop for CudaDriver {
     fn drop(&mut self) {
         // Every module, buffer and event holds a Device (an Arc of this driver), so none is
         // alive any more: the context can go.
-        // SAFETY: retained in `open`, released once here.
-        unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) };
+        if self.retained_primary {
+            // SAFETY: retained in `open`, released once here.
+            unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) };
+        }
     }
 }
 

@@ -250,7 +250,23 @@ impl Device {
             raw,
             bytes,
             device: self.clone(),
+            owned: true,
         })
+    }
+
+    /// A view of `bytes` of device memory at `ptr` that the caller allocated and frees (kiln
+    /// never frees it): how a caller's buffers reach [`crate::context::Context::run`].
+    ///
+    /// # Safety
+    /// `ptr` addresses at least `bytes` bytes of this device's memory, alive while the view is
+    /// used.
+    pub unsafe fn borrow_memory(&self, ptr: Raw, bytes: u64) -> DeviceBuffer {
+        DeviceBuffer {
+            raw: ptr,
+            bytes,
+            device: self.clone(),
+            owned: false,
+        }
     }
 
     /// Launches `function`.
@@ -427,11 +443,12 @@ impl Function {
     }
 }
 
-/// Device memory, freed on drop.
+/// Device memory, freed on drop (unless borrowed from the caller: [`Device::borrow_memory`]).
 pub struct DeviceBuffer {
     raw: Raw,
     bytes: u64,
     device: Device,
+    owned: bool,
 }
 
 impl fmt::Debug for DeviceBuffer {
@@ -494,8 +511,10 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        // SAFETY: allocated by this driver; dropping ends every use.
-        unsafe { self.device.driver.free(self.raw) }
+        if self.owned {
+            // SAFETY: allocated by this driver; dropping ends every use.
+            unsafe { self.device.driver.free(self.raw) }
+        }
     }
 }
 

@@ -18,19 +18,34 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Embedded targets, per-table record counts, raw vs embedded bytes, provenance.
-    Info,
+    Info(JsonArgs),
     /// GPU runtimes found (CUDA, HIP), their devices, and the embedded target each maps to.
-    Devices,
+    Devices(JsonArgs),
     /// Resolve a convolution problem: the find-db record, and kiln's plan with where each rank came from.
     Resolve(ResolveArgs),
     /// Run one problem on the GPU with random inputs, checked against a CPU reference (f64).
     Run(RunArgs),
     /// Boot check: every embedded solver and perf config on a problem set, checked; non-zero exit on any failure.
-    Selftest(DeviceArgs),
+    Selftest(SelftestArgs),
     /// Cold start inside one process: from a ready context to the first convolution's result, by phase.
     Coldstart(DeviceArgs),
     /// The main job: every ResNet-50 conv layer through kiln (on a GPU: run and verify; without: resolve and verify code objects).
     Demo(DemoArgs),
+}
+
+#[derive(Args)]
+pub struct JsonArgs {
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct SelftestArgs {
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    #[command(flatten)]
+    pub output: JsonArgs,
 }
 
 #[derive(Args)]
@@ -84,6 +99,9 @@ pub struct ResolveArgs {
     /// heap allocations per resolve (the lookup path allocates none).
     #[arg(long, default_value_t = 0)]
     pub repeat: u32,
+    /// Print one JSON document instead of text (with --repeat: the timing too).
+    #[arg(long)]
+    pub json: bool,
     /// Batch size.
     #[arg(short = 'n', default_value_t = 1)]
     n: u32,

@@ -7,13 +7,15 @@
 //! kiln enters through C's `main` and skips that step; argv still reaches `std::env::args`
 //! (glibc hands it to std at load time).
 //!
-//! Exit codes: 0 success, 1 error (a message on stderr), 2 usage. A panic is caught and
-//! reported as an error (never an abort across the C entry point).
+//! Exit codes: 0 success, 1 error (a message on stderr), 2 usage (a bad flag or
+//! `KILN_LOG_LEVEL`). A panic is caught and reported as an error (never an abort across the C
+//! entry point).
 #![no_main]
 
 mod alloc_count;
 mod args;
 mod cmd;
+mod json;
 
 #[global_allocator]
 static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
@@ -31,6 +33,12 @@ pub extern "C" fn main(
     _argc: std::ffi::c_int,
     _argv: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
+    // Before anything can log: kiln's warnings (closest-CU target, no measured find-db, cost
+    // model) go to stderr at KILN_LOG_LEVEL.
+    if let Err(e) = kiln::logging::init_from_env() {
+        eprintln!("kiln: error: {e}");
+        return 2;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -54,8 +62,8 @@ pub extern "C" fn main(
 
 fn dispatch(cli: Cli) -> CliResult {
     match cli.command {
-        Command::Info => cmd::info::run(),
-        Command::Devices => cmd::devices::run(),
+        Command::Info(a) => cmd::info::run(&a),
+        Command::Devices(a) => cmd::devices::run(&a),
         Command::Resolve(a) => cmd::resolve::run(&a),
         Command::Run(a) => cmd::run::run(&a),
         Command::Selftest(a) => cmd::selftest::run(&a),

@@ -1,9 +1,25 @@
 //! `kiln devices`: each GPU runtime this binary can load, whether it was found, its devices,
 //! and the embedded target each device maps to.
 
+use crate::args::JsonArgs;
+use crate::json::Json;
 use crate::CliResult;
 
-pub fn run() -> CliResult {
+/// One device's embedded target: (basename, exact), or why there is none.
+fn target_of(d: &kiln::backend::DeviceInfo) -> Result<(&'static str, bool), String> {
+    kiln::select_target(&d.arch, d.compute_units)
+        .map(|sel| {
+            kiln::context::warn_about_target(&d.spec, &d.arch, d.compute_units, sel);
+            (sel.target.basename, sel.exact)
+        })
+        .map_err(|e| e.to_string())
+}
+
+pub fn run(a: &JsonArgs) -> CliResult {
+    if a.json {
+        println!("{}", as_json());
+        return Ok(());
+    }
     for b in kiln::backend::BACKENDS {
         let scheme = b.scheme;
         let runtime = match (b.runtime)() {
@@ -27,12 +43,10 @@ pub fn run() -> CliResult {
                     devices.len()
                 );
                 for d in devices {
-                    let target = match kiln::select_target(&d.arch, d.compute_units) {
-                        Ok(sel) => format!(
-                            "{}{}",
-                            sel.target.basename,
-                            if sel.exact { "" } else { " (closest CU count)" }
-                        ),
+                    let target = match target_of(&d) {
+                        Ok((t, exact)) => {
+                            format!("{t}{}", if exact { "" } else { " (closest CU count)" })
+                        }
                         Err(e) => format!("none: {e}"),
                     };
                     println!(
@@ -47,4 +61,45 @@ pub fn run() -> CliResult {
         println!("this kiln was built without a GPU backend (features cuda, hip)");
     }
     Ok(())
+}
+
+fn as_json() -> Json {
+    let backends = kiln::backend::BACKENDS
+        .iter()
+        .map(|b| {
+            let (runtime, error, devices) = match (b.runtime)() {
+                Err(e) => (None, Some(e.message), Vec::new()),
+                Ok(lib) => match (b.list)() {
+                    Err(e) => (Some(lib), Some(e.message), Vec::new()),
+                    Ok(devices) => (Some(lib), None, devices),
+                },
+            };
+            let devices = devices
+                .iter()
+                .map(|d| {
+                    let (target, exact, why) = match target_of(d) {
+                        Ok((t, exact)) => (Json::str(t), Json::Bool(exact), Json::Null),
+                        Err(e) => (Json::Null, Json::Null, Json::str(e)),
+                    };
+                    Json::obj([
+                        ("spec", Json::str(&d.spec)),
+                        ("name", Json::str(&d.name)),
+                        ("arch", Json::str(&d.arch)),
+                        ("compute_units", Json::uint(d.compute_units.into())),
+                        ("uuid", Json::str(&d.uuid)),
+                        ("target", target),
+                        ("exact_target", exact),
+                        ("no_target_reason", why),
+                    ])
+                })
+                .collect();
+            Json::obj([
+                ("scheme", Json::str(b.scheme)),
+                ("runtime", Json::opt_str(runtime)),
+                ("error", Json::opt_str(error)),
+                ("devices", Json::Arr(devices)),
+            ])
+        })
+        .collect();
+    Json::obj([("backends", Json::Arr(backends))])
 }

@@ -3,9 +3,15 @@
 use kiln::TableKind;
 
 use super::human;
+use crate::args::JsonArgs;
+use crate::json::Json;
 use crate::CliResult;
 
-pub fn run() -> CliResult {
+pub fn run(a: &JsonArgs) -> CliResult {
+    if a.json {
+        println!("{}", as_json()?);
+        return Ok(());
+    }
     let targets = kiln::targets();
     println!(
         "kiln {} — {} embedded target(s)",
@@ -34,6 +40,16 @@ pub fn run() -> CliResult {
             t.code_object.name()
         );
         println!("  origin: {}", t.origin);
+        if t.measured.is_empty() {
+            println!(
+                "  find-db: no measurement of kiln's solvers (plans come from the cost model)"
+            );
+        } else {
+            println!(
+                "  find-db: {} problems measured with kiln's solvers",
+                t.measured.len()
+            );
+        }
         println!(
             "  {:<8} {:>9} {:>12} {:>12} {:>12} {:>7} {:>9}",
             "table", "records", "raw", "embedded", "decoded", "blocks", "dict"
@@ -80,4 +96,66 @@ pub fn run() -> CliResult {
         println!("  {k}: {v}");
     }
     Ok(())
+}
+
+fn as_json() -> Result<Json, Box<dyn std::error::Error>> {
+    let mut targets = Vec::new();
+    for t in kiln::targets() {
+        let mut tables = Vec::new();
+        for kind in [TableKind::FindDb, TableKind::PerfDb, TableKind::KernelDb] {
+            let Some(table) = t.table(kind) else { continue };
+            let s = table.stats()?;
+            tables.push(Json::obj([
+                ("kind", Json::str(kind.name())),
+                ("records", Json::uint(s.records as u64)),
+                (
+                    "raw_bytes",
+                    Json::uint(t.input(kind).map_or(0, |i| i.bytes)),
+                ),
+                ("embedded_bytes", Json::uint(s.embedded_bytes as u64)),
+                ("decoded_bytes", Json::uint(s.decoded_bytes)),
+                ("blocks", Json::uint(s.blocks as u64)),
+                ("dict_bytes", Json::uint(s.dict_bytes as u64)),
+            ]));
+        }
+        let inputs = t
+            .inputs
+            .iter()
+            .map(|i| {
+                Json::obj([
+                    ("name", Json::str(i.name)),
+                    ("kind", Json::str(i.kind.name())),
+                    ("bytes", Json::uint(i.bytes)),
+                    ("records", Json::uint(i.records)),
+                    ("source", Json::str(i.source)),
+                    ("sha256", Json::str(i.sha256)),
+                ])
+            })
+            .collect();
+        targets.push(Json::obj([
+            ("basename", Json::str(t.basename)),
+            (
+                "aliases",
+                Json::Arr(t.aliases.iter().map(|a| Json::str(*a)).collect()),
+            ),
+            ("vendor", Json::str(t.vendor.name())),
+            ("arch", Json::str(t.arch)),
+            ("compute_units", Json::uint(t.compute_units.into())),
+            ("code_object", Json::str(t.code_object.name())),
+            ("origin", Json::str(t.origin)),
+            ("measured_problems", Json::uint(t.measured.len() as u64)),
+            ("has_kernels", Json::Bool(t.kdb.is_some())),
+            ("tables", Json::Arr(tables)),
+            ("inputs", Json::Arr(inputs)),
+        ]));
+    }
+    let provenance = kiln::build_provenance()
+        .iter()
+        .map(|(k, v)| Json::obj([("key", Json::str(*k)), ("value", Json::str(*v))]))
+        .collect();
+    Ok(Json::obj([
+        ("kiln", Json::str(env!("CARGO_PKG_VERSION"))),
+        ("targets", Json::Arr(targets)),
+        ("build_provenance", Json::Arr(provenance)),
+    ]))
 }

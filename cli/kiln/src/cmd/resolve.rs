@@ -1,16 +1,40 @@
 //! `kiln resolve`: the problem's keys, its find-db record as stored, and kiln's plan (what kiln
 //! would run, best first), each rank with where it came from. The plan is the resolver's own
-//! answer: nothing here re-derives its policy.
+//! answer: nothing here re-derives its policy. Exits 1 when nothing can run the problem.
 
-use kiln::resolve::{PlanSource, Provenance};
+use kiln::resolve::{Plan, PlanSource, Provenance};
+use kiln::EmbeddedTarget;
 
 use super::pick_target;
 use crate::args::ResolveArgs;
+use crate::json::Json;
 use crate::CliResult;
+
+/// The plan, or the error saying why nothing can run the problem on `target`.
+fn plan(
+    target: &'static EmbeddedTarget,
+    problem: &kiln::ConvProblem,
+) -> Result<Plan, Box<dyn std::error::Error>> {
+    if target.kdb.is_none() {
+        return Err(format!(
+            "nothing can run {} on {}: the target embeds no kiln kernels (its find-db ranks MIOpen's solvers only)",
+            problem.find_db_key().as_str(),
+            target.basename
+        )
+        .into());
+    }
+    Ok(kiln::resolve::resolve_logged(target, problem)?)
+}
 
 pub fn run(a: &ResolveArgs) -> CliResult {
     let target = pick_target(a.target.as_deref())?;
     let problem = a.problem()?;
+    if a.json {
+        let plan = plan(target, &problem)?;
+        let timing = repeat(a, target, &problem)?;
+        println!("{}", as_json(target, &problem, &plan, timing)?);
+        return Ok(());
+    }
     println!(
         "target:         {} ({} {} CUs/SMs)",
         target.basename, target.arch, target.compute_units
@@ -50,14 +74,7 @@ pub fn run(a: &ResolveArgs) -> CliResult {
             }
         }
     }
-    if target.kdb.is_none() {
-        println!(
-            "kiln's plan: none ({} embeds no kiln kernels)",
-            target.basename
-        );
-        return Ok(());
-    }
-    let plan = kiln::resolve::resolve(target, &problem)?;
+    let plan = plan(target, &problem)?;
     match plan.source {
         PlanSource::FindDb => println!("kiln's plan, ranked by the find-db record:"),
         PlanSource::Nearest { key, distance } => println!(
@@ -84,21 +101,117 @@ pub fn run(a: &ResolveArgs) -> CliResult {
             r.workspace
         );
     }
-    if a.repeat > 0 {
-        let before = crate::alloc_count::allocations();
-        let t = std::time::Instant::now();
-        for _ in 0..a.repeat {
-            std::hint::black_box(kiln::resolve::resolve(
-                target,
-                std::hint::black_box(&problem),
-            )?);
-        }
-        let ns = t.elapsed().as_secs_f64() * 1e9 / a.repeat as f64;
-        let allocations = crate::alloc_count::allocations() - before;
+    if let Some((ns, allocations)) = repeat(a, target, &problem)? {
         println!(
             "resolved {} times: {ns:.0} ns per resolve, {allocations} heap allocations",
             a.repeat
         );
     }
     Ok(())
+}
+
+/// With `--repeat`: ns per resolve and the heap allocations of all of them.
+fn repeat(
+    a: &ResolveArgs,
+    target: &'static EmbeddedTarget,
+    problem: &kiln::ConvProblem,
+) -> Result<Option<(f64, u64)>, Box<dyn std::error::Error>> {
+    if a.repeat == 0 {
+        return Ok(None);
+    }
+    let before = crate::alloc_count::allocations();
+    let t = std::time::Instant::now();
+    for _ in 0..a.repeat {
+        std::hint::black_box(kiln::resolve::resolve(
+            target,
+            std::hint::black_box(problem),
+        )?);
+    }
+    let ns = t.elapsed().as_secs_f64() * 1e9 / a.repeat as f64;
+    Ok(Some((ns, crate::alloc_count::allocations() - before)))
+}
+
+fn as_json(
+    target: &'static EmbeddedTarget,
+    problem: &kiln::ConvProblem,
+    plan: &Plan,
+    timing: Option<(f64, u64)>,
+) -> Result<Json, Box<dyn std::error::Error>> {
+    let source = match plan.source {
+        PlanSource::FindDb => Json::obj([("kind", Json::str("find-db"))]),
+        PlanSource::Nearest { key, distance } => Json::obj([
+            ("kind", Json::str("nearest")),
+            ("key", Json::str(key)),
+            ("distance", Json::Num(distance.into())),
+        ]),
+        PlanSource::CostModel { nearest } => Json::obj([
+            ("kind", Json::str("cost model")),
+            ("nearest_key", Json::opt_str(nearest.map(|n| n.0))),
+            (
+                "nearest_distance",
+                nearest.map_or(Json::Null, |n| Json::Num(n.1.into())),
+            ),
+        ]),
+    };
+    let solutions = plan
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let (near, distance) = match r.provenance {
+                Provenance::Nearest { key, distance } => {
+                    (Json::str(key), Json::Num(distance.into()))
+                }
+                _ => (Json::Null, Json::Null),
+            };
+            Json::obj([
+                ("rank", Json::uint(i as u64 + 1)),
+                ("solver", Json::str(r.variant.solver.id())),
+                ("params", Json::str(r.variant.params)),
+                ("time_ms", Json::Num(r.time_ms)),
+                ("workspace_bytes", Json::uint(r.workspace)),
+                ("provenance", Json::str(r.provenance.name())),
+                ("nearest_key", near),
+                ("nearest_distance", distance),
+            ])
+        })
+        .collect();
+    let record = match target.find_record(problem)? {
+        None => Json::Null,
+        Some(found) => Json::Arr(
+            found
+                .ranked()?
+                .iter()
+                .map(|s| {
+                    Json::obj([
+                        ("solver", Json::str(s.solver)),
+                        ("time_ms", Json::Num(s.time_ms)),
+                        ("workspace_bytes", Json::uint(s.workspace)),
+                        ("algorithm", Json::str(s.algorithm)),
+                        (
+                            "kiln_runs_it",
+                            Json::Bool(kiln::solvers::by_id(s.solver).is_some()),
+                        ),
+                    ])
+                })
+                .collect(),
+        ),
+    };
+    let mut out = vec![
+        ("target", Json::str(target.basename)),
+        ("find_db_key", Json::str(problem.find_db_key().as_str())),
+        ("perf_db_key", Json::str(problem.perf_db_key().as_str())),
+        (
+            "network_config",
+            Json::str(problem.network_config().as_str()),
+        ),
+        ("math", Json::str(problem.math().name())),
+        ("find_db_record", record),
+        ("plan_source", source),
+        ("solutions", Json::Arr(solutions)),
+    ];
+    if let Some((ns, allocations)) = timing {
+        out.push(("ns_per_resolve", Json::Num(ns)));
+        out.push(("heap_allocations", Json::uint(allocations)));
+    }
+    Ok(Json::Obj(out))
 }

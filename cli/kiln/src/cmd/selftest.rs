@@ -11,7 +11,8 @@ use kiln::solvers::TargetCaps;
 use kiln::{ConvProblem, ConvSpec, DataType, Layout, MathMode};
 
 use super::describe_context;
-use crate::args::DeviceArgs;
+use crate::args::SelftestArgs;
+use crate::json::Json;
 use crate::CliResult;
 
 /// The selftest problem set: 2-D and 3-D, both layout families, three types, groups and
@@ -99,13 +100,17 @@ pub fn problems() -> Vec<ConvProblem> {
     out
 }
 
-pub fn run(a: &DeviceArgs) -> CliResult {
-    let ctx = a.context()?;
-    println!(
-        "kiln selftest on {} [{}]",
-        describe_context(&ctx),
-        ctx.device().info().uuid
-    );
+pub fn run(a: &SelftestArgs) -> CliResult {
+    let json = a.output.json;
+    let ctx = a.device.context()?;
+    if !json {
+        println!(
+            "kiln selftest on {} [{}]",
+            describe_context(&ctx),
+            ctx.device().info().uuid
+        );
+    }
+    let mut failed_runs: Vec<Json> = Vec::new();
     let caps = TargetCaps::of(ctx.target());
     let problems = problems();
     let (mut runs, mut failures) = (0, 0);
@@ -128,12 +133,22 @@ pub fn run(a: &DeviceArgs) -> CliResult {
                 let mut fail = |what: String| {
                     failures += 1;
                     e.1 += 1;
-                    println!(
-                        "FAIL {} [{params}] {}{}: {what}",
-                        solver.id(),
-                        p.find_db_key(),
-                        if tf32 { " (TF32)" } else { "" }
-                    );
+                    if json {
+                        failed_runs.push(Json::obj([
+                            ("solver", Json::str(solver.id())),
+                            ("params", Json::str(params)),
+                            ("problem", Json::str(p.find_db_key().as_str())),
+                            ("math", Json::str(p.math().name())),
+                            ("error", Json::str(what)),
+                        ]));
+                    } else {
+                        println!(
+                            "FAIL {} [{params}] {}{}: {what}",
+                            solver.id(),
+                            p.find_db_key(),
+                            if tf32 { " (TF32)" } else { "" }
+                        );
+                    }
                 };
                 match r {
                     Ok(r) if r.passed => {}
@@ -152,6 +167,39 @@ pub fn run(a: &DeviceArgs) -> CliResult {
                 }
             }
         }
+    }
+    if json {
+        let info = ctx.device().info();
+        let solvers = per_solver
+            .iter()
+            .map(|(s, (n, f))| {
+                Json::obj([
+                    ("solver", Json::str(*s)),
+                    ("variants", Json::uint(*n as u64)),
+                    ("failed", Json::uint(*f as u64)),
+                ])
+            })
+            .collect();
+        println!(
+            "{}",
+            Json::obj([
+                ("device", Json::str(&info.spec)),
+                ("device_name", Json::str(&info.name)),
+                ("uuid", Json::str(&info.uuid)),
+                ("target", Json::str(ctx.target().basename)),
+                ("exact_target", Json::Bool(ctx.exact_target())),
+                ("problems", Json::uint(problems.len() as u64)),
+                ("runs", Json::uint(runs as u64)),
+                ("failures", Json::uint(failures as u64)),
+                ("passed", Json::Bool(failures == 0 && runs > 0)),
+                ("solvers", Json::Arr(solvers)),
+                ("failed_runs", Json::Arr(failed_runs)),
+            ])
+        );
+        if failures > 0 || runs == 0 {
+            return Err(format!("selftest: {failures} of {runs} runs failed").into());
+        }
+        return Ok(());
     }
     println!("{} problems, {runs} variants (every applicable solver and perf config, fresh random inputs, outputs poisoned; FP32 ones also with inf/NaN/subnormal/near-overflow inputs)", problems.len());
     for (s, (n, f)) in &per_solver {

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds kiln's C library and stages it as an install tree:
+#   target/kiln-c/include/kiln.h
+#   target/kiln-c/lib/libkiln.a  libkiln.so (soname libkiln.so.0)  pkgconfig/kiln.pc
+# PROFILE=release (default) or debug; CARGO_FEATURES adds features (e.g. an NVIDIA-only build:
+# CARGO_FEATURES="--no-default-features --features cuda,all-nvidia").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROFILE=${PROFILE:-release}
+CARGO=${CARGO:-cargo}
+flags=()
+[ "$PROFILE" = release ] && flags+=(--release)
+$CARGO build --quiet -p kiln-c "${flags[@]}" ${CARGO_FEATURES:-}
+out=target/kiln-c
+rm -rf "$out"
+mkdir -p "$out/include" "$out/lib/pkgconfig"
+cp capi/include/kiln.h "$out/include/"
+cp "target/$PROFILE/libkiln_c.a" "$out/lib/libkiln.a"
+cp "target/$PROFILE/libkiln_c.so" "$out/lib/libkiln.so.0"
+ln -sf libkiln.so.0 "$out/lib/libkiln.so"
+prefix=$(cd "$out" && pwd)
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" capi/kiln.pc.in > "$out/lib/pkgconfig/kiln.pc"
+echo "staged $out: $(du -h "$out/lib/libkiln.a" | cut -f1) static, $(du -h "$out/lib/libkiln.so.0" | cut -f1) shared"
