@@ -156,7 +156,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if ctx.exact_target() {
             ""
         } else {
-            " (closest CU count)"
+            " (inexact target: closest CU count or a lower arch; see the log)"
         }
     );
     let plan = ctx.find_solutions(&problem)?;

@@ -9,8 +9,22 @@ pub const EM_AMDGPU: u16 = 0xE0;
 /// ELF machine of NVIDIA cubins.
 pub const EM_CUDA: u16 = 190;
 
-/// AMD arch names and their `EF_AMDGPU_MACH` values (LLVM's AMDGPUUsage table).
+/// Every processor clang-19 targets for `amdgcn-amd-amdhsa` (its `--print-supported-cpus`,
+/// generic targets aside) and the `EF_AMDGPU_MACH` value it writes, in mach order. Read off
+/// clang-19's own objects, and checked against them by a test that builds one object per arch
+/// (`amd_table_matches_clang`), so the table cannot drift from the compiler.
 pub const AMD_MACH: &[(&str, u32)] = &[
+    ("gfx600", 0x20),
+    ("gfx601", 0x21),
+    ("gfx700", 0x22),
+    ("gfx701", 0x23),
+    ("gfx702", 0x24),
+    ("gfx703", 0x25),
+    ("gfx704", 0x26),
+    ("gfx801", 0x28),
+    ("gfx802", 0x29),
+    ("gfx803", 0x2a),
+    ("gfx810", 0x2b),
     ("gfx900", 0x2c),
     ("gfx902", 0x2d),
     ("gfx904", 0x2e),
@@ -25,16 +39,31 @@ pub const AMD_MACH: &[(&str, u32)] = &[
     ("gfx1031", 0x37),
     ("gfx1032", 0x38),
     ("gfx1033", 0x39),
+    ("gfx602", 0x3a),
+    ("gfx705", 0x3b),
+    ("gfx805", 0x3c),
+    ("gfx1035", 0x3d),
+    ("gfx1034", 0x3e),
     ("gfx90a", 0x3f),
     ("gfx940", 0x40),
     ("gfx1100", 0x41),
+    ("gfx1013", 0x42),
+    ("gfx1150", 0x43),
+    ("gfx1103", 0x44),
+    ("gfx1036", 0x45),
     ("gfx1101", 0x46),
     ("gfx1102", 0x47),
     ("gfx1200", 0x48),
+    ("gfx1151", 0x4a),
     ("gfx941", 0x4b),
     ("gfx942", 0x4c),
     ("gfx1201", 0x4e),
+    ("gfx1152", 0x55),
 ];
+
+/// `e_flags` bit of an arch-specific cubin (`sm_90a`: its features exist on that one compute
+/// capability) in the ELF ABI 7 layout NVRTC 12 writes.
+pub const EF_CUDA_ARCH_SPECIFIC_ABI7: u32 = 0x800;
 
 /// What a code object is, read from its ELF header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,10 +77,13 @@ pub enum ObjectTarget {
         /// sramecc: 0 unsupported, 1 any, 2 off, 3 on.
         sramecc: u8,
     },
-    /// NVIDIA cubin for `sm_<sm>`.
+    /// NVIDIA cubin for `sm_<sm>` (`sm_<sm>a` when arch-specific).
     Nvidia {
         /// SM as major * 10 + minor.
         sm: u32,
+        /// Built for exactly this compute capability (`sm_90a`: wgmma, TMA multicast...):
+        /// loads on no other, not even a newer minor of the same major.
+        arch_specific: bool,
     },
 }
 
@@ -78,7 +110,11 @@ impl fmt::Display for ObjectTarget {
                     setting(*sramecc)
                 )
             }
-            ObjectTarget::Nvidia { sm } => write!(f, "NVIDIA cubin for sm_{sm}"),
+            ObjectTarget::Nvidia { sm, arch_specific } => write!(
+                f,
+                "NVIDIA cubin for sm_{sm}{}",
+                if *arch_specific { "a" } else { "" }
+            ),
         }
     }
 }
@@ -188,13 +224,15 @@ pub fn inspect(obj: &[u8]) -> Result<ObjectTarget, CodeObjectError> {
             sramecc: ((flags >> 10) & 3) as u8,
         }),
         EM_CUDA => {
-            // cubin ELF ABI 7 (CUDA 12) keeps the SM in the low byte; ABI 8 (CUDA 13) one byte up.
-            let sm = if obj[8] >= 8 {
-                (flags >> 8) & 0xff
+            // cubin ELF ABI 7 (CUDA 12) keeps the SM in the low byte; ABI 8 (CUDA 13) one byte
+            // up. ABI 7 marks arch-specific cubins with bit 11; kiln builds ABI 7 (NVRTC 12.9),
+            // and an ABI 8 cubin's arch-specific mark is not decoded here.
+            let (sm, arch_specific) = if obj[8] >= 8 {
+                ((flags >> 8) & 0xff, false)
             } else {
-                flags & 0xff
+                (flags & 0xff, flags & EF_CUDA_ARCH_SPECIFIC_ABI7 != 0)
             };
-            Ok(ObjectTarget::Nvidia { sm })
+            Ok(ObjectTarget::Nvidia { sm, arch_specific })
         }
         m => Err(bad(&format!(
             "e_machine {m} is neither AMDGPU (224) nor CUDA (190)"
@@ -278,14 +316,20 @@ fn check_target(obj: &[u8], device_arch: &str) -> Result<ObjectTarget, CodeObjec
             }
             Ok(target)
         }
-        ObjectTarget::Nvidia { sm } => {
+        ObjectTarget::Nvidia { sm, arch_specific } => {
             let dev: u32 = device_arch
                 .strip_prefix("sm_")
                 .map(|s| s.trim_end_matches('a'))
                 .and_then(|s| s.parse().ok())
                 .ok_or_else(mismatch)?;
-            // SASS runs on the same major version with an equal or newer minor.
-            if sm / 10 != dev / 10 || sm % 10 > dev % 10 {
+            // SASS runs on the same major version with an equal or newer minor; an
+            // arch-specific cubin on its own compute capability only.
+            let fits = if arch_specific {
+                sm == dev
+            } else {
+                sm / 10 == dev / 10 && sm % 10 <= dev % 10
+            };
+            if !fits {
                 return Err(mismatch());
             }
             Ok(target)
@@ -334,7 +378,13 @@ mod tests {
             .to_string();
         assert!(e.contains("the binary has AMD gfx90a (mach 0x3f), xnack any, sramecc any; the device is gfx942"), "{e}");
         let sm90 = object("sm_90_132");
-        assert_eq!(inspect(sm90).unwrap(), ObjectTarget::Nvidia { sm: 90 });
+        assert_eq!(
+            inspect(sm90).unwrap(),
+            ObjectTarget::Nvidia {
+                sm: 90,
+                arch_specific: false
+            }
+        );
         let e = check_for_device(sm90, "sm_80").unwrap_err().to_string();
         assert!(
             e.contains("NVIDIA cubin for sm_90; the device is sm_80"),

@@ -79,6 +79,9 @@ impl InvokerCache {
 pub struct Context {
     device: Device,
     target: &'static EmbeddedTarget,
+    /// The device's limits on the target's solutions (its own arch's, when it runs a lower
+    /// arch's objects).
+    caps: TargetCaps,
     exact: bool,
     invokers: Mutex<InvokerCache>,
     warmup_s: f64,
@@ -98,8 +101,7 @@ impl Context {
 
     /// As [`Context::new`], keeping at most `capacity` invokers (at least 1) loaded.
     pub fn with_invoker_capacity(device: Device, capacity: usize) -> Result<Context, RunError> {
-        let info = device.info();
-        let sel = select_target(&info.arch, info.compute_units)?;
+        let sel = check_device(device.info())?;
         // Every problem reads the find-db and perf-db: they are decoded and verified while the
         // context opens (driver start-up already costs hundreds of ms), so the first problem
         // pays only for its own kernel. Code objects stay lazy: most are never used.
@@ -107,8 +109,10 @@ impl Context {
         for kind in [TableKind::FindDb, TableKind::PerfDb] {
             sel.target.decode_table(kind)?;
         }
-        warn_about_target(&info.spec, &info.arch, info.compute_units, sel);
+        let info = device.info();
+        let caps = TargetCaps::on_device(sel.target, &info.arch, info.compute_units);
         Ok(Context {
+            caps,
             device,
             target: sel.target,
             exact: sel.exact,
@@ -137,6 +141,12 @@ impl Context {
         &self.device
     }
 
+    /// The device's limits on the target's solutions (the target's own, unless the device
+    /// runs a lower arch's objects).
+    pub fn caps(&self) -> TargetCaps {
+        self.caps
+    }
+
     /// The embedded target in use.
     pub fn target(&self) -> &'static EmbeddedTarget {
         self.target
@@ -149,7 +159,7 @@ impl Context {
 
     /// The ranked plan for `p` (logged: a warning when the cost model ranked it).
     pub fn find_solutions(&self, p: &ConvProblem) -> Result<Plan, RunError> {
-        crate::resolve::resolve_logged(self.target, p)
+        crate::resolve::resolve_logged_on(self.target, &self.caps, p)
     }
 
     /// Loads (or reuses) the invoker of `v` for `p`.
@@ -266,7 +276,7 @@ impl Context {
             ),
         };
         v.solver
-            .applicable(p, &TargetCaps::of(self.target), v.params)
+            .applicable(p, &self.caps, v.params)
             .map_err(not_applicable)?;
         let args = KernelArgs::of(p).ok_or_else(|| not_applicable("sizes exceed i32"))?;
         let plan = v.solver.imp.launch_plan(p, v.params);
@@ -315,11 +325,49 @@ impl Context {
     }
 }
 
-/// Warns when a device runs on borrowed tuning: the closest CU count's target, or a target
-/// whose find-db measured none of kiln's solvers (its plans all come from the cost model).
+/// The CUDA version of the NVRTC that built a target's cubins, from its toolchain line
+/// (`"NVRTC 12.9, ..."` -> `(12, 9)`).
+pub fn cuda_toolkit(target: &EmbeddedTarget) -> Option<(u32, u32)> {
+    let rest = target.toolchain.split("NVRTC ").nth(1)?;
+    let version: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+    Some((parts.next()??, parts.next().flatten().unwrap_or(0)))
+}
+
+/// What a device gets, from its description alone: the embedded target it runs (exact, closest
+/// CU count, or for NVIDIA the nearest lower arch of its major version), refused when its
+/// driver is older than the target's cubins need (CUDA's minor-version compatibility: a
+/// driver of the toolkit's major version). Logs a warning for borrowed tuning.
+pub fn check_device(info: &crate::backend::DeviceInfo) -> Result<Selection, RunError> {
+    let sel = select_target(&info.arch, info.compute_units)?;
+    if let (Some(driver), Some(toolkit)) = (info.driver_version, cuda_toolkit(sel.target)) {
+        if driver.0 < toolkit.0 {
+            return Err(RunError::OldDriver {
+                target: sel.target.basename,
+                driver,
+                toolkit,
+            });
+        }
+    }
+    warn_about_target(&info.spec, &info.arch, info.compute_units, sel);
+    Ok(sel)
+}
+
+/// Warns when a device runs on borrowed tuning: another arch's objects, the closest CU
+/// count's target, or a target whose find-db measured none of kiln's solvers (its plans all
+/// come from the cost model).
 pub fn warn_about_target(spec: &str, arch: &str, compute_units: u32, sel: Selection) {
     let t = sel.target;
-    if !sel.exact {
+    if !sel.same_arch {
+        log::warn!(
+            "{spec} ({arch}, {compute_units} SMs) has no {arch} target in this binary: running {} ({}) cubins, which NVIDIA's binary compatibility within a major version allows; their tuning was measured on another device",
+            t.basename,
+            t.arch
+        );
+    } else if !sel.exact {
         log::warn!(
             "{spec} ({arch}, {compute_units} CUs/SMs) has no target of its own in this binary: using {} ({} CUs/SMs), the closest CU count of its arch; its tuning was measured on another device",
             t.basename,

@@ -144,6 +144,15 @@ pub enum RunError {
         /// `x`, `w`, `y` or `workspace`.
         which: &'static str,
     },
+    /// The GPU driver is older than the toolkit the target's code objects were built with.
+    OldDriver {
+        /// The target.
+        target: &'static str,
+        /// The newest CUDA version the driver supports.
+        driver: (u32, u32),
+        /// The CUDA version of the compiler that built the target's cubins.
+        toolkit: (u32, u32),
+    },
 }
 
 impl fmt::Display for RunError {
@@ -179,6 +188,16 @@ impl fmt::Display for RunError {
             RunError::ForeignBuffer { which } => write!(
                 f,
                 "buffer {which} was allocated on another device than the context's"
+            ),
+            RunError::OldDriver {
+                target,
+                driver,
+                toolkit,
+            } => write!(
+                f,
+                "the CUDA driver supports CUDA {}.{}, but target {target}'s cubins were built with CUDA {}.{} \
+                 and need a driver for CUDA {}.0 or newer (CUDA's minor-version compatibility): update the driver",
+                driver.0, driver.1, toolkit.0, toolkit.1, toolkit.0
             ),
         }
     }

@@ -125,7 +125,17 @@ impl core::ops::Deref for Plan {
 
 /// Resolves `p` on `target`: its find-db record when there is one, else the fallback.
 pub fn resolve(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Plan, RunError> {
-    let caps = TargetCaps::of(target);
+    resolve_on(target, &TargetCaps::of(target), p)
+}
+
+/// As [`resolve`], for a device whose limits differ from the target's (`caps`: see
+/// [`TargetCaps::on_device`]): solutions the device cannot run are left out.
+pub fn resolve_on(
+    target: &'static EmbeddedTarget,
+    caps: &TargetCaps,
+    p: &ConvProblem,
+) -> Result<Plan, RunError> {
+    let caps = *caps;
     let tuned = target.perf_record(p)?;
     let mut ranked = heapless::Vec::new();
     if let Some(found) = target.find_record(p)? {
@@ -179,7 +189,16 @@ pub fn resolve(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Plan,
 /// did, debug for the problem's own find-db record. [`crate::context::Context::find_solutions`]
 /// and the `kiln` binary resolve through it; [`resolve`] itself stays silent for hot loops.
 pub fn resolve_logged(target: &'static EmbeddedTarget, p: &ConvProblem) -> Result<Plan, RunError> {
-    let plan = resolve(target, p)?;
+    resolve_logged_on(target, &TargetCaps::of(target), p)
+}
+
+/// As [`resolve_logged`], with a device's caps ([`resolve_on`]).
+pub fn resolve_logged_on(
+    target: &'static EmbeddedTarget,
+    caps: &TargetCaps,
+    p: &ConvProblem,
+) -> Result<Plan, RunError> {
+    let plan = resolve_on(target, caps, p)?;
     let key = p.find_db_key();
     match plan.source {
         PlanSource::FindDb => log::debug!(

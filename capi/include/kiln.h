@@ -38,7 +38,8 @@ typedef struct kiln_handle_info {
   uint32_t compute_units;
   // 1 when the handle has a device (can run), 0 for a planning handle.
   int32_t has_device;
-  // 1 when the target was built for this CU count, 0 when it is the closest of its arch.
+  // 1 when the target was built for this arch and CU count; 0 when it is the closest CU
+  // count of the arch, or (NVIDIA) a lower arch of the same major version.
   int32_t exact_target;
   // 1 when the target's find-db measured kiln's solvers, 0 when every rank is the cost
   // model's.

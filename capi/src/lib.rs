@@ -84,7 +84,8 @@ pub struct kiln_handle_info {
     pub compute_units: u32,
     /// 1 when the handle has a device (can run), 0 for a planning handle.
     pub has_device: i32,
-    /// 1 when the target was built for this CU count, 0 when it is the closest of its arch.
+    /// 1 when the target was built for this arch and CU count; 0 when it is the closest CU
+    /// count of the arch, or (NVIDIA) a lower arch of the same major version.
     pub exact_target: i32,
     /// 1 when the target's find-db measured kiln's solvers, 0 when every rank is the cost
     /// model's.
@@ -724,7 +725,10 @@ fn choose(
             solver.escape_debug()
         ))
     })?;
-    let caps = TargetCaps::of(shared.target);
+    let caps = shared
+        .context
+        .as_ref()
+        .map_or_else(|| TargetCaps::of(shared.target), Context::caps);
     let params = solver_ref.usable_config(p, &caps, params).ok_or_else(|| {
         let why = solver_ref
             .applicable(p, &caps, params)

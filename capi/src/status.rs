@@ -75,7 +75,7 @@ impl From<RunError> for Failure {
             RunError::Kiln(Error::NoTarget { .. } | Error::UnknownTarget { .. }) => {
                 KILN_ERROR_NO_TARGET
             }
-            RunError::Backend(_) => KILN_ERROR_DEVICE,
+            RunError::Backend(_) | RunError::OldDriver { .. } => KILN_ERROR_DEVICE,
             RunError::CodeObject { .. } | RunError::MissingKernel { .. } => KILN_ERROR_DATA,
             RunError::Solver { .. } => KILN_ERROR_BAD_SOLUTION,
             RunError::NoSolution { .. } => KILN_ERROR_NO_SOLUTION,

@@ -302,12 +302,13 @@ fn print_targets(targets: &[TargetData]) -> Result<String> {
         writeln!(
             lits,
             "    ::kiln_format::EmbeddedTarget {{\n        basename: {base:?},\n        vendor: ::kiln_format::Vendor::{vendor},\n        arch: {:?},\n        \
-             compute_units: {},\n        code_object: ::kiln_format::CodeObjectKind::{code_object},\n        aliases: &[{}],\n        origin: {:?},\n        \
+             compute_units: {},\n        code_object: ::kiln_format::CodeObjectKind::{code_object},\n        aliases: &[{}],\n        origin: {:?},\n        toolchain: {:?},\n        \
              find_db: {},\n        perf_db: {},\n        kdb: {},\n        measured: {},\n        inputs: &[{inputs}],\n    }},",
             cfg.arch,
             cfg.compute_units,
             aliases.join(", "),
             cfg.origin,
+            cfg.toolchain.as_deref().unwrap_or(""),
             table_ref(TableKind::FindDb),
             table_ref(TableKind::PerfDb),
             table_ref(TableKind::KernelDb),

@@ -260,7 +260,7 @@ int main(int argc, char **argv) {
   kiln_handle_info info;
   if (!check(kiln_handle_get_info(h, &info), "handle info")) return 1;
   printf("device %s (%s, %u SMs/CUs) -> target %s%s\n", info.device, info.arch,
-         info.compute_units, info.target, info.exact_target ? "" : " (closest CU count)");
+         info.compute_units, info.target, info.exact_target ? "" : " (inexact target: closest CU count or a lower arch; see the log)");
 
   kiln_conv_desc d = layer(n);
   kiln_problem *p = NULL;

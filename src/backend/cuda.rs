@@ -93,6 +93,17 @@ fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32, BackendEr
     Ok(v)
 }
 
+/// The newest CUDA version the driver supports, `(major, minor)`.
+fn driver_version() -> Result<(u32, u32), BackendError> {
+    let mut v = 0;
+    // SAFETY: valid out-pointer.
+    check("cuDriverGetVersion", unsafe {
+        sys::cuDriverGetVersion(&mut v)
+    })?;
+    let v = v.max(0) as u32;
+    Ok((v / 1000, v % 1000 / 10))
+}
+
 fn describe(ordinal: usize) -> Result<(sys::CUdevice, DeviceInfo), BackendError> {
     let mut dev = 0;
     // SAFETY: valid out-pointer; ordinal is checked by the driver.
@@ -144,6 +155,7 @@ fn describe(ordinal: usize) -> Result<(sys::CUdevice, DeviceInfo), BackendError>
             arch: format!("sm_{major}{minor}"),
             compute_units: sms.max(0) as u32,
             uuid,
+            driver_version: Some(driver_version()?),
         },
     ))
 }

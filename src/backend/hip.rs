@@ -230,6 +230,7 @@ fn describe(api: &Api, ordinal: usize) -> Result<DeviceInfo, BackendError> {
         arch: c_string_at(&buf, props::GCN_ARCH_NAME),
         compute_units: i32::from_ne_bytes(cus).max(0) as u32,
         uuid,
+        driver_version: None,
     })
 }
 

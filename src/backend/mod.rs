@@ -37,6 +37,9 @@ pub struct DeviceInfo {
     pub compute_units: u32,
     /// `GPU-xxxxxxxx-...` (CUDA) or the HIP UUID.
     pub uuid: String,
+    /// The newest CUDA version the driver supports (`cuDriverGetVersion`: 13.0 is `(13, 0)`);
+    /// `None` for HIP.
+    pub driver_version: Option<(u32, u32)>,
 }
 
 /// A backend error: which call failed, the driver's code and its words.

@@ -34,6 +34,13 @@ pub struct TargetCaps {
     pub compute_units: u32,
 }
 
+/// NVIDIA arches a device may report, as static names (a device description's arch is a
+/// `String`; caps hold `&'static str`).
+const NVIDIA_ARCHS: &[&str] = &[
+    "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100",
+    "sm_101", "sm_103", "sm_110", "sm_120", "sm_121",
+];
+
 impl TargetCaps {
     /// The capabilities of an embedded target.
     pub fn of(t: &EmbeddedTarget) -> TargetCaps {
@@ -41,6 +48,20 @@ impl TargetCaps {
             vendor: t.vendor,
             arch: t.arch,
             compute_units: t.compute_units,
+        }
+    }
+
+    /// What a device running target `t` gives: the target's caps, except that a device of a
+    /// higher arch of the same NVIDIA major version (an sm_86 running sm_80 objects) brings its
+    /// own limits (sm_86 gives a block 99 KiB of shared memory, sm_80 163 KiB) and SM count.
+    pub fn on_device(t: &EmbeddedTarget, device_arch: &str, compute_units: u32) -> TargetCaps {
+        match NVIDIA_ARCHS.iter().find(|a| **a == device_arch) {
+            Some(arch) if t.vendor == Vendor::Nvidia && *arch != t.arch => TargetCaps {
+                vendor: t.vendor,
+                arch,
+                compute_units,
+            },
+            _ => TargetCaps::of(t),
         }
     }
 }

@@ -11,7 +11,7 @@ use kiln::harness::verify::{
     download, poison, random_values, relative_error, tolerance, upload, workspace_for,
 };
 use kiln::resolve::Variant;
-use kiln::solvers::{TargetCaps, REFERENCE_SOLVER};
+use kiln::solvers::REFERENCE_SOLVER;
 use kiln::{ConvProblem, RunError};
 use kiln_embed::finddb::{FindItem, FindRecord};
 use kiln_embed::perfdb::{PerfItem, PerfRecord};
@@ -68,7 +68,7 @@ pub fn measure(
         &xs[0],
     )?;
 
-    let caps = TargetCaps::of(ctx.target());
+    let caps = ctx.caps();
     let mut out = Vec::new();
     for solver in kiln::solvers::registered() {
         for params in solver.applicable_params(p, &caps) {

@@ -78,6 +78,9 @@ pub struct EmbeddedTarget {
     pub aliases: &'static [&'static str],
     /// Where the data came from.
     pub origin: &'static str,
+    /// The compilers that built its code objects, from `target.toml` (`"NVRTC 12.9, ..."`;
+    /// empty when it does not say).
+    pub toolchain: &'static str,
     /// Find-db table.
     pub find_db: Option<&'static EmbeddedTable>,
     /// Perf-db table.

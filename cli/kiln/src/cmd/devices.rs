@@ -5,13 +5,11 @@ use crate::args::JsonArgs;
 use crate::json::Json;
 use crate::CliResult;
 
-/// One device's embedded target: (basename, exact), or why there is none.
+/// One device's embedded target: (basename, exact), or why it has none (no target of its
+/// arch or major version, or a driver too old for the target's cubins).
 fn target_of(d: &kiln::backend::DeviceInfo) -> Result<(&'static str, bool), String> {
-    kiln::select_target(&d.arch, d.compute_units)
-        .map(|sel| {
-            kiln::context::warn_about_target(&d.spec, &d.arch, d.compute_units, sel);
-            (sel.target.basename, sel.exact)
-        })
+    kiln::context::check_device(d)
+        .map(|sel| (sel.target.basename, sel.exact))
         .map_err(|e| e.to_string())
 }
 
@@ -45,7 +43,14 @@ pub fn run(a: &JsonArgs) -> CliResult {
                 for d in devices {
                     let target = match target_of(&d) {
                         Ok((t, exact)) => {
-                            format!("{t}{}", if exact { "" } else { " (closest CU count)" })
+                            format!(
+                                "{t}{}",
+                                if exact {
+                                    ""
+                                } else {
+                                    " (not an exact match: see the warning)"
+                                }
+                            )
                         }
                         Err(e) => format!("none: {e}"),
                     };

@@ -53,7 +53,7 @@ pub fn describe_context(ctx: &kiln::context::Context) -> String {
         if ctx.exact_target() {
             ""
         } else {
-            " (closest CU count)"
+            " (inexact target: closest CU count or a lower arch; see the log)"
         }
     )
 }

@@ -7,7 +7,6 @@
 
 use kiln::harness::verify::{run_checked, run_special_values};
 use kiln::resolve::Variant;
-use kiln::solvers::TargetCaps;
 use kiln::{ConvProblem, ConvSpec, DataType, Layout, MathMode};
 
 use super::describe_context;
@@ -111,7 +110,7 @@ pub fn run(a: &SelftestArgs) -> CliResult {
         );
     }
     let mut failed_runs: Vec<Json> = Vec::new();
-    let caps = TargetCaps::of(ctx.target());
+    let caps = ctx.caps();
     let problems = problems();
     let (mut runs, mut failures) = (0, 0);
     let mut per_solver: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
