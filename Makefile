@@ -2,7 +2,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 20
 
-.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb kdb-check hip-check device-pack capi header examples
+.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb kdb-check hip-check device-pack capi header examples dist
 
 ## Run kiln's main job on its embedded default databases: every ResNet-50 conv layer through
 ## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects).
@@ -33,6 +33,12 @@ capi:
 ## Regenerate capi/include/kiln.h with cbindgen (a test fails while the committed one is stale).
 header:
 	KILN_BLESS=1 $(CARGO) test --quiet -p kiln-c --test header
+
+## Release `kiln` for x86_64 and aarch64 Linux with a glibc floor of 2.28 (cargo-zigbuild and
+## zig, installed by ci/setup-dist.sh) into dist/; checks the GLIBC symbol versions and runs the
+## aarch64 binary under qemu-user.
+dist:
+	bash ci/dist.sh
 
 ## Build and run the examples: the C program against libkiln.a, the C library's bad-input
 ## check against libkiln.so under valgrind, and the Rust example. Without a GPU they print the

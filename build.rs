@@ -47,6 +47,40 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
         enabled.push(base);
     }
+    // KILN_EXTRA_TARGETS: folders of an appliance builder's own targets (same form as
+    // targets/), ':'-separated; every target in them is embedded, no cargo feature needed.
+    let mut extra_targets_dirs = Vec::new();
+    for dir in env("KILN_EXTRA_TARGETS").iter().flat_map(|v| {
+        v.split(':')
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .collect::<Vec<_>>()
+    }) {
+        println!("cargo:rerun-if-changed={}", dir.display());
+        let listed = kiln_embed::target::list_targets(&dir)
+            .map_err(|e| format!("KILN_EXTRA_TARGETS names {}: {e}", dir.display()))?;
+        if listed.is_empty() {
+            return Err(format!(
+                "KILN_EXTRA_TARGETS names {}, which holds no <basename>/target.toml",
+                dir.display()
+            )
+            .into());
+        }
+        for t in listed {
+            let base = t
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_string();
+            println!("cargo:rerun-if-changed={}", t.display());
+            let specific = format!("KILN_DB_SOURCE_{}", base.to_uppercase());
+            if let Some(src) = env(&specific) {
+                sources.push((base.clone(), Source::parse(&src)));
+            }
+            enabled.push(base);
+        }
+        extra_targets_dirs.push(dir);
+    }
     // A feature that names a target basename must have a folder: never silently embed nothing.
     for (var, _) in std::env::vars() {
         if let Some(feature) = var.strip_prefix("CARGO_FEATURE_") {
@@ -90,6 +124,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     ];
     let req = EmbedRequest {
         targets_dir,
+        extra_targets_dirs,
         enabled,
         out_dir,
         sources,

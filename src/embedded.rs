@@ -60,4 +60,33 @@ mod tests {
         );
         assert!(roots.contains("kiln_format"));
     }
+
+    /// A vendor-only build (`--no-default-features --features hip,all-amd` or
+    /// `cuda,all-nvidia`, as `make test` runs) carries only that vendor's targets and backend.
+    #[test]
+    fn a_vendor_only_build_carries_only_its_vendor() {
+        use kiln_format::Vendor;
+        let schemes: Vec<&str> = crate::backend::BACKENDS.iter().map(|b| b.scheme).collect();
+        let vendors: Vec<Vendor> = super::targets().iter().map(|t| t.vendor).collect();
+        if cfg!(not(feature = "cuda")) {
+            assert!(!schemes.contains(&"cuda"));
+        }
+        if cfg!(not(feature = "hip")) {
+            assert!(!schemes.contains(&"hip"));
+        }
+        if cfg!(all(
+            feature = "hip",
+            not(feature = "cuda"),
+            not(feature = "all-nvidia")
+        )) {
+            assert!(vendors.iter().all(|v| *v == Vendor::Amd), "{vendors:?}");
+        }
+        if cfg!(all(
+            feature = "cuda",
+            not(feature = "hip"),
+            not(feature = "all-amd")
+        )) {
+            assert!(vendors.iter().all(|v| *v == Vendor::Nvidia), "{vendors:?}");
+        }
+    }
 }

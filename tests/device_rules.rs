@@ -32,13 +32,17 @@ fn objects(target: &str) -> Vec<&'static [u8]> {
 }
 
 #[test]
-fn sm_86_and_sm_87_devices_run_sm_80_objects() {
-    // RTX 3090 (sm_86, 82 SMs) and Jetson AGX Orin (sm_87, 16 SMs): no target of their own.
-    for (arch, sms) in [("sm_86", 82), ("sm_87", 16)] {
+fn sm_86_and_sm_88_devices_run_a_lower_arch_of_their_major() {
+    // RTX 3090 (sm_86, 82 SMs) and a later 8.x: no target of their own. (Jetson AGX Orin,
+    // sm_87, has `sm_87_16`; without it, it would run sm_80 objects: select.rs tests that.)
+    let orin = check_device(&device("sm_87", 16, Some((12, 6)))).unwrap();
+    assert!(orin.exact && orin.target.basename == "sm_87_16");
+    // The nearest lower arch of the major: sm_86 -> sm_80, a hypothetical sm_88 -> sm_87.
+    for (arch, sms, want) in [("sm_86", 82, "sm_80_108"), ("sm_88", 48, "sm_87_16")] {
         let sel = check_device(&device(arch, sms, Some((12, 4)))).unwrap();
-        assert_eq!(sel.target.basename, "sm_80_108", "{arch}");
+        assert_eq!(sel.target.basename, want, "{arch}");
         assert!(!sel.same_arch && !sel.exact);
-        let objs = objects("sm_80_108");
+        let objs = objects(want);
         assert!(objs.len() > 50);
         for obj in objs {
             check_for_device(obj, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
@@ -188,7 +192,10 @@ fn a_device_running_a_lower_arch_keeps_its_own_limits() {
     use kiln::solvers::TargetCaps;
     let a100 = kiln::named_target("a100").unwrap();
     let on_86 = TargetCaps::on_device(a100, "sm_86", 82);
-    assert_eq!((on_86.arch, on_86.compute_units), ("sm_86", 82));
+    assert_eq!(
+        (on_86.arch, on_86.code_arch, on_86.compute_units),
+        ("sm_86", "sm_80", 82)
+    );
     assert_eq!(
         TargetCaps::on_device(a100, "sm_80", 108),
         TargetCaps::of(a100)
@@ -203,8 +210,14 @@ fn a_device_running_a_lower_arch_keeps_its_own_limits() {
     let big = "256,128,64,64,64,3,8,1";
     assert!(s.applicable(&p, &TargetCaps::of(a100), big).is_ok());
     assert!(s.applicable(&p, &on_86, big).is_err());
-    // The plan for the sm_86 device leaves that config out; the sm_80 one may use it.
+    // The tensor-core solvers still apply there (the manifest builds them for sm_80, whose
+    // cubins the sm_86 runs), with the configs that fit.
+    assert!(s.applicable(&p, &on_86, "128,128,64,64,64,3,8,1").is_ok());
+    // The plan for the sm_86 device leaves the big config out; the sm_80 one may use it.
     let plan = kiln::resolve::resolve_on(a100, &on_86, &p).unwrap();
+    assert!(plan
+        .iter()
+        .any(|r| r.variant.solver.id() == "ConvCutlassIgemmFwd"));
     assert!(plan.iter().all(|r| r.variant.params != big));
     assert!(plan.iter().all(|r| r
         .variant

@@ -155,7 +155,7 @@ fn cases() -> Vec<Case> {
         ));
     }
     out.push(Case::new(
-        "no target, 10 embedded",
+        "no target, several embedded",
         &["resolve", "-n", "1"],
         Expect::Error,
     ));

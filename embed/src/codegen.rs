@@ -26,6 +26,10 @@ use crate::target::TargetConfig;
 pub struct EmbedRequest {
     /// `targets/`.
     pub targets_dir: PathBuf,
+    /// Further folders of targets (`KILN_EXTRA_TARGETS`): an appliance builder's own targets,
+    /// in the same form as `targets/` (a folder per target with `target.toml` and its pinned
+    /// files). A basename may live in only one of all the folders.
+    pub extra_targets_dirs: Vec<PathBuf>,
     /// Basenames to embed.
     pub enabled: Vec<String>,
     /// `$OUT_DIR`.
@@ -130,6 +134,40 @@ pub fn embed(req: &EmbedRequest) -> Result<EmbedReport> {
     Ok(report)
 }
 
+/// The one folder holding target `base`: `targets/<base>` or an extra folder's `<base>`.
+pub fn target_dir(req: &EmbedRequest, base: &str) -> Result<PathBuf> {
+    let found: Vec<PathBuf> = std::iter::once(&req.targets_dir)
+        .chain(&req.extra_targets_dirs)
+        .map(|d| d.join(base))
+        .filter(|d| d.join("target.toml").is_file())
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::Target {
+            target: base.to_string(),
+            reason: format!(
+                "enabled but no target.toml for it in {}{}",
+                req.targets_dir.display(),
+                req.extra_targets_dirs
+                    .iter()
+                    .map(|d| format!(" or {}", d.display()))
+                    .collect::<String>()
+            ),
+        }),
+        several => Err(Error::Target {
+            target: base.to_string(),
+            reason: format!(
+                "defined twice: {} (rename one; a target's basename is its identity)",
+                several
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        }),
+    }
+}
+
 /// Reads, validates and packs one target's files; writes each blob to `out_dir`.
 fn collect_target(
     req: &EmbedRequest,
@@ -137,16 +175,7 @@ fn collect_target(
     manifest: Option<&Manifest>,
     report: &mut EmbedReport,
 ) -> Result<TargetData> {
-    let dir = req.targets_dir.join(base);
-    if !dir.join("target.toml").is_file() {
-        return Err(Error::Target {
-            target: base.to_string(),
-            reason: format!(
-                "feature enabled but {} does not exist",
-                dir.join("target.toml").display()
-            ),
-        });
-    }
+    let dir = target_dir(req, base)?;
     report.inputs.push(dir.join("target.toml"));
     let cfg = TargetConfig::load(&dir)?;
     let source = req

@@ -298,6 +298,7 @@ mod tests {
         TargetCaps {
             vendor: Vendor::Nvidia,
             arch: "sm_90",
+            code_arch: "sm_90",
             compute_units: 132,
         }
     }

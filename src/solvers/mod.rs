@@ -28,8 +28,11 @@ pub type NotApplicable = &'static str;
 pub struct TargetCaps {
     /// Vendor.
     pub vendor: Vendor,
-    /// Arch (`sm_90`, `gfx942`).
+    /// Arch whose limits apply (`sm_90`, `gfx942`): the device's.
     pub arch: &'static str,
+    /// Arch the target's code objects were built for: the manifest's `archs` gate reads it. The
+    /// same as `arch`, except on a device running a lower arch's objects (sm_86 running sm_80).
+    pub code_arch: &'static str,
     /// SM or CU count.
     pub compute_units: u32,
 }
@@ -47,6 +50,7 @@ impl TargetCaps {
         TargetCaps {
             vendor: t.vendor,
             arch: t.arch,
+            code_arch: t.arch,
             compute_units: t.compute_units,
         }
     }
@@ -59,6 +63,7 @@ impl TargetCaps {
             Some(arch) if t.vendor == Vendor::Nvidia && *arch != t.arch => TargetCaps {
                 vendor: t.vendor,
                 arch,
+                code_arch: t.arch,
                 compute_units,
             },
             _ => TargetCaps::of(t),
@@ -230,7 +235,7 @@ impl SolverRef {
         params: &str,
     ) -> Result<(), NotApplicable> {
         common_checks(p)?;
-        if !self.entry.builds_for(target.arch) {
+        if !self.entry.builds_for(target.code_arch) {
             return Err("not built for this arch");
         }
         if !self.entry.builds_type(p.data_types()[0].name()) {
@@ -356,6 +361,7 @@ mod hostile_problems {
         TargetCaps {
             vendor: Vendor::Nvidia,
             arch: "sm_90",
+            code_arch: "sm_90",
             compute_units: 132,
         }
     }
@@ -444,6 +450,7 @@ mod tests {
         TargetCaps {
             vendor: Vendor::Nvidia,
             arch: "sm_90",
+            code_arch: "sm_90",
             compute_units: 132,
         }
     }
@@ -635,6 +642,7 @@ mod tests {
         let amd = TargetCaps {
             vendor: Vendor::Amd,
             arch: "gfx942",
+            code_arch: "gfx942",
             compute_units: 304,
         };
         assert_eq!(s.applicable(&p, &amd, ""), Err("not built for this arch"));

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# `make dist`: release `kiln` binaries for x86_64 and aarch64 Linux with a glibc floor of 2.28
+# (cargo-zigbuild links against that glibc version's symbols), into dist/. Then checks each
+# binary's highest GLIBC symbol version and runs the aarch64 one under qemu-user: info, resolve
+# (0 heap allocations per resolve), demo without a GPU, and no file access after the loader.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KILN_TOOLS=${KILN_TOOLS:-$HOME/.cache/kiln-tools}
+GLIBC_FLOOR=${GLIBC_FLOOR:-2.28}
+bash ci/setup-dist.sh >/dev/null
+export PATH="$KILN_TOOLS/zig/bin:$PATH"
+rm -rf dist && mkdir -p dist
+for arch in x86_64 aarch64; do
+  triple="$arch-unknown-linux-gnu"
+  CARGO_PROFILE_RELEASE_STRIP=symbols \
+    cargo zigbuild --quiet --release -p kiln-cli --target "$triple.$GLIBC_FLOOR"
+  cp "target/$triple/release/kiln" "dist/kiln-$arch-linux-gnu"
+done
+fail=0
+for bin in dist/kiln-*; do
+  highest=$(readelf -W --dyn-syms "$bin" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+  needed=$(readelf -d "$bin" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
+  if [ "$(printf '%s\n%s\n' "$highest" "$GLIBC_FLOOR" | sort -V | tail -1)" = "$GLIBC_FLOOR" ]; then
+    verdict="<= $GLIBC_FLOOR"
+  else
+    verdict="ABOVE $GLIBC_FLOOR"; fail=1
+  fi
+  printf '%s: %s B, highest GLIBC symbol %s (%s), needs: %s\n' \
+    "$bin" "$(stat -c %s "$bin")" "$highest" "$verdict" "$needed"
+done
+
+# The aarch64 binary under qemu-user, with Debian's aarch64 glibc as its root.
+export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
+a64=dist/kiln-aarch64-linux-gnu
+run64() { qemu-aarch64 "$a64" "$@"; }
+file "$a64" 2>/dev/null | sed 's/, BuildID.*//' || true
+run64 info >/tmp/kiln-dist-info.txt || fail=1
+head -1 /tmp/kiln-dist-info.txt
+run64 resolve --target h100 -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 --repeat 20000 \
+  >/tmp/kiln-dist-resolve.txt || fail=1
+tail -2 /tmp/kiln-dist-resolve.txt
+grep -q ', 0 heap allocations' /tmp/kiln-dist-resolve.txt \
+  || { echo "aarch64: resolve allocated" >&2; fail=1; }
+run64 demo >/tmp/kiln-dist-demo.txt 2>&1 || { cat /tmp/kiln-dist-demo.txt; fail=1; }
+tail -2 /tmp/kiln-dist-demo.txt
+# Guest syscalls (qemu -strace): after the loader's libraries, no file is touched.
+qemu-aarch64 -strace "$a64" resolve --target gfx942130 \
+  1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-FP32-F >/dev/null 2>/tmp/kiln-dist-strace.txt || fail=1
+python3 - /tmp/kiln-dist-strace.txt <<'PY' || fail=1
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+file_call = re.compile(r"\d+ (open|openat|access|faccessat|stat|lstat|newfstatat|statx|readlink|readlinkat)\(")
+calls = [i for i, l in enumerate(lines) if file_call.match(l)]
+# The dynamic loader searches its directories and opens each library; its last library ends
+# start-up. After that kiln itself must touch no file.
+last_lib = max((i for i in calls if ".so" in lines[i]), default=-1)
+# fstat of an open descriptor (an empty path) reads no file by name: the loader does it for
+# each library it mapped.
+after = [lines[i] for i in calls if i > last_lib and ',"",' not in lines[i]]
+if last_lib < 0:
+    print("aarch64: the trace shows no library loads: is qemu -strace working?")
+    sys.exit(1)
+if after:
+    print("aarch64: file access after start-up:\n" + "\n".join(after))
+    sys.exit(1)
+print(f"aarch64: {len(calls)} file syscalls, all the loader's (none after its last library)")
+PY
+[ $fail = 0 ] && echo "dist: passed" || { echo "dist: FAILED" >&2; exit 1; }
