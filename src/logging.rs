@@ -71,7 +71,8 @@ impl log::Log for StderrLogger {
             log::Level::Debug => "debug",
             log::Level::Trace => "trace",
         };
-        // One write of one line: lines from concurrent threads do not interleave.
+        // The stderr lock is held for the whole line: lines from concurrent threads do not
+        // interleave.
         use std::io::Write;
         let _ = writeln!(std::io::stderr().lock(), "kiln: {level}: {}", record.args());
     }
