@@ -51,6 +51,68 @@ pub struct BenchArgs {
     /// Workspace cuDNN may use, MiB.
     #[arg(long, default_value_t = 1024)]
     cudnn_workspace_mib: usize,
+    /// Compare these problem lists (`ci/problems/*.txt`) instead of ResNet-50: each distinct
+    /// 2-D layer in the case's type, layout and batch; reports the per-layer geometric mean of
+    /// kiln / cuDNN. Skips the cold-start and lookup sections.
+    #[arg(long, num_args = 1..)]
+    problems: Vec<PathBuf>,
+}
+
+/// The layers one comparison runs: every layer in network order (for the network graph and
+/// the weighted sums) and the distinct ones (each timed once).
+struct Network {
+    all: Vec<kiln::harness::networks::Layer>,
+    unique: Vec<kiln::harness::networks::Layer>,
+}
+
+impl Network {
+    fn resnet50(case: &Case, n: u32) -> Result<Network, Box<dyn std::error::Error>> {
+        Ok(Network {
+            all: resnet50(n, case.dtype, case.layout, false)?,
+            unique: resnet50(n, case.dtype, case.layout, true)?,
+        })
+    }
+
+    /// A problem list's distinct 2-D forward layers, recast to the case's type, layout and
+    /// batch (the lists hold FP32 NCHW and NHWC variants of the same layers).
+    fn from_list(
+        keys: &[(String, ConvProblem)],
+        case: &Case,
+        n: u32,
+    ) -> Result<Network, Box<dyn std::error::Error>> {
+        let mut unique: Vec<kiln::harness::networks::Layer> = Vec::new();
+        for (i, (_, p)) in keys.iter().enumerate() {
+            if p.spatial_dims() != 2 || p.direction() != kiln::Direction::Forward {
+                continue;
+            }
+            let spec = ConvSpec {
+                n,
+                layouts: [case.layout; 3],
+                data_types: [case.dtype; 3],
+                ..p.spec()
+            };
+            let q = ConvProblem::new(spec)?;
+            if unique
+                .iter()
+                .all(|l| l.problem.find_db_key() != q.find_db_key())
+            {
+                unique.push(kiln::harness::networks::Layer {
+                    name: format!("#{}", i + 1),
+                    problem: q,
+                });
+            }
+        }
+        Ok(Network {
+            all: unique
+                .iter()
+                .map(|l| kiln::harness::networks::Layer {
+                    name: l.name.clone(),
+                    problem: l.problem,
+                })
+                .collect(),
+            unique,
+        })
+    }
 }
 
 /// A buffer of `p`'s x (`which` 0) or w (1) holding seeded random values.
@@ -317,6 +379,16 @@ struct ConfigResult {
     worst_ratio: f64,
     worst_error: f64,
     disagreements: usize,
+    /// Sum of ln(kiln / cuDNN) over the distinct layers, and their number: the geometric mean.
+    log_ratio_sum: f64,
+    layer_count: usize,
+}
+
+impl ConfigResult {
+    /// Per-layer geometric mean of kiln / cuDNN.
+    fn geomean(&self) -> f64 {
+        (self.log_ratio_sum / self.layer_count.max(1) as f64).exp()
+    }
 }
 
 /// cuDNN's fastest way to run `p` in any of `layouts`: for each layout, three searches (their
@@ -447,6 +519,7 @@ fn bench_config(
     workspace: &DeviceBuffer,
     case: &Case,
     n: u32,
+    net: Network,
     replays: usize,
 ) -> Result<ConfigResult, Box<dyn std::error::Error>> {
     let be = ctx.device();
@@ -459,8 +532,8 @@ fn bench_config(
             })
             .collect::<Vec<_>>()
     };
-    let all = with_math(resnet50(n, case.dtype, case.layout, false)?);
-    let unique = with_math(resnet50(n, case.dtype, case.layout, true)?);
+    let all = with_math(net.all);
+    let unique = with_math(net.unique);
     let mut layers = Vec::new();
     for (i, l) in unique.iter().enumerate() {
         let p = l.problem;
@@ -501,6 +574,8 @@ fn bench_config(
         worst_ratio: 0.0,
         worst_error: 0.0,
         disagreements: 0,
+        log_ratio_sum: 0.0,
+        layer_count: 0,
     };
     let mut bests = Vec::new();
     for (i, l) in layers.iter().enumerate() {
@@ -539,6 +614,8 @@ fn bench_config(
         r.kiln_weighted_ms += k * l.count as f64;
         r.cudnn_weighted_ms += c * l.count as f64;
         r.worst_ratio = r.worst_ratio.max(k / c);
+        r.log_ratio_sum += (k / c).ln();
+        r.layer_count += 1;
         writeln!(
             rows,
             "| {} | `{}` | {} | {} [{}] | {:.1} | {} ({}) | {:.1} | {:.2} | {}{} |",
@@ -655,6 +732,10 @@ pub fn run(a: &BenchArgs) -> CliResult {
         if exact { "" } else { " (closest SM count)" },
         env!("CARGO_PKG_VERSION"),
     )?;
+
+    if !a.problems.is_empty() {
+        return bench_lists(a, &ctx, r);
+    }
 
     // (b) Cold start first: nothing in this process has touched the embedded tables yet.
     let p = cold_problem()?;
@@ -823,7 +904,8 @@ pub fn run(a: &BenchArgs) -> CliResult {
     {
         for &n in &a.batch {
             eprintln!("bench: {} N={n}", case.name);
-            let c = bench_config(&ctx, &cudnn, &workspace, case, n, a.replays)?;
+            let net = Network::resnet50(case, n)?;
+            let c = bench_config(&ctx, &cudnn, &workspace, case, n, net, a.replays)?;
             writeln!(r, "### {}\n", c.label)?;
             writeln!(r, "| layer | problem | x | kiln solver [params] | kiln us | cuDNN algorithm, math (layout) | cuDNN us | ratio | error |")?;
             writeln!(r, "|---|---|---:|---|---:|---|---:|---:|---|")?;
@@ -865,6 +947,83 @@ pub fn run(a: &BenchArgs) -> CliResult {
             c.worst_error
         )?;
         failed += c.disagreements;
+    }
+    finish(&r, a.out.as_deref())?;
+    if failed > 0 {
+        return Err(format!("{failed} layers: kiln and cuDNN outputs disagree").into());
+    }
+    Ok(())
+}
+
+/// `--problems`: each list against cuDNN, per case and batch, with the per-layer geometric mean.
+fn bench_lists(a: &BenchArgs, ctx: &Context, mut r: String) -> CliResult {
+    let cudnn = Cudnn::open().map_err(|e| format!("cuDNN comparison not run: {e}"))?;
+    writeln!(
+        r,
+        "Problem lists against cuDNN {}.{}.{}, GPU-only ({}, {} calls per graph, median of {} replays), cuDNN set up as for ResNet-50 (the fastest of every algorithm its searches ran). Each list's distinct 2-D layers in the case's type, layout and batch; kiln runs what it resolves (find-db, else the nearest measured problem, else the cost model). `geomean` = per-layer geometric mean of kiln / cuDNN.\n",
+        cudnn.version / 10000,
+        cudnn.version / 100 % 100,
+        cudnn.version % 100,
+        GpuMethod::Graph.describe(),
+        GRAPH_CALLS,
+        a.replays
+    )?;
+    let workspace = ctx.device().alloc((a.cudnn_workspace_mib as u64) << 20)?;
+    let mut summary = Vec::new();
+    let mut failed = 0;
+    for file in &a.problems {
+        let keys = super::find::read_problem_list(file)?;
+        let name = file.file_stem().map_or_else(
+            || file.display().to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
+        for case in CASES
+            .iter()
+            .filter(|c| a.cases.is_empty() || a.cases.iter().any(|n| n == c.name))
+        {
+            for &n in &a.batch {
+                eprintln!("bench: {name} {} N={n}", case.name);
+                let net = Network::from_list(&keys, case, n)?;
+                let mut c = bench_config(ctx, &cudnn, &workspace, case, n, net, a.replays)?;
+                c.label = format!("{name} {}", c.label);
+                writeln!(r, "### {}\n", c.label)?;
+                writeln!(r, "| layer | problem | x | kiln solver [params] | kiln us | cuDNN algorithm, math (layout) | cuDNN us | ratio | error |")?;
+                writeln!(r, "|---|---|---:|---|---:|---|---:|---:|---|")?;
+                r.push_str(&c.rows);
+                writeln!(
+                    r,
+                    "\n{} distinct layers: geomean {:.2}x, sum kiln {:.3} ms vs cuDNN {:.3} ms ({:.2}x), worst layer {:.2}x.{}\n",
+                    c.layer_count,
+                    c.geomean(),
+                    c.kiln_unique_ms,
+                    c.cudnn_unique_ms,
+                    c.kiln_unique_ms / c.cudnn_unique_ms,
+                    c.worst_ratio,
+                    if c.disagreements > 0 { format!(" {} layers' outputs DISAGREE.", c.disagreements) } else { String::new() }
+                )?;
+                failed += c.disagreements;
+                summary.push(c);
+                if let Some(out) = &a.out {
+                    super::write_atomic(out, &r)?;
+                }
+            }
+        }
+    }
+    writeln!(r, "## Summary: problem lists, GPU-only, kiln / cuDNN\n")?;
+    writeln!(r, "| list, configuration | layers | geomean | sum: kiln ms | cuDNN ms | ratio | worst layer |")?;
+    writeln!(r, "|---|---:|---:|---:|---:|---:|---:|")?;
+    for c in &summary {
+        writeln!(
+            r,
+            "| {} | {} | {:.2} | {:.3} | {:.3} | {:.2} | {:.2} |",
+            c.label,
+            c.layer_count,
+            c.geomean(),
+            c.kiln_unique_ms,
+            c.cudnn_unique_ms,
+            c.kiln_unique_ms / c.cudnn_unique_ms,
+            c.worst_ratio
+        )?;
     }
     finish(&r, a.out.as_deref())?;
     if failed > 0 {
