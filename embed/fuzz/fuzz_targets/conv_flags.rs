@@ -48,8 +48,8 @@ fuzz_target!(|d: &[u8]| {
     ];
     assert_eq!(p.element_counts().map(|c| c as u128), want, "counts wrapped");
     for caps in [
-        TargetCaps { vendor: Vendor::Nvidia, arch: "sm_90", compute_units: 132 },
-        TargetCaps { vendor: Vendor::Amd, arch: "gfx90a", compute_units: 104 },
+        TargetCaps { vendor: Vendor::Nvidia, arch: "sm_90", code_arch: "sm_90", compute_units: 132 },
+        TargetCaps { vendor: Vendor::Amd, arch: "gfx90a", code_arch: "gfx90a", compute_units: 104 },
     ] {
         for s in registered() {
             for q in s.entry.params {
