@@ -145,20 +145,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Ok(());
         }
     };
-    let info = ctx.device().info();
-    println!(
-        "device {} {} ({}, {} SMs/CUs) -> target {}{}",
-        info.spec,
-        info.name,
-        info.arch,
-        info.compute_units,
-        ctx.target().basename,
-        if ctx.exact_target() {
-            ""
-        } else {
-            " (inexact target: closest CU count or a lower arch; see the log)"
-        }
-    );
+    println!("device {}", ctx.describe());
     let plan = ctx.find_solutions(&problem)?;
     println!(
         "problem {}: {} solution(s)",

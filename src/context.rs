@@ -101,7 +101,9 @@ impl Context {
 
     /// As [`Context::new`], keeping at most `capacity` invokers (at least 1) loaded.
     pub fn with_invoker_capacity(device: Device, capacity: usize) -> Result<Context, RunError> {
-        let sel = check_device(device.info())?;
+        let info = device.info();
+        let sel = check_device(info)?;
+        let caps = TargetCaps::on_device(sel.target, &info.arch, info.compute_units);
         // Every problem reads the find-db and perf-db: they are decoded and verified while the
         // context opens (driver start-up already costs hundreds of ms), so the first problem
         // pays only for its own kernel. Code objects stay lazy: most are never used.
@@ -109,8 +111,6 @@ impl Context {
         for kind in [TableKind::FindDb, TableKind::PerfDb] {
             sel.target.decode_table(kind)?;
         }
-        let info = device.info();
-        let caps = TargetCaps::on_device(sel.target, &info.arch, info.compute_units);
         Ok(Context {
             caps,
             device,
@@ -139,6 +139,25 @@ impl Context {
     /// The device.
     pub fn device(&self) -> &Device {
         &self.device
+    }
+
+    /// `cuda:0 (NVIDIA H100 80GB HBM3 sm_90, 132 SMs/CUs) -> target sm_90_132`, saying when the
+    /// target is not an exact match (the log says why).
+    pub fn describe(&self) -> String {
+        let info = self.device.info();
+        format!(
+            "{} ({} {}, {} SMs/CUs) -> target {}{}",
+            info.spec,
+            info.name,
+            info.arch,
+            info.compute_units,
+            self.target.basename,
+            if self.exact {
+                ""
+            } else {
+                " (inexact target: closest CU count or a lower arch; see the log)"
+            }
+        )
     }
 
     /// The device's limits on the target's solutions (the target's own, unless the device
@@ -374,6 +393,12 @@ pub fn warn_about_target(spec: &str, arch: &str, compute_units: u32, sel: Select
             t.compute_units
         );
     }
+    warn_if_unmeasured(t);
+}
+
+/// Warns when a target's find-db measured none of kiln's solvers: every plan on it comes from
+/// the cost model.
+pub fn warn_if_unmeasured(t: &EmbeddedTarget) {
     if t.measured.is_empty() {
         log::warn!(
             "target {} has no measured find-db for kiln's solvers: every problem is ranked by the cost model (kiln-tools find measures one)",

@@ -348,12 +348,7 @@ pub unsafe extern "C" fn kiln_handle_create_for_target(
             // SAFETY: non-null, the caller's contract.
             kiln::named_target(unsafe { text(target, "target")? })?
         };
-        if target.measured.is_empty() {
-            log::warn!(
-                "target {} has no measured find-db for kiln's solvers: every problem is ranked by the cost model",
-                target.basename
-            );
-        }
+        kiln::context::warn_if_unmeasured(target);
         new_handle(
             out,
             Shared {

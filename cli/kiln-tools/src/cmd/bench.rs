@@ -103,13 +103,7 @@ impl Network {
             }
         }
         Ok(Network {
-            all: unique
-                .iter()
-                .map(|l| kiln::harness::networks::Layer {
-                    name: l.name.clone(),
-                    problem: l.problem,
-                })
-                .collect(),
+            all: unique.clone(),
             unique,
         })
     }

@@ -48,7 +48,7 @@ pub fn run(a: &JsonArgs) -> CliResult {
                                 if exact {
                                     ""
                                 } else {
-                                    " (not an exact match: see the warning)"
+                                    " (inexact target: closest CU count or a lower arch; see the log)"
                                 }
                             )
                         }

@@ -39,21 +39,3 @@ pub fn pick_target(
         },
     }
 }
-
-/// `device cuda:0 (NVIDIA H100 ..., sm_90, 132 SMs/CUs) -> target sm_90_132`.
-pub fn describe_context(ctx: &kiln::context::Context) -> String {
-    let info = ctx.device().info();
-    format!(
-        "{} ({} {}, {} SMs/CUs) -> target {}{}",
-        info.spec,
-        info.name,
-        info.arch,
-        info.compute_units,
-        ctx.target().basename,
-        if ctx.exact_target() {
-            ""
-        } else {
-            " (inexact target: closest CU count or a lower arch; see the log)"
-        }
-    )
-}

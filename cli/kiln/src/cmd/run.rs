@@ -4,14 +4,13 @@
 
 use kiln::harness::verify::{run_checked, tolerance};
 
-use super::describe_context;
 use crate::args::RunArgs;
 use crate::CliResult;
 
 pub fn run(a: &RunArgs) -> CliResult {
     let p = a.problem.problem()?;
     let ctx = a.device.context()?;
-    println!("device {}", describe_context(&ctx));
+    println!("device {}", ctx.describe());
     println!("problem {}", p.find_db_key());
     let best = *ctx.find_solutions(&p)?.best();
     let r = run_checked(&ctx, &p, &best.variant, 1, a.repeats)?;

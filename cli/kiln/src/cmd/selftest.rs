@@ -9,7 +9,6 @@ use kiln::harness::verify::{run_checked, run_special_values};
 use kiln::resolve::Variant;
 use kiln::{ConvProblem, ConvSpec, DataType, Layout, MathMode};
 
-use super::describe_context;
 use crate::args::SelftestArgs;
 use crate::json::Json;
 use crate::CliResult;
@@ -105,7 +104,7 @@ pub fn run(a: &SelftestArgs) -> CliResult {
     if !json {
         println!(
             "kiln selftest on {} [{}]",
-            describe_context(&ctx),
+            ctx.describe(),
             ctx.device().info().uuid
         );
     }
