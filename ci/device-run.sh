@@ -24,5 +24,5 @@ cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Itarget/kiln-c/include examples/c/res
 cargo build --release --quiet --example resnet_layer
 cp target/release/examples/resnet_layer device-pack/resnet_layer_rs
 strip device-pack/resnet_layer_c device-pack/resnet_layer_rs
-cp ci/on-device-examples.sh ci/on-device.sh ci/on-device-find.sh ci/on-device-bench.sh ci/on-device-tune.sh ci/torch_conv_bench.py device-pack/
+cp ci/on-device-examples.sh ci/on-device-retune.sh ci/on-device.sh ci/on-device-find.sh ci/on-device-bench.sh ci/on-device-tune.sh ci/torch_conv_bench.py device-pack/
 ls -la device-pack

@@ -2,7 +2,14 @@
 (cudnn.benchmark = True), timed GPU-only the way kiln bench times both runtimes: a CUDA graph of
 20 calls (inputs rotated over 3 copies), replayed; median per call over 7 replays. Runs on the
 device machine (PyTorch is there, not in kiln). Prints a Markdown table.
-Usage: python3 ci/torch_conv_bench.py > torch-bench.md"""
+Usage: python3 ci/torch_conv_bench.py > torch-bench.md
+
+With --kiln-report BENCH_MD (a `kiln-tools bench --problems` report): every layer of every list
+section in it is timed through PyTorch the same way (its key's geometry, groups, type, layout and
+batch), and each section gets kiln's per-layer geometric mean against PyTorch's cuDNN, beside
+the one against the legacy-API cuDNN column of kiln's report."""
+import math
+import re
 import statistics
 import sys
 
@@ -27,10 +34,14 @@ CASES = [  # name, dtype, channels_last, allow_tf32
 
 
 def time_layer(c, k, f, s, h, n, dtype, cl):
+    return time_conv(n, c, (h, h), k, (f, f), (f // 2, f // 2), (s, s), (1, 1), 1, dtype, cl)
+
+
+def time_conv(n, c, hw, k, rs, pad, stride, dil, groups, dtype, cl):
     fmt = torch.channels_last if cl else torch.contiguous_format
-    xs = [torch.randn(n, c, h, h, device="cuda", dtype=dtype).to(memory_format=fmt) for _ in range(3)]
-    w = torch.randn(k, c, f, f, device="cuda", dtype=dtype).to(memory_format=fmt)
-    run = lambda x: F.conv2d(x, w, stride=s, padding=f // 2)
+    xs = [torch.randn(n, c, *hw, device="cuda", dtype=dtype).to(memory_format=fmt) for _ in range(3)]
+    w = torch.randn(k, c // groups, *rs, device="cuda", dtype=dtype).to(memory_format=fmt)
+    run = lambda x: F.conv2d(x, w, stride=stride, padding=pad, dilation=dil, groups=groups)
     for x in xs:  # cudnn.benchmark picks its algorithm on the first calls
         run(x)
     torch.cuda.synchronize()
@@ -55,8 +66,62 @@ def time_layer(c, k, f, s, h, n, dtype, cl):
     return statistics.median(times)
 
 
+DTYPES = {"FP16": torch.float16, "BF16": torch.bfloat16, "FP32": torch.float32}
+ROW = re.compile(r"^\| [^|]* \| `([^`]+)` \| (\d+) \| [^|]* \| ([0-9.]+) \| [^|]* \| ([0-9.]+) \|")
+
+
+def conv_of_key(key):
+    """A 2-D find-db key (C-H-W-RxS-K-OH-OW-N-PxP-SxS-DxD-0-L-L-L-T-F[_gG]) as conv arguments."""
+    body, _, g = key.partition("_g")
+    f = body.split("-")
+    pair = lambda v: tuple(int(x) for x in v.split("x"))
+    return dict(c=int(f[0]), hw=(int(f[1]), int(f[2])), rs=pair(f[3]), k=int(f[4]), n=int(f[7]),
+                pad=pair(f[8]), stride=pair(f[9]), dil=pair(f[10]), groups=int(g or 1),
+                cl=f[12] == "NHWC", dtype=DTYPES[f[-2]])
+
+
+def cross_check(report):
+    """kiln's --problems report against PyTorch's cuDNN, section by section."""
+    torch.backends.cudnn.allow_tf32 = False
+    print("| list, configuration | layers | geomean kiln / PyTorch cuDNN | geomean kiln / legacy-API cuDNN | sum kiln ms | sum PyTorch ms | worst layer (vs PyTorch) |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    section, rows = None, []
+
+    def flush():
+        if not section or not rows:
+            return
+        logs, legacy, kiln_sum, torch_sum, worst = [], [], 0.0, 0.0, (0.0, "")
+        for key, kiln_us, cudnn_us in rows:
+            t_us = time_conv(**conv_of_key(key)) * 1000.0
+            logs.append(math.log(kiln_us / t_us))
+            legacy.append(math.log(kiln_us / cudnn_us))
+            kiln_sum += kiln_us
+            torch_sum += t_us
+            worst = max(worst, (kiln_us / t_us, key))
+        gm = lambda v: math.exp(sum(v) / len(v))
+        print(f"| {section} | {len(rows)} | {gm(logs):.2f} | {gm(legacy):.2f} | {kiln_sum / 1000:.3f} | "
+              f"{torch_sum / 1000:.3f} | {worst[0]:.2f} `{worst[1]}` |")
+        sys.stdout.flush()
+
+    for line in open(report):
+        if line.startswith("### "):
+            flush()
+            section, rows = line[4:].strip(), []
+        elif m := ROW.match(line):
+            rows.append((m.group(1), float(m.group(3)), float(m.group(4))))
+    flush()
+
+
 def main():
     torch.backends.cudnn.benchmark = True
+    if len(sys.argv) == 3 and sys.argv[1] == "--kiln-report":
+        print(f"# kiln's problem-list report against PyTorch: torch {torch.__version__}, cuDNN "
+              f"{torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}\n")
+        print("GPU-only, both: CUDA graph of 20 calls, replayed, median per call over 7 replays. "
+              "PyTorch runs each layer of kiln's report (same key: geometry, groups, type, layout, "
+              "batch) with cudnn.benchmark.\n")
+        cross_check(sys.argv[2])
+        return
     print(f"# PyTorch cross-check: torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
           f"{torch.cuda.get_device_name()}\n")
     print("GPU-only: CUDA graph of 20 calls, replayed, median per call over 7 replays; "

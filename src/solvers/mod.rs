@@ -11,6 +11,7 @@
 
 pub mod cutlass;
 mod gemm1x1;
+mod grouped;
 mod igemm;
 mod naive;
 mod params;
@@ -70,6 +71,15 @@ impl TargetCaps {
         }
     }
 }
+
+/// An H100's caps: what the solver tests plan against.
+#[cfg(test)]
+pub(crate) const H100_CAPS: TargetCaps = TargetCaps {
+    vendor: Vendor::Nvidia,
+    arch: "sm_90",
+    code_arch: "sm_90",
+    compute_units: 132,
+};
 
 /// Most kernels one solution launches.
 pub const MAX_KERNELS: usize = 4;
@@ -194,6 +204,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::THREE_TF32,
     &cutlass::TF32,
     &cutlass::FIRST_LAYER,
+    &grouped::DirectGrouped,
 ];
 
 /// The solver every other is checked against (`kiln selftest`, `kiln-tools find`).
@@ -358,12 +369,7 @@ mod hostile_problems {
     use kiln_format::ConvSpec;
 
     fn caps() -> TargetCaps {
-        TargetCaps {
-            vendor: Vendor::Nvidia,
-            arch: "sm_90",
-            code_arch: "sm_90",
-            compute_units: 132,
-        }
+        H100_CAPS
     }
 
     fn spec2(n: u32, c: u32, k: u32, hw: [u32; 2], f: [u32; 2], dtype: DataType) -> ConvSpec {
@@ -447,12 +453,7 @@ mod tests {
     use kiln_format::ConvSpec;
 
     fn caps() -> TargetCaps {
-        TargetCaps {
-            vendor: Vendor::Nvidia,
-            arch: "sm_90",
-            code_arch: "sm_90",
-            compute_units: 132,
-        }
+        H100_CAPS
     }
 
     #[test]
@@ -491,8 +492,8 @@ mod tests {
             pad: [0, 1, 1],
             ..ConvSpec::default()
         };
-        // NCHW FP32, NHWC FP16, NHWC FP32 opted in to TF32 and a 3-channel first layer: each
-        // solver runs one of them.
+        // NCHW FP32, NHWC FP16, NHWC FP32 opted in to TF32, 3-channel first layers (FP16, and
+        // FP32 opted in to TF32) and a depthwise layer: each solver runs one of them.
         let problems = [
             base,
             ConvSpec {
@@ -508,6 +509,18 @@ mod tests {
             // A first layer: 3 input channels.
             ConvSpec {
                 c: 3,
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                data_types: [DataType::Fp16; 3],
+                ..base
+            },
+            ConvSpec {
+                c: 3,
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                math: kiln_format::MathMode::AllowTf32,
+                ..base
+            },
+            ConvSpec {
+                groups: 64,
                 layouts: [kiln_format::Layout::Nhwc; 3],
                 data_types: [DataType::Fp16; 3],
                 ..base

@@ -1,0 +1,168 @@
+//! `ConvDirectGroupedFwd` (`kernels/conv_grouped.cpp`): grouped and depthwise 2-D convolution
+//! in NHWC on CUDA cores / vector ALUs, each thread computing `vec` consecutive output channels
+//! of one output pixel, the block's filter slice staged in shared memory. Both vendors.
+//! Perf config: `vec,threads_x,threads_y` (channels per thread, channel vectors per block,
+//! output pixels per block).
+
+use kiln_format::ConvProblem;
+
+use super::params::{three, tile_fill};
+use super::{KernelLaunch, LaunchPlan, NotApplicable, Solver, TargetCaps};
+
+pub(super) const ID: &str = "ConvDirectGroupedFwd";
+
+/// Shared memory the filter slice may take: the default per-block limit on every GPU kiln
+/// targets, so no opt-in attribute is needed.
+const MAX_SLICE_BYTES: u64 = 48 * 1024;
+
+/// The grouped / depthwise NHWC direct solver.
+pub struct DirectGrouped;
+
+/// `[vec, threads_x, threads_y]` and the channels one block covers.
+fn config(params: &str) -> Option<([u32; 3], u32)> {
+    three(params).map(|v| (v, v[0] * v[1]))
+}
+
+/// Filter slice bytes in shared memory: taps x channels per group x slice, as FP32.
+fn slice_bytes(p: &ConvProblem, slice: u32) -> u64 {
+    let [_, fh, fw] = p.filter();
+    let cpg = (p.c() / p.groups().max(1)) as u64;
+    fh as u64 * fw as u64 * cpg * slice as u64 * 4
+}
+
+impl Solver for DirectGrouped {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn applicable(
+        &self,
+        p: &ConvProblem,
+        _: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable> {
+        let ([vec, _, _], slice) =
+            config(params).ok_or("perf config is not vec,threads_x,threads_y")?;
+        if p.groups() < 2 {
+            return Err("not a grouped convolution");
+        }
+        if p.spatial_dims() != 2 || !p.layouts()[0].channels_last() {
+            return Err("needs 2-D NHWC tensors");
+        }
+        if !p.c().is_multiple_of(vec) || !p.k().is_multiple_of(vec) {
+            return Err("C or K is not a multiple of the config's vector width");
+        }
+        if slice_bytes(p, slice) > MAX_SLICE_BYTES {
+            return Err("the block's filter slice does not fit in 48 KiB of shared memory");
+        }
+        Ok(())
+    }
+
+    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
+        let Some(([_, tx, ty], slice)) = config(params) else {
+            return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
+        };
+        let [_, oh, ow] = p.output();
+        let pixels = p.n() as u64 * oh as u64 * ow as u64;
+        let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
+        let mut kernels = heapless::Vec::new();
+        // Capacity MAX_KERNELS >= 1.
+        let _ = kernels.push(KernelLaunch {
+            kernel: 0,
+            grid: [
+                clamp(pixels.div_ceil(ty as u64)),
+                clamp((p.k() as u64).div_ceil(slice as u64)),
+                1,
+            ],
+            block: [tx, ty, 1],
+            shared_bytes: slice_bytes(p, slice) as u32,
+        });
+        LaunchPlan {
+            kernels,
+            workspace_bytes: 0,
+        }
+    }
+
+    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
+        let Some(([vec, _, _], slice)) = config(params) else {
+            return f64::INFINITY;
+        };
+        // Memory-bound at about 2 TB/s when the channels fill the slice; a wider vector
+        // issues fewer instructions per channel.
+        let bytes =
+            (p.element_counts().iter().sum::<u64>() * p.data_types()[0].size_bytes() as u64) as f64;
+        let fill = tile_fill(p.k() as f64, slice as f64);
+        let compute_ms = 2.0 * kiln_format::measured::macs(p) / (4000.0 * vec.min(8) as f64 * 1e6);
+        (bytes / 2.0e9).max(compute_ms) / fill + 0.004
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_format::{ConvSpec, DataType, Layout};
+
+    fn caps() -> TargetCaps {
+        super::super::H100_CAPS
+    }
+
+    fn depthwise(c: u32, hw: u32, f: u32, layout: Layout) -> ConvProblem {
+        ConvProblem::new(ConvSpec {
+            n: 32,
+            c,
+            k: c,
+            groups: c,
+            input: [1, hw, hw],
+            filter: [1, f, f],
+            pad: [0, f / 2, f / 2],
+            layouts: [layout; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn applies_to_grouped_nhwc_only_and_names_why_not() {
+        let dw = depthwise(96, 112, 3, Layout::Nhwc);
+        assert!(DirectGrouped.applicable(&dw, &caps(), "8,8,32").is_ok());
+        assert_eq!(
+            DirectGrouped.applicable(&depthwise(96, 112, 3, Layout::Nchw), &caps(), "8,8,32"),
+            Err("needs 2-D NHWC tensors")
+        );
+        assert_eq!(
+            DirectGrouped.applicable(&depthwise(36, 14, 3, Layout::Nhwc), &caps(), "8,8,32"),
+            Err("C or K is not a multiple of the config's vector width")
+        );
+        let dense = ConvProblem::new(ConvSpec {
+            groups: 1,
+            ..dw.spec()
+        })
+        .unwrap();
+        assert_eq!(
+            DirectGrouped.applicable(&dense, &caps(), "8,8,32"),
+            Err("not a grouped convolution")
+        );
+        // 128 channels per group, 3x3, a 64-channel slice: 288 KiB of filter.
+        let wide = ConvProblem::new(ConvSpec {
+            c: 256,
+            k: 256,
+            groups: 2,
+            ..dw.spec()
+        })
+        .unwrap();
+        assert!(DirectGrouped.applicable(&wide, &caps(), "8,8,32").is_err());
+    }
+
+    #[test]
+    fn the_plan_covers_every_pixel_and_channel_slice() {
+        let dw = depthwise(96, 112, 3, Layout::Nhwc);
+        let plan = DirectGrouped.launch_plan(&dw, "8,8,32");
+        let k = &plan.kernels[0];
+        // 32 x 112 x 112 pixels in rows of 32; 96 channels in slices of 64.
+        assert_eq!(k.grid, [12_544, 2, 1]);
+        assert_eq!(k.block, [8, 32, 1]);
+        assert_eq!(k.shared_bytes, 9 * 64 * 4);
+        assert_eq!(plan.workspace_bytes, 0);
+    }
+}
