@@ -138,6 +138,15 @@ pub static THREE_TF32: Cutlass = Cutlass {
     pad_channels: false,
 };
 
+/// `ConvCutlass3xTf32WideFwd`: the 3xTF32 kernel with wide warp tiles, sm_90 only (it spills
+/// on the other arches' register allocation).
+pub static THREE_TF32_WIDE: Cutlass = Cutlass {
+    id: "ConvCutlass3xTf32WideFwd",
+    types: &[DataType::Fp32],
+    gflops: 70_000.0,
+    pad_channels: false,
+};
+
 /// `ConvCutlassTf32Fwd`.
 pub static TF32: Cutlass = Cutlass {
     id: "ConvCutlassTf32Fwd",

@@ -202,6 +202,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &gemm1x1::Gemm1x1,
     &cutlass::IGEMM,
     &cutlass::THREE_TF32,
+    &cutlass::THREE_TF32_WIDE,
     &cutlass::TF32,
     &cutlass::FIRST_LAYER,
     &grouped::DirectGrouped,
