@@ -2,9 +2,8 @@
 //! (`kernels/nv/cutlass_conv.cu`, NVIDIA sm_80+, NHWC, 2-D, one group):
 //! `ConvCutlassIgemmFwd` (FP16/BF16, FP32 accumulation), `ConvCutlass3xTf32Fwd` (FP32 data,
 //! FP32 accuracy through 3xTF32), `ConvCutlassTf32Fwd` (FP32 data as TF32: opt-in only) and
-//! `ConvCutlassFirstLayerFwd` (FP16/BF16 with 1-4 input channels, padded to the config's
-//! vector width, 4, into the workspace, then CUTLASS's fixed-channels iterators: a network's
-//! first layer).
+//! `ConvCutlassFirstLayerFwd` (1-4 input channels, padded to 4 into the workspace, then
+//! CUTLASS's fixed-channels iterators: a network's first layer).
 //!
 //! The GEMM is M = N*P*Q output pixels, N = K output channels, K = C*R*S. Perf config:
 //! `tb_m,tb_n,tb_k,warp_m,warp_n,stages,align,split_k`; the first seven select the code object,
@@ -99,8 +98,7 @@ pub struct Cutlass {
     types: &'static [DataType],
     /// Sustained tensor-core rate the cost model assumes, GFLOP/s.
     gflops: f64,
-    /// Pads 1-4 input channels to the config's vector width in the workspace first (a first
-    /// layer).
+    /// Pads 1-4 input channels to 4 in the workspace first (a first layer).
     pad_channels: bool,
 }
 
@@ -108,10 +106,10 @@ pub struct Cutlass {
 const PAD_THREADS: u32 = 256;
 const PAD_MAX_BLOCKS: u64 = 4096;
 
-/// Bytes of a `channels`-channel copy of `positions` pixels (or filter positions), rounded up
-/// to 256 as the kernel's builder places them in the workspace.
-fn padded_bytes(positions: u64, channels: u32, element_bytes: u32) -> u64 {
-    (positions * channels as u64 * element_bytes as u64).div_ceil(256) * 256
+/// Bytes of a 4-channel copy of `positions` pixels (or filter positions), rounded up to 256
+/// as the kernel's builder places them in the workspace.
+fn padded_bytes(positions: u64, element_bytes: u32) -> u64 {
+    (positions * 4 * element_bytes as u64).div_ceil(256) * 256
 }
 
 /// `ConvCutlassIgemmFwd`.
@@ -200,9 +198,6 @@ impl Solver for Cutlass {
             if !p.k().is_multiple_of(cfg.align) {
                 return Err("K is not a multiple of the config's vector width");
             }
-            if cfg.align != 4 {
-                return Err("first-layer configs pad channels to 4");
-            }
         } else if !p.c().is_multiple_of(cfg.align) || !p.k().is_multiple_of(cfg.align) {
             return Err("C or K is not a multiple of the config's vector width");
         }
@@ -254,7 +249,7 @@ impl Solver for Cutlass {
                 shared_bytes: 0,
             });
             let e = Self::element_bytes(p);
-            workspace = padded_bytes(pixels, cfg.align, e) + padded_bytes(taps, cfg.align, e);
+            workspace = padded_bytes(pixels, e) + padded_bytes(taps, e);
         }
         let _ = kernels.push(KernelLaunch {
             kernel: kernels.len(),
@@ -306,15 +301,10 @@ impl Solver for Cutlass {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kiln_format::{ConvSpec, Vendor};
+    use kiln_format::ConvSpec;
 
     fn h100() -> TargetCaps {
-        TargetCaps {
-            vendor: Vendor::Nvidia,
-            arch: "sm_90",
-            code_arch: "sm_90",
-            compute_units: 132,
-        }
+        super::super::H100_CAPS
     }
 
     fn nhwc(n: u32, c: u32, k: u32, hw: u32, f: u32, t: DataType) -> ConvProblem {
