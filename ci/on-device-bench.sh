@@ -2,6 +2,7 @@
 # Runs on the device machine: `kiln-tools bench` (cold start vs NVRTC, lookup cost, every ResNet-50
 # layer against cuDNN) and three fresh-process cold starts. cuDNN and NVRTC are not part of kiln:
 # they are found in the machine's PyTorch install and loaded at run time. Results land in $OUT.
+# PROBLEM_LISTS="mobilenet_v2 vae_decoder yolo_detector": the problem lists instead of ResNet-50.
 set -uo pipefail
 P=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/kiln-out}
@@ -21,6 +22,19 @@ export LD_LIBRARY_PATH="$(dirname "${cudnn:-/x/x}"):${libdirs}${LD_LIBRARY_PATH:
 export KILN_NVRTC=${nvrtc:-}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >> "$OUT/bench-env.txt" 2>&1
 for i in 1 2 3; do "$P/kiln" coldstart; done > "$OUT/coldstart.txt" 2>&1
+if [ -n "${PROBLEM_LISTS:-}" ]; then
+  # Problem lists (names under ci/problems, without .txt) in FP16 NHWC, then every layer of
+  # that report timed through PyTorch: the lists' bar.
+  lists=$(for l in $PROBLEM_LISTS; do echo "$P/../ci/problems/$l.txt"; done)
+  timeout "${BENCH_SECONDS:-420}" "$P/kiln-tools" bench --problems $lists --cases fp16 \
+    --out "$OUT/bench-lists.md" ${BENCH_FLAGS:-} > "$OUT/bench-run.txt" 2>&1
+  echo "bench exit $?" | tee -a "$OUT/bench-run.txt"
+  timeout "${TORCH_SECONDS:-240}" python3 "$P/torch_conv_bench.py" --kiln-report "$OUT/bench-lists.md" \
+    > "$OUT/torch-lists.md" 2>&1
+  echo "torch exit $?" >> "$OUT/torch-lists.md"
+  tail -c 3000 "$OUT/torch-lists.md"
+  exit 0
+fi
 timeout "${BENCH_SECONDS:-420}" "$P/kiln-tools" bench --out "$OUT/bench.md" ${BENCH_FLAGS:-} > "$OUT/bench-run.txt" 2>&1
 echo "bench exit $?" | tee -a "$OUT/bench-run.txt"
 # The cuDNN column cross-checked through PyTorch (cudnn.benchmark), timed the same way.

@@ -2,7 +2,7 @@
 # Runs on the device machine, after a kernel change: the measuring half of a re-tune of
 # sm_90_132, in steps ordered by what the bars need, each under its own time limit so one slow
 # step cannot starve the rest (the DBs are saved after every problem; what a step did not reach
-# keeps its older record):
+# keeps its older record; a step given 0 seconds is skipped):
 #   1. FP32 NHWC problems of ResNet-50 measured again (--force: the 3xTF32 kernels changed),
 #      TF32 allowed so their records also rank the opt-in TF32 solvers;
 #   2. the first layers (1-4 input channels, every type): new perf configs of known solvers;
@@ -18,8 +18,9 @@ mkdir -p "$OUT"
 cp "$REPO"/targets/sm_90_132/sm_90_132.HIP.fdb.txt "$REPO"/targets/sm_90_132/sm_90_132.db.txt "$OUT/"
 cp "$REPO"/benches/h100-find/find-log.tsv "$OUT/"
 lists() { for f in "$@"; do echo "$REPO/ci/problems/$f"; done; }
-step() { # step NAME SECONDS FIND-ARGS...
+step() { # step NAME SECONDS FIND-ARGS... (0 seconds: skipped)
   local name=$1 seconds=$2; shift 2
+  [ "$seconds" -gt 0 ] || { echo "== $name: skipped" >> "$OUT/find-run.txt"; return; }
   echo "== $name ($seconds s): $*" >> "$OUT/find-run.txt"
   local t0=$SECONDS
   timeout "$seconds" "$P/kiln-tools" find --device cuda:0 --db-dir "$OUT" --log "$OUT/find-log.tsv" "$@" \

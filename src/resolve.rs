@@ -318,18 +318,20 @@ fn fallback(
         };
         // Time from the nearest problem when it measured this solver; else from the nearest
         // problem that did (the nearest one may not have been able to run it), within the
-        // same distance bound.
-        let measured = closest
-            .and_then(|(m, d)| {
-                let s = m.solvers.iter().find(|s| s.solver == solver.id())?;
-                Some((s.time_ms as f64 * macs(p) / m.macs.max(1.0), m.key, d))
-            })
+        // same distance bound; else the nearest problem's time of the solver it is timed like.
+        let time_on = |id: &str| {
+            let (m, d) = closest?;
+            let s = m.solvers.iter().find(|s| s.solver == id)?;
+            Some((s.time_ms as f64 * macs(p) / m.macs.max(1.0), m.key, d))
+        };
+        let measured = time_on(solver.id())
             .or_else(|| {
                 closest?;
                 let (m, s, d) = kiln_format::measured::nearest_with(model, p, solver.id())?;
                 (d <= NEAR_DISTANCE)
                     .then(|| (s.time_ms as f64 * macs(p) / m.macs.max(1.0), m.key, d))
-            });
+            })
+            .or_else(|| time_on(solver.imp.timed_like()?));
         let ranked = Ranked {
             variant: Variant { solver, params },
             time_ms: measured.map_or_else(|| solver.imp.estimated_ms(p, params), |m| m.0),
@@ -355,6 +357,57 @@ mod tests {
     #[test]
     fn the_manifest_fits_a_stack_plan() {
         assert!(crate::embedded::kernel_manifest().len() <= MAX_SOLVERS);
+    }
+
+    #[test]
+    fn a_solver_never_measured_near_is_timed_like_its_kin() {
+        use kiln_format::measured::{class, features, MeasuredSolver};
+        use kiln_format::{ConvSpec, DataType, Layout};
+        let spec = |k| ConvSpec {
+            n: 1,
+            c: 512,
+            k,
+            input: [1, 11, 11],
+            filter: [1, 1, 1],
+            layouts: [Layout::Nhwc; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        };
+        // Measured: a 256-channel 1x1 layer, where the vector-store CUTLASS kernel won.
+        let seen = ConvProblem::new(spec(256)).unwrap();
+        static SOLVERS: [MeasuredSolver<'static>; 2] = [
+            MeasuredSolver {
+                solver: "ConvCutlassIgemmFwd",
+                time_ms: 0.004,
+                params: "64,64,64,32,32,5,8,1",
+            },
+            MeasuredSolver {
+                solver: "ConvGemm1x1Fwd",
+                time_ms: 0.030,
+                params: "32,32,16",
+            },
+        ];
+        let model = [MeasuredProblem {
+            key: "seen",
+            class: class(&seen),
+            features: features(&seen),
+            macs: macs(&seen),
+            solvers: &SOLVERS,
+        }];
+        // A 255-channel head: ConvCutlassIgemmFwd cannot run it, ConvGemm1x1Fwd was measured,
+        // the scalar-store kernel was not, and ranks first on its kin's time.
+        let head = ConvProblem::new(spec(255)).unwrap();
+        let caps = crate::solvers::H100_CAPS;
+        let plan = rank_unmeasured(&head, &model, &caps, None).unwrap();
+        assert_eq!(
+            plan.best().variant.solver.id(),
+            "ConvCutlassIgemmScalarOutFwd"
+        );
+        assert!(matches!(
+            plan.best().provenance,
+            Provenance::Nearest { key: "seen", .. }
+        ));
+        assert!((plan.best().time_ms - 0.004 * 255.0 / 256.0).abs() < 1e-9);
     }
 
     #[test]

@@ -11,7 +11,8 @@
 // KILN_FIXED_CHANNELS (a first layer's 3 or 4 input channels): x and w are first copied into
 // the workspace with their channels padded to 4 (kiln_cutlass_pad_channels), and the
 // convolution runs CUTLASS's fixed-channels iterators on the padded copies, whose reduction runs
-// over filter position x 4 channels (a 7x7x3 filter: 49 vectors of 4, not 49 of 8).
+// over filter position x 4 channels (a 7x7x3 filter: 49 vectors of 4, not 49 of 8), the
+// activation iterator masked at the reduction's end (KilnWindowedActivationIterator).
 //
 // Entry points. CUTLASS's Params holds precomputed iterator state that only its own
 // (device-compilable) constructors know how to build, so:
@@ -98,10 +99,16 @@ using KilnMathOp = cutlass::arch::OpMultiplyAddFastF32;  // 3xTF32: big*big + bi
 #error "the perf config defines KILN_TB_M/N/K, KILN_W_M/N, KILN_STAGES and KILN_ALIGN"
 #endif
 
-using KilnEpilogue = cutlass::epilogue::thread::LinearCombination<
-    KilnElement, KILN_ALIGN, float, float>;
+// KILN_ALIGN_OUT: elements per output store (K must be a multiple); KILN_ALIGN unless the
+// variant writes one element at a time to serve any K (3 RGB channels, 255 detection outputs).
+#if !defined(KILN_ALIGN_OUT)
+#define KILN_ALIGN_OUT KILN_ALIGN
+#endif
 
-using KilnConvKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
+using KilnEpilogue = cutlass::epilogue::thread::LinearCombination<
+    KilnElement, KILN_ALIGN_OUT, float, float>;
+
+using KilnDefaultKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
     KilnElement, cutlass::layout::TensorNHWC,
     KilnElement, cutlass::layout::TensorNHWC,
     KilnElement, cutlass::layout::TensorNHWC,
@@ -119,6 +126,76 @@ using KilnConvKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
     cutlass::conv::StrideSupport::kStrided,
     KILN_ALIGN,
     KILN_ALIGN>::Kernel;
+
+#if defined(KILN_FIXED_CHANNELS)
+// CUTLASS's fixed-channels activation iterator masks a load only by the image's bounds, not by
+// the reduction's end: in the last reduction tile (R*S*4 is rarely a multiple of the tile's K),
+// positions past R*S map to filter rows r >= R, that is to real pixels outside the output's
+// window, and meet zero weights there. Finite pixels add 0, but an inf or NaN pixel adds
+// inf*0 = NaN to outputs whose window does not contain it. This iterator is CUTLASS's with one
+// more condition in valid(): the filter position it loads is below R*S. It follows the same
+// position arithmetic as its base (whose members are private): the thread's first position
+// in the tile, plus the access within the thread's vector, plus a tile's positions per advance.
+template <typename Base>
+class KilnWindowedActivationIterator : public Base {
+ public:
+  using Params = typename Base::Params;
+  using Element = typename Base::Element;
+  using Index = typename Base::Index;
+
+  CUTLASS_HOST_DEVICE KilnWindowedActivationIterator(
+      Params const& params, cutlass::conv::Conv2dProblemSize const& problem,
+      Element const* ptr, int thread_idx,
+      cutlass::MatrixCoord const& tile_offset = cutlass::MatrixCoord())
+      : Base(params, problem, ptr, thread_idx, tile_offset),
+        position_((tile_offset.column() +
+                   Base::ThreadMap::initial_offset(thread_idx).contiguous()) /
+                  Base::AccessType::kElements),
+        access_(0),
+        positions_(problem.R * problem.S),
+        step_(Base::kFilterPositionsPerTile * problem.split_k_slices) {}
+
+  CUTLASS_HOST_DEVICE void set_iteration_index(Index index) {
+    Base::set_iteration_index(index);
+    access_ = index % Base::kAccessesPerVector;
+  }
+
+  CUTLASS_HOST_DEVICE void advance() {
+    Base::advance();
+    position_ += step_;
+  }
+
+  CUTLASS_HOST_DEVICE KilnWindowedActivationIterator& operator++() {
+    Base::operator++();
+    access_ = (access_ + 1) % Base::kAccessesPerVector;
+    return *this;
+  }
+
+  CUTLASS_HOST_DEVICE bool valid() const {
+    return position_ + access_ < positions_ && Base::valid();
+  }
+
+ private:
+  int position_;   // first filter position of this thread's vector in the current tile
+  int access_;     // which access of the vector the next get() / valid() concerns
+  int positions_;  // R * S
+  int step_;       // positions one advance() moves past
+};
+
+// The default kernel with the activation iterator above in its main loop.
+using KilnDefaultMma = typename KilnDefaultKernel::Mma;
+using KilnConvKernel = cutlass::conv::kernel::ImplicitGemmConvolution<
+    cutlass::conv::threadblock::ImplicitGemmMultistage<
+        typename KilnDefaultMma::Shape,
+        KilnWindowedActivationIterator<typename KilnDefaultMma::IteratorA>,
+        typename KilnDefaultMma::SmemIteratorA, KilnDefaultMma::kCacheOpA,
+        typename KilnDefaultMma::IteratorB, typename KilnDefaultMma::SmemIteratorB,
+        KilnDefaultMma::kCacheOpB, typename KilnDefaultMma::Policy, KILN_STAGES>,
+    typename KilnDefaultKernel::Epilogue, typename KilnDefaultKernel::ThreadblockSwizzle,
+    cutlass::conv::Operator::kFprop>;
+#else
+using KilnConvKernel = KilnDefaultKernel;
+#endif
 
 using KilnParams = KilnConvKernel::Params;
 
@@ -180,7 +257,7 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
   cutlass::Status status = KilnConvKernel::Mma::IteratorA::can_implement(problem);
   if (status == cutlass::Status::kSuccess)
     status = KilnConvKernel::Mma::IteratorB::can_implement(problem);
-  if (status == cutlass::Status::kSuccess && (a.k % KILN_ALIGN != 0 || a.groups != 1))
+  if (status == cutlass::Status::kSuccess && (a.k % KILN_ALIGN_OUT != 0 || a.groups != 1))
     status = cutlass::Status::kErrorInvalidProblem;
 #if defined(KILN_FIXED_CHANNELS)
   if (a.c > 4) status = cutlass::Status::kErrorInvalidProblem;

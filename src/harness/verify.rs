@@ -93,6 +93,16 @@ pub fn encode(dtype: DataType, values: &[f32]) -> (Vec<u8>, Vec<f64>) {
     (bytes, stored)
 }
 
+/// `v` rounded to `dtype` (to nearest even, as [`encode`] stores values), as an f64.
+pub fn round_to(dtype: DataType, v: f64) -> f64 {
+    let single = v as f32;
+    match dtype {
+        DataType::Fp16 => f16_to_f32(f32_to_f16(single)) as f64,
+        DataType::Bf16 => bf16_to_f32(f32_to_bf16(single)) as f64,
+        _ => single as f64,
+    }
+}
+
 /// Decodes device bytes of `dtype`.
 pub fn decode(dtype: DataType, bytes: &[u8]) -> Vec<f64> {
     match dtype {
@@ -348,9 +358,10 @@ pub fn run_checked(
     })
 }
 
-/// FP32 inputs with IEEE special values among random ones: x holds +inf, -inf, NaN,
-/// subnormals and values near the top of the range (every 997th element, in turn); w holds
-/// finite normal values.
+/// Inputs with IEEE special values among random ones: x holds +inf, -inf, NaN, FP32
+/// subnormals and values near the top of FP32's range (every 997th element, in turn); w holds
+/// finite normal values. Stored as FP16 or BF16, the tiny values round to zero and the huge ones
+/// to inf (FP16) or stay huge (BF16).
 pub fn special_values(xn: usize, wn: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
     const SPECIAL: [f32; 7] = [
         f32::INFINITY,
@@ -382,9 +393,9 @@ pub struct SpecialCheck {
     pub error: f64,
 }
 
-/// Compares `gpu` with `reference` class by class (the reference rounded to FP32 first, as
-/// an FP32 result would be).
-pub fn compare_special(gpu: &[f64], reference: &[f64]) -> SpecialCheck {
+/// Compares `gpu` with `reference` class by class (the reference rounded to the output type
+/// `dtype` first, as the kernel's result would be: past FP16's range a finite sum is inf).
+pub fn compare_special(dtype: DataType, gpu: &[f64], reference: &[f64]) -> SpecialCheck {
     let class = |v: f64| {
         if v.is_nan() {
             0
@@ -398,7 +409,7 @@ pub fn compare_special(gpu: &[f64], reference: &[f64]) -> SpecialCheck {
     };
     let (mut mismatches, mut inf_as_nan, mut non_finite, mut num, mut den) = (0, 0, 0, 0f64, 0f64);
     for (g, r) in gpu.iter().zip(reference) {
-        let r = *r as f32 as f64;
+        let r = round_to(dtype, *r);
         non_finite += usize::from(!r.is_finite());
         if class(*g) != class(r) {
             mismatches += 1;
@@ -421,7 +432,7 @@ pub fn compare_special(gpu: &[f64], reference: &[f64]) -> SpecialCheck {
     }
 }
 
-/// Runs `v` on FP32 problem `p` with [`special_values`] and compares with the f64 reference:
+/// Runs `v` on problem `p` with [`special_values`] and compares with the f64 reference:
 /// passes when every output's class matches and the finite ones are within [`tolerance`].
 pub fn run_special_values(
     ctx: &Context,
@@ -439,7 +450,7 @@ pub fn run_special_values(
     let inv = ctx.prepare(p, v)?;
     let work = workspace_for(dev, &inv)?;
     ctx.run(&inv, &x, &w, &y, work.as_ref(), &Stream::default())?;
-    let check = compare_special(&download(&y, dtype)?, &reference(p, &xv, &wv));
+    let check = compare_special(dtype, &download(&y, dtype)?, &reference(p, &xv, &wv));
     let passed = check.class_mismatches == 0 && check.error <= tolerance(p);
     Ok((check, passed))
 }
@@ -452,13 +463,23 @@ mod tests {
     #[test]
     fn special_values_compare_by_class() {
         let inf = f64::INFINITY;
-        let r = compare_special(&[1.0, inf, f64::NAN, 2.0], &[1.0, inf, f64::NAN, 2.0]);
+        let f32 = DataType::Fp32;
+        let r = compare_special(f32, &[1.0, inf, f64::NAN, 2.0], &[1.0, inf, f64::NAN, 2.0]);
         assert_eq!((r.class_mismatches, r.non_finite, r.error), (0, 2, 0.0));
-        let r = compare_special(&[1.0, f64::NAN, -inf, 2.0], &[1.0, inf, f64::NAN, 2.5]);
+        let r = compare_special(f32, &[1.0, f64::NAN, -inf, 2.0], &[1.0, inf, f64::NAN, 2.5]);
         assert_eq!((r.class_mismatches, r.inf_as_nan), (2, 1));
         assert!((r.error - 0.5 / (1.0f64 + 6.25).sqrt()).abs() < 1e-12);
         // A reference beyond FP32's range is +inf as an FP32 result.
-        assert_eq!(compare_special(&[inf], &[1e39]).class_mismatches, 0);
+        assert_eq!(compare_special(f32, &[inf], &[1e39]).class_mismatches, 0);
+        // Past FP16's range (65504) it is inf as an FP16 result, but finite as a BF16 one.
+        assert_eq!(
+            compare_special(DataType::Fp16, &[inf], &[7e4]).class_mismatches,
+            0
+        );
+        assert_eq!(
+            compare_special(DataType::Bf16, &[inf], &[7e4]).class_mismatches,
+            1
+        );
         let (x, w) = special_values(3000, 100, 1);
         assert!(x[13].is_infinite() && x[1010].is_infinite() && x[2007].is_nan());
         assert!(w.iter().all(|v| v.is_normal()));

@@ -2,8 +2,10 @@
 //! (`kernels/nv/cutlass_conv.cu`, NVIDIA sm_80+, NHWC, 2-D, one group):
 //! `ConvCutlassIgemmFwd` (FP16/BF16, FP32 accumulation), `ConvCutlass3xTf32Fwd` (FP32 data,
 //! FP32 accuracy through 3xTF32), `ConvCutlassTf32Fwd` (FP32 data as TF32: opt-in only) and
-//! `ConvCutlassFirstLayerFwd` (1-4 input channels, padded to 4 into the workspace, then
-//! CUTLASS's fixed-channels iterators: a network's first layer).
+//! `ConvCutlassFirstLayerFwd`, `ConvCutlassFirstLayer3xTf32Fwd` and `ConvCutlassFirstLayerTf32Fwd`
+//! (1-4 input channels, padded to 4 into the workspace, then CUTLASS's fixed-channels iterators:
+//! a network's first layer), and `ConvCutlassIgemmScalarOutFwd` (FP16/BF16 with any number of
+//! output channels: one-element stores).
 //!
 //! The GEMM is M = N*P*Q output pixels, N = K output channels, K = C*R*S. Perf config:
 //! `tb_m,tb_n,tb_k,warp_m,warp_n,stages,align,split_k`; the first seven select the code object,
@@ -100,6 +102,8 @@ pub struct Cutlass {
     gflops: f64,
     /// Pads 1-4 input channels to 4 in the workspace first (a first layer).
     pad_channels: bool,
+    /// Stores one output element at a time: any K, for K not a multiple of the vector width.
+    scalar_out: bool,
 }
 
 /// Threads per block of the channel-padding kernel, and most blocks it launches (it strides).
@@ -118,6 +122,7 @@ pub static IGEMM: Cutlass = Cutlass {
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 300_000.0,
     pad_channels: false,
+    scalar_out: false,
 };
 
 /// `ConvCutlassFirstLayerFwd`.
@@ -126,6 +131,34 @@ pub static FIRST_LAYER: Cutlass = Cutlass {
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 150_000.0,
     pad_channels: true,
+    scalar_out: false,
+};
+
+/// `ConvCutlassFirstLayer3xTf32Fwd`: FP32 first layers, FP32-accurate.
+pub static FIRST_LAYER_3XTF32: Cutlass = Cutlass {
+    id: "ConvCutlassFirstLayer3xTf32Fwd",
+    types: &[DataType::Fp32],
+    gflops: 40_000.0,
+    pad_channels: true,
+    scalar_out: false,
+};
+
+/// `ConvCutlassFirstLayerTf32Fwd`: FP32 first layers in the opt-in TF32 math mode.
+pub static FIRST_LAYER_TF32: Cutlass = Cutlass {
+    id: "ConvCutlassFirstLayerTf32Fwd",
+    types: &[DataType::Fp32],
+    gflops: 80_000.0,
+    pad_channels: true,
+    scalar_out: false,
+};
+
+/// `ConvCutlassIgemmScalarOutFwd`.
+pub static IGEMM_SCALAR_OUT: Cutlass = Cutlass {
+    id: "ConvCutlassIgemmScalarOutFwd",
+    types: &[DataType::Fp16, DataType::Bf16],
+    gflops: 250_000.0,
+    pad_channels: false,
+    scalar_out: true,
 };
 
 /// `ConvCutlass3xTf32Fwd`.
@@ -134,6 +167,7 @@ pub static THREE_TF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 60_000.0,
     pad_channels: false,
+    scalar_out: false,
 };
 
 /// `ConvCutlass3xTf32WideFwd`: the 3xTF32 kernel with wide warp tiles, sm_90 only (it spills
@@ -143,6 +177,7 @@ pub static THREE_TF32_WIDE: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 70_000.0,
     pad_channels: false,
+    scalar_out: false,
 };
 
 /// `ConvCutlassTf32Fwd`.
@@ -151,6 +186,7 @@ pub static TF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 120_000.0,
     pad_channels: false,
+    scalar_out: false,
 };
 
 impl Cutlass {
@@ -197,6 +233,13 @@ impl Solver for Cutlass {
             }
             if !p.k().is_multiple_of(cfg.align) {
                 return Err("K is not a multiple of the config's vector width");
+            }
+        } else if self.scalar_out {
+            if !p.c().is_multiple_of(cfg.align) {
+                return Err("C is not a multiple of the config's vector width");
+            }
+            if p.k().is_multiple_of(cfg.align) {
+                return Err("K is a multiple of the vector width (vector stores serve it)");
             }
         } else if !p.c().is_multiple_of(cfg.align) || !p.k().is_multiple_of(cfg.align) {
             return Err("C or K is not a multiple of the config's vector width");
@@ -295,6 +338,12 @@ impl Solver for Cutlass {
         candidates: &mut dyn Iterator<Item = &'static str>,
     ) -> Option<&'static str> {
         candidates.min_by(|a, b| self.estimated_ms(p, a).total_cmp(&self.estimated_ms(p, b)))
+    }
+
+    fn timed_like(&self) -> Option<&'static str> {
+        // One-element stores change only the epilogue: on a layer with K % 8 != 0 the nearest
+        // measured problems (K % 8 == 0) timed the vector-store kernel, not this one.
+        self.scalar_out.then_some(IGEMM.id)
     }
 }
 
@@ -433,6 +482,51 @@ mod tests {
             FIRST_LAYER.applicable(&wide, &caps, q),
             Err("more than 4 input channels (a first-layer solver)")
         );
+    }
+
+    #[test]
+    fn scalar_stores_serve_the_output_channel_counts_vector_stores_cannot() {
+        let caps = h100();
+        let q8 = "64,64,64,32,32,5,8,1";
+        // A decoder's RGB output: K = 3.
+        let rgb = nhwc(1, 64, 3, 128, 3, DataType::Fp16);
+        assert!(IGEMM.applicable(&rgb, &caps, q8).is_err());
+        assert!(IGEMM_SCALAR_OUT.applicable(&rgb, &caps, q8).is_ok());
+        // YOLO's 255-channel head: odd K, C = 512.
+        let head = nhwc(1, 512, 255, 11, 1, DataType::Bf16);
+        assert!(IGEMM_SCALAR_OUT.applicable(&head, &caps, q8).is_ok());
+        assert!(IGEMM_SCALAR_OUT
+            .applicable(&head, &caps, "64,64,64,32,32,4,2,1")
+            .is_ok());
+        // K a multiple of the width: the vector-store solver's.
+        let even = nhwc(1, 64, 64, 28, 3, DataType::Fp16);
+        assert_eq!(
+            IGEMM_SCALAR_OUT.applicable(&even, &caps, q8),
+            Err("K is a multiple of the vector width (vector stores serve it)")
+        );
+        // Loads over C stay vectors.
+        let odd_c = nhwc(1, 12, 3, 28, 3, DataType::Fp16);
+        assert_eq!(
+            IGEMM_SCALAR_OUT.applicable(&odd_c, &caps, q8),
+            Err("C is not a multiple of the config's vector width")
+        );
+        assert!(IGEMM_SCALAR_OUT
+            .applicable(&nhwc(1, 64, 3, 28, 3, DataType::Fp32), &caps, q8)
+            .is_err());
+    }
+
+    #[test]
+    fn fp32_first_layers_have_their_own_solvers() {
+        let caps = h100();
+        let conv1 = nhwc(32, 3, 64, 224, 7, DataType::Fp32);
+        let q = "64,64,16,32,32,4,4,1";
+        assert!(FIRST_LAYER_3XTF32.applicable(&conv1, &caps, q).is_ok());
+        assert!(FIRST_LAYER.applicable(&conv1, &caps, q).is_err());
+        let plan = FIRST_LAYER_3XTF32.launch_plan(&conv1, q);
+        assert_eq!(plan.kernels.len(), 2);
+        let x4 = (32 * 224 * 224 * 4 * 4u64).div_ceil(256) * 256;
+        let w4 = (64 * 7 * 7 * 4 * 4u64).div_ceil(256) * 256;
+        assert_eq!(plan.workspace_bytes, x4 + w4);
     }
 
     #[test]

@@ -164,6 +164,14 @@ pub trait Solver: Sync {
     /// Estimated time in ms with perf config `params`, for ranking what was never measured.
     fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64;
 
+    /// A solver whose measured times stand in for this one's where this one was never
+    /// measured near a problem (the same main loop with another prologue or epilogue): the
+    /// fallback then ranks it by that solver's time on the nearest problem, not by the cost
+    /// model after every measured solver.
+    fn timed_like(&self) -> Option<&'static str> {
+        None
+    }
+
     /// The perf config to use when no perf-db record names one, among the applicable
     /// `candidates` (the manifest's): by default the largest tile that still gives the GPU at
     /// least 256 blocks (the last of equal tiles), else the smallest tile (the first).
@@ -205,6 +213,9 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::THREE_TF32_WIDE,
     &cutlass::TF32,
     &cutlass::FIRST_LAYER,
+    &cutlass::FIRST_LAYER_3XTF32,
+    &cutlass::FIRST_LAYER_TF32,
+    &cutlass::IGEMM_SCALAR_OUT,
     &grouped::DirectGrouped,
 ];
 
@@ -493,8 +504,8 @@ mod tests {
             pad: [0, 1, 1],
             ..ConvSpec::default()
         };
-        // NCHW FP32, NHWC FP16, NHWC FP32 opted in to TF32, a 3-channel first layer and a
-        // depthwise layer: each solver runs one of them.
+        // NCHW FP32, NHWC FP16, NHWC FP32 opted in to TF32, 3-channel first layers, 3 output
+        // channels and a depthwise layer: each solver runs one of them.
         let problems = [
             base,
             ConvSpec {
@@ -507,9 +518,27 @@ mod tests {
                 math: kiln_format::MathMode::AllowTf32,
                 ..base
             },
-            // A first layer: 3 input channels.
+            // A first layer: 3 input channels, FP16, FP32 and FP32 opted in to TF32.
             ConvSpec {
                 c: 3,
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                data_types: [DataType::Fp16; 3],
+                ..base
+            },
+            ConvSpec {
+                c: 3,
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                ..base
+            },
+            ConvSpec {
+                c: 3,
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                math: kiln_format::MathMode::AllowTf32,
+                ..base
+            },
+            // 3 output channels (an image out of a decoder).
+            ConvSpec {
+                k: 3,
                 layouts: [kiln_format::Layout::Nhwc; 3],
                 data_types: [DataType::Fp16; 3],
                 ..base

@@ -44,6 +44,10 @@ pub struct JsonArgs {
 pub struct SelftestArgs {
     #[command(flatten)]
     pub device: DeviceArgs,
+    /// Check only these solvers (repeatable; default: every registered solver), e.g. to run
+    /// the new ones under compute-sanitizer within its time.
+    #[arg(long = "solver", value_name = "ID")]
+    pub solvers: Vec<String>,
     #[command(flatten)]
     pub output: JsonArgs,
 }
