@@ -6,7 +6,8 @@
 #   1. FP32 NHWC problems of ResNet-50 measured again (--force: the 3xTF32 kernels changed),
 #      TF32 allowed so their records also rank the opt-in TF32 solvers;
 #   2. the first layers (1-4 input channels, every type): new perf configs of known solvers;
-#   3. --refresh over every list: records lacking a solver that applies now (a new solver);
+#   3. --refresh over every list: records lacking a solver that applies now (a new solver), in
+#      layout REFRESH_LAYOUT (default NHWC);
 #   4. the other lists' FP32 NHWC problems, as in 1, with the time left.
 # Continues from the DBs and log in the repo; results land in $OUT (<= 8 files). The embedded
 # DBs change only when these files are committed and the binaries rebuilt.
@@ -32,7 +33,7 @@ grep -h -E '^[1-4]-' "$REPO"/ci/problems/*.txt | grep NHWC-NHWC-NHWC | sort -u >
 step "ResNet-50 FP32 NHWC" "${RESNET_SECONDS:-200}" --force --layout NHWC --type FP32 --tf32 \
   --problems $(lists resnet50.txt)
 step "first layers" "${FIRST_SECONDS:-60}" --force --tf32 --problems "$OUT/first-layers.txt"
-step "new solvers" "${REFRESH_SECONDS:-150}" --refresh --layout NHWC --tf32 \
+step "new solvers" "${REFRESH_SECONDS:-150}" --refresh --layout "${REFRESH_LAYOUT:-NHWC}" --tf32 \
   --problems $(lists mobilenet_v2.txt resnet50.txt vae_decoder.txt yolo_detector.txt)
 step "other FP32 NHWC" "${OTHER_SECONDS:-150}" --force --layout NHWC --type FP32 --tf32 \
   --problems $(lists mobilenet_v2.txt vae_decoder.txt yolo_detector.txt)

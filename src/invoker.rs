@@ -24,7 +24,7 @@ use crate::solvers::{KernelLaunch, LaunchPlan};
 /// Largest parameter block a kernel may take (the driver's 4 KiB kernel-parameter limit).
 pub const MAX_PARAM_BLOCK: usize = 4096;
 
-/// What the builder reports: `KilnBuilderInfo` in `kernels/nv/cutlass_conv.cu`, 16 ints.
+/// What the builder reports: `KilnBuilderInfo` in `kernels/nv/cutlass_conv.cu`, 17 ints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BuilderInfo {
     /// 0 when the library can run the problem; otherwise its status code.
@@ -47,10 +47,13 @@ pub struct BuilderInfo {
     pub inputs_in_workspace: [i32; 2],
     /// Byte offset of the zeroed words (split-K semaphores) in the workspace.
     pub zeroed_at: i32,
+    /// Where the kernel writes y: `>= 0`, at that byte offset of the workspace (for a later
+    /// kernel of the plan to transform into the caller's y); `-1`, the caller's y.
+    pub output_in_workspace: i32,
 }
 
 impl BuilderInfo {
-    const INTS: usize = 16;
+    const INTS: usize = 17;
 
     fn parse(bytes: &[u8; Self::INTS * 4]) -> BuilderInfo {
         let v = |i: usize| {
@@ -71,6 +74,7 @@ impl BuilderInfo {
             zeroed_words: v(12),
             inputs_in_workspace: [v(13), v(14)],
             zeroed_at: v(15),
+            output_in_workspace: v(16),
         }
     }
 }
@@ -171,13 +175,13 @@ impl Invoker {
                     info.status
                 )));
             }
-            // The builder is the authority on the launch of the library kernel (the plan's
-            // last); the solver's plan must agree with it (a disagreement means the Rust
-            // mirror of the library's rules is wrong).
+            // The builder is the authority on the launch of the library kernel; the solver's
+            // plan must agree with it (a disagreement means the Rust mirror of the library's
+            // rules is wrong).
             let k = plan
                 .kernels
-                .last_mut()
-                .ok_or_else(|| fail("plan without a kernel".into()))?;
+                .get_mut(plan.library)
+                .ok_or_else(|| fail("plan without its library kernel".into()))?;
             let grid = info.grid.map(|g| g.max(0) as u32);
             if grid != k.grid || info.threads.max(0) as u32 != k.block[0] {
                 return Err(fail(format!(
@@ -313,12 +317,17 @@ impl ParamBlock {
         args: KernelArgs,
         runtime_value: i32,
     ) -> Result<(ParamBlock, BuilderInfo), RunError> {
-        let out = device.alloc(MAX_PARAM_BLOCK as u64)?;
-        let info_buf = device.alloc((BuilderInfo::INTS * 4) as u64)?;
-        out.fill(0)?;
-        info_buf.fill(0)?;
-        let (mut a, mut rv, mut op, mut ip) =
-            (args, runtime_value, out.device_ptr(), info_buf.device_ptr());
+        // One buffer, zeroed, read back in one copy: the block, then the report (a prepare
+        // on a cold start pays for each driver call, so there are as few as can be).
+        const INFO_BYTES: usize = BuilderInfo::INTS * 4;
+        let scratch = device.alloc((MAX_PARAM_BLOCK + INFO_BYTES) as u64)?;
+        scratch.fill(0)?;
+        let (mut a, mut rv, mut op, mut ip) = (
+            args,
+            runtime_value,
+            scratch.device_ptr(),
+            scratch.device_ptr() + MAX_PARAM_BLOCK as u64,
+        );
         let mut params: [*mut c_void; 4] = [
             (&mut a as *mut KernelArgs).cast(),
             (&mut rv as *mut i32).cast(),
@@ -327,13 +336,16 @@ impl ParamBlock {
         ];
         let stream = Stream::default();
         // SAFETY: the builder's signature is (KilnConvArgs, int, void*, KilnBuilderInfo*)
-        // (kernels/README.md); it writes at most the block's size, which it reports, into
-        // `out`, and 64 bytes into `info_buf`; one thread runs it.
+        // (kernels/README.md); it writes the block (its size, reported and checked below;
+        // CUTLASS's are 0.4-1.2 KiB of the 4 KiB) at the block pointer and 68 bytes (17 ints)
+        // at the info pointer after it; one thread runs it.
         unsafe { device.launch(builder, [1, 1, 1], [1, 1, 1], 0, &stream, &mut params) }?;
         device.synchronize()?;
-        let mut raw = [0u8; BuilderInfo::INTS * 4];
-        info_buf.download(&mut raw)?;
-        let info = BuilderInfo::parse(&raw);
+        let mut raw = [0u8; MAX_PARAM_BLOCK + INFO_BYTES];
+        scratch.download(&mut raw)?;
+        let mut report = [0u8; INFO_BYTES];
+        report.copy_from_slice(&raw[MAX_PARAM_BLOCK..]);
+        let info = BuilderInfo::parse(&report);
         let size = usize::try_from(info.block_bytes).unwrap_or(usize::MAX);
         let bad = |what: String| {
             RunError::Backend(crate::backend::BackendError::kiln(
@@ -360,24 +372,23 @@ impl ParamBlock {
                 }
             }
         }
-        let input = |at: i32, caller: Base| match at {
+        let buffer = |at: i32, caller: Base| match at {
             -1 => Ok(caller),
             at if at >= 0 => Ok(Base::Workspace(at as u64)),
-            at => Err(bad(format!("input workspace offset {at}"))),
+            at => Err(bad(format!("tensor workspace offset {at}"))),
         };
         let zeroed_at = u64::try_from(info.zeroed_at)
             .map_err(|_| bad(format!("semaphore offset {}", info.zeroed_at)))?;
         let slots = [
-            (offsets[0], input(info.inputs_in_workspace[0], Base::X)?),
-            (offsets[1], input(info.inputs_in_workspace[1], Base::W)?),
-            (offsets[2], Base::Y),
-            (offsets[3], Base::Y),
+            (offsets[0], buffer(info.inputs_in_workspace[0], Base::X)?),
+            (offsets[1], buffer(info.inputs_in_workspace[1], Base::W)?),
+            (offsets[2], buffer(info.output_in_workspace, Base::Y)?),
+            (offsets[3], buffer(info.output_in_workspace, Base::Y)?),
             (offsets[4], Base::Workspace(zeroed_at)),
         ];
         let mut bytes = heapless::Vec::new();
         // size <= MAX_PARAM_BLOCK (checked above).
-        let _ = bytes.resize(size, 0);
-        out.download(&mut bytes)?;
+        let _ = bytes.extend_from_slice(&raw[..size]);
         Ok((
             ParamBlock {
                 bytes,
@@ -398,7 +409,7 @@ impl ParamBlock {
         } else {
             0
         };
-        for (_, base) in &self.slots[..2] {
+        for (_, base) in &self.slots[..4] {
             if let Base::Workspace(at) = base {
                 need = need.max(*at + 1);
             }
@@ -427,10 +438,10 @@ mod tests {
 
     #[test]
     fn builder_reports_parse_and_blocks_patch() {
-        let ints: [i32; 16] = [
-            0, 400, 128, 61440, 13, 8, 4, 96, 168, 240, 312, 392, 104, 0, 4096, 8192,
+        let ints: [i32; 17] = [
+            0, 400, 128, 61440, 13, 8, 4, 96, 168, 240, 312, 392, 104, 0, 4096, 8192, -1,
         ];
-        let mut raw = [0u8; 64];
+        let mut raw = [0u8; 68];
         for (i, v) in ints.iter().enumerate() {
             raw[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
         }
@@ -440,8 +451,12 @@ mod tests {
         assert_eq!(info.offsets, [96, 168, 240, 312, 392]);
         assert_eq!(info.zeroed_words, 104);
         assert_eq!(
-            (info.inputs_in_workspace, info.zeroed_at),
-            ([0, 4096], 8192)
+            (
+                info.inputs_in_workspace,
+                info.zeroed_at,
+                info.output_in_workspace
+            ),
+            ([0, 4096], 8192, -1)
         );
         let mut bytes = heapless::Vec::new();
         bytes.resize(400, 0xAB).unwrap();

@@ -168,7 +168,9 @@ fn compress_all(blocks: &[Vec<u8>], level: i32, dict: &[u8]) -> Result<Vec<Vec<u
             .map(|part| {
                 s.spawn(move || {
                     let mut c = zstd::bulk::Compressor::with_dictionary(level, dict)?;
-                    c.include_checksum(false)?;
+                    // zstd's own XXH64 of the decoded bytes, checked as it decodes: the
+                    // sha256 covers the frame (checked before decoding), this the decoder.
+                    c.include_checksum(true)?;
                     c.include_contentsize(true)?;
                     part.iter().map(|b| c.compress(b)).collect()
                 })
@@ -313,7 +315,7 @@ pub fn pack(input: &TableInput) -> Result<PackedTable> {
             dec_offset: dec_off,
             comp_len: frame.len() as u32,
             dec_len: block.len() as u32,
-            sha256: Sha256::digest(block).into(),
+            sha256: Sha256::digest(frame).into(),
         };
         blob.extend_from_slice(&desc.to_bytes());
         comp_off += frame.len() as u64;

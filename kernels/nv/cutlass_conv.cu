@@ -14,13 +14,20 @@
 // over filter position x 4 channels (a 7x7x3 filter: 49 vectors of 4, not 49 of 8), the
 // activation iterator masked at the reduction's end (KilnWindowedActivationIterator).
 //
+// KILN_NCHW (channels-first tensors): x (N,C,H,W) and w (K,C,R,S) are first transposed into
+// the workspace as NHWC and KRSC (kiln_cutlass_nchw_in), the convolution writes an NPQK y into
+// the workspace, and kiln_cutlass_nchw_out transposes it into the caller's (N,K,P,Q) y: the
+// NHWC tensor-core kernel serving channels-first problems, ranked by measurement against the
+// channels-first CUDA-core kernels.
+//
 // Entry points. CUTLASS's Params holds precomputed iterator state that only its own
 // (device-compilable) constructors know how to build, so:
 //   kiln_cutlass_params: one thread builds Params for a problem and reports its size, the
 //     launch shape and where the tensor pointers sit in it (run once, at prepare time);
 //   kiln_cutlass_fprop:  the convolution, taking those Params bytes by value with the
 //     pointers patched in per call;
-//   kiln_cutlass_pad_channels (KILN_FIXED_CHANNELS only): the channel padding.
+//   kiln_cutlass_pad_channels (KILN_FIXED_CHANNELS only): the channel padding;
+//   kiln_cutlass_nchw_in, kiln_cutlass_nchw_out (KILN_NCHW only): the layout transforms.
 // Every launched entry takes (Params, KilnPointers, KilnConvArgs), so one argument list serves
 // a plan of several kernels.
 #include "kiln_gpu.h"
@@ -199,7 +206,7 @@ using KilnConvKernel = KilnDefaultKernel;
 
 using KilnParams = KilnConvKernel::Params;
 
-// What kiln_cutlass_params reports: 16 ints, read by kiln's BuilderInfo (src/invoker.rs).
+// What kiln_cutlass_params reports: 17 ints, read by kiln's BuilderInfo (src/invoker.rs).
 struct KilnBuilderInfo {
   kiln_i32 status;        // 0: CUTLASS can run the problem; otherwise cutlass::Status
   kiln_i32 params_bytes;  // sizeof(Params)
@@ -215,6 +222,7 @@ struct KilnBuilderInfo {
   kiln_i32 a_in_workspace;  // >= 0: ptr_A is workspace + this (padded x); -1: x itself
   kiln_i32 b_in_workspace;  // >= 0: ptr_B is workspace + this (padded w); -1: w itself
   kiln_i32 semaphore_in_workspace;  // the semaphores' byte offset in the workspace
+  kiln_i32 y_in_workspace;  // >= 0: ptr_C and ptr_D are workspace + this (NHWC y); -1: y itself
 };
 
 // The caller's buffers, passed beside Params to every launched entry.
@@ -229,10 +237,29 @@ static __device__ kiln_i32 kiln_offset(const KilnParams* base, const void* field
   return (kiln_i32)((const char*)field - (const char*)base);
 }
 
+// Workspace copies start at 256-byte boundaries.
+static __device__ kiln_i64 kiln_round256(kiln_i64 v) { return (v + 255) & ~(kiln_i64)255; }
+
+#if defined(KILN_FIXED_CHANNELS) && defined(KILN_NCHW)
+#error "KILN_FIXED_CHANNELS and KILN_NCHW are separate variants"
+#endif
+
+#if defined(KILN_NCHW)
+// Bytes of the NHWC x, KRSC w and NPQK y copies in the workspace.
+static __device__ kiln_i64 kiln_x_bytes(const KilnConvArgs& a) {
+  return kiln_round256((kiln_i64)a.n * a.c * a.in_h * a.in_w * (kiln_i64)sizeof(KilnElement));
+}
+static __device__ kiln_i64 kiln_w_bytes(const KilnConvArgs& a) {
+  return kiln_round256((kiln_i64)a.k * a.c * a.fil_h * a.fil_w * (kiln_i64)sizeof(KilnElement));
+}
+static __device__ kiln_i64 kiln_y_bytes(const KilnConvArgs& a) {
+  return kiln_round256((kiln_i64)a.n * a.k * a.out_h * a.out_w * (kiln_i64)sizeof(KilnElement));
+}
+#endif
+
 #if defined(KILN_FIXED_CHANNELS)
 static_assert(KILN_ALIGN == 4, "the fixed-channels variant pads C to 4 channels");
 // Byte offsets of the padded x and w in the workspace (256-byte aligned).
-static __device__ kiln_i64 kiln_round256(kiln_i64 v) { return (v + 255) & ~(kiln_i64)255; }
 static __device__ kiln_i64 kiln_padded_x_bytes(const KilnConvArgs& a) {
   return kiln_round256((kiln_i64)a.n * a.in_h * a.in_w * 4 * (kiln_i64)sizeof(KilnElement));
 }
@@ -295,9 +322,16 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
   info->a_in_workspace = 0;
   info->b_in_workspace = (kiln_i32)kiln_padded_x_bytes(a);
   info->semaphore_in_workspace = (kiln_i32)(kiln_padded_x_bytes(a) + kiln_padded_w_bytes(a));
+  info->y_in_workspace = -1;
+#elif defined(KILN_NCHW)
+  info->a_in_workspace = 0;
+  info->b_in_workspace = (kiln_i32)kiln_x_bytes(a);
+  info->y_in_workspace = (kiln_i32)(kiln_x_bytes(a) + kiln_w_bytes(a));
+  info->semaphore_in_workspace = (kiln_i32)(kiln_x_bytes(a) + kiln_w_bytes(a) + kiln_y_bytes(a));
 #else
   info->a_in_workspace = -1;
   info->b_in_workspace = -1;
+  info->y_in_workspace = -1;
   info->semaphore_in_workspace = 0;
 #endif
 }
@@ -329,5 +363,65 @@ extern "C" __global__ void kiln_cutlass_pad_channels(__grid_constant__ const Kil
     for (int c = 0; c < 4; ++c) v[c] = c < a.c ? src[c] : KilnElement(0);
     *reinterpret_cast<cutlass::Array<KilnElement, 4>*>(dst) = v;
   }
+}
+#endif
+
+#if defined(KILN_NCHW)
+// One 32x32 tile of a batch of row-major rows x cols matrices, transposed: dst[b][c][r] =
+// src[b][r][c], through shared memory so that both the reads and the writes are coalesced.
+// Block (32, 8); `tile` counts tiles over the batch, row tiles, then column tiles.
+static __device__ void kiln_transpose_tile(const KilnElement* src, KilnElement* dst,
+                                           kiln_i32 rows, kiln_i32 cols, kiln_i64 tile) {
+  __shared__ KilnElement staged[32][33];  // 33: a column read does not hit one bank
+  const kiln_i64 row_tiles = (rows + 31) / 32, col_tiles = (cols + 31) / 32;
+  const kiln_i64 b = tile / (row_tiles * col_tiles);
+  const kiln_i64 rest = tile % (row_tiles * col_tiles);
+  const kiln_i32 r0 = (kiln_i32)(rest / col_tiles) * 32, c0 = (kiln_i32)(rest % col_tiles) * 32;
+  const kiln_i64 matrix = b * rows * (kiln_i64)cols;
+  for (int i = threadIdx.y; i < 32; i += 8) {
+    const kiln_i32 r = r0 + i, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) staged[i][threadIdx.x] = src[matrix + (kiln_i64)r * cols + c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += 8) {
+    const kiln_i32 c = c0 + i, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) dst[matrix + (kiln_i64)c * rows + r] = staged[threadIdx.x][i];
+  }
+  __syncthreads();
+}
+
+static __device__ kiln_i64 kiln_tiles(kiln_i64 batches, kiln_i32 rows, kiln_i32 cols) {
+  return batches * ((rows + 31) / 32) * ((cols + 31) / 32);
+}
+
+// x (N, C, H*W) -> (N, H*W, C) and w (K, C, R*S) -> (K, R*S, C) into the workspace: one
+// grid-strided pass over the tiles of both.
+extern "C" __global__ void __launch_bounds__(256)
+    kiln_cutlass_nchw_in(__grid_constant__ const KilnParams, KilnPointers p, KilnConvArgs a) {
+  const kiln_i32 pixels = a.in_h * a.in_w, taps = a.fil_h * a.fil_w;
+  const kiln_i64 x_tiles = kiln_tiles(a.n, a.c, pixels);
+  const kiln_i64 all = x_tiles + kiln_tiles(a.k, a.c, taps);
+  char* ws = static_cast<char*>(p.workspace);
+  for (kiln_i64 t = blockIdx.x; t < all; t += gridDim.x) {
+    if (t < x_tiles)
+      kiln_transpose_tile(static_cast<const KilnElement*>(p.x),
+                          reinterpret_cast<KilnElement*>(ws), a.c, pixels, t);
+    else
+      kiln_transpose_tile(static_cast<const KilnElement*>(p.w),
+                          reinterpret_cast<KilnElement*>(ws + kiln_x_bytes(a)), a.c, taps,
+                          t - x_tiles);
+  }
+}
+
+// y (N, P*Q, K) in the workspace -> the caller's (N, K, P*Q).
+extern "C" __global__ void __launch_bounds__(256)
+    kiln_cutlass_nchw_out(__grid_constant__ const KilnParams, KilnPointers p, KilnConvArgs a) {
+  const kiln_i32 pixels = a.out_h * a.out_w;
+  const kiln_i64 all = kiln_tiles(a.n, pixels, a.k);
+  const char* ws = static_cast<const char*>(p.workspace);
+  for (kiln_i64 t = blockIdx.x; t < all; t += gridDim.x)
+    kiln_transpose_tile(
+        reinterpret_cast<const KilnElement*>(ws + kiln_x_bytes(a) + kiln_w_bytes(a)),
+        static_cast<KilnElement*>(p.y), pixels, a.k, t);
 }
 #endif

@@ -4,8 +4,10 @@
 //! FP32 accuracy through 3xTF32), `ConvCutlassTf32Fwd` (FP32 data as TF32: opt-in only) and
 //! `ConvCutlassFirstLayerFwd`, `ConvCutlassFirstLayer3xTf32Fwd` and `ConvCutlassFirstLayerTf32Fwd`
 //! (1-4 input channels, padded to 4 into the workspace, then CUTLASS's fixed-channels iterators:
-//! a network's first layer), and `ConvCutlassIgemmScalarOutFwd` (FP16/BF16 with any number of
-//! output channels: one-element stores).
+//! a network's first layer), `ConvCutlassIgemmScalarOutFwd` (FP16/BF16 with any number of
+//! output channels: one-element stores), and `ConvCutlassNchwIgemmFwd`,
+//! `ConvCutlassNchw3xTf32Fwd`, `ConvCutlassNchwTf32Fwd` (NCHW problems: x and w transposed
+//! into NHWC copies in the workspace, the NHWC kernel, y transposed back).
 //!
 //! The GEMM is M = N*P*Q output pixels, N = K output channels, K = C*R*S. Perf config:
 //! `tb_m,tb_n,tb_k,warp_m,warp_n,stages,align,split_k`; the first seven select the code object,
@@ -100,15 +102,46 @@ pub struct Cutlass {
     types: &'static [DataType],
     /// Sustained tensor-core rate the cost model assumes, GFLOP/s.
     gflops: f64,
-    /// Pads 1-4 input channels to 4 in the workspace first (a first layer).
-    pad_channels: bool,
-    /// Stores one output element at a time: any K, for K not a multiple of the vector width.
-    scalar_out: bool,
+    /// What runs around the CUTLASS kernel.
+    form: Form,
+}
+
+/// The forms of the CUTLASS solvers: what their plans launch around the library kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// The kernel alone, on NHWC tensors.
+    Nhwc,
+    /// 1-4 input channels padded to 4 in the workspace first (a first layer).
+    PadChannels,
+    /// One-element output stores: any K, for K not a multiple of the vector width.
+    ScalarStores,
+    /// NCHW tensors: x and w transposed into the workspace, the kernel, y transposed back.
+    Nchw,
 }
 
 /// Threads per block of the channel-padding kernel, and most blocks it launches (it strides).
 const PAD_THREADS: u32 = 256;
 const PAD_MAX_BLOCKS: u64 = 4096;
+
+/// Threads per block of the layout transforms (32 x 8: one 32x32 tile per pass), and most
+/// blocks they launch (they stride over the tiles).
+const TRANSPOSE_BLOCK: [u32; 3] = [32, 8, 1];
+const TRANSPOSE_MAX_BLOCKS: u64 = 1 << 16;
+
+/// 32x32 tiles of `batches` matrices of `rows` x `cols`, as the transform kernels count them.
+fn transpose_tiles(batches: u64, rows: u64, cols: u64) -> u64 {
+    batches * rows.div_ceil(32) * cols.div_ceil(32)
+}
+
+/// A layout transform launch of manifest function `kernel` over `tiles` tiles.
+fn transpose_launch(kernel: usize, tiles: u64) -> KernelLaunch {
+    KernelLaunch {
+        kernel,
+        grid: [tiles.clamp(1, TRANSPOSE_MAX_BLOCKS) as u32, 1, 1],
+        block: TRANSPOSE_BLOCK,
+        shared_bytes: 0,
+    }
+}
 
 /// Bytes of a 4-channel copy of `positions` pixels (or filter positions), rounded up to 256
 /// as the kernel's builder places them in the workspace.
@@ -121,8 +154,7 @@ pub static IGEMM: Cutlass = Cutlass {
     id: "ConvCutlassIgemmFwd",
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 300_000.0,
-    pad_channels: false,
-    scalar_out: false,
+    form: Form::Nhwc,
 };
 
 /// `ConvCutlassFirstLayerFwd`.
@@ -130,8 +162,7 @@ pub static FIRST_LAYER: Cutlass = Cutlass {
     id: "ConvCutlassFirstLayerFwd",
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 150_000.0,
-    pad_channels: true,
-    scalar_out: false,
+    form: Form::PadChannels,
 };
 
 /// `ConvCutlassFirstLayer3xTf32Fwd`: FP32 first layers, FP32-accurate.
@@ -139,8 +170,7 @@ pub static FIRST_LAYER_3XTF32: Cutlass = Cutlass {
     id: "ConvCutlassFirstLayer3xTf32Fwd",
     types: &[DataType::Fp32],
     gflops: 40_000.0,
-    pad_channels: true,
-    scalar_out: false,
+    form: Form::PadChannels,
 };
 
 /// `ConvCutlassFirstLayerTf32Fwd`: FP32 first layers in the opt-in TF32 math mode.
@@ -148,8 +178,7 @@ pub static FIRST_LAYER_TF32: Cutlass = Cutlass {
     id: "ConvCutlassFirstLayerTf32Fwd",
     types: &[DataType::Fp32],
     gflops: 80_000.0,
-    pad_channels: true,
-    scalar_out: false,
+    form: Form::PadChannels,
 };
 
 /// `ConvCutlassIgemmScalarOutFwd`.
@@ -157,8 +186,31 @@ pub static IGEMM_SCALAR_OUT: Cutlass = Cutlass {
     id: "ConvCutlassIgemmScalarOutFwd",
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 250_000.0,
-    pad_channels: false,
-    scalar_out: true,
+    form: Form::ScalarStores,
+};
+
+/// `ConvCutlassNchwIgemmFwd`: FP16/BF16 NCHW through NHWC copies.
+pub static NCHW_IGEMM: Cutlass = Cutlass {
+    id: "ConvCutlassNchwIgemmFwd",
+    types: &[DataType::Fp16, DataType::Bf16],
+    gflops: 300_000.0,
+    form: Form::Nchw,
+};
+
+/// `ConvCutlassNchw3xTf32Fwd`: FP32 NCHW through NHWC copies, FP32-accurate.
+pub static NCHW_3XTF32: Cutlass = Cutlass {
+    id: "ConvCutlassNchw3xTf32Fwd",
+    types: &[DataType::Fp32],
+    gflops: 60_000.0,
+    form: Form::Nchw,
+};
+
+/// `ConvCutlassNchwTf32Fwd`: FP32 NCHW through NHWC copies, opt-in TF32.
+pub static NCHW_TF32: Cutlass = Cutlass {
+    id: "ConvCutlassNchwTf32Fwd",
+    types: &[DataType::Fp32],
+    gflops: 120_000.0,
+    form: Form::Nchw,
 };
 
 /// `ConvCutlass3xTf32Fwd`.
@@ -166,8 +218,7 @@ pub static THREE_TF32: Cutlass = Cutlass {
     id: "ConvCutlass3xTf32Fwd",
     types: &[DataType::Fp32],
     gflops: 60_000.0,
-    pad_channels: false,
-    scalar_out: false,
+    form: Form::Nhwc,
 };
 
 /// `ConvCutlass3xTf32WideFwd`: the 3xTF32 kernel with wide warp tiles, sm_90 only (it spills
@@ -176,8 +227,7 @@ pub static THREE_TF32_WIDE: Cutlass = Cutlass {
     id: "ConvCutlass3xTf32WideFwd",
     types: &[DataType::Fp32],
     gflops: 70_000.0,
-    pad_channels: false,
-    scalar_out: false,
+    form: Form::Nhwc,
 };
 
 /// `ConvCutlassTf32Fwd`.
@@ -185,8 +235,7 @@ pub static TF32: Cutlass = Cutlass {
     id: "ConvCutlassTf32Fwd",
     types: &[DataType::Fp32],
     gflops: 120_000.0,
-    pad_channels: false,
-    scalar_out: false,
+    form: Form::Nhwc,
 };
 
 impl Cutlass {
@@ -221,20 +270,24 @@ impl Solver for Cutlass {
         if !self.types.contains(&p.data_types()[0]) {
             return Err("data type not built for this solver");
         }
-        if p.layouts()[0] != Layout::Nhwc {
+        if self.form == Form::Nchw {
+            if p.layouts() != [Layout::Nchw; 3] {
+                return Err("needs 2-D NCHW tensors (the NHWC solvers serve NHWC)");
+            }
+        } else if p.layouts()[0] != Layout::Nhwc {
             return Err("needs 2-D NHWC tensors");
         }
         if p.groups() != 1 {
             return Err("grouped convolution");
         }
-        if self.pad_channels {
+        if self.form == Form::PadChannels {
             if p.c() > 4 {
                 return Err("more than 4 input channels (a first-layer solver)");
             }
             if !p.k().is_multiple_of(cfg.align) {
                 return Err("K is not a multiple of the config's vector width");
             }
-        } else if self.scalar_out {
+        } else if self.form == Form::ScalarStores {
             if !p.c().is_multiple_of(cfg.align) {
                 return Err("C is not a multiple of the config's vector width");
             }
@@ -264,6 +317,10 @@ impl Solver for Cutlass {
         if cfg.shared_bytes(Self::element_bytes(p)) > max_shared_per_block(target.arch) {
             return Err("tile needs more shared memory than this arch gives a block");
         }
+        // The builder reports workspace offsets as 32-bit ints.
+        if self.launch_plan(p, params).workspace_bytes > int_max {
+            return Err("workspace past 2 GiB (the builder's offsets are 32-bit)");
+        }
         Ok(())
     }
 
@@ -277,38 +334,72 @@ impl Solver for Cutlass {
             m.div_ceil(cfg.tile[0] as u64),
             n.div_ceil(cfg.tile[1] as u64),
         ];
-        let mut kernels = heapless::Vec::new();
-        let mut workspace = 0;
-        if self.pad_channels {
-            let (pixels, taps) = Self::positions(p);
-            let blocks = (pixels + taps)
-                .div_ceil(PAD_THREADS as u64)
-                .clamp(1, PAD_MAX_BLOCKS);
-            // Capacity MAX_KERNELS >= 2.
-            let _ = kernels.push(KernelLaunch {
-                kernel: 0,
-                grid: [blocks as u32, 1, 1],
-                block: [PAD_THREADS, 1, 1],
-                shared_bytes: 0,
-            });
-            let e = Self::element_bytes(p);
-            workspace = padded_bytes(pixels, e) + padded_bytes(taps, e);
-        }
-        let _ = kernels.push(KernelLaunch {
-            kernel: kernels.len(),
+        let e = Self::element_bytes(p);
+        let library = |kernel| KernelLaunch {
+            kernel,
             grid: [clamp(tiles[0]), clamp(tiles[1]), cfg.split_k],
             block: [cfg.threads(), 1, 1],
-            shared_bytes: cfg.shared_bytes(Self::element_bytes(p)),
-        });
+            shared_bytes: cfg.shared_bytes(e),
+        };
+        // The launches (capacity MAX_KERNELS >= 3), the library kernel's index among them, and
+        // the workspace its copies take (before the split-K semaphores).
+        let (launches, at, copies): (&[KernelLaunch], usize, u64) = match self.form {
+            Form::Nhwc | Form::ScalarStores => (&[library(0)], 0, 0),
+            Form::PadChannels => {
+                let (pixels, taps) = Self::positions(p);
+                let blocks = (pixels + taps)
+                    .div_ceil(PAD_THREADS as u64)
+                    .clamp(1, PAD_MAX_BLOCKS);
+                let pad = KernelLaunch {
+                    kernel: 0,
+                    grid: [blocks as u32, 1, 1],
+                    block: [PAD_THREADS, 1, 1],
+                    shared_bytes: 0,
+                };
+                (
+                    &[pad, library(1)],
+                    1,
+                    padded_bytes(pixels, e) + padded_bytes(taps, e),
+                )
+            }
+            Form::Nchw => {
+                let [_, h, w] = p.input();
+                let [_, r, s] = p.filter();
+                let [_, oh, ow] = p.output();
+                let (n, c, k) = (p.n() as u64, p.c() as u64, p.k() as u64);
+                let into_nhwc = transpose_tiles(n, c, h as u64 * w as u64)
+                    + transpose_tiles(k, c, r as u64 * s as u64);
+                let out_of_nhwc = transpose_tiles(n, oh as u64 * ow as u64, k);
+                let copies = p
+                    .element_counts()
+                    .iter()
+                    .map(|&count| (count * e as u64).div_ceil(256) * 256)
+                    .sum();
+                (
+                    &[
+                        transpose_launch(0, into_nhwc),
+                        library(1),
+                        transpose_launch(2, out_of_nhwc),
+                    ],
+                    1,
+                    copies,
+                )
+            }
+        };
+        let mut kernels = heapless::Vec::new();
+        for &launch in launches {
+            let _ = kernels.push(launch);
+        }
         LaunchPlan {
             kernels,
-            // Serial split-K: one zeroed semaphore per output tile, after any padded copies.
-            workspace_bytes: workspace
+            // Serial split-K: one zeroed semaphore per output tile, after any copies.
+            workspace_bytes: copies
                 + if cfg.split_k > 1 {
                     tiles[0] * tiles[1] * 4
                 } else {
                     0
                 },
+            library: at,
         }
     }
 
@@ -329,7 +420,12 @@ impl Solver for Cutlass {
             (cfg.split_k as f64 - 1.0) * 2.0 * (m * n) as f64 * Self::element_bytes(p) as f64;
         let compute_ms = flops / (self.gflops * fill * occupancy * 1e6);
         let memory_ms = (bytes + split_bytes) / 2.5e9;
-        compute_ms.max(memory_ms) + 0.003 + 0.001 * (cfg.split_k as f64 - 1.0)
+        // The layout transforms read and write every tensor once more, in two more launches.
+        let transform_ms = match self.form {
+            Form::Nchw => 2.0 * bytes / 2.5e9 + 0.006,
+            _ => 0.0,
+        };
+        compute_ms.max(memory_ms) + transform_ms + 0.003 + 0.001 * (cfg.split_k as f64 - 1.0)
     }
 
     fn default_params(
@@ -343,7 +439,7 @@ impl Solver for Cutlass {
     fn timed_like(&self) -> Option<&'static str> {
         // One-element stores change only the epilogue: on a layer with K % 8 != 0 the nearest
         // measured problems (K % 8 == 0) timed the vector-store kernel, not this one.
-        self.scalar_out.then_some(IGEMM.id)
+        (self.form == Form::ScalarStores).then_some(IGEMM.id)
     }
 }
 
@@ -527,6 +623,53 @@ mod tests {
         let x4 = (32 * 224 * 224 * 4 * 4u64).div_ceil(256) * 256;
         let w4 = (64 * 7 * 7 * 4 * 4u64).div_ceil(256) * 256;
         assert_eq!(plan.workspace_bytes, x4 + w4);
+    }
+
+    #[test]
+    fn nchw_problems_run_the_nhwc_kernel_between_two_transposes() {
+        let caps = h100();
+        let nchw = |t| {
+            ConvProblem::new(ConvSpec {
+                layouts: [Layout::Nchw; 3],
+                ..nhwc(32, 64, 128, 56, 3, t).spec()
+            })
+            .unwrap()
+        };
+        let (fp16, fp32) = (nchw(DataType::Fp16), nchw(DataType::Fp32));
+        let q = "64,64,64,32,32,5,8,1";
+        assert!(NCHW_IGEMM.applicable(&fp16, &caps, q).is_ok());
+        assert_eq!(
+            NCHW_IGEMM.applicable(&nhwc(32, 64, 128, 56, 3, DataType::Fp16), &caps, q),
+            Err("needs 2-D NCHW tensors (the NHWC solvers serve NHWC)")
+        );
+        assert!(IGEMM.applicable(&fp16, &caps, q).is_err());
+        assert!(NCHW_3XTF32
+            .applicable(&fp32, &caps, "64,64,32,32,32,4,4,1")
+            .is_ok());
+        let plan = NCHW_IGEMM.launch_plan(&fp16, q);
+        let kernels: Vec<usize> = plan.kernels.iter().map(|k| k.kernel).collect();
+        assert_eq!(kernels, [0, 1, 2]);
+        assert_eq!(plan.library, 1);
+        // The library kernel: M = 32 x 56 x 56 pixels in 64-row tiles, K = 128 in 64.
+        assert_eq!(plan.kernels[1].grid, [1568, 2, 1]);
+        // In: x is 32 matrices of 64 x 3136 (2 x 98 tiles each), w 128 of 64 x 9 (2 x 1).
+        assert_eq!(plan.kernels[0].grid, [32 * 2 * 98 + 128 * 2, 1, 1]);
+        assert_eq!(plan.kernels[0].block, [32, 8, 1]);
+        // Out: y is 32 matrices of 3136 x 128 (98 x 4 tiles).
+        assert_eq!(plan.kernels[2].grid, [32 * 98 * 4, 1, 1]);
+        let x = 32 * 64 * 56 * 56 * 2u64;
+        let w = 128 * 64 * 9 * 2u64;
+        let y = 32 * 128 * 56 * 56 * 2u64;
+        let round = |b: u64| b.div_ceil(256) * 256;
+        assert_eq!(plan.workspace_bytes, round(x) + round(w) + round(y));
+        // Split-K semaphores come after the copies.
+        let split = NCHW_IGEMM.launch_plan(&fp16, "64,64,64,32,32,5,8,4");
+        assert_eq!(split.workspace_bytes, plan.workspace_bytes + 1568 * 2 * 4);
+        // The transforms cost time the NHWC solver does not pay.
+        assert!(
+            NCHW_IGEMM.estimated_ms(&fp16, q)
+                > IGEMM.estimated_ms(&nhwc(32, 64, 128, 56, 3, DataType::Fp16), q)
+        );
     }
 
     #[test]

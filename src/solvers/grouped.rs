@@ -80,6 +80,7 @@ impl Solver for DirectGrouped {
         LaunchPlan {
             kernels,
             workspace_bytes: 0,
+            library: 0,
         }
     }
 

@@ -105,6 +105,9 @@ pub struct LaunchPlan {
     pub kernels: heapless::Vec<KernelLaunch, MAX_KERNELS>,
     /// Workspace bytes the caller must provide.
     pub workspace_bytes: u64,
+    /// Index in `kernels` of the launch a library's parameter builder describes (the library
+    /// kernel among layout or padding kernels; unused by solvers without a builder).
+    pub library: usize,
 }
 
 impl LaunchPlan {
@@ -121,6 +124,7 @@ impl LaunchPlan {
         LaunchPlan {
             kernels,
             workspace_bytes: 0,
+            library: 0,
         }
     }
 
@@ -216,6 +220,9 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::FIRST_LAYER_3XTF32,
     &cutlass::FIRST_LAYER_TF32,
     &cutlass::IGEMM_SCALAR_OUT,
+    &cutlass::NCHW_IGEMM,
+    &cutlass::NCHW_3XTF32,
+    &cutlass::NCHW_TF32,
     &grouped::DirectGrouped,
 ];
 
@@ -536,6 +543,15 @@ mod tests {
                 math: kiln_format::MathMode::AllowTf32,
                 ..base
             },
+            // NCHW FP16 and NCHW FP32 opted in to TF32 (the NCHW tensor-core solvers).
+            ConvSpec {
+                data_types: [DataType::Fp16; 3],
+                ..base
+            },
+            ConvSpec {
+                math: kiln_format::MathMode::AllowTf32,
+                ..base
+            },
             // 3 output channels (an image out of a decoder).
             ConvSpec {
                 k: 3,
@@ -610,9 +626,10 @@ mod tests {
         for p in [spec, nhwc16].map(|s| ConvProblem::new(s).unwrap()) {
             for s in registered() {
                 for q in s.applicable_params(&p, &caps()) {
-                    // The main kernel is the plan's last (the first layer pads channels first).
+                    // The main kernel: a library's is `plan.library` (a first layer pads
+                    // channels first, NCHW transposes around it); kiln's own run one.
                     let plan = s.imp.launch_plan(&p, q);
-                    let block = plan.kernels[plan.kernels.len() - 1].block;
+                    let block = plan.kernels[plan.library].block;
                     let v = values(q);
                     // conv_tiled.cpp runs TILE_H x TILE_W threads; igemm.h is written for
                     // 256; CUTLASS one warp per warp tile (tb_m/warp_m x tb_n/warp_n).

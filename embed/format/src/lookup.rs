@@ -155,7 +155,8 @@ impl Solutions {
 pub struct CodeObject {
     /// The object bytes (ELF), in static storage.
     pub bytes: &'static [u8],
-    /// sha256 of the bytes, checked when the block was decoded.
+    /// sha256 of the bytes, recorded at build time (the block holding them passed its frame
+    /// digest and zstd's content checksum when it was decoded).
     pub sha256: [u8; 32],
     /// MIOpen's MD5 `kernel_hash`.
     pub md5: [u8; 16],

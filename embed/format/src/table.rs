@@ -4,9 +4,11 @@
 //! A table is a perfect-hash index (rust-phf's CHD displacements, generated at build time) over
 //! records laid out in hash-slot order, cut into blocks of `records_per_block` records. Each
 //! block is zstd-compressed on its own (optionally with a dictionary trained on the table) and
-//! carries the sha256 of its decoded bytes. A lookup hashes the key, finds the slot, decodes
-//! the slot's block once into static storage (`.bss`, never the heap) after checking its
-//! digest, and compares the stored key. Later lookups in that block touch no allocator.
+//! carries the sha256 of its zstd frame. A lookup hashes the key, finds the slot, checks the
+//! frame's digest before the decompressor reads it, decodes the block once into static storage
+//! (`.bss`, never the heap; zstd checks its XXH64 content checksum as it decodes), and compares
+//! the stored key. Later lookups in that block touch no allocator. Hashing the frame, not the
+//! decoded bytes, hashes 4-6x fewer bytes on a code object's cold start.
 //!
 //! Blob layout (little endian, 8-byte aligned sections):
 //! ```text
@@ -82,7 +84,7 @@ pub enum TableError {
         /// Block index.
         block: u32,
     },
-    /// A block decoded to bytes whose sha256 differs from the recorded one.
+    /// A block's zstd frame has a sha256 other than the recorded one.
     DigestMismatch {
         /// Block index.
         block: u32,
@@ -301,7 +303,7 @@ pub struct BlockDesc {
     pub comp_len: u32,
     /// Size of the decoded block.
     pub dec_len: u32,
-    /// sha256 of the decoded block.
+    /// sha256 of the block's zstd frame.
     pub sha256: [u8; 32],
 }
 
@@ -617,13 +619,14 @@ impl EmbeddedTable {
             .blob
             .get(comp_start as usize..comp_end as usize)
             .ok_or(m("compressed block out of bounds"))?;
+        // The decompressor reads only bytes whose digest matched.
+        if Sha256::digest(src).as_slice() != desc.sha256 {
+            return Err(TableError::DigestMismatch { block: index });
+        }
         let dict = &self.blob[h.dict_at..h.dict_at + h.dict_len as usize];
         let n = decompress(src, dict, dst).map_err(|_| TableError::Decompress { block: index })?;
         if n != dst.len() {
             return Err(TableError::Decompress { block: index });
-        }
-        if Sha256::digest(&*dst).as_slice() != desc.sha256 {
-            return Err(TableError::DigestMismatch { block: index });
         }
         Ok(())
     }
