@@ -143,10 +143,15 @@ fn transpose_launch(kernel: usize, tiles: u64) -> KernelLaunch {
     }
 }
 
-/// Bytes of a 4-channel copy of `positions` pixels (or filter positions), rounded up to 256
-/// as the kernel's builder places them in the workspace.
+/// Workspace a copy of `bytes` takes: the kernels' builder starts each copy at a 256-byte
+/// boundary.
+fn copy_bytes(bytes: u64) -> u64 {
+    bytes.div_ceil(256) * 256
+}
+
+/// Bytes of a 4-channel copy of `positions` pixels (or filter positions) in the workspace.
 fn padded_bytes(positions: u64, element_bytes: u32) -> u64 {
-    (positions * 4 * element_bytes as u64).div_ceil(256) * 256
+    copy_bytes(positions * 4 * element_bytes as u64)
 }
 
 /// `ConvCutlassIgemmFwd`.
@@ -317,10 +322,6 @@ impl Solver for Cutlass {
         if cfg.shared_bytes(Self::element_bytes(p)) > max_shared_per_block(target.arch) {
             return Err("tile needs more shared memory than this arch gives a block");
         }
-        // The builder reports workspace offsets as 32-bit ints.
-        if self.launch_plan(p, params).workspace_bytes > int_max {
-            return Err("workspace past 2 GiB (the builder's offsets are 32-bit)");
-        }
         Ok(())
     }
 
@@ -373,7 +374,7 @@ impl Solver for Cutlass {
                 let copies = p
                     .element_counts()
                     .iter()
-                    .map(|&count| (count * e as u64).div_ceil(256) * 256)
+                    .map(|&count| copy_bytes(count * e as u64))
                     .sum();
                 (
                     &[

@@ -283,6 +283,10 @@ impl SolverRef {
         {
             return Err("launch plan names a kernel the manifest lacks");
         }
+        // A library's parameter builder reports workspace offsets as 32-bit ints.
+        if !self.entry.builder.is_empty() && plan.workspace_bytes > i32::MAX as u64 {
+            return Err("workspace past 2 GiB (the builder's offsets are 32-bit)");
+        }
         plan.within_launch_limits()
     }
 
@@ -582,6 +586,33 @@ mod tests {
             // The 1x1 GEMM does not apply to a 3x3 filter; every other solver does.
             assert_eq!(planned > 0, s.id() != "ConvGemm1x1Fwd", "{}", s.id());
         }
+    }
+
+    #[test]
+    fn library_plans_keep_their_workspace_within_32_bit_offsets() {
+        // NCHW FP32, 64 x 64 x 256 x 256: x and y are 1 GiB each, so their NHWC copies and w
+        // pass 2 GiB of workspace, which the CUTLASS builder cannot address.
+        let big = ConvProblem::new(ConvSpec {
+            n: 64,
+            c: 64,
+            k: 64,
+            input: [1, 256, 256],
+            filter: [1, 3, 3],
+            pad: [0, 1, 1],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        let s = by_id("ConvCutlassNchw3xTf32Fwd").unwrap();
+        assert_eq!(
+            s.applicable(&big, &caps(), "64,64,32,32,32,4,4,1"),
+            Err("workspace past 2 GiB (the builder's offsets are 32-bit)")
+        );
+        let half = ConvProblem::new(ConvSpec {
+            n: 16,
+            ..big.spec()
+        })
+        .unwrap();
+        assert!(s.applicable(&half, &caps(), "64,64,32,32,32,4,4,1").is_ok());
     }
 
     #[test]
