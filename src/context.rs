@@ -14,7 +14,7 @@ use crate::error::RunError;
 pub use crate::invoker::Invoker;
 use crate::resolve::{Plan, Variant};
 use crate::select::{select_target, Selection};
-use crate::solvers::TargetCaps;
+use crate::solvers::{LaunchPlan, TargetCaps};
 
 /// Time spent in each step of a cold `prepare`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -23,8 +23,11 @@ pub struct PrepareTimes {
     pub decompress_s: f64,
     /// ELF structure and target checks.
     pub verify_s: f64,
-    /// Module load and function lookup (`cuModuleLoadData` / `hipModuleLoadData`).
+    /// Module load (`cuModuleLoadData` / `hipModuleLoadData`).
     pub module_load_s: f64,
+    /// Invoker set-up: function lookup and, for a library kernel, its parameter builder's run
+    /// and read-back.
+    pub invoker_s: f64,
 }
 
 /// (network config, solver, perf config): MIOpen keys its invoker cache by the first two, as
@@ -84,7 +87,29 @@ pub struct Context {
     caps: TargetCaps,
     exact: bool,
     invokers: Mutex<InvokerCache>,
+    /// What library parameter builders write into ([`crate::invoker::BUILDER_SCRATCH_BYTES`]),
+    /// allocated once when the context opens.
+    builder_scratch: Mutex<DeviceBuffer>,
     warmup_s: f64,
+    launch_warmup_s: f64,
+}
+
+/// How a context opens.
+#[derive(Clone, Copy, Debug)]
+pub struct ContextOptions {
+    /// Invokers kept loaded (at least 1).
+    pub invoker_capacity: usize,
+    /// Run one tiny problem end to end while opening (see [`Context::with_options`]).
+    pub warm_up: bool,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        ContextOptions {
+            invoker_capacity: DEFAULT_INVOKER_CAPACITY,
+            warm_up: true,
+        }
+    }
 }
 
 impl Context {
@@ -101,6 +126,25 @@ impl Context {
 
     /// As [`Context::new`], keeping at most `capacity` invokers (at least 1) loaded.
     pub fn with_invoker_capacity(device: Device, capacity: usize) -> Result<Context, RunError> {
+        Context::with_options(
+            device,
+            ContextOptions {
+                invoker_capacity: capacity,
+                ..ContextOptions::default()
+            },
+        )
+    }
+
+    /// Opens a context on a device with `options`.
+    ///
+    /// Opening decodes the target's find-db and perf-db, and (with `warm_up`) runs one tiny
+    /// problem through resolve, kdb decode, module load, launch and synchronize, on a kernel
+    /// that no real problem is likely to share, then unloads it. The driver and the decoder
+    /// pay their first-use costs there (a context's first module load takes several times
+    /// longer than the next), so the first real problem pays only for its own kernel; and a
+    /// device whose embedded objects cannot load or run is refused when it opens, not at its
+    /// first problem.
+    pub fn with_options(device: Device, options: ContextOptions) -> Result<Context, RunError> {
         let info = device.info();
         let sel = check_device(info)?;
         let caps = TargetCaps::on_device(sel.target, &info.arch, info.compute_units);
@@ -111,7 +155,9 @@ impl Context {
         for kind in [TableKind::FindDb, TableKind::PerfDb] {
             sel.target.decode_table(kind)?;
         }
-        Ok(Context {
+        let warmup_s = t0.elapsed().as_secs_f64();
+        let scratch = device.alloc(crate::invoker::BUILDER_SCRATCH_BYTES)?;
+        let mut ctx = Context {
             caps,
             device,
             target: sel.target,
@@ -119,16 +165,85 @@ impl Context {
             invokers: Mutex::new(InvokerCache {
                 map: HashMap::new(),
                 clock: 0,
-                capacity: capacity.max(1),
+                capacity: options.invoker_capacity.max(1),
             }),
-            warmup_s: t0.elapsed().as_secs_f64(),
+            builder_scratch: Mutex::new(scratch),
+            warmup_s,
+            launch_warmup_s: 0.0,
+        };
+        if options.warm_up {
+            let t1 = std::time::Instant::now();
+            ctx.warm_up()?;
+            ctx.launch_warmup_s = t1.elapsed().as_secs_f64();
+        }
+        Ok(ctx)
+    }
+
+    /// The problem a context runs when it opens: one FP32 NCHW 1x1 convolution of 4x4 pixels,
+    /// 4 channels in and out, which every target's own kernels run and no network layer is.
+    pub fn warm_up_problem() -> Result<ConvProblem, kiln_format::ProblemError> {
+        ConvProblem::new(kiln_format::ConvSpec {
+            n: 1,
+            c: 4,
+            k: 4,
+            input: [1, 4, 4],
+            filter: [1, 1, 1],
+            ..kiln_format::ConvSpec::default()
         })
+    }
+
+    /// Runs [`Context::warm_up_problem`] once, uncached, on zeroed buffers.
+    fn warm_up(&self) -> Result<(), RunError> {
+        let p =
+            Context::warm_up_problem().map_err(|e| RunError::Kiln(crate::Error::BadProblem(e)))?;
+        // Unlogged: the warm-up problem is in no find-db, and its ranking by the cost model is
+        // no news worth a warning.
+        let plan = crate::resolve::resolve_on(self.target, &self.caps, &p)?;
+        let v = plan.best().variant;
+        let (name, args) = v
+            .solver
+            .entry
+            .kdb_key(p.data_types()[0].name(), v.params, self.target.arch)
+            .map_err(|e| RunError::Solver {
+                solver: v.solver.id(),
+                reason: format!("perf config '{}': {e}", v.params),
+            })?;
+        let object =
+            self.target
+                .code_object(&name, &args)?
+                .ok_or_else(|| RunError::MissingKernel {
+                    target: self.target.basename,
+                    key: format!("'{name}' '{args}'"),
+                })?;
+        let checked = crate::codeobject::check_for_device(object.bytes, &self.device.info().arch)
+            .map_err(|source| RunError::CodeObject {
+            solver: v.solver.id(),
+            key: format!("'{name}' '{args}'"),
+            source,
+        })?;
+        let inv = self.load(&p, &v, checked)?;
+        let [xb, wb, yb] = p.byte_counts();
+        let buffers = [xb, wb, yb, inv.workspace_bytes().max(1)].map(|b| self.device.alloc(b));
+        let [x, w, y, ws] = buffers;
+        let (x, w, y, ws) = (x?, w?, y?, ws?);
+        for b in [&x, &w] {
+            b.fill(0)?;
+        }
+        let ws = (inv.workspace_bytes() > 0).then_some(&ws);
+        self.run(&inv, &x, &w, &y, ws, &Stream::default())?;
+        self.device.synchronize()?;
+        Ok(())
     }
 
     /// Seconds the context spent decoding and verifying its target's find-db and perf-db when
     /// it opened.
     pub fn table_warmup_s(&self) -> f64 {
         self.warmup_s
+    }
+
+    /// Seconds the context spent on its warm-up problem when it opened (0 without one).
+    pub fn launch_warmup_s(&self) -> f64 {
+        self.launch_warmup_s
     }
 
     /// Invokers in the cache now.
@@ -236,19 +351,23 @@ impl Context {
                 }
             })?;
         let t2 = std::time::Instant::now();
-        let inv = Arc::new(self.load(p, v, checked)?);
+        let (module, args, plan) = self.load_module(p, v, checked)?;
         let t3 = std::time::Instant::now();
+        let inv = Arc::new(self.invoker(&module, p, v, args, plan)?);
+        let t4 = std::time::Instant::now();
         times.decompress_s = (t1 - t0).as_secs_f64();
         times.verify_s = (t2 - t1).as_secs_f64();
         times.module_load_s = (t3 - t2).as_secs_f64();
+        times.invoker_s = (t4 - t3).as_secs_f64();
         log::debug!(
-            "loaded {} [{}] for {}: decompress {:.3} ms, verify {:.3} ms, module load {:.3} ms",
+            "loaded {} [{}] for {}: decompress {:.3} ms, verify {:.3} ms, module load {:.3} ms, invoker {:.3} ms",
             v.solver.id(),
             v.params,
             p.find_db_key().as_str(),
             times.decompress_s * 1e3,
             times.verify_s * 1e3,
-            times.module_load_s * 1e3
+            times.module_load_s * 1e3,
+            times.invoker_s * 1e3
         );
         let inv = self.cache().insert(key, inv);
         Ok((inv, times))
@@ -286,6 +405,18 @@ impl Context {
         v: &Variant,
         object: crate::codeobject::CheckedObject<'_>,
     ) -> Result<Invoker, RunError> {
+        let (module, args, plan) = self.load_module(p, v, object)?;
+        self.invoker(&module, p, v, args, plan)
+    }
+
+    /// Checks that `v` applies to `p` here and loads the checked object; returns the module
+    /// with the kernels' arguments and launch plan.
+    fn load_module(
+        &self,
+        p: &ConvProblem,
+        v: &Variant,
+        object: crate::codeobject::CheckedObject<'_>,
+    ) -> Result<(Arc<crate::backend::Module>, KernelArgs, LaunchPlan), RunError> {
         let not_applicable = |reason: &str| RunError::Solver {
             solver: v.solver.id(),
             reason: format!(
@@ -299,8 +430,23 @@ impl Context {
             .map_err(not_applicable)?;
         let args = KernelArgs::of(p).ok_or_else(|| not_applicable("sizes exceed i32"))?;
         let plan = v.solver.imp.launch_plan(p, v.params);
-        let module = self.device.load_module(object)?;
-        Invoker::new(&self.device, &module, p, v, args, plan)
+        Ok((self.device.load_module(object)?, args, plan))
+    }
+
+    /// The invoker of `v` on `p` from its loaded module (a library builder runs here).
+    fn invoker(
+        &self,
+        module: &Arc<crate::backend::Module>,
+        p: &ConvProblem,
+        v: &Variant,
+        args: KernelArgs,
+        plan: LaunchPlan,
+    ) -> Result<Invoker, RunError> {
+        let scratch = self
+            .builder_scratch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Invoker::new(&self.device, &scratch, module, p, v, args, plan)
     }
 
     /// Runs an invoker on `x`, `w`, `y` (and `workspace`, when its plan needs one) on
@@ -404,5 +550,39 @@ pub fn warn_if_unmeasured(t: &EmbeddedTarget) {
             "target {} has no measured find-db for kiln's solvers: every problem is ranked by the cost model (kiln-tools find measures one)",
             t.basename
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every embedded target can run the warm-up problem from its own kdb: a context that opens
+    /// with a warm-up never fails for want of a kernel.
+    #[test]
+    fn every_target_runs_the_warm_up_problem_from_its_own_kdb() {
+        let p = Context::warm_up_problem().expect("valid problem");
+        assert_eq!(
+            p.find_db_key().as_str(),
+            "4-4-4-1x1-4-4-4-1-0x0-1x1-1x1-0-NCHW-FP32-F"
+        );
+        assert!(!crate::embedded::targets().is_empty());
+        for t in crate::embedded::targets() {
+            let caps = TargetCaps::on_device(t, t.arch, t.compute_units);
+            let plan = crate::resolve::resolve_on(t, &caps, &p)
+                .unwrap_or_else(|e| panic!("{}: {e}", t.basename));
+            let v = plan.best().variant;
+            let (name, args) = v
+                .solver
+                .entry
+                .kdb_key("FP32", v.params, t.arch)
+                .expect("kdb key");
+            let object = t
+                .code_object(&name, &args)
+                .expect("kdb readable")
+                .unwrap_or_else(|| panic!("{}: no object '{name}' '{args}'", t.basename));
+            crate::codeobject::check_for_device(object.bytes, t.arch)
+                .unwrap_or_else(|e| panic!("{}: {e}", t.basename));
+        }
     }
 }

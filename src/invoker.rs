@@ -24,6 +24,9 @@ use crate::solvers::{KernelLaunch, LaunchPlan};
 /// Largest parameter block a kernel may take (the driver's 4 KiB kernel-parameter limit).
 pub const MAX_PARAM_BLOCK: usize = 4096;
 
+/// Device bytes a library builder writes: the parameter block's room, then its report.
+pub const BUILDER_SCRATCH_BYTES: u64 = (MAX_PARAM_BLOCK + BuilderInfo::INTS * 4) as u64;
+
 /// What the builder reports: `KilnBuilderInfo` in `kernels/nv/cutlass_conv.cu`, 17 ints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BuilderInfo {
@@ -149,9 +152,11 @@ impl Invoker {
         &self.problem
     }
 
-    /// Builds the invoker of `v` for `p` from a loaded module.
+    /// Builds the invoker of `v` for `p` from a loaded module; a library builder runs with
+    /// `scratch` (at least [`BUILDER_SCRATCH_BYTES`]) as its output.
     pub(crate) fn new(
         device: &Device,
+        scratch: &DeviceBuffer,
         module: &Arc<Module>,
         p: &ConvProblem,
         v: &Variant,
@@ -168,7 +173,7 @@ impl Invoker {
         } else {
             let runtime_value = runtime_value(v.params, entry.runtime_values);
             let builder = module.function(entry.builder)?;
-            let (block, info) = ParamBlock::build(device, &builder, args, runtime_value)?;
+            let (block, info) = ParamBlock::build(device, scratch, &builder, args, runtime_value)?;
             if info.status != 0 {
                 return Err(fail(format!(
                     "the library refuses the problem (status {})",
@@ -310,17 +315,26 @@ fn runtime_value(params: &str, runtime_values: usize) -> i32 {
 }
 
 impl ParamBlock {
-    /// Runs `builder` on one GPU thread and reads back the block and its description.
+    /// Runs `builder` on one GPU thread, writing into `scratch`, and reads back the block and
+    /// its description.
     fn build(
         device: &Device,
+        scratch: &DeviceBuffer,
         builder: &Function,
         args: KernelArgs,
         runtime_value: i32,
     ) -> Result<(ParamBlock, BuilderInfo), RunError> {
-        // One buffer, zeroed, read back in one copy: the block, then the report (a prepare
-        // on a cold start pays for each driver call, so there are as few as can be).
+        // One buffer, kept by the context (an allocation and a free would cost a cold start
+        // two driver calls, the free a synchronization), zeroed, read back in one copy: the
+        // block, then the report.
         const INFO_BYTES: usize = BuilderInfo::INTS * 4;
-        let scratch = device.alloc((MAX_PARAM_BLOCK + INFO_BYTES) as u64)?;
+        if scratch.bytes() < BUILDER_SCRATCH_BYTES {
+            return Err(RunError::BufferTooSmall {
+                which: "builder scratch",
+                needed: BUILDER_SCRATCH_BYTES,
+                given: scratch.bytes(),
+            });
+        }
         scratch.fill(0)?;
         let (mut a, mut rv, mut op, mut ip) = (
             args,
@@ -338,7 +352,8 @@ impl ParamBlock {
         // SAFETY: the builder's signature is (KilnConvArgs, int, void*, KilnBuilderInfo*)
         // (kernels/README.md); it writes the block (its size, reported and checked below;
         // CUTLASS's are 0.4-1.2 KiB of the 4 KiB) at the block pointer and 68 bytes (17 ints)
-        // at the info pointer after it; one thread runs it.
+        // at the info pointer after it, both within `scratch` (checked above); one thread
+        // runs it.
         unsafe { device.launch(builder, [1, 1, 1], [1, 1, 1], 0, &stream, &mut params) }?;
         device.synchronize()?;
         let mut raw = [0u8; MAX_PARAM_BLOCK + INFO_BYTES];

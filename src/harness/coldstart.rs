@@ -32,6 +32,7 @@ impl ColdStart {
             + self.prepare.decompress_s
             + self.prepare.verify_s
             + self.prepare.module_load_s
+            + self.prepare.invoker_s
             + self.first_launch_s
     }
 }

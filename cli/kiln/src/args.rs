@@ -28,9 +28,19 @@ pub enum Command {
     /// Boot check: every embedded solver and perf config on a problem set, checked; non-zero exit on any failure.
     Selftest(SelftestArgs),
     /// Cold start inside one process: from a ready context to the first convolution's result, by phase.
-    Coldstart(DeviceArgs),
+    Coldstart(ColdstartArgs),
     /// The main job: every ResNet-50 conv layer through kiln (on a GPU: run and verify; without: resolve and verify code objects).
     Demo(DemoArgs),
+}
+
+#[derive(Args)]
+pub struct ColdstartArgs {
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Open the context without its warm-up problem (the driver's and decoder's first-use
+    /// costs then fall on the measured problem).
+    #[arg(long)]
+    pub no_warm_up: bool,
 }
 
 #[derive(Args)]
