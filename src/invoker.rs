@@ -168,49 +168,61 @@ impl Invoker {
             reason: format!("[{}] on {}: {reason}", v.params, p.find_db_key()),
         };
         let entry = v.solver.entry;
-        let arguments = if entry.builder.is_empty() {
-            Arguments::Kiln(args)
+        // The builder runs on the GPU while the host looks up the plan's kernels (with lazy
+        // loading, each lookup loads that kernel's code): a cold prepare overlaps the two.
+        let building = if entry.builder.is_empty() {
+            None
         } else {
             let runtime_value = runtime_value(v.params, entry.runtime_values);
             let builder = module.function(entry.builder)?;
-            let (block, info) = ParamBlock::build(device, scratch, &builder, args, runtime_value)?;
-            if info.status != 0 {
-                return Err(fail(format!(
-                    "the library refuses the problem (status {})",
-                    info.status
-                )));
-            }
-            // The builder is the authority on the launch of the library kernel; the solver's
-            // plan must agree with it (a disagreement means the Rust mirror of the library's
-            // rules is wrong).
-            let k = plan
-                .kernels
-                .get_mut(plan.library)
-                .ok_or_else(|| fail("plan without its library kernel".into()))?;
-            let grid = info.grid.map(|g| g.max(0) as u32);
-            if grid != k.grid || info.threads.max(0) as u32 != k.block[0] {
-                return Err(fail(format!(
-                    "builder launch grid {:?} x {} threads differs from the solver's {:?} x {}",
-                    grid, info.threads, k.grid, k.block[0]
-                )));
-            }
-            let needed = block.workspace_bytes();
-            if needed > plan.workspace_bytes {
-                return Err(fail(format!(
-                    "builder needs {needed} B of workspace, the solver planned {}",
-                    plan.workspace_bytes
-                )));
-            }
-            k.shared_bytes = info.shared_bytes.max(0) as u32;
-            Arguments::Block(Box::new(block))
+            ParamBlock::launch(device, scratch, &builder, args, runtime_value)?;
+            Some(())
         };
-        let mut kernels = Vec::with_capacity(plan.kernels.len());
-        for launch in plan.kernels {
+        let mut functions = Vec::with_capacity(plan.kernels.len());
+        for launch in &plan.kernels {
             let name = entry
                 .functions
                 .get(launch.kernel)
                 .ok_or_else(|| fail("its launch plan names a kernel the manifest lacks".into()))?;
-            let function = module.function(name)?;
+            functions.push(module.function(name)?);
+        }
+        let arguments = match building {
+            None => Arguments::Kiln(args),
+            Some(()) => {
+                let (block, info) = ParamBlock::read(scratch, args)?;
+                if info.status != 0 {
+                    return Err(fail(format!(
+                        "the library refuses the problem (status {})",
+                        info.status
+                    )));
+                }
+                // The builder is the authority on the launch of the library kernel; the
+                // solver's plan must agree with it (a disagreement means the Rust mirror of the
+                // library's rules is wrong).
+                let k = plan
+                    .kernels
+                    .get_mut(plan.library)
+                    .ok_or_else(|| fail("plan without its library kernel".into()))?;
+                let grid = info.grid.map(|g| g.max(0) as u32);
+                if grid != k.grid || info.threads.max(0) as u32 != k.block[0] {
+                    return Err(fail(format!(
+                        "builder launch grid {:?} x {} threads differs from the solver's {:?} x {}",
+                        grid, info.threads, k.grid, k.block[0]
+                    )));
+                }
+                let needed = block.workspace_bytes();
+                if needed > plan.workspace_bytes {
+                    return Err(fail(format!(
+                        "builder needs {needed} B of workspace, the solver planned {}",
+                        plan.workspace_bytes
+                    )));
+                }
+                k.shared_bytes = info.shared_bytes.max(0) as u32;
+                Arguments::Block(Box::new(block))
+            }
+        };
+        let mut kernels = Vec::with_capacity(plan.kernels.len());
+        for (function, launch) in functions.into_iter().zip(plan.kernels) {
             if launch.shared_bytes > 48 * 1024 {
                 function.set_max_dynamic_shared(launch.shared_bytes)?;
             }
@@ -315,19 +327,18 @@ fn runtime_value(params: &str, runtime_values: usize) -> i32 {
 }
 
 impl ParamBlock {
-    /// Runs `builder` on one GPU thread, writing into `scratch`, and reads back the block and
-    /// its description.
-    fn build(
+    /// Launches `builder` on one GPU thread, writing into `scratch` (zeroed first), on the
+    /// default stream; [`ParamBlock::read`] waits for it.
+    fn launch(
         device: &Device,
         scratch: &DeviceBuffer,
         builder: &Function,
         args: KernelArgs,
         runtime_value: i32,
-    ) -> Result<(ParamBlock, BuilderInfo), RunError> {
+    ) -> Result<(), RunError> {
         // One buffer, kept by the context (an allocation and a free would cost a cold start
         // two driver calls, the free a synchronization), zeroed, read back in one copy: the
         // block, then the report.
-        const INFO_BYTES: usize = BuilderInfo::INTS * 4;
         if scratch.bytes() < BUILDER_SCRATCH_BYTES {
             return Err(RunError::BufferTooSmall {
                 which: "builder scratch",
@@ -348,14 +359,31 @@ impl ParamBlock {
             (&mut op as *mut u64).cast(),
             (&mut ip as *mut u64).cast(),
         ];
-        let stream = Stream::default();
         // SAFETY: the builder's signature is (KilnConvArgs, int, void*, KilnBuilderInfo*)
-        // (kernels/README.md); it writes the block (its size, reported and checked below;
+        // (kernels/README.md); it writes the block (its size, reported and checked by `read`;
         // CUTLASS's are 0.4-1.2 KiB of the 4 KiB) at the block pointer and 68 bytes (17 ints)
         // at the info pointer after it, both within `scratch` (checked above); one thread
         // runs it.
-        unsafe { device.launch(builder, [1, 1, 1], [1, 1, 1], 0, &stream, &mut params) }?;
-        device.synchronize()?;
+        unsafe {
+            device.launch(
+                builder,
+                [1, 1, 1],
+                [1, 1, 1],
+                0,
+                &Stream::default(),
+                &mut params,
+            )
+        }?;
+        Ok(())
+    }
+
+    /// Reads back what the builder [`ParamBlock::launch`] started wrote into `scratch`: the
+    /// copy waits for it (a synchronous copy after the default stream's work).
+    fn read(
+        scratch: &DeviceBuffer,
+        args: KernelArgs,
+    ) -> Result<(ParamBlock, BuilderInfo), RunError> {
+        const INFO_BYTES: usize = BuilderInfo::INTS * 4;
         let mut raw = [0u8; MAX_PARAM_BLOCK + INFO_BYTES];
         scratch.download(&mut raw)?;
         let mut report = [0u8; INFO_BYTES];

@@ -15,7 +15,8 @@
 // activation iterator masked at the reduction's end (KilnWindowedActivationIterator).
 //
 // KILN_NCHW (channels-first tensors): x (N,C,H,W) and w (K,C,R,S) are first transposed into
-// the workspace as NHWC and KRSC (kiln_cutlass_nchw_in), the convolution writes an NPQK y into
+// the workspace as NHWC and KRSC (kiln_cutlass_nchw_in; a 1x1 filter's KCRS is already KRSC
+// and is read in place), the convolution writes an NPQK y into
 // the workspace, and kiln_cutlass_nchw_out transposes it into the caller's (N,K,P,Q) y: the
 // NHWC tensor-core kernel serving channels-first problems, ranked by measurement against the
 // channels-first CUDA-core kernels.
@@ -325,7 +326,8 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
   info->y_in_workspace = -1;
 #elif defined(KILN_NCHW)
   info->a_in_workspace = 0;
-  info->b_in_workspace = (kiln_i32)kiln_x_bytes(a);
+  // A 1x1 filter's (K, C, 1, 1) is (K, 1, 1, C): read in place, not copied.
+  info->b_in_workspace = a.fil_h * a.fil_w == 1 ? -1 : (kiln_i32)kiln_x_bytes(a);
   info->y_in_workspace = (kiln_i32)(kiln_x_bytes(a) + kiln_w_bytes(a));
   info->semaphore_in_workspace = (kiln_i32)(kiln_x_bytes(a) + kiln_w_bytes(a) + kiln_y_bytes(a));
 #else
@@ -400,7 +402,8 @@ extern "C" __global__ void __launch_bounds__(256)
     kiln_cutlass_nchw_in(__grid_constant__ const KilnParams, KilnPointers p, KilnConvArgs a) {
   const kiln_i32 pixels = a.in_h * a.in_w, taps = a.fil_h * a.fil_w;
   const kiln_i64 x_tiles = kiln_tiles(a.n, a.c, pixels);
-  const kiln_i64 all = x_tiles + kiln_tiles(a.k, a.c, taps);
+  // A 1x1 filter is read in place (the builder points the kernel at the caller's w).
+  const kiln_i64 all = x_tiles + (taps == 1 ? 0 : kiln_tiles(a.k, a.c, taps));
   char* ws = static_cast<char*>(p.workspace);
   for (kiln_i64 t = blockIdx.x; t < all; t += gridDim.x) {
     if (t < x_tiles)

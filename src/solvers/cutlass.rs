@@ -368,8 +368,14 @@ impl Solver for Cutlass {
                 let [_, r, s] = p.filter();
                 let [_, oh, ow] = p.output();
                 let (n, c, k) = (p.n() as u64, p.c() as u64, p.k() as u64);
+                // A 1x1 filter's KCRS is KRSC already: the kernel reads it in place.
+                let taps = r as u64 * s as u64;
                 let into_nhwc = transpose_tiles(n, c, h as u64 * w as u64)
-                    + transpose_tiles(k, c, r as u64 * s as u64);
+                    + if taps == 1 {
+                        0
+                    } else {
+                        transpose_tiles(k, c, taps)
+                    };
                 let out_of_nhwc = transpose_tiles(n, oh as u64 * ow as u64, k);
                 let copies = p
                     .element_counts()
@@ -466,6 +472,34 @@ mod tests {
             ..ConvSpec::default()
         })
         .unwrap()
+    }
+
+    #[test]
+    fn nchw_plans_read_a_one_by_one_filter_in_place() {
+        let p = |f: u32| {
+            ConvProblem::new(ConvSpec {
+                n: 1,
+                c: 1024,
+                k: 2048,
+                input: [1, 14, 14],
+                filter: [1, f, f],
+                pad: [0, f / 2, f / 2],
+                layouts: [Layout::Nchw; 3],
+                data_types: [DataType::Fp16; 3],
+                ..ConvSpec::default()
+            })
+            .unwrap()
+        };
+        let params = "64,64,64,32,32,5,8,1";
+        let x_tiles = transpose_tiles(1, 1024, 14 * 14);
+        assert_eq!(
+            NCHW_IGEMM.launch_plan(&p(1), params).kernels[0].grid[0] as u64,
+            x_tiles
+        );
+        assert_eq!(
+            NCHW_IGEMM.launch_plan(&p(3), params).kernels[0].grid[0] as u64,
+            (x_tiles + transpose_tiles(2048, 1024, 9)).min(TRANSPOSE_MAX_BLOCKS)
+        );
     }
 
     #[test]

@@ -43,6 +43,11 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(1, 32, 32, [15, 15], [3, 3], [1, 1], [1, 1], [1, 1], 32),
         d2(2, 12, 18, [11, 9], [3, 3], [1, 1], [2, 2], [1, 1], 3),
         d2(1, 3, 16, [33, 31], [7, 7], [3, 3], [2, 2], [1, 1], 1),
+        // More stride-2 first layers: 3x3 on odd and even sizes, one channel under an even
+        // filter with unequal padding, four channels with none along the height.
+        d2(2, 3, 32, [17, 20], [3, 3], [1, 1], [2, 2], [1, 1], 1),
+        d2(1, 1, 8, [12, 15], [4, 4], [1, 2], [2, 2], [1, 1], 1),
+        d2(1, 4, 24, [10, 9], [5, 5], [0, 2], [2, 2], [1, 1], 1),
         // Depthwise with a channel multiplier of 2 (one input, two outputs per group), 5x5, s2.
         d2(2, 24, 48, [13, 11], [5, 5], [2, 2], [2, 2], [1, 1], 24),
         d2(4, 64, 64, [8, 8], [3, 3], [2, 2], [1, 1], [2, 2], 1),
