@@ -325,7 +325,7 @@ const CASES: [Case; 5] = [
     },
     Case {
         name: "fp32-nchw",
-        label: "FP32 NCHW: kiln's CUDA-core kernels vs cuDNN FMA math",
+        label: "FP32 NCHW: kiln (3xTF32 through NHWC copies, or CUDA-core kernels) vs cuDNN FMA math",
         dtype: DataType::Fp32,
         layout: Layout::Nchw,
         math: MathMode::Default,
