@@ -200,27 +200,8 @@ impl Context {
         // no news worth a warning.
         let plan = crate::resolve::resolve_on(self.target, &self.caps, &p)?;
         let v = plan.best().variant;
-        let (name, args) = v
-            .solver
-            .entry
-            .kdb_key(p.data_types()[0].name(), v.params, self.target.arch)
-            .map_err(|e| RunError::Solver {
-                solver: v.solver.id(),
-                reason: format!("perf config '{}': {e}", v.params),
-            })?;
-        let object =
-            self.target
-                .code_object(&name, &args)?
-                .ok_or_else(|| RunError::MissingKernel {
-                    target: self.target.basename,
-                    key: format!("'{name}' '{args}'"),
-                })?;
-        let checked = crate::codeobject::check_for_device(object.bytes, &self.device.info().arch)
-            .map_err(|source| RunError::CodeObject {
-            solver: v.solver.id(),
-            key: format!("'{name}' '{args}'"),
-            source,
-        })?;
+        let (key_text, bytes) = self.embedded_object(&p, &v)?;
+        let checked = self.checked(&v, &key_text, bytes)?;
         let inv = self.load(&p, &v, checked)?;
         let [xb, wb, yb] = p.byte_counts();
         let buffers = [xb, wb, yb, inv.workspace_bytes().max(1)].map(|b| self.device.alloc(b));
@@ -325,31 +306,9 @@ impl Context {
         }
         let mut times = PrepareTimes::default();
         let t0 = std::time::Instant::now();
-        let (name, args) = v
-            .solver
-            .entry
-            .kdb_key(p.data_types()[0].name(), v.params, self.target.arch)
-            .map_err(|e| RunError::Solver {
-                solver: v.solver.id(),
-                reason: format!("perf config '{}': {e}", v.params),
-            })?;
-        let object =
-            self.target
-                .code_object(&name, &args)?
-                .ok_or_else(|| RunError::MissingKernel {
-                    target: self.target.basename,
-                    key: format!("'{name}' '{args}'"),
-                })?;
+        let (key_text, bytes) = self.embedded_object(p, v)?;
         let t1 = std::time::Instant::now();
-        let arch = &self.device.info().arch;
-        let checked =
-            crate::codeobject::check_for_device(object.bytes, arch).map_err(|source| {
-                RunError::CodeObject {
-                    solver: v.solver.id(),
-                    key: format!("'{name}' '{args}'"),
-                    source,
-                }
-            })?;
+        let checked = self.checked(v, &key_text, bytes)?;
         let t2 = std::time::Instant::now();
         let (module, args, plan) = self.load_module(p, v, checked)?;
         let t3 = std::time::Instant::now();
@@ -396,6 +355,47 @@ impl Context {
                 source,
             })?;
         self.load(p, v, checked)
+    }
+
+    /// The embedded code object of `v` for `p`: its kdb key (`'name' 'args'`, for messages)
+    /// and its bytes, decoded and digest-checked on first use.
+    fn embedded_object(
+        &self,
+        p: &ConvProblem,
+        v: &Variant,
+    ) -> Result<(String, &'static [u8]), RunError> {
+        let (name, args) = v
+            .solver
+            .entry
+            .kdb_key(p.data_types()[0].name(), v.params, self.target.arch)
+            .map_err(|e| RunError::Solver {
+                solver: v.solver.id(),
+                reason: format!("perf config '{}': {e}", v.params),
+            })?;
+        let key = format!("'{name}' '{args}'");
+        match self.target.code_object(&name, &args)? {
+            Some(object) => Ok((key, object.bytes)),
+            None => Err(RunError::MissingKernel {
+                target: self.target.basename,
+                key,
+            }),
+        }
+    }
+
+    /// The ELF and target checks of `v`'s embedded object against this device.
+    fn checked<'s>(
+        &'s self,
+        v: &Variant,
+        key: &str,
+        bytes: &'s [u8],
+    ) -> Result<crate::codeobject::CheckedObject<'s>, RunError> {
+        crate::codeobject::check_for_device(bytes, &self.device.info().arch).map_err(|source| {
+            RunError::CodeObject {
+                solver: v.solver.id(),
+                key: key.to_string(),
+                source,
+            }
+        })
     }
 
     /// Checks that `v` applies to `p` here, loads the checked object and builds the invoker.
