@@ -116,7 +116,12 @@ impl Context {
     /// Opens the device a spec names (`cuda:0`, `hip://<uuid>`; `None`: `KILN_DEVICE`, else the
     /// first GPU found) and a context on it.
     pub fn open(spec: Option<&str>) -> Result<Context, RunError> {
-        Context::new(crate::backend::open(spec)?)
+        Context::open_with(spec, ContextOptions::default())
+    }
+
+    /// As [`Context::open`], with `options` (see [`Context::with_options`]).
+    pub fn open_with(spec: Option<&str>, options: ContextOptions) -> Result<Context, RunError> {
+        Context::with_options(crate::backend::open(spec)?, options)
     }
 
     /// Opens a context on a device: the embedded target is chosen by arch and CU count.
@@ -204,14 +209,18 @@ impl Context {
         let checked = self.checked(&v, &key_text, bytes)?;
         let inv = self.load(&p, &v, checked)?;
         let [xb, wb, yb] = p.byte_counts();
-        let buffers = [xb, wb, yb, inv.workspace_bytes().max(1)].map(|b| self.device.alloc(b));
-        let [x, w, y, ws] = buffers;
-        let (x, w, y, ws) = (x?, w?, y?, ws?);
-        for b in [&x, &w] {
-            b.fill(0)?;
-        }
-        let ws = (inv.workspace_bytes() > 0).then_some(&ws);
-        self.run(&inv, &x, &w, &y, ws, &Stream::default())?;
+        let (x, w, y) = (
+            self.device.alloc(xb)?,
+            self.device.alloc(wb)?,
+            self.device.alloc(yb)?,
+        );
+        x.fill(0)?;
+        w.fill(0)?;
+        let ws = match inv.workspace_bytes() {
+            0 => None,
+            bytes => Some(self.device.alloc(bytes)?),
+        };
+        self.run(&inv, &x, &w, &y, ws.as_ref(), &Stream::default())?;
         self.device.synchronize()?;
         Ok(())
     }
@@ -348,12 +357,7 @@ impl Context {
         v: &Variant,
         object: &[u8],
     ) -> Result<Invoker, RunError> {
-        let checked = crate::codeobject::check_for_device(object, &self.device.info().arch)
-            .map_err(|source| RunError::CodeObject {
-                solver: v.solver.id(),
-                key: "caller-supplied object".into(),
-                source,
-            })?;
+        let checked = self.checked(v, "caller-supplied object", object)?;
         self.load(p, v, checked)
     }
 
@@ -382,7 +386,8 @@ impl Context {
         }
     }
 
-    /// The ELF and target checks of `v`'s embedded object against this device.
+    /// The ELF and target checks of `v`'s code object (`key` names it in errors) against this
+    /// device.
     fn checked<'s>(
         &'s self,
         v: &Variant,

@@ -170,14 +170,12 @@ impl Invoker {
         let entry = v.solver.entry;
         // The builder runs on the GPU while the host looks up the plan's kernels (with lazy
         // loading, each lookup loads that kernel's code): a cold prepare overlaps the two.
-        let building = if entry.builder.is_empty() {
-            None
-        } else {
+        let has_builder = !entry.builder.is_empty();
+        if has_builder {
             let runtime_value = runtime_value(v.params, entry.runtime_values);
             let builder = module.function(entry.builder)?;
             ParamBlock::launch(device, scratch, &builder, args, runtime_value)?;
-            Some(())
-        };
+        }
         let mut functions = Vec::with_capacity(plan.kernels.len());
         for launch in &plan.kernels {
             let name = entry
@@ -186,40 +184,39 @@ impl Invoker {
                 .ok_or_else(|| fail("its launch plan names a kernel the manifest lacks".into()))?;
             functions.push(module.function(name)?);
         }
-        let arguments = match building {
-            None => Arguments::Kiln(args),
-            Some(()) => {
-                let (block, info) = ParamBlock::read(scratch, args)?;
-                if info.status != 0 {
-                    return Err(fail(format!(
-                        "the library refuses the problem (status {})",
-                        info.status
-                    )));
-                }
-                // The builder is the authority on the launch of the library kernel; the
-                // solver's plan must agree with it (a disagreement means the Rust mirror of the
-                // library's rules is wrong).
-                let k = plan
-                    .kernels
-                    .get_mut(plan.library)
-                    .ok_or_else(|| fail("plan without its library kernel".into()))?;
-                let grid = info.grid.map(|g| g.max(0) as u32);
-                if grid != k.grid || info.threads.max(0) as u32 != k.block[0] {
-                    return Err(fail(format!(
-                        "builder launch grid {:?} x {} threads differs from the solver's {:?} x {}",
-                        grid, info.threads, k.grid, k.block[0]
-                    )));
-                }
-                let needed = block.workspace_bytes();
-                if needed > plan.workspace_bytes {
-                    return Err(fail(format!(
-                        "builder needs {needed} B of workspace, the solver planned {}",
-                        plan.workspace_bytes
-                    )));
-                }
-                k.shared_bytes = info.shared_bytes.max(0) as u32;
-                Arguments::Block(Box::new(block))
+        let arguments = if !has_builder {
+            Arguments::Kiln(args)
+        } else {
+            let (block, info) = ParamBlock::read(scratch, args)?;
+            if info.status != 0 {
+                return Err(fail(format!(
+                    "the library refuses the problem (status {})",
+                    info.status
+                )));
             }
+            // The builder is the authority on the launch of the library kernel; the
+            // solver's plan must agree with it (a disagreement means the Rust mirror of the
+            // library's rules is wrong).
+            let k = plan
+                .kernels
+                .get_mut(plan.library)
+                .ok_or_else(|| fail("plan without its library kernel".into()))?;
+            let grid = info.grid.map(|g| g.max(0) as u32);
+            if grid != k.grid || info.threads.max(0) as u32 != k.block[0] {
+                return Err(fail(format!(
+                    "builder launch grid {:?} x {} threads differs from the solver's {:?} x {}",
+                    grid, info.threads, k.grid, k.block[0]
+                )));
+            }
+            let needed = block.workspace_bytes();
+            if needed > plan.workspace_bytes {
+                return Err(fail(format!(
+                    "builder needs {needed} B of workspace, the solver planned {}",
+                    plan.workspace_bytes
+                )));
+            }
+            k.shared_bytes = info.shared_bytes.max(0) as u32;
+            Arguments::Block(Box::new(block))
         };
         let mut kernels = Vec::with_capacity(plan.kernels.len());
         for (function, launch) in functions.into_iter().zip(plan.kernels) {

@@ -10,9 +10,8 @@ use crate::CliResult;
 
 pub fn run(a: &ColdstartArgs) -> CliResult {
     let t_open = Instant::now();
-    let device = kiln::backend::open(a.device.device.as_deref())?;
-    let ctx = Context::with_options(
-        device,
+    let ctx = Context::open_with(
+        a.device.device.as_deref(),
         ContextOptions {
             warm_up: !a.no_warm_up,
             ..ContextOptions::default()
