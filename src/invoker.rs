@@ -9,6 +9,10 @@
 //!   the block with null tensor pointers and reports its size, the launch shape and where the
 //!   pointers sit; every run copies the block to the stack, patches x, w, y and the workspace
 //!   in, and passes it as the kernel's single argument.
+//! * Hopper TMA kernels (`kernels/nv/wgmma_conv.cu`) take one block of TMA tensor maps the
+//!   host encodes through the driver ([`crate::solvers::Solver::tma_arguments`]): prepare
+//!   encodes them for the problem's shapes; every run copies the block, points the maps at its
+//!   x and w (`cuTensorMapReplaceAddress`, host-only) and writes y's address.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -16,10 +20,12 @@ use std::sync::Arc;
 use kiln_format::abi::KernelArgs;
 use kiln_format::ConvProblem;
 
-use crate::backend::{Device, DeviceBuffer, Function, Module, Stream};
+use crate::backend::{
+    Device, DeviceBuffer, Function, Module, Stream, TensorMap, TensorMap2d, TmaElement,
+};
 use crate::error::RunError;
 use crate::resolve::Variant;
-use crate::solvers::{KernelLaunch, LaunchPlan};
+use crate::solvers::{KernelLaunch, LaunchPlan, TmaArguments, TmaOperand};
 
 /// Largest parameter block a kernel may take (the driver's 4 KiB kernel-parameter limit).
 pub const MAX_PARAM_BLOCK: usize = 4096;
@@ -116,6 +122,88 @@ struct Pointers {
 #[repr(C, align(64))]
 struct AlignedBlock([u8; MAX_PARAM_BLOCK]);
 
+/// A TMA kernel's argument, `KilnTmaConvParams` in `kernels/nv/wgmma_conv.cu`: two tensor
+/// maps, y's address, `m, k, c`.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct TmaBlock {
+    maps: [TensorMap; 2],
+    y: u64,
+    sizes: [i32; 3],
+    reserved: i32,
+}
+
+// The C struct is 64-byte aligned: 2 x 128 + 8 + 16 bytes, padded to 320.
+const _: () = assert!(std::mem::size_of::<TmaBlock>() == 320);
+
+/// A TMA kernel's argument encoded for one problem, and which tensor each map views.
+#[derive(Debug)]
+pub(crate) struct TmaInvocation {
+    block: TmaBlock,
+    operands: [TmaOperand; 2],
+}
+
+impl TmaInvocation {
+    /// Encodes the maps `tma` describes for `p`'s element type, pointing at `placeholder` (a
+    /// live device allocation: the driver encodes the address, and each launch replaces it).
+    fn encode(
+        device: &Device,
+        p: &ConvProblem,
+        tma: &TmaArguments,
+        placeholder: u64,
+    ) -> Result<TmaInvocation, String> {
+        let element = match p.data_types()[0] {
+            kiln_format::DataType::Fp16 => TmaElement::F16,
+            kiln_format::DataType::Bf16 => TmaElement::Bf16,
+            other => return Err(format!("TMA maps of {} are not supported", other.name())),
+        };
+        let mut maps = [TensorMap([0; 16]); 2];
+        for (map, view) in maps.iter_mut().zip(&tma.views) {
+            *map = device
+                .encode_tensor_map(&TensorMap2d {
+                    element,
+                    address: placeholder,
+                    rows: view.rows,
+                    cols: view.cols,
+                    box_rows: view.box_rows,
+                    box_cols: view.box_cols,
+                })
+                .map_err(|e| format!("{:?} tensor map: {e}", view.operand))?;
+        }
+        Ok(TmaInvocation {
+            block: TmaBlock {
+                maps,
+                y: 0,
+                sizes: tma.sizes,
+                reserved: 0,
+            },
+            operands: tma.views.map(|v| v.operand),
+        })
+    }
+
+    /// The block for one launch: maps pointed at x and w, y's address written.
+    fn for_buffers(&self, device: &Device, x: u64, w: u64, y: u64) -> Result<TmaBlock, RunError> {
+        for (which, address) in [("x", x), ("w", w), ("y", y)] {
+            if address % 16 != 0 {
+                return Err(RunError::Solver {
+                    solver: "TMA kernel",
+                    reason: format!("{which} at {address:#x} is not 16-byte aligned"),
+                });
+            }
+        }
+        let mut block = self.block;
+        for (map, operand) in block.maps.iter_mut().zip(self.operands) {
+            let address = match operand {
+                TmaOperand::X => x,
+                TmaOperand::W => w,
+            };
+            device.replace_tensor_map_address(map, address)?;
+        }
+        block.y = y;
+        Ok(block)
+    }
+}
+
 /// How an invoker passes its arguments.
 #[derive(Debug)]
 pub(crate) enum Arguments {
@@ -123,6 +211,8 @@ pub(crate) enum Arguments {
     Kiln(KernelArgs),
     /// One library parameter block (boxed: 4 KiB beside a 100-byte variant).
     Block(Box<ParamBlock>),
+    /// One block of host-encoded TMA tensor maps.
+    TensorMaps(Box<TmaInvocation>),
 }
 
 /// A prepared solution: kernels loaded, launches and arguments computed.
@@ -184,7 +274,12 @@ impl Invoker {
                 .ok_or_else(|| fail("its launch plan names a kernel the manifest lacks".into()))?;
             functions.push(module.function(name)?);
         }
-        let arguments = if !has_builder {
+        let tma = v.solver.imp.tma_arguments(p, v.params);
+        let arguments = if let Some(tma) = tma {
+            let invocation =
+                TmaInvocation::encode(device, p, &tma, scratch.device_ptr()).map_err(fail)?;
+            Arguments::TensorMaps(Box::new(invocation))
+        } else if !has_builder {
             Arguments::Kiln(args)
         } else {
             let (block, info) = ParamBlock::read(scratch, args)?;
@@ -248,6 +343,7 @@ impl Invoker {
         let (mut xp, mut wp, mut yp) = (x.device_ptr(), w.device_ptr(), y.device_ptr());
         let (mut args, mut kiln_params);
         let (mut buf, mut pointers, mut block_params);
+        let (mut tma, mut tma_params);
         let params: &mut [*mut c_void] = match &self.arguments {
             Arguments::Kiln(a) => {
                 args = *a;
@@ -286,13 +382,20 @@ impl Invoker {
                 ];
                 &mut block_params
             }
+            Arguments::TensorMaps(invocation) => {
+                tma = invocation.for_buffers(device, xp, wp, yp)?;
+                tma_params = [(&mut tma as *mut TmaBlock).cast()];
+                &mut tma_params
+            }
         };
         for (function, launch) in &self.kernels {
             // SAFETY: kiln's own kernels take (x, w, y, KilnConvArgs) (the manifest's contract;
             // KernelArgs is checked against the C struct at compile time); library kernels take
             // (parameter block, KilnPointers, KilnConvArgs), the block built for this problem by
             // the code object's own builder (its size and pointer slots checked against
-            // MAX_PARAM_BLOCK at prepare). The buffers
+            // MAX_PARAM_BLOCK at prepare); TMA kernels take their one KilnTmaConvParams, mirrored
+            // by TmaBlock (size asserted), its maps encoded for this problem's shapes and pointed
+            // at these buffers. The buffers
             // are on this device and hold what the problem and the workspace need (checked by
             // the caller), and the solver applies to the problem (checked at prepare), so the
             // kernels stay within them.

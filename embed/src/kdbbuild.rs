@@ -49,6 +49,11 @@ pub struct ManifestSolver {
     /// `""` or `"tf32"` (an opt-in math mode).
     #[serde(default)]
     pub math: String,
+    /// Build NVIDIA code objects for the arch-specific variant (`sm_90` -> `sm_90a`: wgmma and
+    /// TMA need it). Such a cubin loads only on that exact compute capability; the kdb key
+    /// still names the target's arch. `archs` must then list NVIDIA arches only.
+    #[serde(default)]
+    pub arch_specific: bool,
 }
 
 impl ManifestSolver {
@@ -131,6 +136,14 @@ impl Manifest {
                     s.id, s.library
                 )));
             }
+            if s.arch_specific
+                && (s.archs.is_empty() || s.archs.iter().any(|a| !a.starts_with("sm_")))
+            {
+                return Err(bad(format!(
+                    "solver {} is arch_specific: its archs must be listed, NVIDIA (sm_) only",
+                    s.id
+                )));
+            }
             if !matches!(s.math.as_str(), "" | "tf32") {
                 return Err(bad(format!(
                     "solver {} math '{}': expected \"\" or \"tf32\"",
@@ -166,6 +179,8 @@ struct Job {
     source: String,
     options: Vec<String>,
     library: String,
+    /// The arch NVRTC compiles for (`sm_90a` for an arch-specific solver).
+    compile_arch: String,
 }
 
 /// The code objects of `manifest` for `arch`, one per kdb key (perf configs that differ only
@@ -203,6 +218,11 @@ fn jobs(manifest: &Manifest, arch: &str) -> Result<Vec<Job>> {
                     source: s.source.clone(),
                     options: opts.split(' ').map(String::from).collect(),
                     library: s.library.clone(),
+                    compile_arch: if s.arch_specific {
+                        format!("{arch}a")
+                    } else {
+                        arch.to_string()
+                    },
                 });
             }
         }
@@ -253,7 +273,7 @@ pub fn build_entries(
                     .iter()
                     .map(|(n, s)| (n.as_str(), s.as_str()))
                     .collect();
-                nvrtc.compile_cubin(&job.source, &source, &hdrs, arch, &job.options)
+                nvrtc.compile_cubin(&job.source, &source, &hdrs, &job.compile_arch, &job.options)
             }
             (Some(nvrtc), library::CUTLASS) => {
                 let source = crate::input::read_text(&path)?;
@@ -269,7 +289,7 @@ pub fn build_entries(
                         source: &source,
                         headers: &headers,
                         kernels_dir,
-                        arch,
+                        arch: &job.compile_arch,
                         options: &job.options,
                     },
                     cache,

@@ -8,7 +8,10 @@ use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys;
 
-use super::{select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw};
+use super::{
+    select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw, TensorMap, TensorMap2d,
+    TmaElement,
+};
 
 /// Whether libcuda can be loaded (probed once).
 pub fn driver_present() -> bool {
@@ -418,6 +421,53 @@ impl Driver for CudaDriver {
                 bytes as i32,
             )
         })
+    }
+
+    fn encode_tensor_map(&self, spec: &TensorMap2d) -> Result<TensorMap, BackendError> {
+        use sys::CUtensorMapDataType as T;
+        let element = match spec.element {
+            TmaElement::F16 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            TmaElement::Bf16 => T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        };
+        let dims = [spec.cols, spec.rows];
+        // Bytes between rows (the innermost stride is the element and is not given).
+        let strides = [spec.cols * 2];
+        let boxes = [spec.box_cols, spec.box_rows];
+        let element_strides = [1u32, 1];
+        let mut map = sys::CUtensorMap { opaque: [0; 16] };
+        // SAFETY: every array holds the rank (2) entries the call reads (strides: rank - 1);
+        // the map is written, the address only encoded.
+        check("cuTensorMapEncodeTiled", unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut map,
+                element,
+                2,
+                spec.address as *mut c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                element_strides.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        })?;
+        Ok(TensorMap(map.opaque))
+    }
+
+    fn replace_tensor_map_address(
+        &self,
+        map: &mut TensorMap,
+        address: Raw,
+    ) -> Result<(), BackendError> {
+        let mut raw = sys::CUtensorMap { opaque: map.0 };
+        // SAFETY: raw is a map cuTensorMapEncodeTiled encoded; the address is only encoded.
+        check("cuTensorMapReplaceAddress", unsafe {
+            sys::cuTensorMapReplaceAddress(&mut raw, address as *mut c_void)
+        })?;
+        map.0 = raw.opaque;
+        Ok(())
     }
 
     unsafe fn launch(

@@ -15,7 +15,9 @@
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::{Arc, OnceLock};
 
-use super::{select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw};
+use super::{
+    select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw, TensorMap, TensorMap2d,
+};
 
 /// The environment variable naming the HIP runtime library to load.
 pub const LIBRARY_ENV: &str = "KILN_HIP_LIBRARY";
@@ -412,6 +414,20 @@ impl Driver for HipDriver {
                 format!("{bytes} B of LDS: AMD workgroups have at most 65536"),
             ))
         }
+    }
+
+    fn encode_tensor_map(&self, _: &TensorMap2d) -> Result<TensorMap, BackendError> {
+        Err(BackendError::kiln(
+            "encoding a tensor map",
+            "TMA tensor maps exist on NVIDIA sm_90+ only",
+        ))
+    }
+
+    fn replace_tensor_map_address(&self, _: &mut TensorMap, _: Raw) -> Result<(), BackendError> {
+        Err(BackendError::kiln(
+            "encoding a tensor map",
+            "TMA tensor maps exist on NVIDIA sm_90+ only",
+        ))
     }
 
     unsafe fn launch(

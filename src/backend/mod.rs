@@ -76,6 +76,39 @@ impl std::error::Error for BackendError {}
 /// A raw driver handle or device address (`CUmodule`, `hipFunction_t`, `CUdeviceptr`, ...).
 pub type Raw = u64;
 
+/// A TMA tensor map: CUDA's opaque, 64-byte aligned 128-byte `CUtensorMap`, as a kernel
+/// argument carries it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct TensorMap(pub [u64; 16]);
+
+/// Element types TMA tensor maps are encoded for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TmaElement {
+    /// IEEE half.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+/// A 2-D row-major tensor (`cols` contiguous elements per row) as TMA loads it: boxes of
+/// `box_rows` x `box_cols` elements, the 128-byte swizzle, zeros past the edges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMap2d {
+    /// Element type.
+    pub element: TmaElement,
+    /// Device address (16-byte aligned).
+    pub address: Raw,
+    /// Rows.
+    pub rows: u64,
+    /// Elements per row (the row pitch in bytes must be a multiple of 16).
+    pub cols: u64,
+    /// Rows per box (at most 256).
+    pub box_rows: u32,
+    /// Elements per box row (at most 128 bytes of them, the swizzle span).
+    pub box_cols: u32,
+}
+
 /// What kiln needs from a GPU API. Implemented once per driver; used through [`Device`].
 pub trait Driver: Send + Sync {
     /// The device.
@@ -193,6 +226,15 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// `graph` came from [`Driver::end_capture`] and is not used afterwards.
     unsafe fn destroy_graph(&self, graph: Raw);
+    /// Encodes a TMA tensor map (CUDA on sm_90+; other drivers refuse). Host-only: nothing is
+    /// read from the address.
+    fn encode_tensor_map(&self, spec: &TensorMap2d) -> Result<TensorMap, BackendError>;
+    /// Points an encoded tensor map at another address of the same shape (host-only).
+    fn replace_tensor_map_address(
+        &self,
+        map: &mut TensorMap,
+        address: Raw,
+    ) -> Result<(), BackendError>;
 }
 
 /// An open device: a shared handle to its driver. Cheap to clone.
@@ -297,6 +339,20 @@ impl Device {
             self.driver
                 .launch(function.raw, grid, block, shared_bytes, stream.0, params)
         }
+    }
+
+    /// Encodes a TMA tensor map (CUDA sm_90+ only).
+    pub fn encode_tensor_map(&self, spec: &TensorMap2d) -> Result<TensorMap, BackendError> {
+        self.driver.encode_tensor_map(spec)
+    }
+
+    /// Points `map` at `address` (a launch's buffer).
+    pub fn replace_tensor_map_address(
+        &self,
+        map: &mut TensorMap,
+        address: Raw,
+    ) -> Result<(), BackendError> {
+        self.driver.replace_tensor_map_address(map, address)
     }
 
     /// Zeroes `words` 32-bit words of `buffer` from byte `offset` (a multiple of 4), ordered on

@@ -1,0 +1,284 @@
+// wgmma_conv.cu: kiln's own Hopper (sm_90a) tensor-core convolution, NHWC FP16 / BF16.
+//
+// A 1x1, stride-1, unpadded NHWC convolution is a GEMM: y[M = N*H*W, K] = x[M, C] * w[K, C]^T,
+// both operands C-contiguous ("K-major" in GEMM terms), which is what wgmma reads from shared
+// memory without a transpose. One block computes a KILN_BM x KILN_BN tile of y:
+//  * one producer warp (the last warpgroup) streams KILN_BM x 64 tiles of x and KILN_BN x 64
+//    tiles of w into a ring of KILN_STAGES shared-memory stages with TMA (the tensor maps are
+//    encoded on the host, by kiln, through the driver), each stage guarded by a "full" and an
+//    "empty" mbarrier; TMA zero-fills rows and channels past the tensor's edge, so partial tiles
+//    need no masking in the main loop;
+//  * KILN_BM / 64 consumer warpgroups each multiply 64 rows with wgmma (m64nNk16, FP32
+//    accumulators in registers), keeping one wgmma group in flight while the next stage lands;
+//  * the epilogue converts to FP16 / BF16 (round to nearest even, hardware cvt), stages the tile
+//    in shared memory and writes it with 16-byte coalesced stores, masking rows and channels past
+//    the edge.
+// The 128-byte swizzle of the TMA loads is the layout wgmma's shared-memory descriptors name
+// (mode 1): rows of 64 elements (128 B), 8-row atoms 1024 B apart.
+#include "kiln_gpu.h"
+
+#ifndef KILN_BM
+#define KILN_BM 128
+#endif
+#ifndef KILN_BN
+#define KILN_BN 128
+#endif
+#ifndef KILN_STAGES
+#define KILN_STAGES 4
+#endif
+#define KILN_BK 64
+#define KILN_CONSUMERS (KILN_BM / 64)
+#define KILN_THREADS ((KILN_CONSUMERS + 1) * 128)
+// wgmma's N per instruction: the block's N up to 256.
+#define KILN_WN (KILN_BN > 256 ? 256 : KILN_BN)
+
+#if defined(KILN_DTYPE_FP16)
+  #define KILN_WGMMA_AB "f16.f16"
+  #define KILN_CVT_PAIR "cvt.rn.f16x2.f32 %0, %1, %2;"
+#elif defined(KILN_DTYPE_BF16)
+  #define KILN_WGMMA_AB "bf16.bf16"
+  #define KILN_CVT_PAIR "cvt.rn.bf16x2.f32 %0, %1, %2;"
+#else
+  #error "wgmma_conv.cu builds for FP16 or BF16"
+#endif
+
+typedef unsigned long long kiln_u64;
+
+// CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded by the host.
+struct __align__(64) KilnTensorMap {
+  kiln_u64 opaque[16];
+};
+
+// The kernel's one argument, built by kiln on the host (mirrored by `TmaConvParams` in
+// src/solvers/wgmma.rs; the launch patches the tensor maps' and y's addresses per call).
+struct __align__(64) KilnTmaConvParams {
+  KilnTensorMap x;  // x as a [M, C] matrix, box [64 channels, KILN_BM rows], 128-byte swizzle
+  KilnTensorMap w;  // w as a [K, C] matrix, box [64 channels, KILN_BN rows], 128-byte swizzle
+  kiln_u64 y;       // y, [M, K] (NHWC)
+  kiln_i32 m, k, c; // rows (output pixels), output channels, input channels
+  kiln_i32 reserved;
+};
+
+static __device__ KILN_INLINE kiln_u32 kiln_smem(const void* p) {
+  kiln_u32 r;
+  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+  return r;
+}
+static __device__ KILN_INLINE void kiln_mbar_init(kiln_u32 bar, kiln_u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+static __device__ KILN_INLINE void kiln_mbar_expect(kiln_u32 bar, kiln_u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+static __device__ KILN_INLINE void kiln_mbar_arrive(kiln_u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+static __device__ KILN_INLINE void kiln_mbar_wait(kiln_u32 bar, kiln_u32 parity) {
+  kiln_u32 done;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+static __device__ KILN_INLINE void kiln_tma_load_2d(kiln_u32 dst, const KilnTensorMap* map, int c0,
+                                                    int c1, kiln_u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3}], [%4];" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+// A shared-memory matrix descriptor for a 128-byte-swizzled, K-major operand: start address,
+// leading byte offset unused (1), 1024 B between 8-row atoms, swizzle mode 1 (128 B).
+static __device__ KILN_INLINE kiln_u64 kiln_wgmma_desc(kiln_u32 addr) {
+  return (kiln_u64)((addr >> 4) & 0x3fff) | ((kiln_u64)1 << 16) | ((kiln_u64)(1024 >> 4) << 32) |
+         ((kiln_u64)1 << 62);
+}
+template <int N> struct KilnWgmma;
+template <> struct KilnWgmma<64> {
+  static __device__ KILN_INLINE void mma(float* d, kiln_u64 a, kiln_u64 b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." KILN_WGMMA_AB " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
+        "%30, %31"
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(a), "l"(b), "r"(accumulate));
+  }
+};
+
+template <> struct KilnWgmma<128> {
+  static __device__ KILN_INLINE void mma(float* d, kiln_u64 a, kiln_u64 b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32." KILN_WGMMA_AB " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
+        "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "
+        "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "
+        "%58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b), "r"(accumulate));
+  }
+};
+
+template <> struct KilnWgmma<256> {
+  static __device__ KILN_INLINE void mma(float* d, kiln_u64 a, kiln_u64 b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32." KILN_WGMMA_AB " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
+        "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "
+        "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "
+        "%58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "
+        "%72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "
+        "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, "
+        "%100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, "
+        "%111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, "
+        "%122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(a), "l"(b), "r"(accumulate));
+  }
+};
+
+// Keeps the compiler from moving accumulator reads or writes across wgmma's asynchronous
+// window.
+template <int R> static __device__ KILN_INLINE void kiln_fence_regs(float* d) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#define KILN_A_BYTES (KILN_BM * KILN_BK * 2)
+#define KILN_B_BYTES (KILN_BN * KILN_BK * 2)
+// Dynamic shared memory: the stages, their barriers, and 1 KiB to align the stages to the
+// 1024-byte swizzle atom (the launch asks for exactly this; src/solvers/wgmma.rs mirrors it).
+#define KILN_SHARED_BYTES (KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES) + KILN_STAGES * 16 + 1024)
+
+extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
+    kiln_wgmma_gemm1x1(const __grid_constant__ KilnTmaConvParams p) {
+  extern __shared__ __align__(16) unsigned char kiln_dyn_smem[];
+  const kiln_u32 raw = kiln_smem(kiln_dyn_smem);
+  const kiln_u32 stage_a = (raw + 1023) & ~1023u;
+  const kiln_u32 stage_b = stage_a + KILN_STAGES * KILN_A_BYTES;
+  const kiln_u32 full = stage_b + KILN_STAGES * KILN_B_BYTES;  // KILN_STAGES barriers
+  const kiln_u32 empty = full + KILN_STAGES * 8;               // KILN_STAGES barriers
+  const int warpgroup = threadIdx.x / 128;
+  const int tile_m = blockIdx.x * KILN_BM;
+  const int tile_n = blockIdx.y * KILN_BN;
+  const int k_iters = (p.c + KILN_BK - 1) / KILN_BK;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < KILN_STAGES; ++s) {
+      kiln_mbar_init(full + 8 * s, 1);
+      kiln_mbar_init(empty + 8 * s, KILN_CONSUMERS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warpgroup == KILN_CONSUMERS) {
+    // Producer: one thread issues every TMA load.
+    if (threadIdx.x % 128 == 0) {
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&p.x) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(&p.w) : "memory");
+      for (int it = 0; it < k_iters; ++it) {
+        const int s = it % KILN_STAGES;
+        if (it >= KILN_STAGES) kiln_mbar_wait(empty + 8 * s, ((it / KILN_STAGES) - 1) & 1);
+        kiln_mbar_expect(full + 8 * s, KILN_A_BYTES + KILN_B_BYTES);
+        kiln_tma_load_2d(stage_a + s * KILN_A_BYTES, &p.x, it * KILN_BK, tile_m, full + 8 * s);
+        kiln_tma_load_2d(stage_b + s * KILN_B_BYTES, &p.w, it * KILN_BK, tile_n, full + 8 * s);
+      }
+    }
+    return;
+  }
+
+  // Consumers: warpgroup g multiplies rows [64 g, 64 g + 64) of the tile. The accumulators
+  // start undefined: the first wgmma does not read them (scale-d 0). Zeroing them instead
+  // would make ptxas serialize the wgmma pipeline (warning C7515).
+  float acc[KILN_BN / 2];
+  for (int it = 0; it < k_iters; ++it) {
+    const int s = it % KILN_STAGES;
+    kiln_mbar_wait(full + 8 * s, (it / KILN_STAGES) & 1);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    const kiln_u32 a = stage_a + s * KILN_A_BYTES + warpgroup * 64 * 128;
+    const kiln_u32 b = stage_b + s * KILN_B_BYTES;
+#pragma unroll
+    for (int kk = 0; kk < KILN_BK / 16; ++kk) {
+#pragma unroll
+      for (int n = 0; n < KILN_BN / KILN_WN; ++n) {
+        KilnWgmma<KILN_WN>::mma(acc + n * (KILN_WN / 2), kiln_wgmma_desc(a + kk * 32),
+                                kiln_wgmma_desc(b + n * KILN_WN * 128 + kk * 32), it > 0 || kk > 0);
+      }
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    // Keep this stage's group in flight; the previous one is done after the wait, so its
+    // stage goes back to the producer.
+    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+    if (it > 0 && threadIdx.x % 128 == 0) kiln_mbar_arrive(empty + 8 * ((it - 1) % KILN_STAGES));
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  kiln_fence_regs<KILN_BN / 2>(acc);
+
+  // Epilogue. Every consumer is past its last wgmma before the stages are reused for y.
+  asm volatile("bar.sync 1, %0;" ::"n"(KILN_CONSUMERS * 128) : "memory");
+  // Row pitch of the staged tile in 32-bit words: BN halves plus 8 (16 B) against bank
+  // conflicts, keeping rows 16-byte aligned.
+  const int pitch = KILN_BN / 2 + 4;
+  kiln_u32* tile = (kiln_u32*)(kiln_dyn_smem + (stage_a - raw)) + warpgroup * 64 * pitch;
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+  const int r0 = warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < KILN_BN / 8; ++j) {
+    const int col = j * 4 + (lane % 4);  // in pairs
+    kiln_u32 lo, hi;
+    asm(KILN_CVT_PAIR : "=r"(lo) : "f"(acc[4 * j + 1]), "f"(acc[4 * j + 0]));
+    asm(KILN_CVT_PAIR : "=r"(hi) : "f"(acc[4 * j + 3]), "f"(acc[4 * j + 2]));
+    tile[r0 * pitch + col] = lo;
+    tile[(r0 + 8) * pitch + col] = hi;
+  }
+  asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
+  // 16-byte chunks: BN / 8 per row; the warpgroup's 128 threads walk its 64 rows.
+  const int chunks = KILN_BN / 8;
+  kiln_u16* y = (kiln_u16*)p.y;
+  for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
+    const int r = i / chunks, ch = i % chunks;
+    const int row = tile_m + warpgroup * 64 + r, col = tile_n + ch * 8;
+    if (row < p.m && col < p.k) {
+      *(uint4*)(y + (kiln_i64)row * p.k + col) = *(const uint4*)(tile + r * pitch + ch * 4);
+    }
+  }
+}
