@@ -21,7 +21,7 @@ use kiln_format::abi::KernelArgs;
 use kiln_format::ConvProblem;
 
 use crate::backend::{
-    Device, DeviceBuffer, Function, Module, Stream, TensorMap, TensorMap2d, TmaElement,
+    Device, DeviceBuffer, Function, Module, Stream, TensorMap, TmaElement,
 };
 use crate::error::RunError;
 use crate::resolve::Variant;
@@ -131,9 +131,10 @@ struct TmaBlock {
     y: u64,
     sizes: [i32; 3],
     reserved: i32,
+    geometry: [i32; 10],
 }
 
-// The C struct is 64-byte aligned: 2 x 128 + 8 + 16 bytes, padded to 320.
+// The C struct is 64-byte aligned: 2 x 128 + 8 + 16 + 40 bytes = 320.
 const _: () = assert!(std::mem::size_of::<TmaBlock>() == 320);
 
 /// A TMA kernel's argument encoded for one problem, and which tensor each map views.
@@ -160,14 +161,7 @@ impl TmaInvocation {
         let mut maps = [TensorMap([0; 16]); 2];
         for (map, view) in maps.iter_mut().zip(&tma.views) {
             *map = device
-                .encode_tensor_map(&TensorMap2d {
-                    element,
-                    address: placeholder,
-                    rows: view.rows,
-                    cols: view.cols,
-                    box_rows: view.box_rows,
-                    box_cols: view.box_cols,
-                })
+                .encode_tensor_map(element, placeholder, &view.shape)
                 .map_err(|e| format!("{:?} tensor map: {e}", view.operand))?;
         }
         Ok(TmaInvocation {
@@ -176,6 +170,7 @@ impl TmaInvocation {
                 y: 0,
                 sizes: tma.sizes,
                 reserved: 0,
+                geometry: tma.geometry,
             },
             operands: tma.views.map(|v| v.operand),
         })

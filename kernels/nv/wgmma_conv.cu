@@ -1,8 +1,16 @@
 // wgmma_conv.cu: kiln's own Hopper (sm_90a) tensor-core convolution, NHWC FP16 / BF16.
 //
-// A 1x1, stride-1, unpadded NHWC convolution is a GEMM: y[M = N*H*W, K] = x[M, C] * w[K, C]^T,
-// both operands C-contiguous ("K-major" in GEMM terms), which is what wgmma reads from shared
-// memory without a transpose. One block computes a KILN_BM x KILN_BN tile of y:
+// A convolution is the GEMM y[M = N*P*Q, K] = A[M, R*S*C] * w[K, R*S*C]^T, where row m of A is
+// the R x S x C input window of output pixel m. Both operands are C-contiguous ("K-major" in GEMM
+// terms), which is what wgmma reads from shared memory without a transpose. Two entries:
+//  * kiln_wgmma_gemm1x1 (1x1 filter, stride 1, no padding): A is x itself, read through a 2-D
+//    tensor map;
+//  * kiln_wgmma_implicit_gemm (built with -DKILN_IM2COL; any 2-D filter, stride <= 8, padding,
+//    dilation): A is never formed: TMA's im2col mode gathers, for filter tap (r, s) and 64
+//    channels, the input pixels of KILN_BM consecutive output pixels (across rows and images),
+//    zero-filling the padding; w is read through a 3-D map [K, R*S, C] so channels past C
+//    read as zeros, not the next tap's weights.
+// One block computes a KILN_BM x KILN_BN tile of y:
 //  * one producer warp (the last warpgroup) streams KILN_BM x 64 tiles of x and KILN_BN x 64
 //    tiles of w into a ring of KILN_STAGES shared-memory stages with TMA (the tensor maps are
 //    encoded on the host, by kiln, through the driver), each stage guarded by a "full" and an
@@ -52,11 +60,16 @@ struct __align__(64) KilnTensorMap {
 // The kernel's one argument, built by kiln on the host (mirrored by `TmaConvParams` in
 // src/solvers/wgmma.rs; the launch patches the tensor maps' and y's addresses per call).
 struct __align__(64) KilnTmaConvParams {
-  KilnTensorMap x;  // x as a [M, C] matrix, box [64 channels, KILN_BM rows], 128-byte swizzle
-  KilnTensorMap w;  // w as a [K, C] matrix, box [64 channels, KILN_BN rows], 128-byte swizzle
-  kiln_u64 y;       // y, [M, K] (NHWC)
-  kiln_i32 m, k, c; // rows (output pixels), output channels, input channels
+  // 1x1: x as a [M, C] matrix, box [64 channels, KILN_BM rows]; im2col: x as [N, H, W, C],
+  // KILN_BM pixels of 64 channels per load. 128-byte swizzle.
+  KilnTensorMap x;
+  // 1x1: w as a [K, C] matrix, box [64, KILN_BN]; im2col: w as [K, R*S, C], box [64, 1, KILN_BN].
+  KilnTensorMap w;
+  kiln_u64 y;        // y, [M, K] (NHWC)
+  kiln_i32 m, k, c;  // rows (output pixels), output channels, input channels
   kiln_i32 reserved;
+  // The convolution's geometry (im2col only).
+  kiln_i32 out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
 };
 
 static __device__ KILN_INLINE kiln_u32 kiln_smem(const void* p) {
@@ -90,6 +103,26 @@ static __device__ KILN_INLINE void kiln_tma_load_2d(kiln_u32 dst, const KilnTens
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
       "%3}], [%4];" ::"r"(dst),
       "l"(map), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+static __device__ KILN_INLINE void kiln_tma_load_3d(kiln_u32 dst, const KilnTensorMap* map, int c0,
+                                                    int c1, int c2, kiln_u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3, %4}], [%5];" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+// An im2col load: 64 channels from c of the pixels whose filter window starts at (h, w) in image
+// n and the next KILN_BM - 1 windows, each shifted by the tap's offsets (off_w, off_h).
+static __device__ KILN_INLINE void kiln_tma_load_im2col(kiln_u32 dst, const KilnTensorMap* map,
+                                                        int c, int w, int h, int n,
+                                                        unsigned short off_w,
+                                                        unsigned short off_h, kiln_u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%2, %3, %4, %5}], [%6], {%7, %8};" ::"r"(dst),
+      "l"(map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(off_w), "h"(off_h)
       : "memory");
 }
 // A shared-memory matrix descriptor for a 128-byte-swizzled, K-major operand: start address,
@@ -188,8 +221,14 @@ template <int R> static __device__ KILN_INLINE void kiln_fence_regs(float* d) {
 // 1024-byte swizzle atom (the launch asks for exactly this; src/solvers/wgmma.rs mirrors it).
 #define KILN_SHARED_BYTES (KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES) + KILN_STAGES * 16 + 1024)
 
+#if defined(KILN_IM2COL)
+#define KILN_ENTRY kiln_wgmma_implicit_gemm
+#else
+#define KILN_ENTRY kiln_wgmma_gemm1x1
+#endif
+
 extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
-    kiln_wgmma_gemm1x1(const __grid_constant__ KilnTmaConvParams p) {
+    KILN_ENTRY(const __grid_constant__ KilnTmaConvParams p) {
   extern __shared__ __align__(16) unsigned char kiln_dyn_smem[];
   const kiln_u32 raw = kiln_smem(kiln_dyn_smem);
   const kiln_u32 stage_a = (raw + 1023) & ~1023u;
@@ -199,7 +238,12 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
   const int warpgroup = threadIdx.x / 128;
   const int tile_m = blockIdx.x * KILN_BM;
   const int tile_n = blockIdx.y * KILN_BN;
-  const int k_iters = (p.c + KILN_BK - 1) / KILN_BK;
+  const int c_iters = (p.c + KILN_BK - 1) / KILN_BK;
+#if defined(KILN_IM2COL)
+  const int k_iters = p.filter_h * p.filter_w * c_iters;
+#else
+  const int k_iters = c_iters;
+#endif
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < KILN_STAGES; ++s) {
@@ -215,12 +259,28 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
     if (threadIdx.x % 128 == 0) {
       asm volatile("prefetch.tensormap [%0];" ::"l"(&p.x) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(&p.w) : "memory");
+#if defined(KILN_IM2COL)
+      // Where the tile's first output pixel's filter window starts.
+      const int pixels = p.out_h * p.out_w;
+      const int image = tile_m / pixels, pixel = tile_m % pixels;
+      const int h0 = (pixel / p.out_w) * p.stride_h - p.pad_h;
+      const int w0 = (pixel % p.out_w) * p.stride_w - p.pad_w;
+#endif
       for (int it = 0; it < k_iters; ++it) {
         const int s = it % KILN_STAGES;
         if (it >= KILN_STAGES) kiln_mbar_wait(empty + 8 * s, ((it / KILN_STAGES) - 1) & 1);
         kiln_mbar_expect(full + 8 * s, KILN_A_BYTES + KILN_B_BYTES);
+#if defined(KILN_IM2COL)
+        const int tap = it / c_iters, c0 = (it - tap * c_iters) * KILN_BK;
+        const int fr = tap / p.filter_w, fs = tap - fr * p.filter_w;
+        kiln_tma_load_im2col(stage_a + s * KILN_A_BYTES, &p.x, c0, w0, h0, image,
+                             (unsigned short)(fs * p.dil_w), (unsigned short)(fr * p.dil_h),
+                             full + 8 * s);
+        kiln_tma_load_3d(stage_b + s * KILN_B_BYTES, &p.w, c0, tap, tile_n, full + 8 * s);
+#else
         kiln_tma_load_2d(stage_a + s * KILN_A_BYTES, &p.x, it * KILN_BK, tile_m, full + 8 * s);
         kiln_tma_load_2d(stage_b + s * KILN_B_BYTES, &p.w, it * KILN_BK, tile_n, full + 8 * s);
+#endif
       }
     }
     return;

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::sys;
 
 use super::{
-    select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw, TensorMap, TensorMap2d,
+    select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw, TensorMap, TensorMapShape, TmaBoxes,
     TmaElement,
 };
 
@@ -423,36 +423,89 @@ impl Driver for CudaDriver {
         })
     }
 
-    fn encode_tensor_map(&self, spec: &TensorMap2d) -> Result<TensorMap, BackendError> {
+    fn encode_tensor_map(
+        &self,
+        element: TmaElement,
+        address: Raw,
+        shape: &TensorMapShape,
+    ) -> Result<TensorMap, BackendError> {
         use sys::CUtensorMapDataType as T;
-        let element = match spec.element {
-            TmaElement::F16 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-            TmaElement::Bf16 => T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        let (data_type, bytes) = match element {
+            TmaElement::F16 => (T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2),
+            TmaElement::Bf16 => (T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),
         };
-        let dims = [spec.cols, spec.rows];
-        // Bytes between rows (the innermost stride is the element and is not given).
-        let strides = [spec.cols * 2];
-        let boxes = [spec.box_cols, spec.box_rows];
-        let element_strides = [1u32, 1];
+        let rank = shape.rank;
+        if !(2..=5).contains(&rank) {
+            return Err(BackendError::kiln(
+                "cuTensorMapEncode",
+                format!("tensor rank {rank} (2 to 5)"),
+            ));
+        }
+        // Byte strides of the packed tensor's outer dimensions (the innermost is the element).
+        let mut strides = [0u64; 4];
+        let mut pitch = bytes;
+        for (stride, extent) in strides.iter_mut().zip(&shape.dims[..rank - 1]) {
+            pitch *= extent;
+            *stride = pitch;
+        }
         let mut map = sys::CUtensorMap { opaque: [0; 16] };
-        // SAFETY: every array holds the rank (2) entries the call reads (strides: rank - 1);
-        // the map is written, the address only encoded.
-        check("cuTensorMapEncodeTiled", unsafe {
-            sys::cuTensorMapEncodeTiled(
-                &mut map,
-                element,
-                2,
-                spec.address as *mut c_void,
-                dims.as_ptr(),
-                strides.as_ptr(),
-                boxes.as_ptr(),
-                element_strides.as_ptr(),
-                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            )
-        })?;
+        let (interleave, swizzle, promotion, fill) = (
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        );
+        match &shape.boxes {
+            TmaBoxes::Tiled(boxes) => {
+                let element_strides = [1u32; 5];
+                // SAFETY: every array holds at least `rank` entries (strides rank - 1); the map
+                // is written, the address only encoded.
+                check("cuTensorMapEncodeTiled", unsafe {
+                    sys::cuTensorMapEncodeTiled(
+                        &mut map,
+                        data_type,
+                        rank as u32,
+                        address as *mut c_void,
+                        shape.dims.as_ptr(),
+                        strides.as_ptr(),
+                        boxes.as_ptr(),
+                        element_strides.as_ptr(),
+                        interleave,
+                        swizzle,
+                        promotion,
+                        fill,
+                    )
+                })?;
+            }
+            TmaBoxes::Im2col {
+                lower,
+                upper,
+                channels,
+                pixels,
+                traversal,
+            } => {
+                // SAFETY: as above; the corners hold rank - 2 entries.
+                check("cuTensorMapEncodeIm2col", unsafe {
+                    sys::cuTensorMapEncodeIm2col(
+                        &mut map,
+                        data_type,
+                        rank as u32,
+                        address as *mut c_void,
+                        shape.dims.as_ptr(),
+                        strides.as_ptr(),
+                        lower.as_ptr(),
+                        upper.as_ptr(),
+                        *channels,
+                        *pixels,
+                        traversal.as_ptr(),
+                        interleave,
+                        swizzle,
+                        promotion,
+                        fill,
+                    )
+                })?;
+            }
+        }
         Ok(TensorMap(map.opaque))
     }
 

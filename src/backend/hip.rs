@@ -16,7 +16,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::{Arc, OnceLock};
 
 use super::{
-    select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw, TensorMap, TensorMap2d,
+    select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw, TensorMap, TensorMapShape, TmaElement,
 };
 
 /// The environment variable naming the HIP runtime library to load.
@@ -416,7 +416,12 @@ impl Driver for HipDriver {
         }
     }
 
-    fn encode_tensor_map(&self, _: &TensorMap2d) -> Result<TensorMap, BackendError> {
+    fn encode_tensor_map(
+        &self,
+        _: TmaElement,
+        _: Raw,
+        _: &TensorMapShape,
+    ) -> Result<TensorMap, BackendError> {
         Err(BackendError::kiln(
             "encoding a tensor map",
             "TMA tensor maps exist on NVIDIA sm_90+ only",

@@ -91,22 +91,39 @@ pub enum TmaElement {
     Bf16,
 }
 
-/// A 2-D row-major tensor (`cols` contiguous elements per row) as TMA loads it: boxes of
-/// `box_rows` x `box_cols` elements, the 128-byte swizzle, zeros past the edges.
+/// How the loads of a tensor map address the tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TensorMap2d {
-    /// Element type.
-    pub element: TmaElement,
-    /// Device address (16-byte aligned).
-    pub address: Raw,
-    /// Rows.
-    pub rows: u64,
-    /// Elements per row (the row pitch in bytes must be a multiple of 16).
-    pub cols: u64,
-    /// Rows per box (at most 256).
-    pub box_rows: u32,
-    /// Elements per box row (at most 128 bytes of them, the swizzle span).
-    pub box_cols: u32,
+pub enum TmaBoxes {
+    /// Boxes of these extents, innermost dimension first (each at most 256; the innermost at
+    /// most 128 bytes, the swizzle span).
+    Tiled([u32; 5]),
+    /// im2col (an NHWC-like tensor, channels innermost): each load takes `channels` channels of
+    /// `pixels` consecutive filter-window anchors, which run between the `lower` and `upper`
+    /// corners (spatial dimensions, innermost first, relative to the tensor's edges) in steps
+    /// of `traversal` (every dimension, innermost first: the convolution's strides).
+    Im2col {
+        /// Lower corner per spatial dimension (minus the padding).
+        lower: [i32; 3],
+        /// Upper corner per spatial dimension (padding minus the filter's dilated extent).
+        upper: [i32; 3],
+        /// Channels per pixel and load.
+        channels: u32,
+        /// Pixels per load.
+        pixels: u32,
+        /// Traversal stride per dimension.
+        traversal: [u32; 5],
+    },
+}
+
+/// A packed tensor as TMA loads it: 128-byte swizzle, zeros past the edges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMapShape {
+    /// Dimensions used, 2 to 5 (3 to 5 for im2col).
+    pub rank: usize,
+    /// Extents, innermost first (the row pitch must be a multiple of 16 bytes).
+    pub dims: [u64; 5],
+    /// How loads address it.
+    pub boxes: TmaBoxes,
 }
 
 /// What kiln needs from a GPU API. Implemented once per driver; used through [`Device`].
@@ -226,9 +243,14 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// `graph` came from [`Driver::end_capture`] and is not used afterwards.
     unsafe fn destroy_graph(&self, graph: Raw);
-    /// Encodes a TMA tensor map (CUDA on sm_90+; other drivers refuse). Host-only: nothing is
-    /// read from the address.
-    fn encode_tensor_map(&self, spec: &TensorMap2d) -> Result<TensorMap, BackendError>;
+    /// Encodes a TMA tensor map of `element`s at `address` (CUDA on sm_90+; other drivers
+    /// refuse). Host-only: nothing is read from the address.
+    fn encode_tensor_map(
+        &self,
+        element: TmaElement,
+        address: Raw,
+        shape: &TensorMapShape,
+    ) -> Result<TensorMap, BackendError>;
     /// Points an encoded tensor map at another address of the same shape (host-only).
     fn replace_tensor_map_address(
         &self,
@@ -342,8 +364,13 @@ impl Device {
     }
 
     /// Encodes a TMA tensor map (CUDA sm_90+ only).
-    pub fn encode_tensor_map(&self, spec: &TensorMap2d) -> Result<TensorMap, BackendError> {
-        self.driver.encode_tensor_map(spec)
+    pub fn encode_tensor_map(
+        &self,
+        element: TmaElement,
+        address: Raw,
+        shape: &TensorMapShape,
+    ) -> Result<TensorMap, BackendError> {
+        self.driver.encode_tensor_map(element, address, shape)
     }
 
     /// Points `map` at `address` (a launch's buffer).

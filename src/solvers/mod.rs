@@ -156,30 +156,25 @@ pub enum TmaOperand {
     W,
 }
 
-/// One tensor map of a TMA kernel's argument: a tensor viewed as a row-major `rows` x `cols`
-/// matrix, loaded in `box_rows` x `box_cols` boxes with the 128-byte swizzle.
+/// One tensor map of a TMA kernel's argument: which tensor, and how it is viewed and loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TmaView {
     /// The tensor.
     pub operand: TmaOperand,
-    /// Rows.
-    pub rows: u64,
-    /// Elements per row.
-    pub cols: u64,
-    /// Rows per box.
-    pub box_rows: u32,
-    /// Elements per box row.
-    pub box_cols: u32,
+    /// Its extents and boxes.
+    pub shape: crate::backend::TensorMapShape,
 }
 
 /// The argument of a kernel that takes host-built TMA tensor maps (`KilnTmaConvParams` in
-/// `kernels/nv/wgmma_conv.cu`): two maps, then y's address and three sizes.
+/// `kernels/nv/wgmma_conv.cu`): two maps, y's address, three sizes and the geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TmaArguments {
     /// The maps, in the argument's order.
     pub views: [TmaView; 2],
-    /// The kernel's `m, k, c`: GEMM rows, output channels, reduction length.
+    /// The kernel's `m, k, c`: GEMM rows, output channels, input channels.
     pub sizes: [i32; 3],
+    /// `out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w`.
+    pub geometry: [i32; 10],
 }
 
 /// A convolution solver: what MIOpen calls a solver (`IsApplicable`, `GetSolution`, a perf
@@ -267,7 +262,8 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::NCHW_3XTF32,
     &cutlass::NCHW_TF32,
     &grouped::DirectGrouped,
-    &wgmma::WgmmaGemm1x1,
+    &wgmma::GEMM_1X1,
+    &wgmma::IMPLICIT_GEMM,
 ];
 
 /// The solver every other is checked against (`kiln selftest`, `kiln-tools find`).
@@ -721,7 +717,7 @@ mod tests {
                             [(v[0] / v[3]) * (v[1] / v[4]) * 32, 1, 1]
                         }
                         // A producer warpgroup and one consumer warpgroup per 64 rows.
-                        wgmma::ID => [(v[0] / 64 + 1) * 128, 1, 1],
+                        wgmma::ID | wgmma::IMPLICIT_GEMM_ID => [(v[0] / 64 + 1) * 128, 1, 1],
                         _ => [256, 1, 1],
                     };
                     assert_eq!(block, want, "{} [{q}]", s.id());

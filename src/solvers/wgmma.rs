@@ -1,23 +1,33 @@
-//! `ConvWgmmaGemm1x1Fwd` (`kernels/nv/wgmma_conv.cu`): kiln's own Hopper kernel, a 1x1,
-//! stride-1, unpadded NHWC FP16/BF16 convolution as the GEMM `y[N*H*W, K] = x[N*H*W, C] *
-//! w[K, C]^T`, with TMA loads into a shared-memory ring and wgmma tensor-core products
-//! (sm_90a code objects: they load on compute capability 9.0 only).
+//! kiln's own Hopper solvers (`kernels/nv/wgmma_conv.cu`): NHWC FP16/BF16 convolution as the
+//! GEMM `y[N*P*Q, K] = A[N*P*Q, R*S*C] * w[K, R*S*C]^T`, with TMA loads into a shared-memory
+//! ring and wgmma tensor-core products (sm_90a code objects: they load on compute capability
+//! 9.0 only).
 //!
-//! The kernel takes one argument, `KilnTmaConvParams`: two TMA tensor maps (x and w as
-//! row-major matrices) that kiln encodes on the host through the driver at prepare time, y's
-//! address and the GEMM sizes. A launch patches the maps' addresses for its buffers
-//! (`cuTensorMapReplaceAddress`, a host-only call). Perf config: `bm,bn,stages` (block tile
-//! rows, a multiple of 64: one consumer warpgroup per 64; block tile output channels, 64, 128
-//! or 256; pipeline stages).
+//! * `ConvWgmmaGemm1x1Fwd`: 1x1 filter, stride 1, no padding: A is x, read as a matrix.
+//! * `ConvWgmmaImplicitGemmFwd`: any 2-D filter, stride, padding and dilation TMA's im2col mode
+//!   can express: A is gathered from x by the TMA unit, one filter tap and 64 channels per load.
+//!
+//! The kernels take one argument, `KilnTmaConvParams`: two TMA tensor maps (x and w) that kiln
+//! encodes on the host through the driver at prepare time, y's address, the sizes and the
+//! geometry. A launch patches the maps' addresses for its buffers (`cuTensorMapReplaceAddress`,
+//! a host-only call). Perf config: `bm,bn,stages` (block tile rows, a multiple of 64: one
+//! consumer warpgroup per 64; block tile output channels, 64, 128 or 256; pipeline stages).
 
 use kiln_format::{ConvProblem, DataType, Layout};
 
 use super::cutlass::max_shared_per_block;
 use super::params::{three, tile_fill};
 use super::{LaunchPlan, NotApplicable, Solver, TargetCaps, TmaArguments, TmaOperand, TmaView};
+use crate::backend::{TensorMapShape, TmaBoxes};
 
-/// The solver id.
+/// The 1x1 solver's id.
 pub const ID: &str = "ConvWgmmaGemm1x1Fwd";
+
+/// The im2col solver's id.
+pub const IMPLICIT_GEMM_ID: &str = "ConvWgmmaImplicitGemmFwd";
+
+/// TMA im2col corners are signed 8-bit per spatial dimension of a 4-D tensor.
+const CORNER_LIMIT: i64 = 128;
 
 /// Elements of the reduction one pipeline stage holds: 64 FP16/BF16 values, one 128-byte
 /// swizzle row (`KILN_BK`).
@@ -52,16 +62,39 @@ impl Config {
 
 /// Rows of the GEMM: output pixels of every image.
 fn gemm_rows(p: &ConvProblem) -> u64 {
-    let [_, h, w] = p.input();
+    let [_, h, w] = p.output();
     p.n() as u64 * h as u64 * w as u64
 }
 
-/// The wgmma 1x1 GEMM solver.
-pub struct WgmmaGemm1x1;
+/// The im2col corners of dimension `i` (0 = h, 1 = w): `(-pad, pad - (R - 1) * dilation)`.
+fn corners(p: &ConvProblem, i: usize) -> (i64, i64) {
+    let pad = p.pad()[1 + i] as i64;
+    let reach = (p.filter()[1 + i] as i64 - 1) * p.dilation()[1 + i] as i64;
+    (-pad, pad - reach)
+}
 
-impl Solver for WgmmaGemm1x1 {
+/// One of the wgmma solvers.
+pub struct Wgmma {
+    id: &'static str,
+    /// Whether A is gathered with TMA's im2col mode (else read as a matrix: 1x1 only).
+    im2col: bool,
+}
+
+/// `ConvWgmmaGemm1x1Fwd`.
+pub static GEMM_1X1: Wgmma = Wgmma {
+    id: ID,
+    im2col: false,
+};
+
+/// `ConvWgmmaImplicitGemmFwd`.
+pub static IMPLICIT_GEMM: Wgmma = Wgmma {
+    id: IMPLICIT_GEMM_ID,
+    im2col: true,
+};
+
+impl Solver for Wgmma {
     fn id(&self) -> &'static str {
-        ID
+        self.id
     }
 
     fn applicable(
@@ -83,8 +116,30 @@ impl Solver for WgmmaGemm1x1 {
         if p.groups() != 1 {
             return Err("grouped convolution");
         }
-        if p.filter() != [1, 1, 1] || p.stride() != [1, 1, 1] || p.pad() != [0, 0, 0] {
+        if !self.im2col
+            && (p.filter() != [1, 1, 1] || p.stride() != [1, 1, 1] || p.pad() != [0, 0, 0])
+        {
             return Err("needs a 1x1 filter, stride 1 and no padding");
+        }
+        if self.im2col {
+            // What TMA's im2col mode can express: traversal strides 1-8, corners within a
+            // signed byte, filter offsets within 16 bits.
+            if p.stride()[1..].iter().any(|&u| u > 8) {
+                return Err("stride past 8 (TMA traversal strides)");
+            }
+            for i in 0..2 {
+                let (lower, upper) = corners(p, i);
+                if !(-CORNER_LIMIT..CORNER_LIMIT).contains(&lower)
+                    || !(-CORNER_LIMIT..CORNER_LIMIT).contains(&upper)
+                {
+                    return Err("padding or dilated filter extent past TMA's im2col corners");
+                }
+            }
+            let [_, r, s] = p.filter();
+            let reach = |f: u32, d: u32| (f as u64 - 1) * d as u64;
+            if reach(r, p.dilation()[1]) > u16::MAX as u64 || reach(s, p.dilation()[2]) > 65_535 {
+                return Err("dilated filter extent past TMA's 16-bit im2col offsets");
+            }
         }
         // TMA rows must start 16-byte aligned; the epilogue stores 8 channels at a time.
         if !p.c().is_multiple_of(8) || !p.k().is_multiple_of(8) {
@@ -120,7 +175,12 @@ impl Solver for WgmmaGemm1x1 {
         let Some(cfg) = Config::parse(params) else {
             return f64::INFINITY;
         };
-        let (m, n, k) = (gemm_rows(p) as f64, p.k() as f64, p.c() as f64);
+        let [_, r, s] = p.filter();
+        let (m, n, k) = (
+            gemm_rows(p) as f64,
+            p.k() as f64,
+            p.c() as f64 * r as f64 * s as f64,
+        );
         let fill = tile_fill(m, cfg.rows as f64) * tile_fill(n, cfg.cols as f64);
         let blocks = (m / cfg.rows as f64).ceil() * (n / cfg.cols as f64).ceil();
         let occupancy = (blocks / 132.0).min(1.0);
@@ -142,24 +202,64 @@ impl Solver for WgmmaGemm1x1 {
     fn tma_arguments(&self, p: &ConvProblem, params: &str) -> Option<TmaArguments> {
         let cfg = Config::parse(params)?;
         let (m, c, k) = (gemm_rows(p), p.c() as u64, p.k() as u64);
+        let [_, h, w] = p.input();
+        let [_, r, s] = p.filter();
+        let [_, oh, ow] = p.output();
+        let taps = r as u64 * s as u64;
+        let (x, w_map) = if self.im2col {
+            let (lower_h, upper_h) = corners(p, 0);
+            let (lower_w, upper_w) = corners(p, 1);
+            let [_, stride_h, stride_w] = p.stride();
+            (
+                TensorMapShape {
+                    rank: 4,
+                    dims: [c, w as u64, h as u64, p.n() as u64, 1],
+                    boxes: TmaBoxes::Im2col {
+                        lower: [lower_w as i32, lower_h as i32, 0],
+                        upper: [upper_w as i32, upper_h as i32, 0],
+                        channels: BLOCK_K,
+                        pixels: cfg.rows,
+                        traversal: [1, stride_w, stride_h, 1, 1],
+                    },
+                },
+                // [K, R*S, C]: a load past C reads zeros, not the next tap's weights.
+                TensorMapShape {
+                    rank: 3,
+                    dims: [c, taps, k, 1, 1],
+                    boxes: TmaBoxes::Tiled([BLOCK_K, 1, cfg.cols, 1, 1]),
+                },
+            )
+        } else {
+            (
+                TensorMapShape {
+                    rank: 2,
+                    dims: [c, m, 1, 1, 1],
+                    boxes: TmaBoxes::Tiled([BLOCK_K, cfg.rows, 1, 1, 1]),
+                },
+                TensorMapShape {
+                    rank: 2,
+                    dims: [c, k, 1, 1, 1],
+                    boxes: TmaBoxes::Tiled([BLOCK_K, cfg.cols, 1, 1, 1]),
+                },
+            )
+        };
+        let [_, stride_h, stride_w] = p.stride();
+        let [_, pad_h, pad_w] = p.pad();
+        let [_, dil_h, dil_w] = p.dilation();
         Some(TmaArguments {
             views: [
                 TmaView {
                     operand: TmaOperand::X,
-                    rows: m,
-                    cols: c,
-                    box_rows: cfg.rows,
-                    box_cols: BLOCK_K,
+                    shape: x,
                 },
                 TmaView {
                     operand: TmaOperand::W,
-                    rows: k,
-                    cols: c,
-                    box_rows: cfg.cols,
-                    box_cols: BLOCK_K,
+                    shape: w_map,
                 },
             ],
             sizes: [m as i32, k as i32, c as i32],
+            geometry: [oh, ow, r, s, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w]
+                .map(|v| v as i32),
         })
     }
 }
@@ -187,7 +287,7 @@ mod tests {
     fn plans_follow_the_kernel_and_refuse_what_it_cannot_run() {
         let h100 = super::super::H100_CAPS;
         let p = nhwc(32, 256, 64, 56, 1);
-        let s = WgmmaGemm1x1;
+        let s = &GEMM_1X1;
         assert!(s.applicable(&p, &h100, "128,64,6").is_ok());
         let plan = s.launch_plan(&p, "128,64,6");
         // 32 * 56 * 56 = 100,352 rows in 128-row tiles; 64 channels in one 64-wide tile.
@@ -196,8 +296,11 @@ mod tests {
         assert_eq!(plan.kernels[0].shared_bytes, 6 * 192 * 128 + 96 + 1024);
         let args = s.tma_arguments(&p, "128,64,6").unwrap();
         assert_eq!(args.sizes, [100_352, 64, 256]);
-        assert_eq!((args.views[0].rows, args.views[0].box_rows), (100_352, 128));
-        assert_eq!((args.views[1].rows, args.views[1].box_rows), (64, 64));
+        assert_eq!(args.views[0].shape.dims, [256, 100_352, 1, 1, 1]);
+        assert_eq!(
+            args.views[1].shape.boxes,
+            TmaBoxes::Tiled([64, 64, 1, 1, 1])
+        );
 
         let sm80 = TargetCaps {
             arch: "sm_80",
@@ -214,6 +317,67 @@ mod tests {
         assert!(s.applicable(&p, &h100, "96,64,4").is_err());
         assert!(s.applicable(&p, &h100, "128,192,4").is_err());
         // 256 x 256 tiles in 4 stages: 257 KiB of shared memory.
+        assert_eq!(
+            s.applicable(&p, &h100, "256,256,4"),
+            Err("tile needs more shared memory than this arch gives a block")
+        );
+    }
+
+    #[test]
+    fn im2col_maps_follow_the_convolution() {
+        let h100 = super::super::H100_CAPS;
+        // ResNet-50's stride-2 3x3: 128 channels, 56x56 -> 28x28, pad 1.
+        let p = ConvProblem::new(ConvSpec {
+            n: 2,
+            c: 128,
+            k: 128,
+            input: [1, 56, 56],
+            filter: [1, 3, 3],
+            pad: [0, 1, 1],
+            stride: [1, 2, 2],
+            layouts: [Layout::Nhwc; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        let s = &IMPLICIT_GEMM;
+        assert!(s.applicable(&p, &h100, "128,128,4").is_ok());
+        assert!(GEMM_1X1.applicable(&p, &h100, "128,128,4").is_err());
+        let plan = s.launch_plan(&p, "128,128,4");
+        // 2 * 28 * 28 = 1568 output pixels: 13 tiles of 128.
+        assert_eq!(plan.kernels[0].grid, [13, 1, 1]);
+        let args = s.tma_arguments(&p, "128,128,4").unwrap();
+        assert_eq!(args.sizes, [1568, 128, 128]);
+        assert_eq!(args.geometry, [28, 28, 3, 3, 2, 2, 1, 1, 1, 1]);
+        assert_eq!(args.views[0].shape.dims, [128, 56, 56, 2, 1]);
+        assert_eq!(
+            args.views[0].shape.boxes,
+            TmaBoxes::Im2col {
+                lower: [-1, -1, 0],
+                upper: [-1, -1, 0],
+                channels: 64,
+                pixels: 128,
+                traversal: [1, 2, 2, 1, 1],
+            }
+        );
+        assert_eq!(args.views[1].shape.dims, [128, 9, 128, 1, 1]);
+        // Padding past TMA's signed-byte corners.
+        let wide = ConvProblem::new(ConvSpec {
+            pad: [0, 200, 1],
+            ..p.spec()
+        })
+        .unwrap();
+        assert_eq!(
+            s.applicable(&wide, &h100, "128,128,4"),
+            Err("padding or dilated filter extent past TMA's im2col corners")
+        );
+    }
+
+    #[test]
+    fn shared_memory_is_checked() {
+        let h100 = super::super::H100_CAPS;
+        let p = nhwc(32, 256, 64, 56, 1);
+        let s = &GEMM_1X1;
         assert_eq!(
             s.applicable(&p, &h100, "256,256,4"),
             Err("tile needs more shared memory than this arch gives a block")
