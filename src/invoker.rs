@@ -130,12 +130,13 @@ struct TmaBlock {
     maps: [TensorMap; 2],
     y: u64,
     sizes: [i32; 3],
-    reserved: i32,
+    splits: i32,
     geometry: [i32; 10],
+    workspace: u64,
 }
 
-// The C struct is 64-byte aligned: 2 x 128 + 8 + 16 + 40 bytes = 320.
-const _: () = assert!(std::mem::size_of::<TmaBlock>() == 320);
+// The C struct is 64-byte aligned: 2 x 128 + 8 + 16 + 40 + 8 bytes, padded to 384.
+const _: () = assert!(std::mem::size_of::<TmaBlock>() == 384);
 
 /// A TMA kernel's argument encoded for one problem, and which tensor each map views.
 #[derive(Debug)]
@@ -169,15 +170,21 @@ impl TmaInvocation {
                 maps,
                 y: 0,
                 sizes: tma.sizes,
-                reserved: 0,
+                splits: tma.splits,
                 geometry: tma.geometry,
+                workspace: 0,
             },
             operands: tma.views.map(|v| v.operand),
         })
     }
 
-    /// The block for one launch: maps pointed at x and w, y's address written.
-    fn for_buffers(&self, device: &Device, x: u64, w: u64, y: u64) -> Result<TmaBlock, RunError> {
+    /// The block for one launch: maps pointed at x and w, y's and the workspace's addresses
+    /// written.
+    fn for_buffers(
+        &self,
+        device: &Device,
+        [x, w, y, workspace]: [u64; 4],
+    ) -> Result<TmaBlock, RunError> {
         for (which, address) in [("x", x), ("w", w), ("y", y)] {
             if address % 16 != 0 {
                 return Err(RunError::Solver {
@@ -195,6 +202,7 @@ impl TmaInvocation {
             device.replace_tensor_map_address(map, address)?;
         }
         block.y = y;
+        block.workspace = workspace;
         Ok(block)
     }
 }
@@ -378,7 +386,8 @@ impl Invoker {
                 &mut block_params
             }
             Arguments::TensorMaps(invocation) => {
-                tma = invocation.for_buffers(device, xp, wp, yp)?;
+                let ws = workspace.map_or(0, |b| b.device_ptr());
+                tma = invocation.for_buffers(device, [xp, wp, yp, ws])?;
                 tma_params = [(&mut tma as *mut TmaBlock).cast()];
                 &mut tma_params
             }

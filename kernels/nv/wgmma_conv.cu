@@ -10,7 +10,9 @@
 //    channels, the input pixels of KILN_BM consecutive output pixels (across rows and images),
 //    zero-filling the padding; w is read through a 3-D map [K, R*S, C] so channels past C
 //    read as zeros, not the next tap's weights.
-// One block computes a KILN_BM x KILN_BN tile of y:
+// One block computes a KILN_BM x KILN_BN tile of y (with split-K, its share of the reduction:
+// blockIdx.z of `splits` slices writes FP32 partial sums to the workspace and
+// kiln_wgmma_splitk_reduce adds them into y; small-M, deep layers at batch 1 fill the GPU so):
 //  * one producer warp (the last warpgroup) streams KILN_BM x 64 tiles of x and KILN_BN x 64
 //    tiles of w into a ring of KILN_STAGES shared-memory stages with TMA (the tensor maps are
 //    encoded on the host, by kiln, through the driver), each stage guarded by a "full" and an
@@ -67,9 +69,10 @@ struct __align__(64) KilnTmaConvParams {
   KilnTensorMap w;
   kiln_u64 y;        // y, [M, K] (NHWC)
   kiln_i32 m, k, c;  // rows (output pixels), output channels, input channels
-  kiln_i32 reserved;
+  kiln_i32 splits;   // split-K slices (gridDim.z); > 1: FP32 partials in the workspace
   // The convolution's geometry (im2col only).
   kiln_i32 out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+  kiln_u64 workspace;  // splits x [M, K] FP32 partial sums (split-K only)
 };
 
 static __device__ KILN_INLINE kiln_u32 kiln_smem(const void* p) {
@@ -244,6 +247,10 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
 #else
   const int k_iters = c_iters;
 #endif
+  // This block's slice of the reduction (every slice has at least one step: the host keeps
+  // splits <= k_iters).
+  const int it_begin = (int)((long long)k_iters * blockIdx.z / p.splits);
+  const int it_end = (int)((long long)k_iters * (blockIdx.z + 1) / p.splits);
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < KILN_STAGES; ++s) {
@@ -266,9 +273,9 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
       const int h0 = (pixel / p.out_w) * p.stride_h - p.pad_h;
       const int w0 = (pixel % p.out_w) * p.stride_w - p.pad_w;
 #endif
-      for (int it = 0; it < k_iters; ++it) {
-        const int s = it % KILN_STAGES;
-        if (it >= KILN_STAGES) kiln_mbar_wait(empty + 8 * s, ((it / KILN_STAGES) - 1) & 1);
+      for (int it = it_begin; it < it_end; ++it) {
+        const int j = it - it_begin, s = j % KILN_STAGES;
+        if (j >= KILN_STAGES) kiln_mbar_wait(empty + 8 * s, ((j / KILN_STAGES) - 1) & 1);
         kiln_mbar_expect(full + 8 * s, KILN_A_BYTES + KILN_B_BYTES);
 #if defined(KILN_IM2COL)
         const int tap = it / c_iters, c0 = (it - tap * c_iters) * KILN_BK;
@@ -290,9 +297,9 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
   // start undefined: the first wgmma does not read them (scale-d 0). Zeroing them instead
   // would make ptxas serialize the wgmma pipeline (warning C7515).
   float acc[KILN_BN / 2];
-  for (int it = 0; it < k_iters; ++it) {
-    const int s = it % KILN_STAGES;
-    kiln_mbar_wait(full + 8 * s, (it / KILN_STAGES) & 1);
+  for (int it = it_begin; it < it_end; ++it) {
+    const int j = it - it_begin, s = j % KILN_STAGES;
+    kiln_mbar_wait(full + 8 * s, (j / KILN_STAGES) & 1);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     const kiln_u32 a = stage_a + s * KILN_A_BYTES + warpgroup * 64 * 128;
     const kiln_u32 b = stage_b + s * KILN_B_BYTES;
@@ -301,17 +308,36 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
 #pragma unroll
       for (int n = 0; n < KILN_BN / KILN_WN; ++n) {
         KilnWgmma<KILN_WN>::mma(acc + n * (KILN_WN / 2), kiln_wgmma_desc(a + kk * 32),
-                                kiln_wgmma_desc(b + n * KILN_WN * 128 + kk * 32), it > 0 || kk > 0);
+                                kiln_wgmma_desc(b + n * KILN_WN * 128 + kk * 32), j > 0 || kk > 0);
       }
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     // Keep this stage's group in flight; the previous one is done after the wait, so its
     // stage goes back to the producer.
     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-    if (it > 0 && threadIdx.x % 128 == 0) kiln_mbar_arrive(empty + 8 * ((it - 1) % KILN_STAGES));
+    if (j > 0 && threadIdx.x % 128 == 0) kiln_mbar_arrive(empty + 8 * ((j - 1) % KILN_STAGES));
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   kiln_fence_regs<KILN_BN / 2>(acc);
+
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+  const int r0 = warp * 16 + lane / 4;
+  if (p.splits > 1) {
+    // Split-K: this slice's FP32 partial sums, straight from the accumulators.
+    float* part = (float*)p.workspace + (kiln_i64)blockIdx.z * p.m * p.k;
+    const int row0 = tile_m + warpgroup * 64 + r0;
+#pragma unroll
+    for (int j = 0; j < KILN_BN / 8; ++j) {
+      const int col = tile_n + j * 8 + 2 * (lane % 4);
+      if (col >= p.k) continue;
+      if (row0 < p.m)
+        *(float2*)(part + (kiln_i64)row0 * p.k + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
+      if (row0 + 8 < p.m)
+        *(float2*)(part + (kiln_i64)(row0 + 8) * p.k + col) =
+            make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    return;
+  }
 
   // Epilogue. Every consumer is past its last wgmma before the stages are reused for y.
   asm volatile("bar.sync 1, %0;" ::"n"(KILN_CONSUMERS * 128) : "memory");
@@ -319,8 +345,6 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
   // conflicts, keeping rows 16-byte aligned.
   const int pitch = KILN_BN / 2 + 4;
   kiln_u32* tile = (kiln_u32*)(kiln_dyn_smem + (stage_a - raw)) + warpgroup * 64 * pitch;
-  const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
-  const int r0 = warp * 16 + lane / 4;
 #pragma unroll
   for (int j = 0; j < KILN_BN / 8; ++j) {
     const int col = j * 4 + (lane % 4);  // in pairs
@@ -340,5 +364,28 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
     if (row < p.m && col < p.k) {
       *(uint4*)(y + (kiln_i64)row * p.k + col) = *(const uint4*)(tile + r * pitch + ch * 4);
     }
+  }
+}
+
+// Split-K's second kernel: y = the sum of the slices' FP32 partials, rounded once, 8 channels
+// (16 bytes of y) per thread and step. Launched with the same argument as the main kernel.
+extern "C" __global__ void __launch_bounds__(256)
+    kiln_wgmma_splitk_reduce(const __grid_constant__ KilnTmaConvParams p) {
+  const kiln_i64 total = (kiln_i64)p.m * p.k / 8, slice = (kiln_i64)p.m * p.k;
+  const float4* part = (const float4*)p.workspace;
+  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (kiln_i64)gridDim.x * blockDim.x) {
+    float4 lo = part[2 * i], hi = part[2 * i + 1];
+    for (int z = 1; z < p.splits; ++z) {
+      const float4 a = part[(z * slice) / 4 + 2 * i], b = part[(z * slice) / 4 + 2 * i + 1];
+      lo.x += a.x; lo.y += a.y; lo.z += a.z; lo.w += a.w;
+      hi.x += b.x; hi.y += b.y; hi.z += b.z; hi.w += b.w;
+    }
+    uint4 out;
+    asm(KILN_CVT_PAIR : "=r"(out.x) : "f"(lo.y), "f"(lo.x));
+    asm(KILN_CVT_PAIR : "=r"(out.y) : "f"(lo.w), "f"(lo.z));
+    asm(KILN_CVT_PAIR : "=r"(out.z) : "f"(hi.y), "f"(hi.x));
+    asm(KILN_CVT_PAIR : "=r"(out.w) : "f"(hi.w), "f"(hi.z));
+    *((uint4*)p.y + i) = out;
   }
 }

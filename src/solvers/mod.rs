@@ -173,6 +173,8 @@ pub struct TmaArguments {
     pub views: [TmaView; 2],
     /// The kernel's `m, k, c`: GEMM rows, output channels, input channels.
     pub sizes: [i32; 3],
+    /// Split-K slices (1: none).
+    pub splits: i32,
     /// `out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w`.
     pub geometry: [i32; 10],
 }

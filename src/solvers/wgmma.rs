@@ -16,7 +16,7 @@
 use kiln_format::{ConvProblem, DataType, Layout};
 
 use super::cutlass::max_shared_per_block;
-use super::params::{three, tile_fill};
+use super::params::{tile_fill, values};
 use super::{LaunchPlan, NotApplicable, Solver, TargetCaps, TmaArguments, TmaOperand, TmaView};
 use crate::backend::{TensorMapShape, TmaBoxes};
 
@@ -39,13 +39,26 @@ struct Config {
     rows: u32,
     cols: u32,
     stages: u32,
+    /// Split-K slices (a run-time value: the same code object for every count).
+    splits: u32,
 }
 
 impl Config {
     fn parse(params: &str) -> Option<Config> {
-        let [rows, cols, stages] = three(params)?;
-        (rows % 64 == 0 && rows <= 256 && matches!(cols, 64 | 128 | 256) && stages >= 2)
-            .then_some(Config { rows, cols, stages })
+        let &[rows, cols, stages, splits] = values(params).as_slice() else {
+            return None;
+        };
+        (rows % 64 == 0
+            && (64..=256).contains(&rows)
+            && matches!(cols, 64 | 128 | 256)
+            && stages >= 2
+            && (1..=64).contains(&splits))
+            .then_some(Config {
+                rows,
+                cols,
+                stages,
+                splits,
+            })
     }
 
     /// One producer warpgroup and one consumer warpgroup per 64 rows.
@@ -65,6 +78,16 @@ fn gemm_rows(p: &ConvProblem) -> u64 {
     let [_, h, w] = p.output();
     p.n() as u64 * h as u64 * w as u64
 }
+
+/// Steps of the main loop: 64 channels of one filter tap each.
+fn reduction_steps(p: &ConvProblem) -> u64 {
+    let [_, r, s] = p.filter();
+    r as u64 * s as u64 * (p.c() as u64).div_ceil(BLOCK_K as u64)
+}
+
+/// Threads per block of the split-K reduction, and most blocks it launches (it strides).
+const REDUCE_THREADS: u32 = 256;
+const REDUCE_MAX_BLOCKS: u64 = 132 * 8;
 
 /// The im2col corners of dimension `i` (0 = h, 1 = w): `(-pad, pad - (R - 1) * dilation)`.
 fn corners(p: &ConvProblem, i: usize) -> (i64, i64) {
@@ -148,6 +171,9 @@ impl Solver for Wgmma {
         if gemm_rows(p) > i32::MAX as u64 {
             return Err("output pixels past 32-bit indexing");
         }
+        if cfg.splits as u64 > reduction_steps(p) {
+            return Err("more split-K slices than reduction steps");
+        }
         if cfg.shared_bytes() > max_shared_per_block(target.arch) {
             return Err("tile needs more shared memory than this arch gives a block");
         }
@@ -163,11 +189,25 @@ impl Solver for Wgmma {
             [
                 clamp(gemm_rows(p).div_ceil(cfg.rows as u64)),
                 clamp((p.k() as u64).div_ceil(cfg.cols as u64)),
-                1,
+                cfg.splits,
             ],
             [cfg.threads(), 1, 1],
         );
         plan.kernels[0].shared_bytes = cfg.shared_bytes();
+        if cfg.splits > 1 {
+            // The slices' FP32 partials, then one pass adding them into y.
+            let outputs = gemm_rows(p) * p.k() as u64;
+            plan.workspace_bytes = cfg.splits as u64 * outputs * 4;
+            let blocks = (outputs / 8)
+                .div_ceil(REDUCE_THREADS as u64)
+                .clamp(1, REDUCE_MAX_BLOCKS);
+            let _ = plan.kernels.push(super::KernelLaunch {
+                kernel: 1,
+                grid: [blocks as u32, 1, 1],
+                block: [REDUCE_THREADS, 1, 1],
+                shared_bytes: 0,
+            });
+        }
         plan
     }
 
@@ -182,13 +222,20 @@ impl Solver for Wgmma {
             p.c() as f64 * r as f64 * s as f64,
         );
         let fill = tile_fill(m, cfg.rows as f64) * tile_fill(n, cfg.cols as f64);
-        let blocks = (m / cfg.rows as f64).ceil() * (n / cfg.cols as f64).ceil();
+        let splits = cfg.splits as f64;
+        let blocks = (m / cfg.rows as f64).ceil() * (n / cfg.cols as f64).ceil() * splits;
         let occupancy = (blocks / 132.0).min(1.0);
         // Sustained wgmma rate on these small GEMMs (measured 300-600 TFLOP/s on ResNet-50's
         // 1x1 layers), HBM3 bandwidth, and a launch.
         let compute_ms = 2.0 * m * n * k / (450_000.0 * fill * occupancy * 1e6);
         let bytes = (p.element_counts().iter().sum::<u64>() * 2) as f64;
-        compute_ms.max(bytes / 2.8e9) + 0.0025
+        // Split-K writes and reads back FP32 partials, in a second launch.
+        let split_ms = if cfg.splits > 1 {
+            2.0 * splits * m * n * 4.0 / 2.8e9 + 0.002
+        } else {
+            0.0
+        };
+        compute_ms.max(bytes / 2.8e9) + split_ms + 0.0025
     }
 
     fn default_params(
@@ -258,6 +305,7 @@ impl Solver for Wgmma {
                 },
             ],
             sizes: [m as i32, k as i32, c as i32],
+            splits: cfg.splits as i32,
             geometry: [oh, ow, r, s, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w]
                 .map(|v| v as i32),
         })
@@ -288,13 +336,13 @@ mod tests {
         let h100 = super::super::H100_CAPS;
         let p = nhwc(32, 256, 64, 56, 1);
         let s = &GEMM_1X1;
-        assert!(s.applicable(&p, &h100, "128,64,6").is_ok());
-        let plan = s.launch_plan(&p, "128,64,6");
+        assert!(s.applicable(&p, &h100, "128,64,6,1").is_ok());
+        let plan = s.launch_plan(&p, "128,64,6,1");
         // 32 * 56 * 56 = 100,352 rows in 128-row tiles; 64 channels in one 64-wide tile.
         assert_eq!(plan.kernels[0].grid, [784, 1, 1]);
         assert_eq!(plan.kernels[0].block, [384, 1, 1]);
         assert_eq!(plan.kernels[0].shared_bytes, 6 * 192 * 128 + 96 + 1024);
-        let args = s.tma_arguments(&p, "128,64,6").unwrap();
+        let args = s.tma_arguments(&p, "128,64,6,1").unwrap();
         assert_eq!(args.sizes, [100_352, 64, 256]);
         assert_eq!(args.views[0].shape.dims, [256, 100_352, 1, 1, 1]);
         assert_eq!(
@@ -307,18 +355,18 @@ mod tests {
             code_arch: "sm_80",
             ..h100
         };
-        assert!(s.applicable(&p, &sm80, "128,64,6").is_err());
+        assert!(s.applicable(&p, &sm80, "128,64,6,1").is_err());
         assert!(s
-            .applicable(&nhwc(1, 64, 64, 56, 3), &h100, "64,64,8")
+            .applicable(&nhwc(1, 64, 64, 56, 3), &h100, "64,64,8,1")
             .is_err());
         assert!(s
-            .applicable(&nhwc(1, 60, 64, 56, 1), &h100, "64,64,8")
+            .applicable(&nhwc(1, 60, 64, 56, 1), &h100, "64,64,8,1")
             .is_err());
-        assert!(s.applicable(&p, &h100, "96,64,4").is_err());
-        assert!(s.applicable(&p, &h100, "128,192,4").is_err());
+        assert!(s.applicable(&p, &h100, "96,64,4,1").is_err());
+        assert!(s.applicable(&p, &h100, "128,192,4,1").is_err());
         // 256 x 256 tiles in 4 stages: 257 KiB of shared memory.
         assert_eq!(
-            s.applicable(&p, &h100, "256,256,4"),
+            s.applicable(&p, &h100, "256,256,4,1"),
             Err("tile needs more shared memory than this arch gives a block")
         );
     }
@@ -341,12 +389,12 @@ mod tests {
         })
         .unwrap();
         let s = &IMPLICIT_GEMM;
-        assert!(s.applicable(&p, &h100, "128,128,4").is_ok());
-        assert!(GEMM_1X1.applicable(&p, &h100, "128,128,4").is_err());
-        let plan = s.launch_plan(&p, "128,128,4");
+        assert!(s.applicable(&p, &h100, "128,128,4,1").is_ok());
+        assert!(GEMM_1X1.applicable(&p, &h100, "128,128,4,1").is_err());
+        let plan = s.launch_plan(&p, "128,128,4,1");
         // 2 * 28 * 28 = 1568 output pixels: 13 tiles of 128.
         assert_eq!(plan.kernels[0].grid, [13, 1, 1]);
-        let args = s.tma_arguments(&p, "128,128,4").unwrap();
+        let args = s.tma_arguments(&p, "128,128,4,1").unwrap();
         assert_eq!(args.sizes, [1568, 128, 128]);
         assert_eq!(args.geometry, [28, 28, 3, 3, 2, 2, 1, 1, 1, 1]);
         assert_eq!(args.views[0].shape.dims, [128, 56, 56, 2, 1]);
@@ -368,8 +416,39 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            s.applicable(&wide, &h100, "128,128,4"),
+            s.applicable(&wide, &h100, "128,128,4,1"),
             Err("padding or dilated filter extent past TMA's im2col corners")
+        );
+    }
+
+    #[test]
+    fn split_k_adds_a_reduction_and_its_workspace() {
+        let h100 = super::super::H100_CAPS;
+        // ResNet-50's 512 -> 512 3x3 at 7x7, batch 1: 49 rows, 72 reduction steps.
+        let p = ConvProblem::new(ConvSpec {
+            c: 512,
+            k: 512,
+            input: [1, 7, 7],
+            filter: [1, 3, 3],
+            pad: [0, 1, 1],
+            layouts: [Layout::Nhwc; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        let s = &IMPLICIT_GEMM;
+        let plan = s.launch_plan(&p, "64,64,8,8");
+        assert_eq!(plan.kernels[0].grid, [1, 8, 8]);
+        assert_eq!(plan.kernels[1].kernel, 1);
+        assert_eq!(plan.workspace_bytes, 8 * 49 * 512 * 4);
+        assert_eq!(s.tma_arguments(&p, "64,64,8,8").unwrap().splits, 8);
+        assert_eq!(s.launch_plan(&p, "64,64,8,1").kernels.len(), 1);
+        assert!(s.applicable(&p, &h100, "64,64,8,64").is_ok());
+        // A 1x1 with 64 channels has one reduction step: nothing to split.
+        let q = nhwc(1, 64, 64, 7, 1);
+        assert_eq!(
+            GEMM_1X1.applicable(&q, &h100, "64,64,8,2"),
+            Err("more split-K slices than reduction steps")
         );
     }
 
@@ -379,7 +458,7 @@ mod tests {
         let p = nhwc(32, 256, 64, 56, 1);
         let s = &GEMM_1X1;
         assert_eq!(
-            s.applicable(&p, &h100, "256,256,4"),
+            s.applicable(&p, &h100, "256,256,4,1"),
             Err("tile needs more shared memory than this arch gives a block")
         );
     }

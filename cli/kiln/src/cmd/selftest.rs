@@ -57,6 +57,11 @@ pub fn problems() -> Vec<ConvProblem> {
         // Deep reductions (split-K applies) and a strided 1x1 with many channels.
         d2(1, 256, 128, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         d2(2, 128, 256, [9, 9], [1, 1], [0, 0], [2, 2], [1, 1], 1),
+        // Tensor-core-aligned channels (multiples of 8) under TMA's im2col gathering: a strided
+        // 3x3 whose tiles cross images, and a 5x3 filter with unequal padding, stride and
+        // dilation.
+        d2(3, 64, 64, [15, 15], [3, 3], [1, 1], [2, 2], [1, 1], 1),
+        d2(2, 40, 72, [21, 18], [5, 3], [2, 1], [2, 1], [1, 2], 1),
         ConvSpec {
             spatial_dims: 3,
             n: 1,
