@@ -62,6 +62,8 @@ pub fn problems() -> Vec<ConvProblem> {
         // dilation.
         d2(3, 64, 64, [15, 15], [3, 3], [1, 1], [2, 2], [1, 1], 1),
         d2(2, 40, 72, [21, 18], [5, 3], [2, 1], [2, 1], [1, 2], 1),
+        // A deep 1x1 over few pixels: split-K of the 1x1 GEMM, partial output-channel tiles.
+        d2(1, 320, 40, [6, 5], [1, 1], [0, 0], [1, 1], [1, 1], 1),
         ConvSpec {
             spatial_dims: 3,
             n: 1,
