@@ -2,7 +2,8 @@
 # Runs on the device machine: `kiln-tools bench` (cold start vs NVRTC, lookup cost, every ResNet-50
 # layer against cuDNN) and three fresh-process cold starts. cuDNN and NVRTC are not part of kiln:
 # they are found in the machine's PyTorch install and loaded at run time. Results land in $OUT.
-# PROBLEM_LISTS="mobilenet_v2 vae_decoder yolo_detector": the problem lists instead of ResNet-50.
+# PROBLEM_LISTS="mobilenet_v2 vae_decoder yolo_detector": the problem lists instead of ResNet-50
+# (read from PROBLEM_DIR, default ci/problems).
 set -uo pipefail
 P=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/kiln-out}
@@ -25,7 +26,7 @@ for i in 1 2 3; do "$P/kiln" coldstart; done > "$OUT/coldstart.txt" 2>&1
 if [ -n "${PROBLEM_LISTS:-}" ]; then
   # Problem lists (names under ci/problems, without .txt) in FP16 NHWC, then every layer of
   # that report timed through PyTorch: the lists' bar.
-  lists=$(for l in $PROBLEM_LISTS; do echo "$P/../ci/problems/$l.txt"; done)
+  lists=$(for l in $PROBLEM_LISTS; do echo "${PROBLEM_DIR:-$P/../ci/problems}/$l.txt"; done)
   timeout "${BENCH_SECONDS:-420}" "$P/kiln-tools" bench --problems $lists --cases fp16 \
     --out "$OUT/bench-lists.md" ${BENCH_FLAGS:-} > "$OUT/bench-run.txt" 2>&1
   echo "bench exit $?" | tee -a "$OUT/bench-run.txt"

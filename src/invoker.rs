@@ -20,9 +20,7 @@ use std::sync::Arc;
 use kiln_format::abi::KernelArgs;
 use kiln_format::ConvProblem;
 
-use crate::backend::{
-    Device, DeviceBuffer, Function, Module, Stream, TensorMap, TmaElement,
-};
+use crate::backend::{Device, DeviceBuffer, Function, Module, Stream, TensorMap, TmaElement};
 use crate::error::RunError;
 use crate::resolve::Variant;
 use crate::solvers::{KernelLaunch, LaunchPlan, TmaArguments, TmaOperand};

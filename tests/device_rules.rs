@@ -64,7 +64,31 @@ fn sm_86_and_sm_88_devices_run_a_lower_arch_of_their_major() {
 fn an_arch_specific_cubin_loads_only_on_its_own_compute_capability() {
     // ptxas 12.9 writes e_flags 0x5a055a for sm_90 and 0x5a0d5a for sm_90a (measured): the
     // same object with bit 11 set is what an sm_90a cubin's header says.
-    let sm90 = objects("sm_90_132")[0];
+    let all = objects("sm_90_132");
+    let target = |o: &&&[u8]| inspect(o).ok();
+    let plain = ObjectTarget::Nvidia {
+        sm: 90,
+        arch_specific: false,
+    };
+    let sm90 = *all.iter().find(|o| target(o) == Some(plain)).unwrap();
+    // The embedded Hopper (wgmma/TMA) objects are real sm_90a cubins.
+    let real: Vec<&&[u8]> = all
+        .iter()
+        .filter(|o| {
+            matches!(
+                target(o),
+                Some(ObjectTarget::Nvidia {
+                    arch_specific: true,
+                    ..
+                })
+            )
+        })
+        .collect();
+    assert!(!real.is_empty(), "no sm_90a object in the sm_90_132 kdb");
+    for o in &real {
+        assert!(check_for_device(o, "sm_90").is_ok());
+        assert!(check_for_device(o, "sm_91").is_err());
+    }
     let mut sm90a = sm90.to_vec();
     sm90a[49] |= 0x08;
     assert_eq!(

@@ -9,8 +9,8 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::sys;
 
 use super::{
-    select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw, TensorMap, TensorMapShape, TmaBoxes,
-    TmaElement,
+    select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw, TensorMap, TensorMapShape,
+    TmaBoxes, TmaElement,
 };
 
 /// Whether libcuda can be loaded (probed once).

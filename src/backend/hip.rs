@@ -16,7 +16,8 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::{Arc, OnceLock};
 
 use super::{
-    select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw, TensorMap, TensorMapShape, TmaElement,
+    select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw, TensorMap, TensorMapShape,
+    TmaElement,
 };
 
 /// The environment variable naming the HIP runtime library to load.

@@ -53,12 +53,12 @@ impl Config {
             && matches!(cols, 64 | 128 | 256)
             && stages >= 2
             && (1..=64).contains(&splits))
-            .then_some(Config {
-                rows,
-                cols,
-                stages,
-                splits,
-            })
+        .then_some(Config {
+            rows,
+            cols,
+            stages,
+            splits,
+        })
     }
 
     /// One producer warpgroup and one consumer warpgroup per 64 rows.
