@@ -66,10 +66,25 @@ impl Config {
         (self.rows / 64 + 1) * 128
     }
 
-    /// `KILN_SHARED_BYTES`: the stages, two 8-byte barriers per stage, and 1 KiB to align the
+    /// `KILN_SHARED_BYTES`: the stages, the persistent kernel's output staging tile (rows x
+    /// (cols / 2 + 4) 32-bit words), two 8-byte barriers per stage, and 1 KiB to align the
     /// stages to the 1024-byte swizzle atom.
-    fn shared_bytes(&self) -> u32 {
-        self.stages * (self.rows + self.cols) * BLOCK_K * 2 + self.stages * 16 + 1024
+    fn shared_bytes(&self, persistent: bool) -> u32 {
+        self.stages * (self.rows + self.cols) * BLOCK_K * 2
+            + if persistent {
+                self.rows * (self.cols / 2 + 4) * 4
+            } else {
+                0
+            }
+            + self.stages * 16
+            + 1024
+    }
+
+    /// Work units: output tiles times split-K slices.
+    fn units(&self, p: &ConvProblem) -> u64 {
+        gemm_rows(p).div_ceil(self.rows as u64)
+            * (p.k() as u64).div_ceil(self.cols as u64)
+            * self.splits as u64
     }
 }
 
@@ -84,6 +99,12 @@ fn reduction_steps(p: &ConvProblem) -> u64 {
     let [_, r, s] = p.filter();
     r as u64 * s as u64 * (p.c() as u64).div_ceil(BLOCK_K as u64)
 }
+
+/// Blocks of the persistent kernel at most: one per SM of the target (sm_90_132: 132). A device
+/// with fewer SMs runs the extra blocks as a second, short wave. Problems with more work units
+/// than this run the persistent kernel (manifest function 2); the others one block per unit
+/// (function 0), which measured about 10% faster where every unit gets its own SM.
+const PERSISTENT_BLOCKS: u64 = 132;
 
 /// Threads per block of the split-K reduction, and most blocks it launches (it strides).
 const REDUCE_THREADS: u32 = 256;
@@ -174,7 +195,7 @@ impl Solver for Wgmma {
         if cfg.splits as u64 > reduction_steps(p) {
             return Err("more split-K slices than reduction steps");
         }
-        if cfg.shared_bytes() > max_shared_per_block(target.arch) {
+        if cfg.shared_bytes(cfg.units(p) > PERSISTENT_BLOCKS) > max_shared_per_block(target.arch) {
             return Err("tile needs more shared memory than this arch gives a block");
         }
         Ok(())
@@ -185,15 +206,15 @@ impl Solver for Wgmma {
             return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
         };
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
+        let persistent = cfg.units(p) > PERSISTENT_BLOCKS;
         let mut plan = LaunchPlan::single(
-            [
-                clamp(gemm_rows(p).div_ceil(cfg.rows as u64)),
-                clamp((p.k() as u64).div_ceil(cfg.cols as u64)),
-                cfg.splits,
-            ],
+            [clamp(cfg.units(p).min(PERSISTENT_BLOCKS)), 1, 1],
             [cfg.threads(), 1, 1],
         );
-        plan.kernels[0].shared_bytes = cfg.shared_bytes();
+        plan.kernels[0].shared_bytes = cfg.shared_bytes(persistent);
+        if persistent {
+            plan.kernels[0].kernel = 2;
+        }
         if cfg.splits > 1 {
             // The slices' FP32 partials, then one pass adding them into y.
             let outputs = gemm_rows(p) * p.k() as u64;
@@ -338,10 +359,15 @@ mod tests {
         let s = &GEMM_1X1;
         assert!(s.applicable(&p, &h100, "128,64,6,1").is_ok());
         let plan = s.launch_plan(&p, "128,64,6,1");
-        // 32 * 56 * 56 = 100,352 rows in 128-row tiles; 64 channels in one 64-wide tile.
-        assert_eq!(plan.kernels[0].grid, [784, 1, 1]);
+        // 32 * 56 * 56 = 100,352 rows in 128-row tiles; 64 channels in one 64-wide tile: 784
+        // tiles for 132 blocks of the persistent kernel.
+        assert_eq!(plan.kernels[0].grid, [132, 1, 1]);
+        assert_eq!(plan.kernels[0].kernel, 2);
         assert_eq!(plan.kernels[0].block, [384, 1, 1]);
-        assert_eq!(plan.kernels[0].shared_bytes, 6 * 192 * 128 + 96 + 1024);
+        assert_eq!(
+            plan.kernels[0].shared_bytes,
+            6 * 192 * 128 + 128 * 36 * 4 + 96 + 1024
+        );
         let args = s.tma_arguments(&p, "128,64,6,1").unwrap();
         assert_eq!(args.sizes, [100_352, 64, 256]);
         assert_eq!(args.views[0].shape.dims, [256, 100_352, 1, 1, 1]);
@@ -392,8 +418,11 @@ mod tests {
         assert!(s.applicable(&p, &h100, "128,128,4,1").is_ok());
         assert!(GEMM_1X1.applicable(&p, &h100, "128,128,4,1").is_err());
         let plan = s.launch_plan(&p, "128,128,4,1");
-        // 2 * 28 * 28 = 1568 output pixels: 13 tiles of 128.
+        // 2 * 28 * 28 = 1568 output pixels: 13 tiles of 128, one block each (the one-tile
+        // kernel, whose staging reuses the stages).
         assert_eq!(plan.kernels[0].grid, [13, 1, 1]);
+        assert_eq!(plan.kernels[0].kernel, 0);
+        assert_eq!(plan.kernels[0].shared_bytes, 4 * 256 * 128 + 64 + 1024);
         let args = s.tma_arguments(&p, "128,128,4,1").unwrap();
         assert_eq!(args.sizes, [1568, 128, 128]);
         assert_eq!(args.geometry, [28, 28, 3, 3, 2, 2, 1, 1, 1, 1]);
@@ -438,7 +467,8 @@ mod tests {
         .unwrap();
         let s = &IMPLICIT_GEMM;
         let plan = s.launch_plan(&p, "64,64,8,8");
-        assert_eq!(plan.kernels[0].grid, [1, 8, 8]);
+        // 1 x 8 tiles, 8 slices each: 64 work units.
+        assert_eq!(plan.kernels[0].grid, [64, 1, 1]);
         assert_eq!(plan.kernels[1].kernel, 1);
         assert_eq!(plan.workspace_bytes, 8 * 49 * 512 * 4);
         assert_eq!(s.tma_arguments(&p, "64,64,8,8").unwrap().splits, 8);
