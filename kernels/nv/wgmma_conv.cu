@@ -432,25 +432,21 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   }
 }
 
+// The entry points: kiln_wgmma_gemm1x1[_persistent], or with KILN_IM2COL
+// kiln_wgmma_implicit_gemm[_persistent].
 #if defined(KILN_IM2COL)
-extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
-    kiln_wgmma_implicit_gemm(const __grid_constant__ KilnTmaConvParams p) {
-  kiln_wgmma_conv<false>(p);
-}
-extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
-    kiln_wgmma_implicit_gemm_persistent(const __grid_constant__ KilnTmaConvParams p) {
-  kiln_wgmma_conv<true>(p);
-}
+#define KILN_ENTRY(SUFFIX) kiln_wgmma_implicit_gemm##SUFFIX
 #else
+#define KILN_ENTRY(SUFFIX) kiln_wgmma_gemm1x1##SUFFIX
+#endif
 extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
-    kiln_wgmma_gemm1x1(const __grid_constant__ KilnTmaConvParams p) {
+    KILN_ENTRY()(const __grid_constant__ KilnTmaConvParams p) {
   kiln_wgmma_conv<false>(p);
 }
 extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
-    kiln_wgmma_gemm1x1_persistent(const __grid_constant__ KilnTmaConvParams p) {
+    KILN_ENTRY(_persistent)(const __grid_constant__ KilnTmaConvParams p) {
   kiln_wgmma_conv<true>(p);
 }
-#endif
 
 // Split-K's second kernel: y = the sum of the slices' FP32 partials, rounded once, 8 channels
 // (16 bytes of y) per thread and step. Launched with the same argument as the main kernel.
