@@ -51,11 +51,26 @@ pub(super) fn gemm_plan(p: &ConvProblem, params: &str) -> LaunchPlan {
     )
 }
 
-/// Cost shared with the 1x1 GEMM: work / throughput, charging the unfilled share of M tiles.
+/// Reduction length of one output: input channels of a group times filter taps.
+pub(super) fn reduction_length(p: &ConvProblem) -> u64 {
+    (p.c() / p.groups().max(1)) as u64 * p.filter().iter().map(|&f| f as u64).product::<u64>()
+}
+
+/// The least time one `block_k` step of `igemm.h`'s main loop took on the H100 over 18,224
+/// measurements (`benches/h100-find/find-log.tsv`): 2.12 us, whatever the problem. A block
+/// walks its reduction serially, so a deep reduction over few outputs (a squeeze-excite 1x1 at
+/// one pixel, 1152 channels: 72 steps, 147 us measured) costs at least steps x this.
+const GEMM_STEP_MS: f64 = 0.0021;
+
+/// Cost shared with the 1x1 GEMM: work / throughput, charging the unfilled share of M tiles,
+/// and never less than one block's serial walk over the reduction.
 pub(super) fn gemm_estimate(p: &ConvProblem, params: &str, gflops: f64) -> f64 {
     let kpg = (p.k() / p.groups().max(1)).max(1) as f64;
-    let bm = three(params).map_or(1, |v| v[0]) as f64;
-    2.0 * kiln_format::measured::macs(p) / (gflops * tile_fill(kpg, bm) * 1e6) + 0.004
+    let [bm, _, bk] = three(params).unwrap_or([1, 1, 1]);
+    let throughput =
+        2.0 * kiln_format::measured::macs(p) / (gflops * tile_fill(kpg, bm as f64) * 1e6);
+    let steps = reduction_length(p).div_ceil(bk as u64) as f64;
+    throughput.max(steps * GEMM_STEP_MS) + 0.004
 }
 
 impl Solver for ImplicitGemm {

@@ -29,6 +29,9 @@ impl Solver for DirectNaive {
     }
 
     fn estimated_ms(&self, p: &ConvProblem, _: &str) -> f64 {
-        2.0 * kiln_format::measured::macs(p) / (700.0 * 1e6) + 0.004
+        // One thread per output walks the whole reduction: at least 0.15 us per element on
+        // the H100 (the least of 2,955 measurements, `benches/h100-find/find-log.tsv`).
+        let serial = super::igemm::reduction_length(p) as f64 * 0.00015;
+        (2.0 * kiln_format::measured::macs(p) / (700.0 * 1e6)).max(serial) + 0.004
     }
 }

@@ -59,6 +59,10 @@ impl Solver for DirectTiled {
     fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
         let kpg = (p.k() / p.groups().max(1)).max(1) as f64;
         let kpb = three(params).map_or(1, |v| v[2]) as f64;
-        2.0 * kiln_format::measured::macs(p) / (2500.0 * tile_fill(kpg, kpb) * 1e6) + 0.004
+        // Each thread walks the whole reduction: at least 0.128 us per element on the H100
+        // (the least of 2,816 measurements, `benches/h100-find/find-log.tsv`).
+        let serial = super::igemm::reduction_length(p) as f64 * 0.000128;
+        (2.0 * kiln_format::measured::macs(p) / (2500.0 * tile_fill(kpg, kpb) * 1e6)).max(serial)
+            + 0.004
     }
 }
