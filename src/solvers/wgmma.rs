@@ -10,8 +10,10 @@
 //! The kernels take one argument, `KilnTmaConvParams`: two TMA tensor maps (x and w) that kiln
 //! encodes on the host through the driver at prepare time, y's address, the sizes and the
 //! geometry. A launch patches the maps' addresses for its buffers (`cuTensorMapReplaceAddress`,
-//! a host-only call). Perf config: `bm,bn,stages` (block tile rows, a multiple of 64: one
-//! consumer warpgroup per 64; block tile output channels, 64, 128 or 256; pipeline stages).
+//! a host-only call). Perf config: `bm,bn,stages,splits` (block tile rows, a multiple of 64: one
+//! consumer warpgroup per 64; block tile output channels, 64, 128 or 256; pipeline stages;
+//! split-K slices, a run-time value). Problems with more tiles than SMs launch the persistent
+//! entry, the others one block per tile.
 
 use kiln_format::{ConvProblem, DataType, Layout};
 
@@ -147,7 +149,7 @@ impl Solver for Wgmma {
         target: &TargetCaps,
         params: &str,
     ) -> Result<(), NotApplicable> {
-        let cfg = Config::parse(params).ok_or("perf config is not bm,bn,stages")?;
+        let cfg = Config::parse(params).ok_or("perf config is not bm,bn,stages,splits")?;
         if target.arch != "sm_90" {
             return Err("sm_90a code: runs on compute capability 9.0 only");
         }
