@@ -181,13 +181,14 @@ impl TmaInvocation {
     fn for_buffers(
         &self,
         device: &Device,
+        solver: &'static str,
         [x, w, y, workspace]: [u64; 4],
     ) -> Result<TmaBlock, RunError> {
         for (which, address) in [("x", x), ("w", w), ("y", y)] {
             if address % 16 != 0 {
                 return Err(RunError::Solver {
-                    solver: "TMA kernel",
-                    reason: format!("{which} at {address:#x} is not 16-byte aligned"),
+                    solver,
+                    reason: format!("{which} at {address:#x} is not 16-byte aligned (TMA)"),
                 });
             }
         }
@@ -385,7 +386,7 @@ impl Invoker {
             }
             Arguments::TensorMaps(invocation) => {
                 let ws = workspace.map_or(0, |b| b.device_ptr());
-                tma = invocation.for_buffers(device, [xp, wp, yp, ws])?;
+                tma = invocation.for_buffers(device, self.variant.solver.id(), [xp, wp, yp, ws])?;
                 tma_params = [(&mut tma as *mut TmaBlock).cast()];
                 &mut tma_params
             }

@@ -88,6 +88,11 @@ impl Config {
             * (p.k() as u64).div_ceil(self.cols as u64)
             * self.splits as u64
     }
+
+    /// Whether `p` runs the persistent entry: more work units than SMs.
+    fn persistent(&self, p: &ConvProblem) -> bool {
+        self.units(p) > PERSISTENT_BLOCKS
+    }
 }
 
 /// Rows of the GEMM: output pixels of every image.
@@ -197,7 +202,7 @@ impl Solver for Wgmma {
         if cfg.splits as u64 > reduction_steps(p) {
             return Err("more split-K slices than reduction steps");
         }
-        if cfg.shared_bytes(cfg.units(p) > PERSISTENT_BLOCKS) > max_shared_per_block(target.arch) {
+        if cfg.shared_bytes(cfg.persistent(p)) > max_shared_per_block(target.arch) {
             return Err("tile needs more shared memory than this arch gives a block");
         }
         Ok(())
@@ -208,7 +213,7 @@ impl Solver for Wgmma {
             return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
         };
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
-        let persistent = cfg.units(p) > PERSISTENT_BLOCKS;
+        let persistent = cfg.persistent(p);
         let mut plan = LaunchPlan::single(
             [clamp(cfg.units(p).min(PERSISTENT_BLOCKS)), 1, 1],
             [cfg.threads(), 1, 1],
@@ -275,11 +280,11 @@ impl Solver for Wgmma {
         let [_, h, w] = p.input();
         let [_, r, s] = p.filter();
         let [_, oh, ow] = p.output();
+        let [_, stride_h, stride_w] = p.stride();
         let taps = r as u64 * s as u64;
         let (x, w_map) = if self.im2col {
             let (lower_h, upper_h) = corners(p, 0);
             let (lower_w, upper_w) = corners(p, 1);
-            let [_, stride_h, stride_w] = p.stride();
             (
                 TensorMapShape {
                     rank: 4,
@@ -313,7 +318,6 @@ impl Solver for Wgmma {
                 },
             )
         };
-        let [_, stride_h, stride_w] = p.stride();
         let [_, pad_h, pad_w] = p.pad();
         let [_, dil_h, dil_w] = p.dilation();
         Some(TmaArguments {
