@@ -131,9 +131,16 @@ struct TmaBlock {
     splits: i32,
     geometry: [i32; 10],
     workspace: u64,
+    /// First layers: the caller's x and w, then their packed copies and the row flags.
+    x_data: u64,
+    w_data: u64,
+    packed: [u64; 3],
+    input: [i32; 2],
+    row_elems: i32,
+    lead: i32,
 }
 
-// The C struct is 64-byte aligned: 2 x 128 + 8 + 16 + 40 + 8 bytes, padded to 384.
+// The C struct is 64-byte aligned: 2 x 128 + 8 + 16 + 40 + 8 + 40 + 16 bytes = 384.
 const _: () = assert!(std::mem::size_of::<TmaBlock>() == 384);
 
 /// A TMA kernel's argument encoded for one problem, and which tensor each map views.
@@ -141,6 +148,7 @@ const _: () = assert!(std::mem::size_of::<TmaBlock>() == 384);
 pub(crate) struct TmaInvocation {
     block: TmaBlock,
     operands: [TmaOperand; 2],
+    packing: Option<crate::solvers::FirstLayerPacking>,
 }
 
 impl TmaInvocation {
@@ -155,6 +163,7 @@ impl TmaInvocation {
         let element = match p.data_types()[0] {
             kiln_format::DataType::Fp16 => TmaElement::F16,
             kiln_format::DataType::Bf16 => TmaElement::Bf16,
+            kiln_format::DataType::Fp32 => TmaElement::F32,
             other => return Err(format!("TMA maps of {} are not supported", other.name())),
         };
         let mut maps = [TensorMap([0; 16]); 2];
@@ -171,7 +180,14 @@ impl TmaInvocation {
                 splits: tma.splits,
                 geometry: tma.geometry,
                 workspace: 0,
+                x_data: 0,
+                w_data: 0,
+                packed: [0; 3],
+                input: tma.packing.map_or([0; 2], |f| f.input),
+                row_elems: tma.packing.map_or(0, |f| f.row_elems),
+                lead: tma.packing.map_or(0, |f| f.lead),
             },
+            packing: tma.packing,
             operands: tma.views.map(|v| v.operand),
         })
     }
@@ -184,7 +200,9 @@ impl TmaInvocation {
         solver: &'static str,
         [x, w, y, workspace]: [u64; 4],
     ) -> Result<TmaBlock, RunError> {
-        for (which, address) in [("x", x), ("w", w), ("y", y)] {
+        // A first layer's maps point into the workspace.
+        let workspace_check = if self.packing.is_some() { workspace } else { 0 };
+        for (which, address) in [("x", x), ("w", w), ("y", y), ("workspace", workspace_check)] {
             if address % 16 != 0 {
                 return Err(RunError::Solver {
                     solver,
@@ -193,15 +211,23 @@ impl TmaInvocation {
             }
         }
         let mut block = self.block;
+        let packed = self
+            .packing
+            .map_or([0; 3], |f| f.offsets.map(|o| workspace + o));
         for (map, operand) in block.maps.iter_mut().zip(self.operands) {
             let address = match operand {
                 TmaOperand::X => x,
                 TmaOperand::W => w,
+                TmaOperand::PackedX => packed[0],
+                TmaOperand::PackedW => packed[1],
             };
             device.replace_tensor_map_address(map, address)?;
         }
         block.y = y;
         block.workspace = workspace;
+        block.x_data = x;
+        block.w_data = w;
+        block.packed = packed;
         Ok(block)
     }
 }

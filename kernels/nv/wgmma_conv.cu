@@ -1,4 +1,5 @@
-// wgmma_conv.cu: kiln's own Hopper (sm_90a) tensor-core convolution, NHWC FP16 / BF16.
+// wgmma_conv.cu: kiln's own Hopper (sm_90a) tensor-core convolution, NHWC FP16 / BF16, and FP32
+// data multiplied as TF32 (the opt-in math mode).
 //
 // A convolution is the GEMM y[M = N*P*Q, K] = A[M, R*S*C] * w[K, R*S*C]^T, where row m of A is
 // the R x S x C input window of output pixel m. Both operands are C-contiguous ("K-major" in GEMM
@@ -6,26 +7,26 @@
 //  * kiln_wgmma_gemm1x1 (1x1 filter, stride 1, no padding): A is x itself, read through a 2-D
 //    tensor map;
 //  * kiln_wgmma_implicit_gemm (built with -DKILN_IM2COL; any 2-D filter, stride <= 8, padding,
-//    dilation): A is never formed: TMA's im2col mode gathers, for filter tap (r, s) and 64
-//    channels, the input pixels of KILN_BM consecutive output pixels (across rows and images),
+//    dilation): A is never formed: TMA's im2col mode gathers, for filter tap (r, s) and 128
+//    bytes of channels (64 FP16/BF16, 32 FP32), the input pixels of KILN_BM consecutive output pixels (across rows and images),
 //    zero-filling the padding; w is read through a 3-D map [K, R*S, C] so channels past C
 //    read as zeros, not the next tap's weights.
 // A block computes a KILN_BM x KILN_BN tile of y (the *_persistent entries: tile after tile, at
 // most one block per SM; with split-K a work unit is one slice of a tile's reduction, whose FP32
 // partial sums go to the workspace for kiln_wgmma_splitk_reduce to add into y; small-M, deep
 // layers at batch 1 fill the GPU so):
-//  * one producer warp (the last warpgroup) streams KILN_BM x 64 tiles of x and KILN_BN x 64
-//    tiles of w into a ring of KILN_STAGES shared-memory stages with TMA (the tensor maps are
+//  * one producer warp (the last warpgroup) streams KILN_BM x KILN_BK tiles of x and KILN_BN x
+//    KILN_BK tiles of w (KILN_BK: 128 bytes of the reduction) into a ring of KILN_STAGES shared-memory stages with TMA (the tensor maps are
 //    encoded on the host, by kiln, through the driver), each stage guarded by a "full" and an
 //    "empty" mbarrier; TMA zero-fills rows and channels past the tensor's edge, so partial tiles
 //    need no masking in the main loop;
-//  * KILN_BM / 64 consumer warpgroups each multiply 64 rows with wgmma (m64nNk16, FP32
-//    accumulators in registers), keeping one wgmma group in flight while the next stage lands;
-//  * the epilogue converts to FP16 / BF16 (round to nearest even, hardware cvt), stages the tile
+//  * KILN_BM / 64 consumer warpgroups each multiply 64 rows with wgmma (m64nNk16, TF32 m64nNk8;
+//    FP32 accumulators in registers), keeping one wgmma group in flight while the next stage lands;
+//  * the epilogue converts to FP16 / BF16 (round to nearest even, hardware cvt; FP32 as is), stages the tile
 //    in shared memory and writes it with 16-byte coalesced stores, masking rows and channels past
 //    the edge.
 // The 128-byte swizzle of the TMA loads is the layout wgmma's shared-memory descriptors name
-// (mode 1): rows of 64 elements (128 B), 8-row atoms 1024 B apart.
+// (mode 1): rows of 128 B, 8-row atoms 1024 B apart.
 #include "kiln_gpu.h"
 
 #ifndef KILN_BM
@@ -37,21 +38,37 @@
 #ifndef KILN_STAGES
 #define KILN_STAGES 4
 #endif
-#define KILN_BK 64
 #define KILN_CONSUMERS (KILN_BM / 64)
 #define KILN_THREADS ((KILN_CONSUMERS + 1) * 128)
 // wgmma's N per instruction: the block's N up to 256.
 #define KILN_WN (KILN_BN > 256 ? 256 : KILN_BN)
 
+// Per element type: its size, wgmma's operand types, its K per instruction (32 bytes of each
+// row either way) and the instruction's trailing immediates (scale A, scale B and, for 16-bit
+// types only, the transpose flags).
 #if defined(KILN_DTYPE_FP16)
-  #define KILN_WGMMA_AB "f16.f16"
+  #define KILN_ELEM_BYTES 2
+  #define KILN_WGMMA_AB "k16.f32.f16.f16"
+  #define KILN_WGMMA_IMM "1, 1, 0, 0"
   #define KILN_CVT_PAIR "cvt.rn.f16x2.f32 %0, %1, %2;"
 #elif defined(KILN_DTYPE_BF16)
-  #define KILN_WGMMA_AB "bf16.bf16"
+  #define KILN_ELEM_BYTES 2
+  #define KILN_WGMMA_AB "k16.f32.bf16.bf16"
+  #define KILN_WGMMA_IMM "1, 1, 0, 0"
   #define KILN_CVT_PAIR "cvt.rn.bf16x2.f32 %0, %1, %2;"
+#elif defined(KILN_DTYPE_FP32)
+  // FP32 data multiplied as TF32 (the top 19 bits of each operand; FP32 accumulation and
+  // output): only solvers whose manifest entry says math = "tf32" build this.
+  #define KILN_ELEM_BYTES 4
+  #define KILN_WGMMA_AB "k8.f32.tf32.tf32"
+  #define KILN_WGMMA_IMM "1, 1"
 #else
-  #error "wgmma_conv.cu builds for FP16 or BF16"
+  #error "wgmma_conv.cu builds for FP16, BF16 or FP32 (TF32 math)"
 #endif
+// Reduction elements per stage: one 128-byte swizzle row.
+#define KILN_BK (128 / KILN_ELEM_BYTES)
+// Elements of y per 16-byte store.
+#define KILN_VEC (16 / KILN_ELEM_BYTES)
 
 typedef unsigned long long kiln_u64;
 
@@ -63,10 +80,11 @@ struct __align__(64) KilnTensorMap {
 // The kernel's one argument, built by kiln on the host (mirrored by `TmaConvParams` in
 // src/solvers/wgmma.rs; the launch patches the tensor maps' and y's addresses per call).
 struct __align__(64) KilnTmaConvParams {
-  // 1x1: x as a [M, C] matrix, box [64 channels, KILN_BM rows]; im2col: x as [N, H, W, C],
-  // KILN_BM pixels of 64 channels per load. 128-byte swizzle.
+  // 1x1: x as a [M, C] matrix, box [KILN_BK channels, KILN_BM rows]; im2col: x as
+  // [N, H, W, C], KILN_BM pixels of KILN_BK channels per load. 128-byte swizzle.
   KilnTensorMap x;
-  // 1x1: w as a [K, C] matrix, box [64, KILN_BN]; im2col: w as [K, R*S, C], box [64, 1, KILN_BN].
+  // 1x1: w as a [K, C] matrix, box [KILN_BK, KILN_BN]; im2col: w as [K, R*S, C], box
+  // [KILN_BK, 1, KILN_BN].
   KilnTensorMap w;
   kiln_u64 y;        // y, [M, K] (NHWC)
   kiln_i32 m, k, c;  // rows (output pixels), output channels, input channels
@@ -74,6 +92,11 @@ struct __align__(64) KilnTmaConvParams {
   // The convolution's geometry (im2col only).
   kiln_i32 out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
   kiln_u64 workspace;  // splits x [M, K] FP32 partial sums (split-K only)
+  // The first-layer kernels only (KILN_FIRST_LAYER): the caller's x and w, their packed copies
+  // and the per-input-row non-finite flags in the workspace, the input's size, and the packed
+  // filter row: its elements (a multiple of 16) and its leading zero taps.
+  kiln_u64 x_data, w_data, x_packed, w_packed, row_flags;
+  kiln_i32 in_h, in_w, row_elems, lead;
 };
 
 // The block's dynamic shared memory.
@@ -124,7 +147,7 @@ static __device__ KILN_INLINE void kiln_tma_load_3d(kiln_u32 dst, const KilnTens
       "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
-// An im2col load: 64 channels from c of the pixels whose filter window starts at (h, w) in image
+// An im2col load: KILN_BK channels from c of the pixels whose filter window starts at (h, w) in image
 // n and the next KILN_BM - 1 windows, each shifted by the tap's offsets (off_w, off_h).
 static __device__ KILN_INLINE void kiln_tma_load_im2col(kiln_u32 dst, const KilnTensorMap* map,
                                                         int c, int w, int h, int n,
@@ -166,12 +189,19 @@ static __device__ KILN_INLINE kiln_u64 kiln_wgmma_desc(kiln_u32 addr) {
 // The instruction: REGS names the accumulators, A, B and SCALE the operands after them.
 #define KILN_WGMMA_ASM(N, REGS, A, B, SCALE, ...)                                            \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n"                          \
-               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." KILN_WGMMA_AB " {" REGS      \
-               "}, " A ", " B ", p, 1, 1, 0, 0;\n}\n"                                        \
+               "wgmma.mma_async.sync.aligned.m64n" #N KILN_WGMMA_AB " {" REGS                \
+               "}, " A ", " B ", p, " KILN_WGMMA_IMM ";\n}\n"                              \
                : __VA_ARGS__                                                                  \
                : "l"(a), "l"(b), "r"(accumulate))
 
 template <int N> struct KilnWgmma;
+template <> struct KilnWgmma<32> {
+  static __device__ KILN_INLINE void mma(float* d, kiln_u64 a, kiln_u64 b, int accumulate) {
+    KILN_WGMMA_ASM(32,
+                   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15",
+                   "%16", "%17", "%18", KILN_ACC8(0), KILN_ACC8(8));
+  }
+};
 template <> struct KilnWgmma<64> {
   static __device__ KILN_INLINE void mma(float* d, kiln_u64 a, kiln_u64 b, int accumulate) {
     KILN_WGMMA_ASM(64, KILN_REGS32_0, "%32", "%33", "%34", KILN_ACC32(0));
@@ -199,12 +229,302 @@ template <int R> static __device__ KILN_INLINE void kiln_fence_regs(float* d) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-#define KILN_A_BYTES (KILN_BM * KILN_BK * 2)
-#define KILN_B_BYTES (KILN_BN * KILN_BK * 2)
-// Row pitch of the staged output tile in 32-bit words: BN halves plus 8 (16 B) against bank
-// conflicts, keeping rows 16-byte aligned.
+#if defined(KILN_FIRST_LAYER)
+// ---- First layers (KILN_FIRST_LAYER): a network's input layer, 1-8 channels. ----------------
+//
+// TMA cannot gather 3-channel pixels (6 bytes) and an im2col matrix of them would be mostly
+// padding, so a first kernel packs x to KILN_FL_CPAD channels (zeros after C: 4 for stride 2,
+// 8 for stride 1, so that one output pixel's window moves 16 bytes per output pixel), packs w
+// to [K, R, row_elems] (zero taps before and after the filter's S, zero channels after C), and
+// flags each input row holding an inf or NaN. Then a persistent kernel: a block's unit is
+// KILN_BM consecutive output pixels of one output row; the producer loads the R input rows
+// their windows cover (a "patch", row-major) with one TMA copy of 128-byte blocks (x viewed as
+// [N, H, row blocks, 64]; the patch starts at the block holding the first window, `skew`
+// elements before it: one copy per unit keeps the single producer thread off the critical
+// path, which 35 narrow copies per unit were), and the consumers multiply it in place: A[ox][e] = patch_row[16 * ox + 2 * e bytes] for e in
+// [0, row_elems) is a valid wgmma K-major operand without swizzle (8 rows of 16 bytes per core
+// matrix, 128 bytes between 8-row groups, 16 bytes between core matrices along K: they
+// overlap, which the descriptor allows), one wgmma per filter row and 16 elements. w stays in
+// shared memory for the whole kernel. A zero tap multiplies real pixels: exact for finite
+// values, but an inf or NaN there would poison outputs whose true window excludes it, so a
+// unit whose rows are flagged is computed directly from x and w instead (CUDA cores, FP32).
+#if KILN_ELEM_BYTES != 2 || !defined(KILN_FL_STRIDE) || (KILN_FL_STRIDE != 1 && KILN_FL_STRIDE != 2) || !defined(KILN_FL_MMAS)
+#error "first layers: FP16 or BF16, KILN_FL_STRIDE 1 or 2, KILN_FL_MMAS"
+#endif
+#define KILN_FL_CPAD (8 / KILN_FL_STRIDE)
 #define KILN_PITCH (KILN_BN / 2 + 4)
+
+static __device__ KILN_INLINE void kiln_tma_load_4d(kiln_u32 dst, const KilnTensorMap* map, int c0,
+                                                    int c1, int c2, int c3, kiln_u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3, %4, %5}], [%6];" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
+// A descriptor for the unswizzled, overlapping patch operand: start, 16 bytes between core
+// matrices along K (leading), 128 bytes between 8-row groups (stride), no swizzle.
+static __device__ KILN_INLINE kiln_u64 kiln_patch_desc(kiln_u32 addr) {
+  return (kiln_u64)((addr >> 4) & 0x3fff) | ((kiln_u64)(16 >> 4) << 16) |
+         ((kiln_u64)(128 >> 4) << 32);
+}
+static __device__ KILN_INLINE bool kiln_non_finite(kiln_u16 bits) {
+#if defined(KILN_DTYPE_FP16)
+  return (bits & 0x7c00u) == 0x7c00u;
+#else
+  return (bits & 0x7f80u) == 0x7f80u;
+#endif
+}
+
+// Where a first-layer block's shared memory is and the unit grid, computed once per block.
+struct KilnFirstLayout {
+  kiln_u32 raw, w, stages, staging, full, empty, w_full;
+  int skew, blocks, row_bytes, patch_bytes, w_boxes, tiles_x, units;
+};
+
+static __device__ KILN_INLINE KilnFirstLayout kiln_first_layout(const KilnTmaConvParams& p) {
+  KilnFirstLayout l;
+  l.raw = kiln_smem(kiln_dyn_smem_base());
+  l.w_boxes = (p.filter_h * p.row_elems + 63) / 64;
+  // A unit's first window starts at element (ox0 * stride - pad - lead) * CPAD of its rows,
+  // ox0 * stride * CPAD = 8 * ox0 a multiple of 512: the start's offset in its 64-element
+  // block is the same for every unit.
+  l.skew = ((-(p.pad_w + p.lead) * KILN_FL_CPAD) % 64 + 64) % 64;
+  l.blocks = (l.skew + (KILN_BM - 1) * 8 + p.row_elems + 63) / 64;
+  l.row_bytes = l.blocks * 128;
+  l.patch_bytes = (l.row_bytes * p.filter_h + 1023) & ~1023;
+  l.w = (l.raw + 1023) & ~1023u;
+  l.stages = l.w + l.w_boxes * KILN_BN * 128;
+  l.staging = l.stages + KILN_STAGES * l.patch_bytes;
+  l.full = l.staging + KILN_BM * KILN_PITCH * 4;
+  l.empty = l.full + KILN_STAGES * 8;
+  l.w_full = l.empty + KILN_STAGES * 8;
+  l.tiles_x = (p.out_w + KILN_BM - 1) / KILN_BM;
+  l.units = p.m / p.out_w * l.tiles_x;  // images x output rows x tiles per row
+  return l;
+}
+
+// One output row's KILN_BM pixels from (n, oy, ox0) computed straight from x and w in FP32,
+// this warpgroup's 64 of them: the path for units whose input rows hold an inf or NaN.
+static __device__ void kiln_first_layer_direct(const KilnTmaConvParams& p, int n, int oy,
+                                               int ox0, kiln_i64 m0) {
+  const kiln_t* x = (const kiln_t*)p.x_data;
+  const kiln_t* w = (const kiln_t*)p.w_data;
+  kiln_t* y = (kiln_t*)p.y;
+  for (int i = threadIdx.x % 128; i < 64 * p.k; i += 128) {
+    const int r = i / p.k, k = i % p.k, ox = ox0 + r;
+    if (ox >= p.out_w) continue;
+    float acc = 0.0f;
+    for (int fr = 0; fr < p.filter_h; ++fr) {
+      const int h = oy * p.stride_h - p.pad_h + fr;
+      if (h < 0 || h >= p.in_h) continue;
+      for (int fs = 0; fs < p.filter_w; ++fs) {
+        const int wx = ox * p.stride_w - p.pad_w + fs;
+        if (wx < 0 || wx >= p.in_w) continue;
+        const kiln_i64 xi = (((kiln_i64)n * p.in_h + h) * p.in_w + wx) * p.c;
+        const kiln_i64 wi = (((kiln_i64)k * p.filter_h + fr) * p.filter_w + fs) * p.c;
+        for (int c = 0; c < p.c; ++c) acc += kiln_load(x, xi + c) * kiln_load(w, wi + c);
+      }
+    }
+    kiln_store(y, (m0 + r) * p.k + k, acc);
+  }
+}
+
+// Input rows per block of the packing kernel: one per warp.
+#define KILN_FL_PACK_ROWS 8
+
+// The packing kernel: blocks [0, ceil(N*H / 8)) pack 8 input rows each, one per warp, and flag
+// them; the rest pack w.
+extern "C" __global__ void __launch_bounds__(256)
+    kiln_wgmma_first_layer_pack(const __grid_constant__ KilnTmaConvParams p) {
+  const int rows = p.m / (p.out_h * p.out_w) * p.in_h;
+  const int row_blocks = (rows + KILN_FL_PACK_ROWS - 1) / KILN_FL_PACK_ROWS;
+  const kiln_u16* x = (const kiln_u16*)p.x_data;
+  if ((int)blockIdx.x < row_blocks) {
+    // Packed rows are a whole number of 64-element blocks (8 x stride pixels): zero pixels
+    // end them.
+    const int packed_w = (p.in_w + 8 * KILN_FL_STRIDE - 1) / (8 * KILN_FL_STRIDE) * (8 * KILN_FL_STRIDE);
+    const kiln_i64 row = (kiln_i64)blockIdx.x * KILN_FL_PACK_ROWS + threadIdx.x / 32;
+    if (row >= rows) return;
+    int bad = 0;
+    // 8 pixels a lane per pass, all loaded before any is stored: the compiler cannot prove x
+    // and its copy apart, so interleaved loads and stores would wait out one memory latency
+    // per pixel.
+    for (int w0 = 0; w0 < packed_w; w0 += 32 * 8) {
+      kiln_u16 v[8][KILN_FL_CPAD];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const int wx = w0 + u * 32 + threadIdx.x % 32;
+        const kiln_i64 px = row * p.in_w + wx;
+#pragma unroll
+        for (int c = 0; c < KILN_FL_CPAD; ++c) {
+          v[u][c] = c < p.c && wx < p.in_w ? x[px * p.c + c] : (kiln_u16)0;
+          bad |= kiln_non_finite(v[u][c]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const int wx = w0 + u * 32 + threadIdx.x % 32;
+        if (wx >= packed_w) break;
+        kiln_u16* out = (kiln_u16*)p.x_packed + (row * packed_w + wx) * KILN_FL_CPAD;
+#if KILN_FL_CPAD == 4
+        *(uint2*)out =
+            make_uint2(v[u][0] | ((kiln_u32)v[u][1] << 16), v[u][2] | ((kiln_u32)v[u][3] << 16));
+#else
+        *(uint4*)out =
+            make_uint4(v[u][0] | ((kiln_u32)v[u][1] << 16), v[u][2] | ((kiln_u32)v[u][3] << 16),
+                       v[u][4] | ((kiln_u32)v[u][5] << 16), v[u][6] | ((kiln_u32)v[u][7] << 16));
+#endif
+      }
+    }
+    bad = __any_sync(0xffffffffu, bad);
+    if (threadIdx.x % 32 == 0) ((int*)p.row_flags)[row] = bad;
+    return;
+  }
+  // w: [K, R, S, C] -> [K, R, row_elems], element e = tap * CPAD + channel, tap - lead = s.
+  const kiln_u16* w = (const kiln_u16*)p.w_data;
+  const kiln_i64 total = (kiln_i64)p.k * p.filter_h * p.row_elems;
+  const kiln_i64 i = ((kiln_i64)blockIdx.x - row_blocks) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int e = (int)(i % p.row_elems);
+  const kiln_i64 kr = i / p.row_elems;  // k * R + r
+  const int fs = e / KILN_FL_CPAD - p.lead, c = e % KILN_FL_CPAD;
+  ((kiln_u16*)p.w_packed)[i] =
+      (fs >= 0 && fs < p.filter_w && c < p.c) ? w[(kr * p.filter_w + fs) * p.c + c] : (kiln_u16)0;
+}
+
+// The persistent first-layer kernel: units blockIdx.x + i gridDim.x; 64-pixel units run two
+// blocks per SM (src/solvers/wgmma.rs sizes the grid so), so that one block's loads, products
+// and stores overlap the other's.
+#define KILN_FL_BLOCKS_PER_SM (KILN_BM == 64 ? 2 : 1)
+extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM)
+    kiln_wgmma_first_layer(const __grid_constant__ KilnTmaConvParams p) {
+  const KilnFirstLayout l = kiln_first_layout(p);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < KILN_STAGES; ++s) {
+      kiln_mbar_init(l.full + 8 * s, 1);
+      kiln_mbar_init(l.empty + 8 * s, KILN_CONSUMERS);
+    }
+    kiln_mbar_init(l.w_full, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const int rows_per_image = p.out_h * l.tiles_x;
+  if (threadIdx.x / 128 == KILN_CONSUMERS) {
+    if (threadIdx.x % 128 != 0) return;
+    asm volatile("prefetch.tensormap [%0];" ::"l"(&p.x) : "memory");
+    // w once, as 64-element boxes of the packed [K, R * row_elems] matrix.
+    kiln_mbar_expect(l.w_full, l.w_boxes * KILN_BN * 128);
+    for (int b = 0; b < l.w_boxes; ++b)
+      kiln_tma_load_2d(l.w + b * KILN_BN * 128, &p.w, b * 64, 0, l.w_full);
+    int g = 0;
+    for (int u = blockIdx.x; u < l.units; u += gridDim.x, ++g) {
+      const int s = g % KILN_STAGES;
+      if (g >= KILN_STAGES) kiln_mbar_wait(l.empty + 8 * s, ((g / KILN_STAGES) - 1) & 1);
+      const int n = u / rows_per_image, oy = (u / l.tiles_x) % p.out_h;
+      const int ox0 = (u % l.tiles_x) * KILN_BM;
+      // The patch: R rows from oy * stride - pad, each from the first window's start (lead
+      // zero taps before it keep that 16-byte aligned); TMA zero-fills outside x.
+      const int e0 = (ox0 * KILN_FL_STRIDE - p.pad_w - p.lead) * KILN_FL_CPAD;
+      kiln_mbar_expect(l.full + 8 * s, l.row_bytes * p.filter_h);
+      kiln_tma_load_4d(l.stages + s * l.patch_bytes, &p.x, 0, (e0 - l.skew) / 64,
+                       oy * p.stride_h - p.pad_h, n, l.full + 8 * s);
+    }
+    return;
+  }
+  const int warpgroup = threadIdx.x / 128;
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+  const int r0 = warp * 16 + lane / 4;
+  // The products' operands, computed once: w's descriptors (w stays put) and the patch
+  // descriptors' offsets from a stage's start (in the descriptor's 16-byte units). The unit
+  // loop then spends two instructions per product on them, not a division.
+  const int steps = p.row_elems / 16;
+  kiln_u64 b_desc[KILN_FL_MMAS];
+  kiln_u32 a_step[KILN_FL_MMAS];
+#pragma unroll
+  for (int i = 0; i < KILN_FL_MMAS; ++i) {
+    const int fr = i / steps, j = i - fr * steps;
+    const int e = fr * p.row_elems + 16 * j;
+    b_desc[i] = kiln_wgmma_desc(l.w + (e / 64) * KILN_BN * 128 + (e % 64) * 2);
+    a_step[i] = (fr * l.row_bytes + 32 * j) >> 4;
+  }
+  kiln_mbar_wait(l.w_full, 0);
+  float acc[KILN_BN / 2];
+  int g = 0;
+  for (int u = blockIdx.x; u < l.units; u += gridDim.x, ++g) {
+    const int s = g % KILN_STAGES;
+    const int n = u / rows_per_image, oy = (u / l.tiles_x) % p.out_h;
+    const int ox0 = (u % l.tiles_x) * KILN_BM + warpgroup * 64;
+    const kiln_i64 m0 = ((kiln_i64)n * p.out_h + oy) * p.out_w + ox0;
+    // Whether an input row under this unit holds an inf or NaN: loads issued now, 8 at a time,
+    // their latency hidden behind the wait and the products. (Read by the producer instead,
+    // they lengthened its per-unit path, which the consumers then waited on.)
+    int bad = 0;
+    {
+      const int* flags = (const int*)p.row_flags + (kiln_i64)n * p.in_h;
+      const int h0 = oy * p.stride_h - p.pad_h;
+      for (int f0 = 0; f0 < p.filter_h; f0 += 8) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const int h = h0 + f0 + i;
+          if (f0 + i < p.filter_h && h >= 0 && h < p.in_h) bad |= flags[h];
+        }
+      }
+    }
+    kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    // The stage's descriptor; adding a product's offset stays within the 14-bit address field
+    // (shared memory ends below 2^18 bytes).
+    const kiln_u64 patch =
+        kiln_patch_desc(l.stages + s * l.patch_bytes + 2 * l.skew + warpgroup * 64 * 16);
+    // KILN_FL_MMAS = R x row_elems / 16 products, a compile-time count: a run-time loop
+    // around wgmma makes ptxas fence its accumulators every iteration (C7519).
+#pragma unroll
+    for (int i = 0; i < KILN_FL_MMAS; ++i)
+      KilnWgmma<KILN_BN>::mma(acc, patch + a_step[i], b_desc[i], i > 0);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    kiln_fence_regs<KILN_BN / 2>(acc);
+    if (threadIdx.x % 128 == 0) kiln_mbar_arrive(l.empty + 8 * s);
+
+    // Rows with an inf or NaN under this unit's windows: computed directly instead.
+    if (bad) {
+      kiln_first_layer_direct(p, n, oy, ox0, m0);
+      continue;
+    }
+    // Stage this warpgroup's 64 rows (after its threads have stored the previous unit's).
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
+    kiln_u32* tile =
+        (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
+#pragma unroll
+    for (int j = 0; j < KILN_BN / 8; ++j) {
+      const int col = j * 4 + (lane % 4);
+      kiln_u32 lo, hi;
+      asm(KILN_CVT_PAIR : "=r"(lo) : "f"(acc[4 * j + 1]), "f"(acc[4 * j + 0]));
+      asm(KILN_CVT_PAIR : "=r"(hi) : "f"(acc[4 * j + 3]), "f"(acc[4 * j + 2]));
+      tile[r0 * KILN_PITCH + col] = lo;
+      tile[(r0 + 8) * KILN_PITCH + col] = hi;
+    }
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
+    const int chunks = KILN_BN / 8;
+    kiln_u16* y = (kiln_u16*)p.y;
+    for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
+      const int r = i / chunks, ch = i % chunks;
+      if (ox0 + r < p.out_w && ch * 8 < p.k)
+        *(uint4*)(y + (m0 + r) * p.k + ch * 8) = *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
+    }
+  }
+}
+#else
+#define KILN_A_BYTES (KILN_BM * 128)
+#define KILN_B_BYTES (KILN_BN * 128)
+// Row pitch of the staged output tile in 32-bit words: BN elements plus 16 bytes against bank
+// conflicts, keeping rows 16-byte aligned.
+#define KILN_PITCH (KILN_BN * KILN_ELEM_BYTES / 4 + 4)
 #define KILN_EPILOGUE_BYTES (KILN_BM * KILN_PITCH * 4)
+// The one-tile kernel stages y in its pipeline stages.
+static_assert(KILN_EPILOGUE_BYTES <= KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES),
+              "the output tile does not fit in the stages");
 // Dynamic shared memory (the launch asks for exactly this; src/solvers/wgmma.rs mirrors it): the
 // stages, the persistent kernel's output staging tile (its own, so that the producer can load
 // the next tile while the consumers store this one; the one-tile kernel stages y in the stages),
@@ -282,7 +602,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     const kiln_u32 a = l.stage_a + s * KILN_A_BYTES + warpgroup * 64 * 128;
     const kiln_u32 b = l.stage_b + s * KILN_B_BYTES;
 #pragma unroll
-    for (int kk = 0; kk < KILN_BK / 16; ++kk) {
+    for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of each row per instruction
 #pragma unroll
       for (int n = 0; n < KILN_BN / KILN_WN; ++n) {
         KilnWgmma<KILN_WN>::mma(acc + n * (KILN_WN / 2), kiln_wgmma_desc(a + kk * 32),
@@ -330,22 +650,29 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
       (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
 #pragma unroll
   for (int j = 0; j < KILN_BN / 8; ++j) {
+#if KILN_ELEM_BYTES == 2
     const int col = j * 4 + (lane % 4);  // in pairs
     kiln_u32 lo, hi;
     asm(KILN_CVT_PAIR : "=r"(lo) : "f"(acc[4 * j + 1]), "f"(acc[4 * j + 0]));
     asm(KILN_CVT_PAIR : "=r"(hi) : "f"(acc[4 * j + 3]), "f"(acc[4 * j + 2]));
     tile[r0 * KILN_PITCH + col] = lo;
     tile[(r0 + 8) * KILN_PITCH + col] = hi;
+#else
+    const int col = j * 8 + 2 * (lane % 4);
+    *(float2*)(tile + r0 * KILN_PITCH + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
+    *(float2*)(tile + (r0 + 8) * KILN_PITCH + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+#endif
   }
   asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
-  // 16-byte chunks: BN / 8 per row; the warpgroup's 128 threads walk its 64 rows.
-  const int chunks = KILN_BN / 8;
-  kiln_u16* y = (kiln_u16*)p.y;
+  // 16-byte chunks of KILN_VEC elements; the warpgroup's 128 threads walk its 64 rows.
+  const int chunks = KILN_BN / KILN_VEC;
+  unsigned char* y = (unsigned char*)p.y;
   for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
     const int r = i / chunks, ch = i % chunks;
-    const int row = t.m0 + warpgroup * 64 + r, col = t.n0 + ch * 8;
+    const int row = t.m0 + warpgroup * 64 + r, col = t.n0 + ch * KILN_VEC;
     if (row < p.m && col < p.k) {
-      *(uint4*)(y + (kiln_i64)row * p.k + col) = *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
+      *(uint4*)(y + ((kiln_i64)row * p.k + col) * KILN_ELEM_BYTES) =
+          *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
     }
   }
 }
@@ -420,12 +747,23 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
   kiln_wgmma_conv<true>(p);
 }
 
-// Split-K's second kernel: y = the sum of the slices' FP32 partials, rounded once, 8 channels
-// (16 bytes of y) per thread and step. Launched with the same argument as the main kernel.
+// Split-K's second kernel: y = the sum of the slices' FP32 partials, rounded once, 16 bytes
+// of y per thread and step. Launched with the same argument as the main kernel.
 extern "C" __global__ void __launch_bounds__(256)
     kiln_wgmma_splitk_reduce(const __grid_constant__ KilnTmaConvParams p) {
-  const kiln_i64 total = (kiln_i64)p.m * p.k / 8, slice = (kiln_i64)p.m * p.k;
+  const kiln_i64 total = (kiln_i64)p.m * p.k / KILN_VEC, slice = (kiln_i64)p.m * p.k;
   const float4* part = (const float4*)p.workspace;
+#if KILN_ELEM_BYTES == 4
+  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (kiln_i64)gridDim.x * blockDim.x) {
+    float4 sum = part[i];
+    for (int z = 1; z < p.splits; ++z) {
+      const float4 a = part[(z * slice) / 4 + i];
+      sum.x += a.x; sum.y += a.y; sum.z += a.z; sum.w += a.w;
+    }
+    *((float4*)p.y + i) = sum;
+  }
+#else
   for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (kiln_i64)gridDim.x * blockDim.x) {
     float4 lo = part[2 * i], hi = part[2 * i + 1];
@@ -441,4 +779,6 @@ extern "C" __global__ void __launch_bounds__(256)
     asm(KILN_CVT_PAIR : "=r"(out.w) : "f"(hi.w), "f"(hi.z));
     *((uint4*)p.y + i) = out;
   }
+#endif
 }
+#endif  // KILN_FIRST_LAYER

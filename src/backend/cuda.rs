@@ -433,6 +433,7 @@ impl Driver for CudaDriver {
         let (data_type, bytes) = match element {
             TmaElement::F16 => (T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2),
             TmaElement::Bf16 => (T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),
+            TmaElement::F32 => (T::CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4),
         };
         let rank = shape.rank;
         if !(2..=5).contains(&rank) {
@@ -451,7 +452,11 @@ impl Driver for CudaDriver {
         let mut map = sys::CUtensorMap { opaque: [0; 16] };
         let (interleave, swizzle, promotion, fill) = (
             sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            if shape.swizzle {
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B
+            } else {
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE
+            },
             sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
             sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         );

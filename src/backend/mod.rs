@@ -89,6 +89,8 @@ pub enum TmaElement {
     F16,
     /// bfloat16.
     Bf16,
+    /// IEEE single (TF32 kernels read its top 19 bits).
+    F32,
 }
 
 /// How the loads of a tensor map address the tensor.
@@ -115,7 +117,7 @@ pub enum TmaBoxes {
     },
 }
 
-/// A packed tensor as TMA loads it: 128-byte swizzle, zeros past the edges.
+/// A packed tensor as TMA loads it: zeros past the edges, boxes swizzled or not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TensorMapShape {
     /// Dimensions used, 2 to 5 (3 to 5 for im2col).
@@ -124,6 +126,9 @@ pub struct TensorMapShape {
     pub dims: [u64; 5],
     /// How loads address it.
     pub boxes: TmaBoxes,
+    /// 128-byte swizzle (the layout wgmma's swizzled operands name); `false`: boxes land
+    /// row-major as they are.
+    pub swizzle: bool,
 }
 
 /// What kiln needs from a GPU API. Implemented once per driver; used through [`Device`].

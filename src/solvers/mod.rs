@@ -154,6 +154,24 @@ pub enum TmaOperand {
     X,
     /// The filter.
     W,
+    /// The input's packed copy in the workspace ([`FirstLayerPacking`]).
+    PackedX,
+    /// The filter's packed copy in the workspace.
+    PackedW,
+}
+
+/// Where a first-layer kernel packs x and w in the workspace, and how (`x_packed`, `w_packed`,
+/// `row_flags`, `in_h`, `in_w`, `row_elems`, `lead` of `KilnTmaConvParams`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FirstLayerPacking {
+    /// Byte offsets in the workspace of packed x, packed w and the per-input-row flags.
+    pub offsets: [u64; 3],
+    /// Input height and width.
+    pub input: [i32; 2],
+    /// Elements of one packed filter row (a multiple of 16).
+    pub row_elems: i32,
+    /// Zero taps before the filter's first in a packed row.
+    pub lead: i32,
 }
 
 /// One tensor map of a TMA kernel's argument: which tensor, and how it is viewed and loaded.
@@ -177,6 +195,8 @@ pub struct TmaArguments {
     pub splits: i32,
     /// `out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w`.
     pub geometry: [i32; 10],
+    /// First-layer kernels: their packed copies of x and w.
+    pub packing: Option<FirstLayerPacking>,
 }
 
 /// A convolution solver: what MIOpen calls a solver (`IsApplicable`, `GetSolution`, a perf
@@ -266,6 +286,9 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &grouped::DirectGrouped,
     &wgmma::GEMM_1X1,
     &wgmma::IMPLICIT_GEMM,
+    &wgmma::GEMM_1X1_TF32,
+    &wgmma::IMPLICIT_GEMM_TF32,
+    &wgmma::FIRST_LAYER,
 ];
 
 /// The solver every other is checked against (`kiln selftest`, `kiln-tools find`).
@@ -611,12 +634,19 @@ mod tests {
                 data_types: [DataType::Fp16; 3],
                 ..base
             },
-            // A 1x1 NHWC FP16 layer (the 1x1 GEMM solvers).
+            // A 1x1 NHWC FP16 layer (the 1x1 GEMM solvers), and FP32 opted in to TF32.
             ConvSpec {
                 filter: [1, 1, 1],
                 pad: [0, 0, 0],
                 layouts: [kiln_format::Layout::Nhwc; 3],
                 data_types: [DataType::Fp16; 3],
+                ..base
+            },
+            ConvSpec {
+                filter: [1, 1, 1],
+                pad: [0, 0, 0],
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                math: kiln_format::MathMode::AllowTf32,
                 ..base
             },
         ]
@@ -719,7 +749,7 @@ mod tests {
                             [(v[0] / v[3]) * (v[1] / v[4]) * 32, 1, 1]
                         }
                         // A producer warpgroup and one consumer warpgroup per 64 rows.
-                        wgmma::ID | wgmma::IMPLICIT_GEMM_ID => [(v[0] / 64 + 1) * 128, 1, 1],
+                        id if wgmma::IDS.contains(&id) => [(v[0] / 64 + 1) * 128, 1, 1],
                         _ => [256, 1, 1],
                     };
                     assert_eq!(block, want, "{} [{q}]", s.id());

@@ -1,11 +1,14 @@
-//! kiln's own Hopper solvers (`kernels/nv/wgmma_conv.cu`): NHWC FP16/BF16 convolution as the
-//! GEMM `y[N*P*Q, K] = A[N*P*Q, R*S*C] * w[K, R*S*C]^T`, with TMA loads into a shared-memory
+//! kiln's own Hopper solvers (`kernels/nv/wgmma_conv.cu`): NHWC FP16/BF16 convolution, and FP32
+//! convolution in the opt-in TF32 math mode, as the GEMM `y[N*P*Q, K] = A[N*P*Q, R*S*C] * w[K, R*S*C]^T`, with TMA loads into a shared-memory
 //! ring and wgmma tensor-core products (sm_90a code objects: they load on compute capability
 //! 9.0 only).
 //!
 //! * `ConvWgmmaGemm1x1Fwd`: 1x1 filter, stride 1, no padding: A is x, read as a matrix.
 //! * `ConvWgmmaImplicitGemmFwd`: any 2-D filter, stride, padding and dilation TMA's im2col mode
-//!   can express: A is gathered from x by the TMA unit, one filter tap and 64 channels per load.
+//!   can express: A is gathered from x by the TMA unit, one filter tap and 128 bytes of channels
+//!   per load.
+//! * `ConvWgmmaGemm1x1Tf32Fwd`, `ConvWgmmaImplicitGemmTf32Fwd`: the same kernels for FP32 data
+//!   multiplied as TF32 (manifest `math = "tf32"`: only problems that opt in).
 //!
 //! The kernels take one argument, `KilnTmaConvParams`: two TMA tensor maps (x and w) that kiln
 //! encodes on the host through the driver at prepare time, y's address, the sizes and the
@@ -28,12 +31,43 @@ pub const ID: &str = "ConvWgmmaGemm1x1Fwd";
 /// The im2col solver's id.
 pub const IMPLICIT_GEMM_ID: &str = "ConvWgmmaImplicitGemmFwd";
 
+/// The 1x1 solver's id for FP32 data in TF32 math.
+pub const TF32_ID: &str = "ConvWgmmaGemm1x1Tf32Fwd";
+
+/// The im2col solver's id for FP32 data in TF32 math.
+pub const IMPLICIT_GEMM_TF32_ID: &str = "ConvWgmmaImplicitGemmTf32Fwd";
+
+/// Every wgmma solver's id (they share a block shape: a producer warpgroup and one consumer
+/// warpgroup per 64 rows).
+#[cfg(test)]
+pub const IDS: [&str; 5] = [
+    ID,
+    IMPLICIT_GEMM_ID,
+    TF32_ID,
+    IMPLICIT_GEMM_TF32_ID,
+    FIRST_LAYER_ID,
+];
+
 /// TMA im2col corners are signed 8-bit per spatial dimension of a 4-D tensor.
 const CORNER_LIMIT: i64 = 128;
 
-/// Elements of the reduction one pipeline stage holds: 64 FP16/BF16 values, one 128-byte
-/// swizzle row (`KILN_BK`).
-const BLOCK_K: u32 = 64;
+/// Bytes of the reduction one pipeline stage holds per row: one 128-byte swizzle row
+/// (`KILN_BK` elements: 64 FP16/BF16, 32 FP32).
+const ROW_BYTES: u32 = 128;
+
+/// Bytes of one element of `p`'s tensors (the solvers take FP16, BF16 and FP32).
+fn element_bytes(p: &ConvProblem) -> u32 {
+    if p.data_types()[0] == DataType::Fp32 {
+        4
+    } else {
+        2
+    }
+}
+
+/// `KILN_BK`: reduction elements per stage.
+fn block_k(p: &ConvProblem) -> u32 {
+    ROW_BYTES / element_bytes(p)
+}
 
 /// A perf config, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,12 +103,12 @@ impl Config {
     }
 
     /// `KILN_SHARED_BYTES`: the stages, the persistent kernel's output staging tile (rows x
-    /// (cols / 2 + 4) 32-bit words), two 8-byte barriers per stage, and 1 KiB to align the
-    /// stages to the 1024-byte swizzle atom.
-    fn shared_bytes(&self, persistent: bool) -> u32 {
-        self.stages * (self.rows + self.cols) * BLOCK_K * 2
+    /// (cols x element bytes / 4 + 4) 32-bit words), two 8-byte barriers per stage, and 1 KiB
+    /// to align the stages to the 1024-byte swizzle atom.
+    fn shared_bytes(&self, persistent: bool, element_bytes: u32) -> u32 {
+        self.stages * (self.rows + self.cols) * ROW_BYTES
             + if persistent {
-                self.rows * (self.cols / 2 + 4) * 4
+                self.rows * (self.cols * element_bytes / 4 + 4) * 4
             } else {
                 0
             }
@@ -101,10 +135,10 @@ fn gemm_rows(p: &ConvProblem) -> u64 {
     p.n() as u64 * h as u64 * w as u64
 }
 
-/// Steps of the main loop: 64 channels of one filter tap each.
+/// Steps of the main loop: `KILN_BK` channels of one filter tap each.
 fn reduction_steps(p: &ConvProblem) -> u64 {
     let [_, r, s] = p.filter();
-    r as u64 * s as u64 * (p.c() as u64).div_ceil(BLOCK_K as u64)
+    r as u64 * s as u64 * (p.c() as u64).div_ceil(block_k(p) as u64)
 }
 
 /// Blocks of the persistent kernel at most: one per SM of the target (sm_90_132: 132). A device
@@ -129,18 +163,36 @@ pub struct Wgmma {
     id: &'static str,
     /// Whether A is gathered with TMA's im2col mode (else read as a matrix: 1x1 only).
     im2col: bool,
+    /// FP32 data in TF32 math (else FP16 or BF16).
+    tf32: bool,
 }
 
 /// `ConvWgmmaGemm1x1Fwd`.
 pub static GEMM_1X1: Wgmma = Wgmma {
     id: ID,
     im2col: false,
+    tf32: false,
 };
 
 /// `ConvWgmmaImplicitGemmFwd`.
 pub static IMPLICIT_GEMM: Wgmma = Wgmma {
     id: IMPLICIT_GEMM_ID,
     im2col: true,
+    tf32: false,
+};
+
+/// `ConvWgmmaGemm1x1Tf32Fwd`.
+pub static GEMM_1X1_TF32: Wgmma = Wgmma {
+    id: TF32_ID,
+    im2col: false,
+    tf32: true,
+};
+
+/// `ConvWgmmaImplicitGemmTf32Fwd`.
+pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
+    id: IMPLICIT_GEMM_TF32_ID,
+    im2col: true,
+    tf32: true,
 };
 
 impl Solver for Wgmma {
@@ -158,7 +210,10 @@ impl Solver for Wgmma {
         if target.arch != "sm_90" {
             return Err("sm_90a code: runs on compute capability 9.0 only");
         }
-        if !matches!(p.data_types()[0], DataType::Fp16 | DataType::Bf16) {
+        if self.tf32 && p.data_types()[0] != DataType::Fp32 {
+            return Err("FP32 only (TF32 math)");
+        }
+        if !self.tf32 && !matches!(p.data_types()[0], DataType::Fp16 | DataType::Bf16) {
             return Err("FP16 or BF16 only");
         }
         if p.layouts()[0] != Layout::Nhwc {
@@ -192,9 +247,10 @@ impl Solver for Wgmma {
                 return Err("dilated filter extent past TMA's 16-bit im2col offsets");
             }
         }
-        // TMA rows must start 16-byte aligned; the epilogue stores 8 channels at a time.
-        if !p.c().is_multiple_of(8) || !p.k().is_multiple_of(8) {
-            return Err("C or K is not a multiple of 8");
+        // TMA rows must start 16-byte aligned; the epilogue stores 16 bytes at a time.
+        let vector = 16 / element_bytes(p);
+        if !p.c().is_multiple_of(vector) || !p.k().is_multiple_of(vector) {
+            return Err("C or K is not a multiple of 16 bytes");
         }
         if gemm_rows(p) > i32::MAX as u64 {
             return Err("output pixels past 32-bit indexing");
@@ -202,7 +258,8 @@ impl Solver for Wgmma {
         if cfg.splits as u64 > reduction_steps(p) {
             return Err("more split-K slices than reduction steps");
         }
-        if cfg.shared_bytes(cfg.persistent(p)) > max_shared_per_block(target.arch) {
+        if cfg.shared_bytes(cfg.persistent(p), element_bytes(p)) > max_shared_per_block(target.arch)
+        {
             return Err("tile needs more shared memory than this arch gives a block");
         }
         Ok(())
@@ -218,7 +275,7 @@ impl Solver for Wgmma {
             [clamp(cfg.units(p).min(PERSISTENT_BLOCKS)), 1, 1],
             [cfg.threads(), 1, 1],
         );
-        plan.kernels[0].shared_bytes = cfg.shared_bytes(persistent);
+        plan.kernels[0].shared_bytes = cfg.shared_bytes(persistent, element_bytes(p));
         if persistent {
             plan.kernels[0].kernel = 2;
         }
@@ -226,7 +283,7 @@ impl Solver for Wgmma {
             // The slices' FP32 partials, then one pass adding them into y.
             let outputs = gemm_rows(p) * p.k() as u64;
             plan.workspace_bytes = cfg.splits as u64 * outputs * 4;
-            let blocks = (outputs / 8)
+            let blocks = (outputs / (16 / element_bytes(p)) as u64)
                 .div_ceil(REDUCE_THREADS as u64)
                 .clamp(1, REDUCE_MAX_BLOCKS);
             let _ = plan.kernels.push(super::KernelLaunch {
@@ -254,9 +311,10 @@ impl Solver for Wgmma {
         let blocks = (m / cfg.rows as f64).ceil() * (n / cfg.cols as f64).ceil() * splits;
         let occupancy = (blocks / 132.0).min(1.0);
         // Sustained wgmma rate on these small GEMMs (measured 300-600 TFLOP/s on ResNet-50's
-        // 1x1 layers), HBM3 bandwidth, and a launch.
-        let compute_ms = 2.0 * m * n * k / (450_000.0 * fill * occupancy * 1e6);
-        let bytes = (p.element_counts().iter().sum::<u64>() * 2) as f64;
+        // 1x1 layers in FP16; TF32's peak is half FP16's), HBM3 bandwidth, and a launch.
+        let rate = if self.tf32 { 225_000.0 } else { 450_000.0 };
+        let compute_ms = 2.0 * m * n * k / (rate * fill * occupancy * 1e6);
+        let bytes = (p.element_counts().iter().sum::<u64>() * element_bytes(p) as u64) as f64;
         // Split-K writes and reads back FP32 partials, in a second launch.
         let split_ms = if cfg.splits > 1 {
             2.0 * splits * m * n * 4.0 / 2.8e9 + 0.002
@@ -282,6 +340,7 @@ impl Solver for Wgmma {
         let [_, oh, ow] = p.output();
         let [_, stride_h, stride_w] = p.stride();
         let taps = r as u64 * s as u64;
+        let block_k = block_k(p);
         let (x, w_map) = if self.im2col {
             let (lower_h, upper_h) = corners(p, 0);
             let (lower_w, upper_w) = corners(p, 1);
@@ -289,10 +348,11 @@ impl Solver for Wgmma {
                 TensorMapShape {
                     rank: 4,
                     dims: [c, w as u64, h as u64, p.n() as u64, 1],
+                    swizzle: true,
                     boxes: TmaBoxes::Im2col {
                         lower: [lower_w as i32, lower_h as i32, 0],
                         upper: [upper_w as i32, upper_h as i32, 0],
-                        channels: BLOCK_K,
+                        channels: block_k,
                         pixels: cfg.rows,
                         traversal: [1, stride_w, stride_h, 1, 1],
                     },
@@ -301,7 +361,8 @@ impl Solver for Wgmma {
                 TensorMapShape {
                     rank: 3,
                     dims: [c, taps, k, 1, 1],
-                    boxes: TmaBoxes::Tiled([BLOCK_K, 1, cfg.cols, 1, 1]),
+                    boxes: TmaBoxes::Tiled([block_k, 1, cfg.cols, 1, 1]),
+                    swizzle: true,
                 },
             )
         } else {
@@ -309,12 +370,14 @@ impl Solver for Wgmma {
                 TensorMapShape {
                     rank: 2,
                     dims: [c, m, 1, 1, 1],
-                    boxes: TmaBoxes::Tiled([BLOCK_K, cfg.rows, 1, 1, 1]),
+                    boxes: TmaBoxes::Tiled([block_k, cfg.rows, 1, 1, 1]),
+                    swizzle: true,
                 },
                 TensorMapShape {
                     rank: 2,
                     dims: [c, k, 1, 1, 1],
-                    boxes: TmaBoxes::Tiled([BLOCK_K, cfg.cols, 1, 1, 1]),
+                    boxes: TmaBoxes::Tiled([block_k, cfg.cols, 1, 1, 1]),
+                    swizzle: true,
                 },
             )
         };
@@ -335,6 +398,294 @@ impl Solver for Wgmma {
             splits: cfg.splits as i32,
             geometry: [oh, ow, r, s, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w]
                 .map(|v| v as i32),
+            packing: None,
+        })
+    }
+}
+
+/// The first-layer solver's id.
+pub const FIRST_LAYER_ID: &str = "ConvWgmmaFirstLayerFwd";
+
+/// `ConvWgmmaFirstLayerFwd`: a network's input layer (1 to 8 channels: RGB images) on Hopper
+/// tensor cores. A first kernel packs x to 4 channels (stride 2) or 8 (stride 1), so that one
+/// output pixel's window moves 16 bytes a pixel, packs w to match, and flags input rows holding
+/// inf or NaN; the persistent second kernel loads, per unit of `bm` output pixels of one output
+/// row, the filter's input rows with one TMA copy and multiplies them in place (the window
+/// matrix is a wgmma operand whose core matrices overlap: no im2col gather), w resident in
+/// shared memory. Perf config `bm,bn,stages,stride,mmas`: output pixels per unit (64 or 128),
+/// output channels (at least K: one tile), patch stages, and the stride and the wgmma products
+/// per unit (filter rows x packed row elements / 16) the object is built for.
+pub struct WgmmaFirstLayer;
+
+/// `ConvWgmmaFirstLayerFwd`.
+pub static FIRST_LAYER: WgmmaFirstLayer = WgmmaFirstLayer;
+
+/// A first-layer perf config, parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FirstLayerConfig {
+    rows: u32,
+    cols: u32,
+    stages: u32,
+    stride: u32,
+    /// wgmma products per unit the object is built for (`KILN_FL_MMAS`): filter rows x
+    /// packed row elements / 16.
+    mmas: u32,
+}
+
+/// Sizes of a first-layer solution that the kernel derives the same way
+/// (`kiln_first_layout` in `wgmma_conv.cu`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FirstLayerShape {
+    /// Packed channels per pixel: 16 bytes per stride.
+    cpad: u32,
+    /// Zero taps before the filter's first, keeping each window 16-byte aligned.
+    lead: u32,
+    /// Packed elements per filter row (taps x cpad, rounded up to one wgmma's 16).
+    row_elems: u32,
+    /// Packed input row width in pixels (a whole number of 64-element blocks).
+    packed_w: u32,
+    /// Elements between a patch's first 64-element block and the unit's first window.
+    skew: u32,
+    /// 64-element (128-byte) blocks of one patch row: the unit's windows side by side.
+    blocks: u32,
+}
+
+impl FirstLayerConfig {
+    fn parse(params: &str) -> Option<FirstLayerConfig> {
+        let &[rows, cols, stages, stride, mmas] = values(params).as_slice() else {
+            return None;
+        };
+        (matches!(rows, 64 | 128)
+            && matches!(cols, 32 | 64 | 128)
+            && stages >= 2
+            && matches!(stride, 1 | 2)
+            && mmas >= 1)
+            .then_some(FirstLayerConfig {
+                rows,
+                cols,
+                stages,
+                stride,
+                mmas,
+            })
+    }
+
+    fn shape(&self, p: &ConvProblem) -> FirstLayerShape {
+        let cpad = 8 / self.stride;
+        let lead = p.pad()[2] % self.stride;
+        let row_elems = ((p.filter()[2] + lead) * cpad).next_multiple_of(16);
+        let skew = (64 - (p.pad()[2] + lead) * cpad % 64) % 64;
+        FirstLayerShape {
+            cpad,
+            lead,
+            row_elems,
+            packed_w: p.input()[2].next_multiple_of(64 / cpad),
+            skew,
+            blocks: (skew + (self.rows - 1) * 8 + row_elems).div_ceil(64),
+        }
+    }
+
+    /// Shared bytes: w (64-element boxes of `cols` rows), the patch stages (rows of 128-byte
+    /// blocks, each stage rounded to 1 KiB), the output staging tile, the barriers (two per
+    /// stage and w's), and 1 KiB of alignment.
+    fn shared_bytes(&self, p: &ConvProblem) -> u64 {
+        let shape = self.shape(p);
+        let r = p.filter()[1] as u64;
+        let w_boxes = (r * shape.row_elems as u64).div_ceil(64);
+        let patch = (shape.blocks as u64 * 128 * r).next_multiple_of(1024);
+        w_boxes * self.cols as u64 * 128
+            + self.stages as u64 * patch
+            + self.rows as u64 * (self.cols as u64 / 2 + 4) * 4
+            + self.stages as u64 * 16
+            + 8
+            + 1024
+    }
+
+    /// Blocks per SM the kernel is built for (`KILN_FL_BLOCKS_PER_SM`): two for 64-pixel units
+    /// when their shared memory fits twice in an SM's 228 KiB (1 KiB of it reserved per block).
+    fn blocks_per_sm(&self, p: &ConvProblem) -> u64 {
+        if self.rows == 64 && 2 * (self.shared_bytes(p) + 1024) <= 228 * 1024 {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Work units: output rows times `rows`-pixel tiles per row.
+    fn units(&self, p: &ConvProblem) -> u64 {
+        let [_, oh, ow] = p.output();
+        p.n() as u64 * oh as u64 * (ow as u64).div_ceil(self.rows as u64)
+    }
+
+    /// Packed x, packed w and the row flags, each from a 256-byte boundary.
+    fn workspace(&self, p: &ConvProblem) -> ([u64; 3], u64) {
+        let shape = self.shape(p);
+        let [_, h, _] = p.input();
+        let rows = p.n() as u64 * h as u64;
+        let x = rows * shape.packed_w as u64 * shape.cpad as u64 * 2;
+        let w = p.k() as u64 * p.filter()[1] as u64 * shape.row_elems as u64 * 2;
+        let w_at = x.next_multiple_of(256);
+        let flags_at = (w_at + w).next_multiple_of(256);
+        ([0, w_at, flags_at], flags_at + rows * 4)
+    }
+}
+
+/// Threads per block of the packing kernel, and the input rows one block packs (one a warp).
+const PACK_THREADS: u32 = 256;
+const PACK_ROWS: u64 = 8;
+
+impl Solver for WgmmaFirstLayer {
+    fn id(&self) -> &'static str {
+        FIRST_LAYER_ID
+    }
+
+    fn applicable(
+        &self,
+        p: &ConvProblem,
+        target: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable> {
+        let cfg = FirstLayerConfig::parse(params)
+            .ok_or("perf config is not bm,bn,stages,stride,mmas (stride 1 or 2)")?;
+        if target.arch != "sm_90" {
+            return Err("sm_90a code: runs on compute capability 9.0 only");
+        }
+        if !matches!(p.data_types()[0], DataType::Fp16 | DataType::Bf16) {
+            return Err("FP16 or BF16 only");
+        }
+        if p.layouts()[0] != Layout::Nhwc || p.filter()[0] != 1 {
+            return Err("needs 2-D NHWC tensors");
+        }
+        if p.groups() != 1 {
+            return Err("grouped convolution");
+        }
+        if p.stride()[2] != cfg.stride {
+            return Err("built for another horizontal stride");
+        }
+        if p.dilation() != [1, 1, 1] {
+            return Err("dilated filter");
+        }
+        let shape = cfg.shape(p);
+        if p.filter()[1] * shape.row_elems / 16 != cfg.mmas {
+            return Err("built for another filter size (wgmma products per unit)");
+        }
+        if p.c() > shape.cpad {
+            return Err("more input channels than the packed pixel holds (4 at stride 2, 8 at 1)");
+        }
+        if !p.k().is_multiple_of(8) || p.k() > cfg.cols {
+            return Err("K is not a multiple of 8 or exceeds the tile's output channels");
+        }
+        // TMA box extents are at most 256.
+        if shape.blocks > 256 || p.filter()[1] > 256 {
+            return Err("filter too wide or tall for one TMA box");
+        }
+        if gemm_rows(p) > i32::MAX as u64 {
+            return Err("output pixels past 32-bit indexing");
+        }
+        if cfg.shared_bytes(p) > max_shared_per_block(target.arch) as u64 {
+            return Err("tile needs more shared memory than this arch gives a block");
+        }
+        Ok(())
+    }
+
+    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
+        let Some(cfg) = FirstLayerConfig::parse(params) else {
+            return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
+        };
+        let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
+        let shape = cfg.shape(p);
+        let [_, h, _] = p.input();
+        let w_elems = p.k() as u64 * p.filter()[1] as u64 * shape.row_elems as u64;
+        let pack_blocks =
+            (p.n() as u64 * h as u64).div_ceil(PACK_ROWS) + w_elems.div_ceil(PACK_THREADS as u64);
+        let mut plan = LaunchPlan::single([clamp(pack_blocks), 1, 1], [PACK_THREADS, 1, 1]);
+        let _ = plan.kernels.push(super::KernelLaunch {
+            kernel: 1,
+            grid: [
+                clamp(cfg.units(p).min(PERSISTENT_BLOCKS * cfg.blocks_per_sm(p))),
+                1,
+                1,
+            ],
+            block: [(cfg.rows / 64 + 1) * 128, 1, 1],
+            shared_bytes: clamp(cfg.shared_bytes(p)),
+        });
+        plan.library = 1;
+        plan.workspace_bytes = cfg.workspace(p).1;
+        plan
+    }
+
+    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
+        let Some(cfg) = FirstLayerConfig::parse(params) else {
+            return f64::INFINITY;
+        };
+        let shape = cfg.shape(p);
+        let m = cfg.units(p) as f64 * cfg.rows as f64;
+        let k = p.filter()[1] as f64 * shape.row_elems as f64;
+        let occupancy = (cfg.units(p) as f64 / 132.0).min(1.0);
+        let compute_ms = 2.0 * m * cfg.cols as f64 * k / (450_000.0 * occupancy * 1e6);
+        let [xn, _, yn] = p.element_counts();
+        let packed = cfg.workspace(p).1 as f64;
+        // Packing reads x and writes its copy; the main kernel reads the copy (mostly from
+        // L2) and writes y.
+        let pack_ms = (xn as f64 * 2.0 + packed) / 2.8e9 + 0.002;
+        compute_ms.max((packed + yn as f64 * 2.0) / 2.8e9) + pack_ms + 0.0025
+    }
+
+    fn default_params(
+        &self,
+        p: &ConvProblem,
+        candidates: &mut dyn Iterator<Item = &'static str>,
+    ) -> Option<&'static str> {
+        candidates.min_by(|a, b| self.estimated_ms(p, a).total_cmp(&self.estimated_ms(p, b)))
+    }
+
+    fn tma_arguments(&self, p: &ConvProblem, params: &str) -> Option<TmaArguments> {
+        let cfg = FirstLayerConfig::parse(params)?;
+        let shape = cfg.shape(p);
+        let [_, h, w] = p.input();
+        let [_, r, s] = p.filter();
+        let [_, oh, ow] = p.output();
+        let [_, stride_h, stride_w] = p.stride();
+        let [_, pad_h, pad_w] = p.pad();
+        let (offsets, _) = cfg.workspace(p);
+        Some(TmaArguments {
+            views: [
+                // Packed x as [N, H, packed_w * cpad / 64, 64]; a load is the unit's R rows of
+                // `blocks` 64-element blocks, as they are (no swizzle: the kernel's operand view).
+                TmaView {
+                    operand: TmaOperand::PackedX,
+                    shape: TensorMapShape {
+                        rank: 4,
+                        dims: [
+                            64,
+                            (shape.packed_w * shape.cpad / 64) as u64,
+                            h as u64,
+                            p.n() as u64,
+                            1,
+                        ],
+                        boxes: TmaBoxes::Tiled([64, shape.blocks, r, 1, 1]),
+                        swizzle: false,
+                    },
+                },
+                // Packed w as [K, R * row_elems], 64-element swizzled boxes of `cols` rows.
+                TmaView {
+                    operand: TmaOperand::PackedW,
+                    shape: TensorMapShape {
+                        rank: 2,
+                        dims: [r as u64 * shape.row_elems as u64, p.k() as u64, 1, 1, 1],
+                        boxes: TmaBoxes::Tiled([64, cfg.cols, 1, 1, 1]),
+                        swizzle: true,
+                    },
+                },
+            ],
+            sizes: [gemm_rows(p) as i32, p.k() as i32, p.c() as i32],
+            splits: 1,
+            geometry: [oh, ow, r, s, stride_h, stride_w, pad_h, pad_w, 1, 1].map(|v| v as i32),
+            packing: Some(super::FirstLayerPacking {
+                offsets,
+                input: [h as i32, w as i32],
+                row_elems: shape.row_elems as i32,
+                lead: shape.lead as i32,
+            }),
         })
     }
 }
@@ -345,12 +696,19 @@ mod tests {
     use kiln_format::ConvSpec;
 
     fn nhwc(n: u32, c: u32, k: u32, hw: u32, f: u32) -> ConvProblem {
+        strided(n, c, k, hw, f, 0, 1)
+    }
+
+    /// An NHWC FP16 problem with a square filter, padding and stride.
+    fn strided(n: u32, c: u32, k: u32, hw: u32, f: u32, pad: u32, stride: u32) -> ConvProblem {
         ConvProblem::new(ConvSpec {
             n,
             c,
             k,
             input: [1, hw, hw],
             filter: [1, f, f],
+            pad: [0, pad, pad],
+            stride: [1, stride, stride],
             layouts: [Layout::Nhwc; 3],
             data_types: [DataType::Fp16; 3],
             ..ConvSpec::default()
@@ -407,19 +765,7 @@ mod tests {
     fn im2col_maps_follow_the_convolution() {
         let h100 = super::super::H100_CAPS;
         // ResNet-50's stride-2 3x3: 128 channels, 56x56 -> 28x28, pad 1.
-        let p = ConvProblem::new(ConvSpec {
-            n: 2,
-            c: 128,
-            k: 128,
-            input: [1, 56, 56],
-            filter: [1, 3, 3],
-            pad: [0, 1, 1],
-            stride: [1, 2, 2],
-            layouts: [Layout::Nhwc; 3],
-            data_types: [DataType::Fp16; 3],
-            ..ConvSpec::default()
-        })
-        .unwrap();
+        let p = strided(2, 128, 128, 56, 3, 1, 2);
         let s = &IMPLICIT_GEMM;
         assert!(s.applicable(&p, &h100, "128,128,4,1").is_ok());
         assert!(GEMM_1X1.applicable(&p, &h100, "128,128,4,1").is_err());
@@ -486,6 +832,155 @@ mod tests {
             GEMM_1X1.applicable(&q, &h100, "64,64,8,2"),
             Err("more split-K slices than reduction steps")
         );
+    }
+
+    #[test]
+    fn tf32_solvers_take_fp32_in_32_channel_rows() {
+        let h100 = super::super::H100_CAPS;
+        let half = nhwc(32, 256, 64, 56, 1);
+        let p = ConvProblem::new(ConvSpec {
+            data_types: [DataType::Fp32; 3],
+            ..half.spec()
+        })
+        .unwrap();
+        let s = &GEMM_1X1_TF32;
+        assert!(s.applicable(&p, &h100, "128,64,6,1").is_ok());
+        assert_eq!(
+            s.applicable(&half, &h100, "128,64,6,1"),
+            Err("FP32 only (TF32 math)")
+        );
+        assert_eq!(
+            GEMM_1X1.applicable(&p, &h100, "128,64,6,1"),
+            Err("FP16 or BF16 only")
+        );
+        // 128-byte rows: 32 FP32 channels per load; 256 channels in 8 steps.
+        let args = s.tma_arguments(&p, "128,64,6,1").unwrap();
+        assert_eq!(
+            args.views[0].shape.boxes,
+            TmaBoxes::Tiled([32, 128, 1, 1, 1])
+        );
+        assert_eq!(reduction_steps(&p), 8);
+        // Persistent (784 tiles): the staged output tile holds 64 FP32 values + 16 bytes a row.
+        let plan = s.launch_plan(&p, "128,64,6,1");
+        assert_eq!(
+            plan.kernels[0].shared_bytes,
+            6 * 192 * 128 + 128 * (64 + 4) * 4 + 96 + 1024
+        );
+        // 16-byte rows need C and K in multiples of 4 FP32 values, not 8.
+        let narrow = ConvProblem::new(ConvSpec {
+            c: 12,
+            k: 20,
+            ..p.spec()
+        })
+        .unwrap();
+        assert!(s.applicable(&narrow, &h100, "64,64,8,1").is_ok());
+        // Through the registry: only problems that opt in to TF32.
+        let registered = super::super::by_id(TF32_ID).unwrap();
+        assert!(registered.applicable(&p, &h100, "128,64,6,1").is_err());
+        let opted = p.with_math(kiln_format::MathMode::AllowTf32);
+        assert!(registered.applicable(&opted, &h100, "128,64,6,1").is_ok());
+    }
+
+    #[test]
+    fn first_layer_packs_and_plans_resnet_conv1() {
+        let h100 = super::super::H100_CAPS;
+        // ResNet-50's conv1: 3 -> 64 channels, 7x7, stride 2, pad 3, 224 -> 112, batch 32.
+        let p = strided(32, 3, 64, 224, 7, 3, 2);
+        let s = &FIRST_LAYER;
+        assert!(s.applicable(&p, &h100, "128,64,4,2,14").is_ok());
+        assert_eq!(
+            s.applicable(&p, &h100, "128,64,4,1,14"),
+            Err("built for another horizontal stride")
+        );
+        assert_eq!(
+            s.applicable(&p, &h100, "128,64,4,2,12"),
+            Err("built for another filter size (wgmma products per unit)")
+        );
+        assert_eq!(
+            s.applicable(&p, &h100, "128,32,4,2,14"),
+            Err("K is not a multiple of 8 or exceeds the tile's output channels")
+        );
+        let cfg = FirstLayerConfig::parse("128,64,4,2,14").unwrap();
+        // Odd padding: one zero tap first keeps windows 16-byte aligned; 8 taps x 4 channels.
+        assert_eq!(
+            cfg.shape(&p),
+            FirstLayerShape {
+                cpad: 4,
+                lead: 1,
+                row_elems: 32,
+                packed_w: 224,
+                skew: 48,
+                blocks: 18,
+            }
+        );
+        let plan = s.launch_plan(&p, "128,64,4,2,14");
+        // Packing: 32 x 224 input rows, 8 a block, then 64 x 7 x 32 weights in 256-thread
+        // blocks.
+        assert_eq!(plan.kernels[0].grid, [32 * 224 / 8 + 56, 1, 1]);
+        // 32 x 112 output rows of one 128-pixel unit each, on at most 132 blocks.
+        assert_eq!(plan.kernels[1].grid, [132, 1, 1]);
+        assert_eq!(plan.kernels[1].block, [384, 1, 1]);
+        assert_eq!(plan.library, 1);
+        // w: 7 x 32 = 224 elements in 4 boxes of 64 x 128 B; 4 patches of 7 rows of 18
+        // 128-byte blocks (48 skew + 127 x 8 + 32 = 1,096 elements; 16,128 -> 16,384 B); the
+        // staging tile; barriers; alignment.
+        assert_eq!(
+            plan.kernels[1].shared_bytes,
+            4 * 64 * 128 + 4 * 16_384 + 128 * 36 * 4 + 64 + 8 + 1024
+        );
+        let x_bytes = 32 * 224 * 224 * 4 * 2;
+        let w_at = (x_bytes as u64).next_multiple_of(256);
+        let flags_at = (w_at + 64 * 7 * 32 * 2).next_multiple_of(256);
+        assert_eq!(plan.workspace_bytes, flags_at + 32 * 224 * 4);
+        let args = s.tma_arguments(&p, "128,64,4,2,14").unwrap();
+        assert_eq!(args.views[0].operand, TmaOperand::PackedX);
+        assert_eq!(args.views[0].shape.dims, [64, 14, 224, 32, 1]);
+        assert_eq!(
+            args.views[0].shape.boxes,
+            TmaBoxes::Tiled([64, 18, 7, 1, 1])
+        );
+        assert!(!args.views[0].shape.swizzle);
+        assert_eq!(args.views[1].shape.dims, [224, 64, 1, 1, 1]);
+        let packing = args.packing.unwrap();
+        assert_eq!(packing.offsets, [0, w_at, flags_at]);
+        assert_eq!((packing.row_elems, packing.lead), (32, 1));
+
+        // Stride 1 packs 8 channels; packed rows are whole 64-element blocks (21 -> 32 pixels
+        // at stride 2).
+        let s1 = ConvProblem::new(ConvSpec {
+            n: 1,
+            c: 8,
+            k: 32,
+            input: [1, 20, 21],
+            filter: [1, 3, 3],
+            pad: [0, 1, 1],
+            layouts: [Layout::Nhwc; 3],
+            data_types: [DataType::Bf16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        assert!(s.applicable(&s1, &h100, "64,32,4,1,6").is_ok());
+        let shape = FirstLayerConfig::parse("64,32,4,1,6").unwrap().shape(&s1);
+        assert_eq!((shape.cpad, shape.lead, shape.row_elems), (8, 0, 32));
+        let odd = ConvProblem::new(ConvSpec {
+            c: 3,
+            stride: [1, 2, 2],
+            ..s1.spec()
+        })
+        .unwrap();
+        assert_eq!(
+            FirstLayerConfig::parse("64,32,4,2,6")
+                .unwrap()
+                .shape(&odd)
+                .packed_w,
+            32
+        );
+        assert_eq!(
+            s.applicable(&s1, &h100, "64,32,4,2,6"),
+            Err("built for another horizontal stride")
+        );
+        let wide = ConvProblem::new(ConvSpec { c: 5, ..odd.spec() }).unwrap();
+        assert!(s.applicable(&wide, &h100, "64,32,4,2,6").is_err());
     }
 
     #[test]

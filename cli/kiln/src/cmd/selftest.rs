@@ -48,6 +48,10 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(2, 3, 32, [17, 20], [3, 3], [1, 1], [2, 2], [1, 1], 1),
         d2(1, 1, 8, [12, 15], [4, 4], [1, 2], [2, 2], [1, 1], 1),
         d2(1, 4, 24, [10, 9], [5, 5], [0, 2], [2, 2], [1, 1], 1),
+        // A stride-1 first layer, and a stride-2 one whose output rows are wider than one
+        // Hopper first-layer unit (128 pixels).
+        d2(2, 3, 16, [20, 18], [3, 3], [1, 1], [1, 1], [1, 1], 1),
+        d2(1, 3, 32, [9, 300], [3, 3], [1, 1], [2, 2], [1, 1], 1),
         // Depthwise with a channel multiplier of 2 (one input, two outputs per group), 5x5, s2.
         d2(2, 24, 48, [13, 11], [5, 5], [2, 2], [2, 2], [1, 1], 24),
         d2(4, 64, 64, [8, 8], [3, 3], [2, 2], [1, 1], [2, 2], 1),
