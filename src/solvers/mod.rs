@@ -10,6 +10,7 @@
 //! implementing [`Solver`], and one line in [`SOLVERS`].
 
 pub mod cutlass;
+mod depthwise;
 mod gemm1x1;
 mod grouped;
 mod igemm;
@@ -284,6 +285,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::NCHW_3XTF32,
     &cutlass::NCHW_TF32,
     &grouped::DirectGrouped,
+    &depthwise::DirectDepthwise,
     &wgmma::GEMM_1X1,
     &wgmma::IMPLICIT_GEMM,
     &wgmma::GEMM_1X1_TF32,

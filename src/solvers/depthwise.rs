@@ -1,0 +1,205 @@
+//! `ConvDirectDepthwiseFwd` (`kernels/conv_grouped.cpp` built with `KILN_DW_S`): depthwise 2-D convolution in NHWC
+//! (C = K = groups) on CUDA cores, each thread computing `pw` consecutive output pixels of one
+//! row for `vec` consecutive channels, with the (square) filter size and horizontal stride
+//! compiled in so that each input pixel of a filter row is loaded once per thread and every
+//! row's loads are in flight together. NVIDIA archs (manifest).
+//! Perf config: `vec,threads_x,threads_y,pw,filter,stride_w`.
+
+use kiln_format::ConvProblem;
+
+use super::params::{tile_fill, values};
+use super::{KernelLaunch, LaunchPlan, NotApplicable, Solver, TargetCaps};
+
+/// The solver's id.
+pub const ID: &str = "ConvDirectDepthwiseFwd";
+
+/// Shared memory the filter slice may take (the default per-block limit).
+const MAX_SLICE_BYTES: u64 = 48 * 1024;
+
+/// The depthwise NHWC direct solver.
+pub struct DirectDepthwise;
+
+/// A perf config, parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Config {
+    vec: u32,
+    threads: [u32; 2],
+    /// Output pixels per thread, along a row.
+    pixels: u32,
+    /// Filter width and horizontal stride the object is built for.
+    filter_w: u32,
+    stride_w: u32,
+}
+
+impl Config {
+    fn parse(params: &str) -> Option<Config> {
+        let &[vec, tx, ty, pixels, filter_w, stride_w] = values(params).as_slice() else {
+            return None;
+        };
+        (vec > 0 && tx > 0 && ty > 0 && pixels > 0 && filter_w > 0 && stride_w > 0).then_some(
+            Config {
+                vec,
+                threads: [tx, ty],
+                pixels,
+                filter_w,
+                stride_w,
+            },
+        )
+    }
+
+    /// Channels one block covers.
+    fn slice(&self) -> u32 {
+        self.vec * self.threads[0]
+    }
+
+    /// Strips of `pixels` output pixels: every row's, every image's.
+    fn strips(&self, p: &ConvProblem) -> u64 {
+        let [_, oh, ow] = p.output();
+        p.n() as u64 * oh as u64 * (ow as u64).div_ceil(self.pixels as u64)
+    }
+}
+
+/// Filter slice bytes in shared memory: taps x slice, as FP32.
+fn slice_bytes(p: &ConvProblem, slice: u32) -> u64 {
+    let [_, fh, fw] = p.filter();
+    fh as u64 * fw as u64 * slice as u64 * 4
+}
+
+impl Solver for DirectDepthwise {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn applicable(
+        &self,
+        p: &ConvProblem,
+        _: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable> {
+        let cfg = Config::parse(params)
+            .ok_or("perf config is not vec,threads_x,threads_y,pixels,filter_w,stride_w")?;
+        if p.groups() < 2 || p.groups() != p.c() || p.k() != p.c() {
+            return Err("not a depthwise convolution (C = K = groups)");
+        }
+        if p.spatial_dims() != 2 || !p.layouts()[0].channels_last() {
+            return Err("needs 2-D NHWC tensors");
+        }
+        let [_, fh, fw] = p.filter();
+        if fh != cfg.filter_w || fw != cfg.filter_w {
+            return Err("built for another filter size (square filters)");
+        }
+        if p.stride()[2] != cfg.stride_w || p.dilation()[2] != 1 {
+            return Err("built for another horizontal stride (or dilated)");
+        }
+        if !p.c().is_multiple_of(cfg.vec) {
+            return Err("C is not a multiple of the config's vector width");
+        }
+        if slice_bytes(p, cfg.slice()) > MAX_SLICE_BYTES {
+            return Err("the block's filter slice does not fit in 48 KiB of shared memory");
+        }
+        Ok(())
+    }
+
+    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
+        let Some(cfg) = Config::parse(params) else {
+            return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
+        };
+        let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
+        let mut kernels = heapless::Vec::new();
+        // Capacity MAX_KERNELS >= 1.
+        let _ = kernels.push(KernelLaunch {
+            kernel: 0,
+            grid: [
+                clamp(cfg.strips(p).div_ceil(cfg.threads[1] as u64)),
+                clamp((p.k() as u64).div_ceil(cfg.slice() as u64)),
+                1,
+            ],
+            block: [cfg.threads[0], cfg.threads[1], 1],
+            shared_bytes: slice_bytes(p, cfg.slice()) as u32,
+        });
+        LaunchPlan {
+            kernels,
+            workspace_bytes: 0,
+            library: 0,
+        }
+    }
+
+    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
+        let Some(cfg) = Config::parse(params) else {
+            return f64::INFINITY;
+        };
+        // Memory-bound at about 2.5 TB/s when the channels fill the slice; longer strips load
+        // fewer pixels per output.
+        let bytes =
+            (p.element_counts().iter().sum::<u64>() * p.data_types()[0].size_bytes() as u64) as f64;
+        let fill = tile_fill(p.k() as f64, cfg.slice() as f64);
+        let reuse = 1.0 + 0.5 / cfg.pixels as f64;
+        bytes * reuse / 2.5e9 / fill + 0.004
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_format::{ConvSpec, DataType, Layout};
+
+    fn depthwise(c: u32, hw: u32, f: u32, stride: u32) -> ConvProblem {
+        ConvProblem::new(ConvSpec {
+            n: 32,
+            c,
+            k: c,
+            groups: c,
+            input: [1, hw, hw],
+            filter: [1, f, f],
+            pad: [0, f / 2, f / 2],
+            stride: [1, stride, stride],
+            layouts: [Layout::Nhwc; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn applies_to_the_filter_width_and_stride_it_is_built_for() {
+        let caps = super::super::H100_CAPS;
+        let s = &DirectDepthwise;
+        // MobileNetV2's 144-channel 3x3 at 56x56.
+        let p = depthwise(144, 56, 3, 1);
+        assert!(s.applicable(&p, &caps, "8,8,16,4,3,1").is_ok());
+        assert_eq!(
+            s.applicable(&p, &caps, "8,8,16,2,3,2"),
+            Err("built for another horizontal stride (or dilated)")
+        );
+        assert_eq!(
+            s.applicable(&p, &caps, "8,8,16,2,5,1"),
+            Err("built for another filter size (square filters)")
+        );
+        assert_eq!(
+            s.applicable(&depthwise(36, 14, 3, 1), &caps, "8,8,16,4,3,1"),
+            Err("C is not a multiple of the config's vector width")
+        );
+        let grouped = ConvProblem::new(ConvSpec {
+            groups: 72,
+            ..p.spec()
+        })
+        .unwrap();
+        assert_eq!(
+            s.applicable(&grouped, &caps, "8,8,16,4,3,1"),
+            Err("not a depthwise convolution (C = K = groups)")
+        );
+        let plan = s.launch_plan(&p, "8,8,16,4,3,1");
+        // 32 x 56 rows of 14 four-pixel strips, 16 strips a block; 144 channels in 64-channel
+        // slices; 9 taps x 64 channels of FP32 filter.
+        assert_eq!(plan.kernels[0].grid, [32 * 56 * 14 / 16, 3, 1]);
+        assert_eq!(plan.kernels[0].block, [8, 16, 1]);
+        assert_eq!(plan.kernels[0].shared_bytes, 9 * 64 * 4);
+        // Stride 2: 28 output columns in strips of 2.
+        let s2 = depthwise(144, 56, 3, 2);
+        assert!(s.applicable(&s2, &caps, "8,8,16,2,3,2").is_ok());
+        assert_eq!(
+            s.launch_plan(&s2, "8,8,16,2,3,2").kernels[0].grid,
+            [32 * 28 * 14 / 16, 3, 1]
+        );
+    }
+}
