@@ -1,4 +1,5 @@
-"""Cross-check of kiln bench's cuDNN column: ResNet-50's 23 unique conv layers through PyTorch
+"""Cross-check of kiln bench's cuDNN column: ResNet-50's 23 unique conv layers and its 53-layer
+network through PyTorch
 (cudnn.benchmark = True), timed GPU-only the way kiln bench times both runtimes: a CUDA graph of
 20 calls (inputs rotated over 3 copies), replayed; median per call over 7 replays. Runs on the
 device machine (PyTorch is there, not in kiln). Prints a Markdown table.
@@ -23,6 +24,8 @@ LAYERS = [(3, 64, 7, 2, 224), (64, 64, 1, 1, 56), (64, 64, 3, 1, 56), (64, 256, 
           (256, 256, 3, 2, 28), (256, 1024, 1, 1, 14), (512, 1024, 1, 2, 28), (1024, 256, 1, 1, 14),
           (256, 256, 3, 1, 14), (1024, 512, 1, 1, 14), (512, 512, 3, 2, 14), (512, 2048, 1, 1, 7),
           (1024, 2048, 1, 2, 14), (2048, 512, 1, 1, 7), (512, 512, 3, 1, 7)]
+# How often each of LAYERS occurs in the network: 53 conv layers in all.
+COUNTS = [1, 1, 3, 4, 2, 1, 1, 4, 1, 3, 3, 1, 1, 6, 1, 5, 5, 1, 1, 3, 1, 2, 2]
 CASES = [  # name, dtype, channels_last, allow_tf32
     ("FP16 NHWC", torch.float16, True, False),
     ("BF16 NHWC", torch.bfloat16, True, False),
@@ -45,14 +48,19 @@ def time_conv(n, c, hw, k, rs, pad, stride, dil, groups, dtype, cl):
     for x in xs:  # cudnn.benchmark picks its algorithm on the first calls
         run(x)
     torch.cuda.synchronize()
+    return graph_ms(lambda: [run(xs[i % 3]) for i in range(20)]) / 20
+
+
+def graph_ms(body):
+    """`body` (already run once, so cudnn.benchmark has chosen) captured in one CUDA graph;
+    median ms per replay over 7 replays, after a warm-up replay."""
     g = torch.cuda.CUDAGraph()
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
-        run(xs[0])
+        body()
         torch.cuda.synchronize()
         with torch.cuda.graph(g, stream=stream):
-            for i in range(20):
-                run(xs[i % 3])
+            body()
     g.replay()
     torch.cuda.synchronize()
     times = []
@@ -62,8 +70,25 @@ def time_conv(n, c, hw, k, rs, pad, stride, dil, groups, dtype, cl):
         g.replay()
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b) / 20)
+        times.append(a.elapsed_time(b))
     return statistics.median(times)
+
+
+def time_network(n, dtype, cl):
+    """The 53 conv layers of the network back to back (each layer's own input and filter,
+    shapes and counts of LAYERS / COUNTS), captured in one CUDA graph; median per replay over 7
+    replays, after a warm-up replay. Like kiln bench's network row."""
+    fmt = torch.channels_last if cl else torch.contiguous_format
+    calls = []
+    for (c, k, f, s, h), count in zip(LAYERS, COUNTS):
+        for _ in range(count):
+            x = torch.randn(n, c, h, h, device="cuda", dtype=dtype).to(memory_format=fmt)
+            w = torch.randn(k, c, f, f, device="cuda", dtype=dtype).to(memory_format=fmt)
+            calls.append((x, w, s, f // 2))
+    run = lambda: [F.conv2d(x, w, stride=s, padding=p) for x, w, s, p in calls]
+    run()  # cudnn.benchmark picks each layer's algorithm
+    torch.cuda.synchronize()
+    return graph_ms(run)
 
 
 DTYPES = {"FP16": torch.float16, "BF16": torch.bfloat16, "FP32": torch.float32}
@@ -124,15 +149,19 @@ def main():
         return
     print(f"# PyTorch cross-check: torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
           f"{torch.cuda.get_device_name()}\n")
-    print("GPU-only: CUDA graph of 20 calls, replayed, median per call over 7 replays; "
-          "23 unique ResNet-50 layers, sums in ms.\n")
-    print("| case | N | sum of 23 layers, ms |")
-    print("|---|---:|---:|")
+    print("GPU-only: each layer a CUDA graph of 20 calls, replayed, median per call over 7 "
+          "replays; 23 unique ResNet-50 layers summed, and the 53-layer network as the "
+          "count-weighted sum of the same per-layer times and as one CUDA graph of the 53 "
+          "layers back to back (median per replay over 7 replays). Times in ms.\n")
+    print("| case | N | sum of 23 layers | 53 layers, summed | 53 layers, one graph |")
+    print("|---|---:|---:|---:|---:|")
     for name, dtype, cl, tf32 in CASES:
         torch.backends.cudnn.allow_tf32 = tf32
         for n in (1, 32):
-            total = sum(time_layer(c, k, f, s, h, n, dtype, cl) for c, k, f, s, h in LAYERS)
-            print(f"| {name} | {n} | {total:.3f} |")
+            times = [time_layer(c, k, f, s, h, n, dtype, cl) for c, k, f, s, h in LAYERS]
+            weighted = sum(t * x for t, x in zip(times, COUNTS))
+            print(f"| {name} | {n} | {sum(times):.3f} | {weighted:.3f} | "
+                  f"{time_network(n, dtype, cl):.3f} |")
             sys.stdout.flush()
 
 

@@ -149,6 +149,8 @@ pub(crate) struct TmaInvocation {
     block: TmaBlock,
     operands: [TmaOperand; 2],
     packing: Option<crate::solvers::FirstLayerPacking>,
+    /// Words at the workspace's start zeroed before each launch (stream-K's flags).
+    zeroed_words: u32,
 }
 
 impl TmaInvocation {
@@ -189,6 +191,7 @@ impl TmaInvocation {
             },
             packing: tma.packing,
             operands: tma.views.map(|v| v.operand),
+            zeroed_words: tma.zeroed_words,
         })
     }
 
@@ -412,6 +415,15 @@ impl Invoker {
             }
             Arguments::TensorMaps(invocation) => {
                 let ws = workspace.map_or(0, |b| b.device_ptr());
+                if invocation.zeroed_words > 0 {
+                    // Checked by the caller: the plan's workspace holds the flags.
+                    let buffer = workspace.ok_or(RunError::BufferTooSmall {
+                        which: "workspace",
+                        needed: self.workspace_bytes,
+                        given: 0,
+                    })?;
+                    device.zero_async(buffer, 0, invocation.zeroed_words as u64, stream)?;
+                }
                 tma = invocation.for_buffers(device, self.variant.solver.id(), [xp, wp, yp, ws])?;
                 tma_params = [(&mut tma as *mut TmaBlock).cast()];
                 &mut tma_params

@@ -88,10 +88,13 @@ struct __align__(64) KilnTmaConvParams {
   KilnTensorMap w;
   kiln_u64 y;        // y, [M, K] (NHWC)
   kiln_i32 m, k, c;  // rows (output pixels), output channels, input channels
-  kiln_i32 splits;   // split-K slices (gridDim.z); > 1: FP32 partials in the workspace
+  kiln_i32 splits;   // split-K slices; > 1: FP32 partials in the workspace; 0: stream-K
   // The convolution's geometry (im2col only).
   kiln_i32 out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
-  kiln_u64 workspace;  // splits x [M, K] FP32 partial sums (split-K only)
+  // Split-K: splits x [M, K] FP32 partial sums. Stream-K: KILN_SK_FLAGS_BYTES of flags (one
+  // per block and consumer warpgroup, zeroed before each launch), then one KILN_BM x KILN_BN
+  // FP32 partial tile per block.
+  kiln_u64 workspace;
   // The first-layer kernels only (KILN_FIRST_LAYER): the caller's x and w, their packed copies
   // and the per-input-row non-finite flags in the workspace, the input's size, and the packed
   // filter row: its elements (a multiple of 16) and its leading zero taps.
@@ -535,10 +538,20 @@ static_assert(KILN_EPILOGUE_BYTES <= KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES)
 
 // A work unit: output tile (m0, n0) and split-K slice z, M fastest so that the blocks running at
 // once share w's tiles in L2; its slice of the reduction steps is [begin, end) (at least one
-// step: the host keeps splits <= reduction steps).
+// step: the host keeps splits <= reduction steps). Stream-K units say who finishes the tile.
 struct KilnUnit {
   int m0, n0, z, begin, end;
+  int role;       // KILN_WHOLE, or stream-K's KILN_CONTRIBUTOR / KILN_OWNER
+  int tile_end;   // stream-K: the global step after the tile's last
 };
+#define KILN_WHOLE 0
+// Stream-K: a block whose range starts inside a tile computes the tile's later steps first
+// and leaves them as an FP32 partial in its slot; the block whose range ends inside the tile
+// (it computed the tile's first steps, last) adds every later block's partial and stores.
+#define KILN_CONTRIBUTOR 1
+#define KILN_OWNER 2
+// Stream-K flags: one 32-bit word per block and consumer warpgroup (at most 132 x 4).
+#define KILN_SK_FLAGS_BYTES 4096
 
 // Where the blocks' shared memory and sizes are, computed once per block.
 struct KilnLayout {
@@ -555,7 +568,40 @@ static __device__ KILN_INLINE KilnUnit kiln_unit(const KilnTmaConvParams& p, con
   r.z = u / l.tiles_n;
   r.begin = (int)((long long)l.k_iters * r.z / p.splits);
   r.end = (int)((long long)l.k_iters * (r.z + 1) / p.splits);
+  r.role = KILN_WHOLE;
+  r.tile_end = 0;
   return r;
+}
+
+// Stream-K (splits == 0, persistent entry): the reduction steps of every tile laid end to end,
+// block b taking steps [start(b), start(b + 1)), as even a share as the steps allow, so that
+// few-tile layers keep every SM busy to the end without a second launch. First global step of
+// block b:
+static __device__ KILN_INLINE int kiln_sk_start(const KilnLayout& l, int b) {
+  return (int)((long long)l.tiles_m * l.tiles_n * l.k_iters * b / gridDim.x);
+}
+
+// The unit at global step `pos` of a block whose range ends at `stop`: the rest of that tile's
+// steps within the range.
+static __device__ KILN_INLINE KilnUnit kiln_sk_unit(const KilnLayout& l, int pos, int stop) {
+  const int tile = pos / l.k_iters;
+  KilnUnit r;
+  r.m0 = (tile % l.tiles_m) * KILN_BM;
+  r.n0 = (tile / l.tiles_m) * KILN_BN;
+  r.z = 0;
+  r.begin = pos - tile * l.k_iters;
+  r.end = min(l.k_iters, r.begin + (stop - pos));
+  r.tile_end = (tile + 1) * l.k_iters;
+  r.role = r.begin > 0 ? KILN_CONTRIBUTOR : (r.end < l.k_iters ? KILN_OWNER : KILN_WHOLE);
+  return r;
+}
+
+// One float4 of a block's stream-K partial tile: accumulator group j of consumer thread tid
+// (the layout the accumulators have, so the owner reads back exactly what it adds).
+static __device__ KILN_INLINE float4* kiln_sk_slot(const KilnTmaConvParams& p, int block, int j,
+                                                   int tid) {
+  float4* slots = (float4*)((unsigned char*)p.workspace + KILN_SK_FLAGS_BYTES);
+  return slots + (kiln_i64)block * (KILN_BM * KILN_BN / 4) + j * (KILN_CONSUMERS * 128) + tid;
 }
 
 // The producer's loads of one unit; g counts the block's stages over all its units.
@@ -590,7 +636,7 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
 // then stored (split-K: FP32 partials to the workspace; else rounded once, staged, 16-byte
 // stores). The accumulators start undefined: the unit's first wgmma does not read them
 // (scale-d 0); zeroing them instead would make ptxas serialize the wgmma pipeline (C7515).
-template <bool kPersistent>
+template <bool kPersistent, bool kStreamK>
 static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, const KilnLayout& l,
                                                 const KilnUnit& t, int& g) {
   const int warpgroup = threadIdx.x / 128;
@@ -623,7 +669,43 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
 
   const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
   const int r0 = warp * 16 + lane / 4;
-  if (p.splits > 1) {
+  if (kStreamK && t.role != KILN_WHOLE) {
+    unsigned int* flags = (unsigned int*)p.workspace;
+    const unsigned int barrier = 2 + warpgroup;
+    if (t.role == KILN_CONTRIBUTOR) {
+#pragma unroll
+      for (int j = 0; j < KILN_BN / 8; ++j)
+        *kiln_sk_slot(p, blockIdx.x, j, threadIdx.x) =
+            make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+      // Every thread's partial written, then released to the owner at GPU scope.
+      asm volatile("bar.sync %0, 128;" ::"r"(barrier) : "memory");
+      if (threadIdx.x % 128 == 0) {
+        asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(
+                         flags + blockIdx.x * KILN_CONSUMERS + warpgroup)
+                     : "memory");
+      }
+      return;
+    }
+    // Owner: the blocks after this one whose ranges start inside the tile left partials.
+    for (int b = blockIdx.x + 1; b < (int)gridDim.x && kiln_sk_start(l, b) < t.tile_end; ++b) {
+      if (threadIdx.x % 128 == 0) {
+        const unsigned int* flag = flags + b * KILN_CONSUMERS + warpgroup;
+        unsigned int v;
+        do {
+          asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+        } while (v == 0);
+      }
+      asm volatile("bar.sync %0, 128;" ::"r"(barrier) : "memory");
+#pragma unroll
+      for (int j = 0; j < KILN_BN / 8; ++j) {
+        const float4 q = __ldcg(kiln_sk_slot(p, b, j, threadIdx.x));
+        acc[4 * j] += q.x;
+        acc[4 * j + 1] += q.y;
+        acc[4 * j + 2] += q.z;
+        acc[4 * j + 3] += q.w;
+      }
+    }
+  } else if (p.splits > 1) {
     float* part = (float*)p.workspace + (kiln_i64)t.z * p.m * p.k;
     const int row0 = t.m0 + warpgroup * 64 + r0;
 #pragma unroll
@@ -683,7 +765,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
 // into the next unit while the consumers finish this one, so that loads, products and stores
 // of consecutive tiles overlap (many-tile layers); the one-tile form stays for few-tile
 // layers, where it measured about 10% faster at batch 1.
-template <bool kPersistent>
+template <bool kPersistent, bool kStreamK>
 static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   KilnLayout l;
   l.raw = kiln_smem(kiln_dyn_smem_base());
@@ -695,7 +777,7 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   l.empty = l.full + KILN_STAGES * 8;
   l.tiles_m = (p.m + KILN_BM - 1) / KILN_BM;
   l.tiles_n = (p.k + KILN_BN - 1) / KILN_BN;
-  l.units = l.tiles_m * l.tiles_n * p.splits;
+  l.units = l.tiles_m * l.tiles_n * max(p.splits, 1);
   l.c_iters = (p.c + KILN_BK - 1) / KILN_BK;
 #if defined(KILN_IM2COL)
   l.k_iters = p.filter_h * p.filter_w * l.c_iters;
@@ -716,18 +798,32 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
     if (threadIdx.x % 128 != 0) return;
     asm volatile("prefetch.tensormap [%0];" ::"l"(&p.x) : "memory");
     asm volatile("prefetch.tensormap [%0];" ::"l"(&p.w) : "memory");
-    if (kPersistent) {
+    if (kStreamK) {
+      const int stop = kiln_sk_start(l, blockIdx.x + 1);
+      for (int pos = kiln_sk_start(l, blockIdx.x); pos < stop;) {
+        const KilnUnit t = kiln_sk_unit(l, pos, stop);
+        kiln_produce(p, l, t, g);
+        pos += t.end - t.begin;
+      }
+    } else if (kPersistent) {
       for (int u = blockIdx.x; u < l.units; u += gridDim.x) kiln_produce(p, l, kiln_unit(p, l, u), g);
     } else {
       kiln_produce(p, l, kiln_unit(p, l, blockIdx.x), g);
     }
     return;
   }
-  if (kPersistent) {
+  if (kStreamK) {
+    const int stop = kiln_sk_start(l, blockIdx.x + 1);
+    for (int pos = kiln_sk_start(l, blockIdx.x); pos < stop;) {
+      const KilnUnit t = kiln_sk_unit(l, pos, stop);
+      kiln_consume<true, true>(p, l, t, g);
+      pos += t.end - t.begin;
+    }
+  } else if (kPersistent) {
     for (int u = blockIdx.x; u < l.units; u += gridDim.x)
-      kiln_consume<true>(p, l, kiln_unit(p, l, u), g);
+      kiln_consume<true, false>(p, l, kiln_unit(p, l, u), g);
   } else {
-    kiln_consume<false>(p, l, kiln_unit(p, l, blockIdx.x), g);
+    kiln_consume<false, false>(p, l, kiln_unit(p, l, blockIdx.x), g);
   }
 }
 
@@ -740,11 +836,17 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
 #endif
 extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
     KILN_ENTRY()(const __grid_constant__ KilnTmaConvParams p) {
-  kiln_wgmma_conv<false>(p);
+  kiln_wgmma_conv<false, false>(p);
 }
 extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
     KILN_ENTRY(_persistent)(const __grid_constant__ KilnTmaConvParams p) {
-  kiln_wgmma_conv<true>(p);
+  kiln_wgmma_conv<true, false>(p);
+}
+// Stream-K (the host passes splits = 0): one block per SM, each an even share of every tile's
+// reduction steps; partial tiles are finished by the block that computed their first steps.
+extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
+    KILN_ENTRY(_streamk)(const __grid_constant__ KilnTmaConvParams p) {
+  kiln_wgmma_conv<true, true>(p);
 }
 
 // Split-K's second kernel: y = the sum of the slices' FP32 partials, rounded once, 16 bytes

@@ -15,6 +15,7 @@ mod gemm1x1;
 mod grouped;
 mod igemm;
 mod naive;
+mod narrow;
 mod params;
 mod tiled;
 mod wgmma;
@@ -198,6 +199,8 @@ pub struct TmaArguments {
     pub geometry: [i32; 10],
     /// First-layer kernels: their packed copies of x and w.
     pub packing: Option<FirstLayerPacking>,
+    /// 32-bit words at the workspace's start to zero before each launch (stream-K's flags).
+    pub zeroed_words: u32,
 }
 
 /// A convolution solver: what MIOpen calls a solver (`IsApplicable`, `GetSolution`, a perf
@@ -286,6 +289,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::NCHW_TF32,
     &grouped::DirectGrouped,
     &depthwise::DirectDepthwise,
+    &narrow::MmaNarrow,
     &wgmma::GEMM_1X1,
     &wgmma::IMPLICIT_GEMM,
     &wgmma::GEMM_1X1_TF32,

@@ -15,8 +15,12 @@
 //! geometry. A launch patches the maps' addresses for its buffers (`cuTensorMapReplaceAddress`,
 //! a host-only call). Perf config: `bm,bn,stages,splits` (block tile rows, a multiple of 64: one
 //! consumer warpgroup per 64; block tile output channels, 64, 128 or 256; pipeline stages;
-//! split-K slices, a run-time value). Problems with more tiles than SMs launch the persistent
-//! entry, the others one block per tile.
+//! split-K slices, a run-time value; 0 is stream-K). Problems with more tiles than SMs launch
+//! the persistent entry, the others one block per tile. Stream-K launches one block per SM, each
+//! taking an even share of the steps of every tile laid end to end; a tile split between blocks
+//! is finished in the same launch by the block that computed its first steps, from the others'
+//! FP32 partials (flags in the workspace, zeroed before each launch). Every block must be
+//! resident at once (the grid is at most one block per SM), as in CUTLASS's stream-K.
 
 use kiln_format::{ConvProblem, DataType, Layout};
 
@@ -75,9 +79,13 @@ struct Config {
     rows: u32,
     cols: u32,
     stages: u32,
-    /// Split-K slices (a run-time value: the same code object for every count).
+    /// Split-K slices (a run-time value: the same code object for every count); 0: stream-K.
     splits: u32,
 }
+
+/// Bytes of stream-K flags at the workspace's start (`KILN_SK_FLAGS_BYTES`): one 32-bit word
+/// per block and consumer warpgroup, zeroed before each launch.
+const STREAM_K_FLAGS_BYTES: u64 = 4096;
 
 impl Config {
     fn parse(params: &str) -> Option<Config> {
@@ -88,13 +96,13 @@ impl Config {
             && (64..=256).contains(&rows)
             && matches!(cols, 64 | 128 | 256)
             && stages >= 2
-            && (1..=64).contains(&splits))
-        .then_some(Config {
-            rows,
-            cols,
-            stages,
-            splits,
-        })
+            && splits <= 64)
+            .then_some(Config {
+                rows,
+                cols,
+                stages,
+                splits,
+            })
     }
 
     /// One producer warpgroup and one consumer warpgroup per 64 rows.
@@ -116,16 +124,28 @@ impl Config {
             + 1024
     }
 
-    /// Work units: output tiles times split-K slices.
-    fn units(&self, p: &ConvProblem) -> u64 {
-        gemm_rows(p).div_ceil(self.rows as u64)
-            * (p.k() as u64).div_ceil(self.cols as u64)
-            * self.splits as u64
+    /// Output tiles.
+    fn tiles(&self, p: &ConvProblem) -> u64 {
+        gemm_rows(p).div_ceil(self.rows as u64) * (p.k() as u64).div_ceil(self.cols as u64)
     }
 
-    /// Whether `p` runs the persistent entry: more work units than SMs.
+    /// Work units: output tiles times split-K slices.
+    fn units(&self, p: &ConvProblem) -> u64 {
+        self.tiles(p) * self.splits.max(1) as u64
+    }
+
+    fn stream_k(&self) -> bool {
+        self.splits == 0
+    }
+
+    /// Stream-K blocks: one per SM, at most one per reduction step.
+    fn stream_k_blocks(&self, p: &ConvProblem) -> u64 {
+        (self.tiles(p) * reduction_steps(p)).min(PERSISTENT_BLOCKS)
+    }
+
+    /// Whether `p` runs a persistent entry: stream-K, or more work units than SMs.
     fn persistent(&self, p: &ConvProblem) -> bool {
-        self.units(p) > PERSISTENT_BLOCKS
+        self.stream_k() || self.units(p) > PERSISTENT_BLOCKS
     }
 }
 
@@ -258,6 +278,11 @@ impl Solver for Wgmma {
         if cfg.splits as u64 > reduction_steps(p) {
             return Err("more split-K slices than reduction steps");
         }
+        // The stream-K entry spills registers at 256 rows (two warpgroups' worth of owner
+        // bookkeeping on top of 64 accumulators per thread).
+        if cfg.stream_k() && cfg.rows > 128 {
+            return Err("stream-K is built for tiles of at most 128 rows");
+        }
         if cfg.shared_bytes(cfg.persistent(p), element_bytes(p)) > max_shared_per_block(target.arch)
         {
             return Err("tile needs more shared memory than this arch gives a block");
@@ -271,12 +296,19 @@ impl Solver for Wgmma {
         };
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
         let persistent = cfg.persistent(p);
-        let mut plan = LaunchPlan::single(
-            [clamp(cfg.units(p).min(PERSISTENT_BLOCKS)), 1, 1],
-            [cfg.threads(), 1, 1],
-        );
+        let blocks = if cfg.stream_k() {
+            cfg.stream_k_blocks(p)
+        } else {
+            cfg.units(p).min(PERSISTENT_BLOCKS)
+        };
+        let mut plan = LaunchPlan::single([clamp(blocks), 1, 1], [cfg.threads(), 1, 1]);
         plan.kernels[0].shared_bytes = cfg.shared_bytes(persistent, element_bytes(p));
-        if persistent {
+        if cfg.stream_k() {
+            // The flags, then one FP32 partial tile per block.
+            plan.kernels[0].kernel = 3;
+            plan.workspace_bytes =
+                STREAM_K_FLAGS_BYTES + blocks * cfg.rows as u64 * cfg.cols as u64 * 4;
+        } else if persistent {
             plan.kernels[0].kernel = 2;
         }
         if cfg.splits > 1 {
@@ -307,9 +339,14 @@ impl Solver for Wgmma {
             p.c() as f64 * r as f64 * s as f64,
         );
         let fill = tile_fill(m, cfg.rows as f64) * tile_fill(n, cfg.cols as f64);
-        let splits = cfg.splits as f64;
+        let splits = cfg.splits.max(1) as f64;
         let blocks = (m / cfg.rows as f64).ceil() * (n / cfg.cols as f64).ceil() * splits;
-        let occupancy = (blocks / 132.0).min(1.0);
+        // Stream-K keeps every SM busy to the end (when there are enough steps).
+        let occupancy = if cfg.stream_k() {
+            (cfg.stream_k_blocks(p) as f64 / 132.0).min(1.0)
+        } else {
+            (blocks / 132.0).min(1.0)
+        };
         // Sustained wgmma rate on these small GEMMs (measured 300-600 TFLOP/s on ResNet-50's
         // 1x1 layers in FP16; TF32's peak is half FP16's), HBM3 bandwidth, and a launch.
         let rate = if self.tf32 { 225_000.0 } else { 450_000.0 };
@@ -318,18 +355,26 @@ impl Solver for Wgmma {
         // Split-K writes and reads back FP32 partials, in a second launch.
         let split_ms = if cfg.splits > 1 {
             2.0 * splits * m * n * 4.0 / 2.8e9 + 0.002
+        } else if cfg.stream_k() {
+            // Partial tiles out and back in, and the flags' memset.
+            2.0 * (cfg.stream_k_blocks(p) * (cfg.rows * cfg.cols) as u64 * 4) as f64 / 2.8e9 + 0.001
         } else {
             0.0
         };
         compute_ms.max(bytes / 2.8e9) + split_ms + 0.0025
     }
 
+    /// The config the cost model ranks fastest, stream-K left out: measured on ResNet-50 it
+    /// won 3 of 138 layers (TF32 at batch 32, by 2-7%), so it runs only where a perf-db record
+    /// names it.
     fn default_params(
         &self,
         p: &ConvProblem,
         candidates: &mut dyn Iterator<Item = &'static str>,
     ) -> Option<&'static str> {
-        candidates.min_by(|a, b| self.estimated_ms(p, a).total_cmp(&self.estimated_ms(p, b)))
+        candidates
+            .filter(|q| Config::parse(q).is_some_and(|c| !c.stream_k()))
+            .min_by(|a, b| self.estimated_ms(p, a).total_cmp(&self.estimated_ms(p, b)))
     }
 
     fn tma_arguments(&self, p: &ConvProblem, params: &str) -> Option<TmaArguments> {
@@ -399,6 +444,11 @@ impl Solver for Wgmma {
             geometry: [oh, ow, r, s, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w]
                 .map(|v| v as i32),
             packing: None,
+            zeroed_words: if cfg.stream_k() {
+                (STREAM_K_FLAGS_BYTES / 4) as u32
+            } else {
+                0
+            },
         })
     }
 }
@@ -686,6 +736,7 @@ impl Solver for WgmmaFirstLayer {
                 row_elems: shape.row_elems as i32,
                 lead: shape.lead as i32,
             }),
+            zeroed_words: 0,
         })
     }
 }
@@ -799,6 +850,47 @@ mod tests {
         assert_eq!(
             s.applicable(&wide, &h100, "128,128,4,1"),
             Err("padding or dilated filter extent past TMA's im2col corners")
+        );
+    }
+
+    #[test]
+    fn stream_k_runs_one_block_per_sm_with_flags_and_partials() {
+        let h100 = super::super::H100_CAPS;
+        // ResNet-50's 512 -> 512 3x3 at 7x7, batch 32: 1568 rows, 13 x 4 tiles of 128 x 128,
+        // 72 steps each: 3744 steps over 132 blocks.
+        let p = ConvProblem::new(ConvSpec {
+            n: 32,
+            c: 512,
+            k: 512,
+            input: [1, 7, 7],
+            filter: [1, 3, 3],
+            pad: [0, 1, 1],
+            layouts: [Layout::Nhwc; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        let s = &IMPLICIT_GEMM;
+        assert!(s.applicable(&p, &h100, "128,128,4,0").is_ok());
+        let plan = s.launch_plan(&p, "128,128,4,0");
+        assert_eq!(plan.kernels.len(), 1, "no reduction kernel");
+        assert_eq!(plan.kernels[0].kernel, 3);
+        assert_eq!(plan.kernels[0].grid, [132, 1, 1]);
+        // The persistent entry's shared memory: stages plus the output staging tile.
+        assert_eq!(
+            plan.kernels[0].shared_bytes,
+            4 * 256 * 128 + 128 * (128 * 2 / 4 + 4) * 4 + 64 + 1024
+        );
+        assert_eq!(plan.workspace_bytes, 4096 + 132 * 128 * 128 * 4);
+        let args = s.tma_arguments(&p, "128,128,4,0").unwrap();
+        assert_eq!((args.splits, args.zeroed_words), (0, 1024));
+        // Split-K leaves the flags alone.
+        assert_eq!(s.tma_arguments(&p, "128,128,4,2").unwrap().zeroed_words, 0);
+        // At batch 1 a 64-channel 1x1 has 49 rows, one tile, one step: one block.
+        let tiny = nhwc(1, 64, 64, 7, 1);
+        assert_eq!(
+            GEMM_1X1.launch_plan(&tiny, "128,128,4,0").kernels[0].grid,
+            [1, 1, 1]
         );
     }
 

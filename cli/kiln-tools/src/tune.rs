@@ -83,7 +83,11 @@ pub fn measure(
             };
             let (error, ok) = match checked {
                 Ok(e) => (e, e <= limit),
-                Err(_) => (f64::INFINITY, false),
+                Err(e) => {
+                    // A failed variant is recorded as such; say why on stderr.
+                    eprintln!("{} [{params}] on {}: {e}", solver.id(), p.find_db_key());
+                    (f64::INFINITY, false)
+                }
             };
             let time_ms = if ok {
                 time(ctx, p, &v, &xs, &w, &y, repeats)?

@@ -62,6 +62,10 @@ pub fn problems() -> Vec<ConvProblem> {
         // Output channels that are not a multiple of 8: an image out of a decoder, a 1x1 head.
         d2(2, 64, 3, [19, 17], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         d2(1, 32, 21, [11, 11], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        // Narrow heads (ConvMmaNarrowFwd): one output channel at stride 2 over 24 channels (a
+        // partly empty k16 step) on a row wider than a tile; 16 over 136 channels (five chunks).
+        d2(2, 24, 1, [37, 70], [3, 3], [1, 1], [2, 2], [1, 1], 1),
+        d2(1, 136, 16, [10, 21], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         // Deep reductions (split-K applies) and a strided 1x1 with many channels.
         d2(1, 256, 128, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         d2(2, 128, 256, [9, 9], [1, 1], [0, 0], [2, 2], [1, 1], 1),
