@@ -92,6 +92,8 @@ pub struct Context {
     builder_scratch: Mutex<DeviceBuffer>,
     warmup_s: f64,
     launch_warmup_s: f64,
+    /// Launch kernels that wait on their predecessor with programmatic dependent launch.
+    programmatic: std::sync::atomic::AtomicBool,
 }
 
 /// How a context opens.
@@ -175,6 +177,7 @@ impl Context {
             builder_scratch: Mutex::new(scratch),
             warmup_s,
             launch_warmup_s: 0.0,
+            programmatic: std::sync::atomic::AtomicBool::new(true),
         };
         if options.warm_up {
             let t1 = std::time::Instant::now();
@@ -269,6 +272,15 @@ impl Context {
     /// runs a lower arch's objects).
     pub fn caps(&self) -> TargetCaps {
         self.caps
+    }
+
+    /// Whether [`Context::run`] launches kernels that wait on their predecessor with
+    /// programmatic dependent launch (on by default; CUDA sm_90 objects only: such a kernel may
+    /// be scheduled while the previous kernel in the stream still runs, shortening the gap
+    /// between consecutive layers). Off: every kernel starts after its predecessor ends.
+    pub fn set_programmatic_launch(&self, on: bool) {
+        self.programmatic
+            .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The embedded target in use.
@@ -451,7 +463,17 @@ impl Context {
             .builder_scratch
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Invoker::new(&self.device, &scratch, module, p, v, args, plan)
+        // Only objects built for sm_90+ hold the wait (`griddepcontrol`).
+        let programmatic = v.solver.imp.waits_on_predecessor()
+            && self
+                .caps
+                .code_arch
+                .strip_prefix("sm_")
+                .and_then(|cc| cc.parse::<u32>().ok())
+                .is_some_and(|cc| cc >= 90);
+        let mut invoker = Invoker::new(&self.device, &scratch, module, p, v, args, plan)?;
+        invoker.programmatic = programmatic;
+        Ok(invoker)
     }
 
     /// Runs an invoker on `x`, `w`, `y` (and `workspace`, when its plan needs one) on
@@ -491,7 +513,8 @@ impl Context {
         if workspace.is_some_and(|b| !b.device().same_as(&self.device)) {
             return Err(RunError::ForeignBuffer { which: "workspace" });
         }
-        inv.launch(&self.device, x, w, y, workspace, stream)
+        let programmatic = self.programmatic.load(std::sync::atomic::Ordering::Relaxed);
+        inv.launch(&self.device, x, w, y, workspace, stream, programmatic)
     }
 }
 

@@ -255,6 +255,9 @@ pub struct Invoker {
     pub(crate) workspace_bytes: u64,
     pub(crate) arguments: Arguments,
     pub(crate) problem: ConvProblem,
+    /// Its kernels wait on their predecessor (`griddepcontrol.wait`): they may be launched
+    /// with programmatic dependent launch.
+    pub(crate) programmatic: bool,
 }
 
 impl Invoker {
@@ -357,11 +360,14 @@ impl Invoker {
             workspace_bytes: plan.workspace_bytes,
             arguments,
             problem: *p,
+            programmatic: false,
         })
     }
 
-    /// Launches every kernel on `stream`. The caller has checked that the buffers are on
-    /// `device` and large enough for the problem and the workspace.
+    /// Launches every kernel on `stream` (with programmatic dependent launch when `programmatic`
+    /// allows it and the kernels wait on their predecessor). The caller has checked that the
+    /// buffers are on `device` and large enough for the problem and the workspace.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn launch(
         &self,
         device: &Device,
@@ -370,6 +376,7 @@ impl Invoker {
         y: &DeviceBuffer,
         workspace: Option<&DeviceBuffer>,
         stream: &Stream,
+        programmatic: bool,
     ) -> Result<(), RunError> {
         let (mut xp, mut wp, mut yp) = (x.device_ptr(), w.device_ptr(), y.device_ptr());
         let (mut args, mut kiln_params);
@@ -442,6 +449,7 @@ impl Invoker {
             // kernels stay within them.
             unsafe {
                 device.launch(
+                    programmatic && self.programmatic,
                     function,
                     launch.grid,
                     launch.block,
@@ -507,6 +515,7 @@ impl ParamBlock {
         // runs it.
         unsafe {
             device.launch(
+                false,
                 builder,
                 [1, 1, 1],
                 [1, 1, 1],

@@ -366,3 +366,110 @@ fn three_tf32_special_values() {
         }
     }
 }
+
+/// Runs `chain` back to back on one stream, each layer reading the previous one's output, and
+/// returns the last output's bytes.
+fn chained_output(ctx: &Context, chain: &[ConvProblem], programmatic: bool) -> Vec<u8> {
+    use kiln::harness::verify::{random_values, upload, workspace_for};
+    ctx.set_programmatic_launch(programmatic);
+    let dtype = chain[0].data_types()[0];
+    let dev = ctx.device();
+    let mut x = upload(
+        dev,
+        dtype,
+        &random_values(chain[0].element_counts()[0] as usize, 7),
+    )
+    .unwrap()
+    .0;
+    let stream = Stream::default();
+    let mut keep = Vec::new();
+    for (i, p) in chain.iter().enumerate() {
+        // Weights scaled by 1/sqrt(fan-in), so that activations stay near 1 down the chain
+        // (an overflow to inf would hide a difference).
+        let [_, fh, fw] = p.filter();
+        let scale = 1.0 / ((p.c() * fh * fw) as f32).sqrt();
+        let values: Vec<f32> = random_values(p.element_counts()[1] as usize, 100 + i as u64)
+            .into_iter()
+            .map(|v| v * scale)
+            .collect();
+        let w = upload(dev, dtype, &values).unwrap().0;
+        let y = dev.alloc(p.byte_counts()[2]).unwrap();
+        y.fill(0xFF).unwrap();
+        let inv = ctx
+            .prepare(p, &ctx.find_solutions(p).unwrap().best().variant)
+            .unwrap();
+        let ws = workspace_for(dev, &inv).unwrap();
+        ctx.run(&inv, &x, &w, &y, ws.as_ref(), &stream).unwrap();
+        keep.push((x, w, ws));
+        x = y;
+    }
+    dev.synchronize().unwrap();
+    ctx.set_programmatic_launch(true);
+    let mut out = vec![0u8; x.bytes() as usize];
+    x.download(&mut out).unwrap();
+    out
+}
+
+#[test]
+#[ignore = "needs a GPU (ci/device-run.sh)"]
+fn chained_layers_with_programmatic_launch_match_serial_launch_bit_for_bit() {
+    let ctx = ctx();
+    let layer = |n, c, hw, k, f: u32| {
+        ConvProblem::new(ConvSpec {
+            n,
+            c,
+            k,
+            input: [1, hw, hw],
+            filter: [1, f, f],
+            pad: [0, f / 2, f / 2],
+            layouts: [Layout::Nhwc; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap()
+    };
+    // ResNet-50's 56x56 block and 7x7 stage at batch 32 (wgmma 1x1, implicit GEMM, split-K),
+    // and the VAE decoder's last two layers (wgmma, then the narrow RGB head): each layer
+    // reads what the one before it wrote, with no synchronization between them.
+    let chains = [
+        vec![
+            layer(32, 64, 56, 64, 1),
+            layer(32, 64, 56, 64, 3),
+            layer(32, 64, 56, 256, 1),
+            layer(32, 256, 56, 64, 1),
+        ],
+        vec![
+            layer(32, 512, 7, 512, 3),
+            layer(32, 512, 7, 512, 3),
+            layer(32, 512, 7, 2048, 1),
+            layer(32, 2048, 7, 512, 1),
+        ],
+        vec![layer(4, 64, 128, 64, 3), layer(4, 64, 128, 3, 3)],
+    ];
+    for chain in &chains {
+        let waiting = chain
+            .iter()
+            .filter(|p| {
+                let plan = ctx.find_solutions(p).unwrap();
+                plan.best().variant.solver.imp.waits_on_predecessor()
+            })
+            .count();
+        assert!(
+            waiting >= 2,
+            "the chain should exercise programmatic launch"
+        );
+        let serial = chained_output(&ctx, chain, false);
+        let finite = serial
+            .chunks_exact(2)
+            .filter(|h| u16::from_le_bytes([h[0], h[1]]) & 0x7c00 != 0x7c00)
+            .count();
+        assert_eq!(finite, serial.len() / 2, "every output finite");
+        for round in 0..3 {
+            assert!(
+                chained_output(&ctx, chain, true) == serial,
+                "round {round}: {} differs with programmatic launch",
+                chain.last().unwrap().find_db_key()
+            );
+        }
+    }
+}

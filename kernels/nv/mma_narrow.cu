@@ -108,6 +108,12 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS)
     kiln_mma_narrow(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
                     kiln_t* __restrict__ y, KilnConvArgs a) {
   extern __shared__ __align__(128) unsigned char kiln_dyn_smem[];
+#if __CUDA_ARCH__ >= 900
+  // Programmatic dependent launch (kiln launches this kernel with it on sm_90): let the next
+  // kernel be scheduled once every block has started; wait for the previous one's writes.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const kiln_i32 tiles_w = (a.out_w + KILN_BW - 1) / KILN_BW;
   const kiln_i32 oh0 = (kiln_i32)(blockIdx.x / tiles_w) * KILN_BH;
   const kiln_i32 ow0 = (kiln_i32)(blockIdx.x % tiles_w) * KILN_BW;

@@ -536,20 +536,33 @@ impl Driver for CudaDriver {
         shared_bytes: u32,
         stream: Raw,
         params: &mut [*mut c_void],
+        programmatic: bool,
     ) -> Result<(), BackendError> {
         self.current()?;
-        // SAFETY: the caller guarantees a live function, matching params and stream.
-        check("cuLaunchKernel", unsafe {
-            sys::cuLaunchKernel(
+        let mut attribute = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue { pad: [0; 64] },
+        };
+        attribute.value.programmaticStreamSerializationAllowed = 1;
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid[0],
+            gridDimY: grid[1],
+            gridDimZ: grid[2],
+            blockDimX: block[0],
+            blockDimY: block[1],
+            blockDimZ: block[2],
+            sharedMemBytes: shared_bytes,
+            hStream: stream as sys::CUstream,
+            attrs: &mut attribute,
+            numAttrs: programmatic as u32,
+        };
+        // SAFETY: the caller guarantees a live function, matching params and stream; the
+        // config and its attribute live across the call.
+        check("cuLaunchKernelEx", unsafe {
+            sys::cuLaunchKernelEx(
+                &config,
                 function as sys::CUfunction,
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0],
-                block[1],
-                block[2],
-                shared_bytes,
-                stream as sys::CUstream,
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )

@@ -444,6 +444,7 @@ impl Driver for HipDriver {
         shared_bytes: u32,
         stream: Raw,
         params: &mut [*mut c_void],
+        _programmatic: bool,
     ) -> Result<(), BackendError> {
         self.current()?;
         // SAFETY: the caller guarantees a live function, matching params and stream.

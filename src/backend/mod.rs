@@ -184,12 +184,16 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// `function` is a live function of this driver.
     unsafe fn set_max_dynamic_shared(&self, function: Raw, bytes: u32) -> Result<(), BackendError>;
-    /// Launches `function` with parameters given as pointers to each argument's value.
+    /// Launches `function` with parameters given as pointers to each argument's value; with
+    /// `programmatic` (CUDA sm_90+; other drivers ignore it), with programmatic dependent
+    /// launch: the kernel may be scheduled before the previous kernel in the stream finishes.
     ///
     /// # Safety
     /// `function` is a live function of this driver; `params` match its parameter list in
     /// number, order and type; every pointer argument addresses memory the kernel may access
-    /// as far as it will; `stream` is null or a live stream of this device.
+    /// as far as it will; `stream` is null or a live stream of this device; with
+    /// `programmatic`, the kernel waits for its predecessor (`griddepcontrol.wait`) before it
+    /// touches memory.
     #[allow(clippy::too_many_arguments)]
     unsafe fn launch(
         &self,
@@ -199,6 +203,7 @@ pub trait Driver: Send + Sync {
         shared_bytes: u32,
         stream: Raw,
         params: &mut [*mut c_void],
+        programmatic: bool,
     ) -> Result<(), BackendError>;
     /// Waits for all work on the device.
     fn synchronize(&self) -> Result<(), BackendError>;
@@ -341,13 +346,17 @@ impl Device {
         }
     }
 
-    /// Launches `function`.
+    /// Launches `function`, with programmatic dependent launch when `programmatic` is set
+    /// ([`Driver::launch`]).
     ///
     /// # Safety
-    /// As [`Driver::launch`]: `params` match the kernel's parameters, and every buffer the
-    /// kernel reaches is large enough for what it will access.
+    /// As [`Driver::launch`]: `params` match the kernel's parameters, every buffer the kernel
+    /// reaches is large enough for what it will access, and with `programmatic` the kernel
+    /// waits on its predecessor (`griddepcontrol.wait`) before it touches memory.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn launch(
         &self,
+        programmatic: bool,
         function: &Function,
         grid: [u32; 3],
         block: [u32; 3],
@@ -363,8 +372,15 @@ impl Device {
         }
         // SAFETY: the function is alive (it holds its module); the rest is the caller's.
         unsafe {
-            self.driver
-                .launch(function.raw, grid, block, shared_bytes, stream.0, params)
+            self.driver.launch(
+                function.raw,
+                grid,
+                block,
+                shared_bytes,
+                stream.0,
+                params,
+                programmatic,
+            )
         }
     }
 

@@ -240,6 +240,13 @@ pub trait Solver: Sync {
         None
     }
 
+    /// Whether every kernel of the solver waits for the previous kernel in the stream
+    /// (`griddepcontrol.wait`) before it touches memory, in its sm_90+ objects, so that kiln
+    /// may launch it with programmatic dependent launch.
+    fn waits_on_predecessor(&self) -> bool {
+        false
+    }
+
     /// The perf config to use when no perf-db record names one, among the applicable
     /// `candidates` (the manifest's): by default the largest tile that still gives the GPU at
     /// least 256 blocks (the last of equal tiles), else the smallest tile (the first).

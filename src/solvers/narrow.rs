@@ -138,6 +138,10 @@ impl Solver for MmaNarrow {
         }
     }
 
+    fn waits_on_predecessor(&self) -> bool {
+        true
+    }
+
     fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
         let Some(cfg) = Config::parse(params) else {
             return f64::INFINITY;

@@ -183,7 +183,8 @@ pub struct Wgmma {
     id: &'static str,
     /// Whether A is gathered with TMA's im2col mode (else read as a matrix: 1x1 only).
     im2col: bool,
-    /// FP32 data in TF32 math (else FP16 or BF16).
+    /// FP32 data in TF32 math (else FP16 or BF16). The TF32 objects also carry the stream-K
+    /// entry (split-K value 0): the only layers where it measured faster.
     tf32: bool,
 }
 
@@ -278,6 +279,9 @@ impl Solver for Wgmma {
         if cfg.splits as u64 > reduction_steps(p) {
             return Err("more split-K slices than reduction steps");
         }
+        if cfg.stream_k() && !self.tf32 {
+            return Err("stream-K is built into the TF32 objects only");
+        }
         // The stream-K entry spills registers at 256 rows (two warpgroups' worth of owner
         // bookkeeping on top of 64 accumulators per thread).
         if cfg.stream_k() && cfg.rows > 128 {
@@ -326,6 +330,10 @@ impl Solver for Wgmma {
             });
         }
         plan
+    }
+
+    fn waits_on_predecessor(&self) -> bool {
+        true
     }
 
     fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
@@ -663,6 +671,10 @@ impl Solver for WgmmaFirstLayer {
         plan
     }
 
+    fn waits_on_predecessor(&self) -> bool {
+        true
+    }
+
     fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
         let Some(cfg) = FirstLayerConfig::parse(params) else {
             return f64::INFINITY;
@@ -856,41 +868,58 @@ mod tests {
     #[test]
     fn stream_k_runs_one_block_per_sm_with_flags_and_partials() {
         let h100 = super::super::H100_CAPS;
-        // ResNet-50's 512 -> 512 3x3 at 7x7, batch 32: 1568 rows, 13 x 4 tiles of 128 x 128,
-        // 72 steps each: 3744 steps over 132 blocks.
+        // ResNet-50's 256 -> 256 3x3 at 14x14, batch 32, FP32 as TF32: 6272 rows, 49 x 2
+        // tiles of 128 x 128, 72 steps of 32 channels each: 7056 steps over 132 blocks.
         let p = ConvProblem::new(ConvSpec {
             n: 32,
-            c: 512,
-            k: 512,
-            input: [1, 7, 7],
+            c: 256,
+            k: 256,
+            input: [1, 14, 14],
             filter: [1, 3, 3],
             pad: [0, 1, 1],
             layouts: [Layout::Nhwc; 3],
-            data_types: [DataType::Fp16; 3],
+            data_types: [DataType::Fp32; 3],
             ..ConvSpec::default()
         })
         .unwrap();
-        let s = &IMPLICIT_GEMM;
+        let s = &IMPLICIT_GEMM_TF32;
         assert!(s.applicable(&p, &h100, "128,128,4,0").is_ok());
         let plan = s.launch_plan(&p, "128,128,4,0");
         assert_eq!(plan.kernels.len(), 1, "no reduction kernel");
         assert_eq!(plan.kernels[0].kernel, 3);
         assert_eq!(plan.kernels[0].grid, [132, 1, 1]);
-        // The persistent entry's shared memory: stages plus the output staging tile.
+        // The persistent entry's shared memory: stages plus the FP32 output staging tile.
         assert_eq!(
             plan.kernels[0].shared_bytes,
-            4 * 256 * 128 + 128 * (128 * 2 / 4 + 4) * 4 + 64 + 1024
+            4 * 256 * 128 + 128 * (128 + 4) * 4 + 64 + 1024
         );
         assert_eq!(plan.workspace_bytes, 4096 + 132 * 128 * 128 * 4);
         let args = s.tma_arguments(&p, "128,128,4,0").unwrap();
         assert_eq!((args.splits, args.zeroed_words), (0, 1024));
-        // Split-K leaves the flags alone.
+        // Split-K leaves the flags alone; 256-row tiles and the FP16 objects have no stream-K.
         assert_eq!(s.tma_arguments(&p, "128,128,4,2").unwrap().zeroed_words, 0);
-        // At batch 1 a 64-channel 1x1 has 49 rows, one tile, one step: one block.
-        let tiny = nhwc(1, 64, 64, 7, 1);
         assert_eq!(
-            GEMM_1X1.launch_plan(&tiny, "128,128,4,0").kernels[0].grid,
-            [1, 1, 1]
+            s.applicable(&p, &h100, "256,128,3,0"),
+            Err("stream-K is built for tiles of at most 128 rows")
+        );
+        let half = ConvProblem::new(ConvSpec {
+            data_types: [DataType::Fp16; 3],
+            ..p.spec()
+        })
+        .unwrap();
+        assert_eq!(
+            IMPLICIT_GEMM.applicable(&half, &h100, "128,128,4,0"),
+            Err("stream-K is built into the TF32 objects only")
+        );
+        // A 64-channel 1x1 over 49 pixels: one tile, two steps: two blocks.
+        let tiny = ConvProblem::new(ConvSpec {
+            data_types: [DataType::Fp32; 3],
+            ..nhwc(1, 64, 64, 7, 1).spec()
+        })
+        .unwrap();
+        assert_eq!(
+            GEMM_1X1_TF32.launch_plan(&tiny, "128,128,4,0").kernels[0].grid,
+            [2, 1, 1]
         );
     }
 

@@ -381,6 +381,9 @@ struct ConfigResult {
     kiln_weighted_ms: f64,
     cudnn_weighted_ms: f64,
     kiln_network_ms: f64,
+    /// The same graph with programmatic dependent launch off (every kernel waits for the end
+    /// of the one before it).
+    kiln_network_serial_ms: f64,
     cudnn_network_ms: f64,
     worst_ratio: f64,
     worst_error: f64,
@@ -576,6 +579,7 @@ fn bench_config(
         kiln_weighted_ms: 0.0,
         cudnn_weighted_ms: 0.0,
         kiln_network_ms: 0.0,
+        kiln_network_serial_ms: 0.0,
         cudnn_network_ms: 0.0,
         worst_ratio: 0.0,
         worst_error: 0.0,
@@ -655,15 +659,20 @@ fn bench_config(
                 .unwrap_or(0)
         })
         .collect();
-    r.kiln_network_ms = time_gpu_only(be, 1, replays, |s, _| {
-        for &j in &order {
-            let l = &layers[j];
-            ctx.run(&l.invoker, &l.xs[0], &l.w, &l.y, l.ws.as_ref(), s)?;
-        }
-        Ok(())
-    })?
-    .0
-    .median_ms;
+    let network = |programmatic: bool| {
+        ctx.set_programmatic_launch(programmatic);
+        let t = time_gpu_only(be, 1, replays, |s, _| {
+            for &j in &order {
+                let l = &layers[j];
+                ctx.run(&l.invoker, &l.xs[0], &l.w, &l.y, l.ws.as_ref(), s)?;
+            }
+            Ok(())
+        });
+        ctx.set_programmatic_launch(true);
+        t.map(|t| t.0.median_ms)
+    };
+    r.kiln_network_serial_ms = network(false)?;
+    r.kiln_network_ms = network(true)?;
     r.cudnn_network_ms = time_gpu_only(be, 1, replays, |s, _| {
         for &j in &order {
             let b = &bests[j];
@@ -903,7 +912,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         cudnn.version / 100 % 100,
         cudnn.version % 100
     )?;
-    writeln!(r, "Same process. kiln runs the solution its embedded find-db ranks first (perf config from its perf-db). cuDNN is set up as PyTorch sets it up: tensor-op math for FP16/BF16, FMA math for FP32 without TF32, default math when TF32 is allowed; for each layout listed, three `cudnnFindConvolutionForwardAlgorithmEx` searches (workspace <= {} MiB), every algorithm they ran timed by the method below, the fastest kept and named (cuDNN's own ranking times single calls and often puts a slower algorithm first on small layers). Every time is GPU-only, by the same method for both: {}, {} calls per graph (inputs rotated over 3 copies for kiln), median of {} replays. `x` = count of the layer in the network; `ratio` = kiln / cuDNN; `error` = relative difference of the two outputs on the same inputs (cuDNN run in kiln's layout for it, whichever layout was faster). The network row is the 53 layers captured in one graph, replayed.\n", a.cudnn_workspace_mib, GpuMethod::Graph.describe(), GRAPH_CALLS, a.replays)?;
+    writeln!(r, "Same process. kiln runs the solution its embedded find-db ranks first (perf config from its perf-db). cuDNN is set up as PyTorch sets it up: tensor-op math for FP16/BF16, FMA math for FP32 without TF32, default math when TF32 is allowed; for each layout listed, three `cudnnFindConvolutionForwardAlgorithmEx` searches (workspace <= {} MiB), every algorithm they ran timed by the method below, the fastest kept and named (cuDNN's own ranking times single calls and often puts a slower algorithm first on small layers). Every time is GPU-only, by the same method for both: {}, {} calls per graph (inputs rotated over 3 copies for kiln), median of {} replays. `x` = count of the layer in the network; `ratio` = kiln / cuDNN; `error` = relative difference of the two outputs on the same inputs (cuDNN run in kiln's layout for it, whichever layout was faster). The network row is the 53 layers captured in one graph, replayed, with kiln's programmatic dependent launch on (its sm_90 kernels may be scheduled while the previous layer finishes, and wait for it before touching memory) and off.\n", a.cudnn_workspace_mib, GpuMethod::Graph.describe(), GRAPH_CALLS, a.replays)?;
     let workspace = ctx.device().alloc((a.cudnn_workspace_mib as u64) << 20)?;
     let mut summary = Vec::new();
     for case in CASES
@@ -920,10 +929,10 @@ pub fn run(a: &BenchArgs) -> CliResult {
             r.push_str(&c.rows);
             writeln!(
                 r,
-                "\n23 unique layers: kiln {:.3} ms, cuDNN {:.3} ms ({:.2}x; worst layer {:.2}x). 53-layer sum: kiln {:.3} ms, cuDNN {:.3} ms ({:.2}x). Network graph: kiln {:.3} ms, cuDNN {:.3} ms ({:.2}x).{}\n",
+                "\n23 unique layers: kiln {:.3} ms, cuDNN {:.3} ms ({:.2}x; worst layer {:.2}x). 53-layer sum: kiln {:.3} ms, cuDNN {:.3} ms ({:.2}x). Network graph: kiln {:.3} ms ({:.3} ms without programmatic dependent launch), cuDNN {:.3} ms ({:.2}x).{}\n",
                 c.kiln_unique_ms, c.cudnn_unique_ms, c.kiln_unique_ms / c.cudnn_unique_ms, c.worst_ratio,
                 c.kiln_weighted_ms, c.cudnn_weighted_ms, c.kiln_weighted_ms / c.cudnn_weighted_ms,
-                c.kiln_network_ms, c.cudnn_network_ms, c.kiln_network_ms / c.cudnn_network_ms,
+                c.kiln_network_ms, c.kiln_network_serial_ms, c.cudnn_network_ms, c.kiln_network_ms / c.cudnn_network_ms,
                 if c.disagreements > 0 { format!(" {} layers' outputs DISAGREE.", c.disagreements) } else { format!(" Outputs agree within kiln's tolerance (worst {:.1e}).", c.worst_error) }
             )?;
             summary.push(c);
@@ -937,19 +946,20 @@ pub fn run(a: &BenchArgs) -> CliResult {
         r,
         "## Summary: ResNet-50 convolutions, GPU-only, kiln / cuDNN\n"
     )?;
-    writeln!(r, "| configuration | 23 unique: kiln ms | cuDNN ms | ratio | worst layer | network graph: kiln ms | cuDNN ms | ratio | worst error vs cuDNN |")?;
-    writeln!(r, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+    writeln!(r, "| configuration | 23 unique: kiln ms | cuDNN ms | ratio | worst layer | network graph: kiln ms | kiln without PDL | cuDNN ms | ratio | worst error vs cuDNN |")?;
+    writeln!(r, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
     let mut failed = 0;
     for c in &summary {
         writeln!(
             r,
-            "| {} | {:.3} | {:.3} | {:.2} | {:.2} | {:.3} | {:.3} | {:.2} | {:.1e} |",
+            "| {} | {:.3} | {:.3} | {:.2} | {:.2} | {:.3} | {:.3} | {:.3} | {:.2} | {:.1e} |",
             c.label,
             c.kiln_unique_ms,
             c.cudnn_unique_ms,
             c.kiln_unique_ms / c.cudnn_unique_ms,
             c.worst_ratio,
             c.kiln_network_ms,
+            c.kiln_network_serial_ms,
             c.cudnn_network_ms,
             c.kiln_network_ms / c.cudnn_network_ms,
             c.worst_error
