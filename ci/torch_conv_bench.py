@@ -92,7 +92,7 @@ def time_network(n, dtype, cl):
 
 
 DTYPES = {"FP16": torch.float16, "BF16": torch.bfloat16, "FP32": torch.float32}
-ROW = re.compile(r"^\| [^|]* \| `([^`]+)` \| (\d+) \| [^|]* \| ([0-9.]+) \| [^|]* \| ([0-9.]+) \|")
+ROW = re.compile(r"^\| [^|]* \| `([^`]+)` \| (\d+) \| ([^|]*) \| ([0-9.]+) \| [^|]* \| ([0-9.]+) \|")
 
 
 def conv_of_key(key):
@@ -110,14 +110,17 @@ def cross_check(report):
     torch.backends.cudnn.allow_tf32 = False
     print("| list, configuration | layers | geomean kiln / PyTorch cuDNN | geomean kiln / legacy-API cuDNN | sum kiln ms | sum PyTorch ms | worst layer (vs PyTorch) |")
     print("|---|---:|---:|---:|---:|---:|---|")
-    section, rows = None, []
+    section, rows, details = None, [], []
 
     def flush():
         if not section or not rows:
             return
         logs, legacy, kiln_sum, torch_sum, worst = [], [], 0.0, 0.0, (0.0, "")
-        for key, kiln_us, cudnn_us in rows:
+        details.append(f"\n### {section}\n\n| problem | kiln solver [params] | kiln us | PyTorch us "
+                       f"| ratio |\n|---|---|---:|---:|---:|")
+        for key, solver, kiln_us, cudnn_us in rows:
             t_us = time_conv(**conv_of_key(key)) * 1000.0
+            details.append(f"| `{key}` | {solver} | {kiln_us:.1f} | {t_us:.1f} | {kiln_us / t_us:.2f} |")
             logs.append(math.log(kiln_us / t_us))
             legacy.append(math.log(kiln_us / cudnn_us))
             kiln_sum += kiln_us
@@ -133,8 +136,9 @@ def cross_check(report):
             flush()
             section, rows = line[4:].strip(), []
         elif m := ROW.match(line):
-            rows.append((m.group(1), float(m.group(3)), float(m.group(4))))
+            rows.append((m.group(1), m.group(3).strip(), float(m.group(4)), float(m.group(5))))
     flush()
+    print("\n## Per layer: kiln against PyTorch's cuDNN\n" + "\n".join(details))
 
 
 def main():
@@ -155,6 +159,7 @@ def main():
           "layers back to back (median per replay over 7 replays). Times in ms.\n")
     print("| case | N | sum of 23 layers | 53 layers, summed | 53 layers, one graph |")
     print("|---|---:|---:|---:|---:|")
+    per_layer = []
     for name, dtype, cl, tf32 in CASES:
         torch.backends.cudnn.allow_tf32 = tf32
         for n in (1, 32):
@@ -163,6 +168,13 @@ def main():
             print(f"| {name} | {n} | {sum(times):.3f} | {weighted:.3f} | "
                   f"{time_network(n, dtype, cl):.3f} |")
             sys.stdout.flush()
+            per_layer.append((f"{name} N={n}", times))
+    print("\n## Per layer, us (C-K-filter-stride-H; x = count in the network)\n")
+    print("| layer | x | " + " | ".join(case for case, _ in per_layer) + " |")
+    print("|---|---:|" + "---:|" * len(per_layer))
+    for i, ((c, k, f, s, h), count) in enumerate(zip(LAYERS, COUNTS)):
+        cells = " | ".join(f"{times[i] * 1000:.1f}" for _, times in per_layer)
+        print(f"| {c}-{k}-{f}x{f}-s{s}-{h} | {count} | {cells} |")
 
 
 main()

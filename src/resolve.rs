@@ -8,8 +8,10 @@
 //!    scaled by the work ratio;
 //! 3. every other applicable solver by its cost model ([`Solver::estimated_ms`]).
 //!
-//! Each solver's perf config is the problem's own perf-db record when there is one, else the
-//! nearest measured problems' config where it applies, else the solver's default.
+//! Each solver's perf config is the problem's own perf-db record when there is one, else, of
+//! the configs the nearest measured problems ran it with (where they apply), the one whose
+//! measured time scaled to the problem by the solver's cost model is smallest, else the
+//! solver's default.
 //!
 //! [`Solver::estimated_ms`]: crate::solvers::Solver::estimated_ms
 
@@ -297,11 +299,8 @@ fn fallback(
     let mut out: heapless::Vec<(bool, Ranked), MAX_SOLVERS> = heapless::Vec::new();
     for solver in registered() {
         let from_neighbours = || {
-            near.iter()
-                .find_map(|(m, _)| {
-                    let s = m.solvers.iter().find(|s| s.solver == solver.id())?;
-                    solver.usable_config(p, caps, s.params)
-                })
+            fastest_neighbour_config(p, caps, solver, &near)
+                .map(|(params, _)| params)
                 .or_else(|| {
                     near.first()?;
                     let (_, s, d) = kiln_format::measured::nearest_with(model, p, solver.id())?;
@@ -348,6 +347,56 @@ fn fallback(
     }
     out.sort_unstable_by(|(ma, a), (mb, b)| mb.cmp(ma).then(a.time_ms.total_cmp(&b.time_ms)));
     (out.into_iter().map(|(_, c)| c).collect(), source)
+}
+
+/// Of the perf configs the near problems measured for `solver` (those that apply to `p`), the
+/// one whose measured time, scaled to `p` by the solver's cost model, is smallest: a neighbour's
+/// time says how well its config ran there, the model says how that config's tiles fit `p`
+/// (waves on the SMs, padded rows, columns and channels), which a config copied from the
+/// nearest problem alone ignores.
+fn fastest_neighbour_config(
+    p: &ConvProblem,
+    caps: &TargetCaps,
+    solver: SolverRef,
+    near: &[(&MeasuredProblem<'static>, f32)],
+) -> Option<(&'static str, f64)> {
+    let mut best: Option<(&'static str, f64)> = None;
+    for (m, _) in near {
+        let Some(s) = m.solvers.iter().find(|s| s.solver == solver.id()) else {
+            continue;
+        };
+        let Some(params) = solver.usable_config(p, caps, s.params) else {
+            continue;
+        };
+        let time = s.time_ms as f64 * scale_to(p, m, solver, s.params, params);
+        if best.is_none_or(|(_, t)| time < t) {
+            best = Some((params, time));
+        }
+    }
+    best
+}
+
+/// How much longer `solver` should take on `p` with `params` than it took on the measured `m`
+/// with `measured_params`: the ratio of its cost model's estimates where both are finite, else
+/// the ratio of their work.
+fn scale_to(
+    p: &ConvProblem,
+    m: &MeasuredProblem<'static>,
+    solver: SolverRef,
+    measured_params: &str,
+    params: &str,
+) -> f64 {
+    let work = macs(p) / m.macs.max(1.0);
+    let Ok(there) = ConvProblem::from_find_db_key(m.key) else {
+        return work;
+    };
+    let ratio =
+        solver.imp.estimated_ms(p, params) / solver.imp.estimated_ms(&there, measured_params);
+    if ratio.is_finite() && ratio > 0.0 {
+        ratio
+    } else {
+        work
+    }
 }
 
 #[cfg(test)]
@@ -408,6 +457,53 @@ mod tests {
             Provenance::Nearest { key: "seen", .. }
         ));
         assert!((plan.best().time_ms - 0.004 * 255.0 / 256.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_neighbours_config_is_judged_by_how_its_tiles_fit_the_problem() {
+        use kiln_format::measured::{class, features, MeasuredSolver};
+        let key = |c, k, hw| {
+            format!("{c}-{hw}-{hw}-3x3-{k}-{hw}-{hw}-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F")
+        };
+        let problem = |k: &str| ConvProblem::from_find_db_key(k).unwrap();
+        let measured = |k: &'static str, solvers: &'static [MeasuredSolver<'static>]| {
+            let p = problem(k);
+            MeasuredProblem {
+                key: k,
+                class: class(&p),
+                features: features(&p),
+                macs: macs(&p),
+                solvers,
+            }
+        };
+        // GoogLeNet's 160 -> 320 3x3 layer at 14x14, batch 32: 6272 x 320 outputs. The nearer
+        // neighbour's 128 x 128 tiles make 147 blocks (two waves on 132 SMs, the second 11%
+        // full); the farther one's 192 x 128 tiles make 99 (one wave).
+        let near: &'static str = key(128, 256, 14).leak();
+        let far: &'static str = key(192, 384, 7).leak();
+        static NEAR: [MeasuredSolver<'static>; 1] = [MeasuredSolver {
+            solver: "ConvWgmmaImplicitGemmFwd",
+            time_ms: 0.0115,
+            params: "128,128,4,1",
+        }];
+        static FAR: [MeasuredSolver<'static>; 1] = [MeasuredSolver {
+            solver: "ConvWgmmaImplicitGemmFwd",
+            time_ms: 0.0100,
+            params: "192,128,4,1",
+        }];
+        let model = [measured(near, &NEAR), measured(far, &FAR)];
+        let p = problem(&key(160, 320, 14));
+        let caps = crate::solvers::H100_CAPS;
+        let found = nearest_k::<NEIGHBOURS_FOR_PARAMS>(&model, &p);
+        assert_eq!(found[0].0.key, near, "the 256-channel layer is the nearest");
+        let solver = crate::solvers::by_id("ConvWgmmaImplicitGemmFwd").unwrap();
+        let (params, time) = fastest_neighbour_config(&p, &caps, solver, &found).unwrap();
+        assert_eq!(params, "192,128,4,1");
+        // Its time is the farther layer's, scaled by the model: both one wave of 192 x 128
+        // tiles, and 160 channels cost three 64-channel steps per tap, as 192 do.
+        assert!((time - 0.0100).abs() < 1e-6, "{time}");
+        let plan = rank_unmeasured(&p, &model, &caps, None).unwrap();
+        assert_eq!(plan.best().variant.params, "192,128,4,1");
     }
 
     #[test]

@@ -340,25 +340,34 @@ impl Solver for Wgmma {
         let Some(cfg) = Config::parse(params) else {
             return f64::INFINITY;
         };
-        let [_, r, s] = p.filter();
+        // Channels are read in whole `block_k` steps per tap: 144 FP16 channels cost 192.
         let (m, n, k) = (
             gemm_rows(p) as f64,
             p.k() as f64,
-            p.c() as f64 * r as f64 * s as f64,
+            (reduction_steps(p) * block_k(p) as u64) as f64,
         );
-        let fill = tile_fill(m, cfg.rows as f64) * tile_fill(n, cfg.cols as f64);
         let splits = cfg.splits.max(1) as f64;
         let blocks = (m / cfg.rows as f64).ceil() * (n / cfg.cols as f64).ceil() * splits;
-        // Stream-K keeps every SM busy to the end (when there are enough steps).
-        let occupancy = if cfg.stream_k() {
-            (cfg.stream_k_blocks(p) as f64 / 132.0).min(1.0)
-        } else {
-            (blocks / 132.0).min(1.0)
-        };
         // Sustained wgmma rate on these small GEMMs (measured 300-600 TFLOP/s on ResNet-50's
         // 1x1 layers in FP16; TF32's peak is half FP16's), HBM3 bandwidth, and a launch.
         let rate = if self.tf32 { 225_000.0 } else { 450_000.0 };
-        let compute_ms = 2.0 * m * n * k / (rate * fill * occupancy * 1e6);
+        let compute_ms = if cfg.stream_k() {
+            let fill = tile_fill(m, cfg.rows as f64) * tile_fill(n, cfg.cols as f64);
+            let occupancy = (cfg.stream_k_blocks(p) as f64 / 132.0).min(1.0);
+            2.0 * m * n * k / (rate * fill * occupancy * 1e6)
+        } else {
+            // One block per SM (the stages fill its shared memory): blocks run in waves of 132,
+            // each a whole tile's work (padding included) plus, after the first, a fixed cost
+            // (pipeline fill, epilogue). 64-column tiles run at 80% of the rate (each A tile
+            // read from shared memory feeds half the columns). Both figures fitted on the find
+            // log: they minimise the fallback's regret (`kiln-tools regret`).
+            let waves = (blocks / 132.0).ceil();
+            let column_rate = if cfg.cols == 64 { 0.8 } else { 1.0 };
+            let tile_ms = 2.0 * (cfg.rows * cfg.cols) as f64 * k
+                / splits
+                / (rate * column_rate * 1e6 / 132.0);
+            waves * tile_ms + (waves - 1.0) * 0.002
+        };
         let bytes = (p.element_counts().iter().sum::<u64>() * element_bytes(p) as u64) as f64;
         // Split-K writes and reads back FP32 partials, in a second launch.
         let split_ms = if cfg.splits > 1 {

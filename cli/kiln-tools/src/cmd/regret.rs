@@ -10,6 +10,11 @@
 //!   the detector) is held out at once, the model built from problems no list of that network
 //!   names; the honest test for a network kiln was never tuned on;
 //! - five folds by key hash: every problem held out once, the model built from the rest.
+//!
+//! And networks never measured into the DBs (`--unseen`, DenseNet-121, EfficientNet-B0 and
+//! GoogLeNet): their problems ranked with every committed problem in the model, as a device
+//! running these DBs ranks them, their picks looked up in the log of a find run on them into
+//! a scratch DB (`benches/h100-heldout-find/`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -40,6 +45,14 @@ pub struct RegretArgs {
     /// Problem lists, one per network (their file names name the networks).
     #[arg(long, num_args = 1.., default_values = ["ci/problems/resnet50.txt", "ci/problems/mobilenet_v2.txt", "ci/problems/vae_decoder.txt", "ci/problems/yolo_detector.txt"])]
     problems: Vec<PathBuf>,
+    /// Networks never measured into the DBs (their problem lists) and the log of a find run on
+    /// them into a scratch DB: their problems are ranked by the fallback with every committed
+    /// problem in the model, as a device with these DBs would rank them.
+    #[arg(long, num_args = 1.., default_values = ["benches/h100-heldout-find/densenet121.txt", "benches/h100-heldout-find/efficientnet_b0.txt", "benches/h100-heldout-find/googlenet.txt"])]
+    unseen: Vec<PathBuf>,
+    /// The find log of the `--unseen` networks.
+    #[arg(long, default_value = "benches/h100-heldout-find/find-log.tsv")]
+    unseen_log: PathBuf,
     /// kernels/manifest.toml.
     #[arg(long, default_value = "kernels/manifest.toml")]
     manifest: PathBuf,
@@ -118,22 +131,43 @@ fn summary(regrets: &[f64]) -> (f64, f64, f64, f64) {
     )
 }
 
+/// Keys as a comma-separated list of Markdown code spans.
+fn code_list(keys: &std::collections::BTreeSet<String>) -> String {
+    keys.iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn fnv1a(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     })
 }
 
-/// Ranks each of `test` with a model of `train` and looks its pick up in the log.
+/// The measured DBs and what judges applicability: the fallback's inputs.
+struct Dbs<'a> {
+    find: &'a FindDb,
+    perf: &'a PerfDb,
+    manifest: &'a Manifest,
+    caps: &'a TargetCaps,
+}
+
+/// Ranks each of `test` with a model of `train` and looks its pick up in the log; a problem
+/// whose pick the log never timed goes to `unmeasured` instead.
 fn evaluate(
-    find: &FindDb,
-    perf: &PerfDb,
-    manifest: &Manifest,
+    dbs: &Dbs,
+    unmeasured: &mut std::collections::BTreeSet<String>,
     log: &BTreeMap<String, Times>,
     test: &[&str],
-    caps: &TargetCaps,
     in_train: impl Fn(&str) -> bool,
 ) -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
+    let Dbs {
+        find,
+        perf,
+        manifest,
+        caps,
+    } = *dbs;
     let train = FindDb {
         records: find
             .records
@@ -195,26 +229,32 @@ fn evaluate(
             .min_by(|a, b| a.1.total_cmp(b.1))
             .map(|(c, t)| (c.clone(), *t))
             .ok_or("empty times")?;
-        let time_of = |ranked: &[Ranked]| -> Result<(String, f64, f64), String> {
+        // Ok(None): the pick is a config the log never timed on this problem (one added to
+        // the manifest after the problem was measured).
+        let time_of = |ranked: &[Ranked]| -> Result<Option<(String, f64, f64)>, String> {
             let c = ranked
                 .first()
                 .ok_or_else(|| format!("{key}: the fallback ranks nothing"))?;
             let (id, params) = (c.variant.solver.id(), c.variant.params);
             let name = format!("{id} [{params}]");
-            let t = times
-                .get(&(id.to_string(), params.to_string()))
-                .ok_or_else(|| {
-                    format!("{key}: the fallback picks {name}, which the log never measured")
-                })?;
+            let Some(t) = times.get(&(id.to_string(), params.to_string())) else {
+                return Ok(None);
+            };
             let solver_best = times
                 .iter()
                 .filter(|((s, _), _)| s == id)
                 .map(|(_, t)| *t)
                 .fold(f64::INFINITY, f64::min);
-            Ok((name, *t, solver_best))
+            Ok(Some((name, *t, solver_best)))
         };
-        let (pick, t, t_solver) = time_of(&rank_unmeasured(&p, &model, caps, None)?)?;
-        let (_, t_base, _) = time_of(&rank_unmeasured(&p, &[], caps, None)?)?;
+        let plan = rank_unmeasured(&p, &model, caps, None)?;
+        let base_plan = rank_unmeasured(&p, &[], caps, None)?;
+        let (Some((pick, t, t_solver)), Some((_, t_base, _))) =
+            (time_of(&plan)?, time_of(&base_plan)?)
+        else {
+            unmeasured.insert(key.to_string());
+            continue;
+        };
         out.push(Outcome {
             key: key.to_string(),
             pick,
@@ -295,11 +335,19 @@ pub fn run(a: &RegretArgs) -> CliResult {
         )?;
         Ok(())
     };
+    let dbs = Dbs {
+        find: &find,
+        perf: &perf,
+        manifest: &manifest,
+        caps: &caps,
+    };
+    // Problems whose pick the log never timed: left out of the figures, and named.
+    let mut unmeasured = std::collections::BTreeSet::new();
     // Leave one network out.
     let mut lono = Vec::new();
     for (name, keys) in &networks {
         let test: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let outcomes = evaluate(&find, &perf, &manifest, &log, &test, &caps, |k| {
+        let outcomes = evaluate(&dbs, &mut unmeasured, &log, &test, |k| {
             !keys.iter().any(|t| t == k)
         })?;
         row(&format!("network {name}"), &outcomes, &mut r)?;
@@ -320,20 +368,39 @@ pub fn run(a: &RegretArgs) -> CliResult {
     let mut folds = Vec::new();
     for f in 0..5 {
         let test: Vec<&str> = all.iter().copied().filter(|k| fold(k) == f).collect();
-        folds.extend(evaluate(
-            &find,
-            &perf,
-            &manifest,
-            &log,
-            &test,
-            &caps,
-            |k| fold(k) != f,
-        )?);
+        folds.extend(evaluate(&dbs, &mut unmeasured, &log, &test, |k| {
+            fold(k) != f
+        })?);
     }
     row("**five folds (every problem once)**", &folds, &mut r)?;
     let (med, p90, _, _) = summary(&folds.iter().map(|o| o.regret).collect::<Vec<_>>());
     if med > a.max_median || p90 > a.max_p90 {
         failures.push(format!("five folds: median {med:.3}, p90 {p90:.3}"));
+    }
+    // Networks the DBs never measured, against the whole model.
+    let unseen_log = read_log(&a.unseen_log)?;
+    let mut unseen_rows = Vec::new();
+    let mut shared_with_lists = std::collections::BTreeSet::new();
+    for file in &a.unseen {
+        let name = file.file_stem().and_then(|n| n.to_str()).unwrap_or("?");
+        let keys: Vec<String> = read_problem_list(file)?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        // A layer another network shares (DenseNet's and GoogLeNet's first layer is
+        // ResNet-50's) runs from its own find-db record, not the fallback.
+        let (shared, keys): (Vec<String>, Vec<String>) =
+            keys.into_iter().partition(|k| all.contains(&k.as_str()));
+        shared_with_lists.extend(shared);
+        for batch in [1, 32] {
+            let test: Vec<&str> = keys
+                .iter()
+                .map(String::as_str)
+                .filter(|k| ConvProblem::from_find_db_key(k).is_ok_and(|p| p.n() == batch))
+                .collect();
+            let outcomes = evaluate(&dbs, &mut unmeasured, &unseen_log, &test, |_| true)?;
+            unseen_rows.push((format!("{name} N={batch}"), outcomes));
+        }
     }
     worst.extend(lono);
     worst.sort_by(|x, y| y.regret.total_cmp(&x.regret));
@@ -342,6 +409,46 @@ pub fn run(a: &RegretArgs) -> CliResult {
         "\nTargets: median <= {}, p90 <= {}.\n",
         a.max_median, a.max_p90
     )?;
+    if !unmeasured.is_empty() {
+        writeln!(
+            r,
+            "Left out of the figures where the fallback picked a perf config the log never timed on them (added to the manifest after they were measured): {}.\n",
+            code_list(&unmeasured)
+        )?;
+    }
+    if !unseen_rows.is_empty() {
+        writeln!(r, "## Networks never measured into the DBs\n")?;
+        writeln!(
+            r,
+            "Each problem ranked by the fallback with every committed problem in the model (what a device running these DBs picks), the pick's time read from a find run into a scratch DB (`{}`). `geomean` = per-layer geometric mean of pick / best.\n",
+            a.unseen_log.display()
+        )?;
+        if !shared_with_lists.is_empty() {
+            writeln!(
+                r,
+                "Left out: layers the find-db has (from another network's list), which run from their own record: {}.\n",
+                code_list(&shared_with_lists)
+            )?;
+        }
+        writeln!(r, "| network | problems | geomean | median | p90 | max | within 10% of best | cost model median | cost model p90 | solver part p90 | config part p90 |")?;
+        writeln!(r, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+        for (label, outcomes) in &unseen_rows {
+            let logs: f64 = outcomes.iter().map(|o| o.regret.ln()).sum();
+            let geomean = (logs / outcomes.len().max(1) as f64).exp();
+            let mut line = String::new();
+            row(label, outcomes, &mut line)?;
+            // The summary row with the geomean after the count.
+            let cells: Vec<&str> = line.trim_end().split(" | ").collect();
+            writeln!(
+                r,
+                "{} | {} | {geomean:.3} | {}",
+                cells[0],
+                cells[1],
+                cells[2..].join(" | ")
+            )?;
+        }
+        writeln!(r)?;
+    }
     writeln!(r, "## Worst picks, leave one network out\n")?;
     writeln!(
         r,
