@@ -34,7 +34,7 @@ step "ResNet-50 FP32 NHWC" "${RESNET_SECONDS:-200}" --force --layout NHWC --type
   --problems $(lists resnet50.txt)
 step "first layers" "${FIRST_SECONDS:-60}" --force --tf32 --problems "$OUT/first-layers.txt"
 step "new solvers" "${REFRESH_SECONDS:-150}" --refresh --layout "${REFRESH_LAYOUT:-NHWC}" --tf32 \
-  --problems $(lists mobilenet_v2.txt resnet50.txt vae_decoder.txt yolo_detector.txt)
+  --problems $(lists mobilenet_v2.txt resnet50.txt vae_decoder.txt yolo_detector.txt mobilenet_v3_se.txt)
 step "other FP32 NHWC" "${OTHER_SECONDS:-150}" --force --layout NHWC --type FP32 --tf32 \
   --problems $(lists mobilenet_v2.txt vae_decoder.txt yolo_detector.txt)
 rm -f "$OUT/step.txt"

@@ -11,6 +11,7 @@
 
 pub mod cutlass;
 mod depthwise;
+mod dot1x1;
 mod gemm1x1;
 mod grouped;
 mod igemm;
@@ -296,6 +297,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::NCHW_TF32,
     &grouped::DirectGrouped,
     &depthwise::DirectDepthwise,
+    &dot1x1::Dot1x1,
     &narrow::MmaNarrow,
     &wgmma::GEMM_1X1,
     &wgmma::IMPLICIT_GEMM,
@@ -660,6 +662,15 @@ mod tests {
                 pad: [0, 0, 0],
                 layouts: [kiln_format::Layout::Nhwc; 3],
                 math: kiln_format::MathMode::AllowTf32,
+                ..base
+            },
+            // A squeeze-and-excitation layer: 1x1 over pooled 1x1 maps.
+            ConvSpec {
+                input: [1, 1, 1],
+                filter: [1, 1, 1],
+                pad: [0, 0, 0],
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                data_types: [DataType::Fp16; 3],
                 ..base
             },
         ]

@@ -43,7 +43,7 @@ pub struct RegretArgs {
     #[arg(long, default_value = "targets/sm_90_132")]
     target_dir: PathBuf,
     /// Problem lists, one per network (their file names name the networks).
-    #[arg(long, num_args = 1.., default_values = ["ci/problems/resnet50.txt", "ci/problems/mobilenet_v2.txt", "ci/problems/vae_decoder.txt", "ci/problems/yolo_detector.txt"])]
+    #[arg(long, num_args = 1.., default_values = ["ci/problems/resnet50.txt", "ci/problems/mobilenet_v2.txt", "ci/problems/vae_decoder.txt", "ci/problems/yolo_detector.txt", "ci/problems/mobilenet_v3_se.txt"])]
     problems: Vec<PathBuf>,
     /// Networks never measured into the DBs (their problem lists) and the log of a find run on
     /// them into a scratch DB: their problems are ranked by the fallback with every committed

@@ -76,6 +76,12 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(2, 40, 72, [21, 18], [5, 3], [2, 1], [2, 1], [1, 2], 1),
         // A deep 1x1 over few pixels: split-K of the 1x1 GEMM, partial output-channel tiles.
         d2(1, 320, 40, [6, 5], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        // Squeeze-and-excitation layers on pooled 1x1 maps (ConvDot1x1Fwd): a squeeze to 6
+        // channels over 144, an excitation from 6 (2-channel loads), and 40 pixels x 1160
+        // channels (a partial last load step and pixel tile).
+        d2(32, 144, 6, [1, 1], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        d2(5, 6, 144, [1, 1], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        d2(10, 1160, 48, [2, 2], [1, 1], [0, 0], [1, 1], [1, 1], 1),
         // More output tiles than SMs (the persistent Hopper kernels), partial channel tiles.
         d2(4, 64, 96, [56, 56], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         d2(4, 64, 96, [40, 40], [1, 1], [0, 0], [1, 1], [1, 1], 1),

@@ -1,0 +1,193 @@
+//! `ConvDot1x1Fwd` (`kernels/conv_dot1x1.cpp`): 1x1 convolutions over few output pixels
+//! (squeeze-and-excitation layers on pooled 1x1 maps, classifier heads) on CUDA cores, each warp
+//! a tile of (pixel, output channel) dot products with its lanes along the channels, FP32
+//! accumulation. A GEMM kernel's 64 x 64 tiles leave most SMs idle on these layers and run the
+//! whole reduction in one block; here the work spreads over every warp the problem has.
+//! NVIDIA archs (manifest). Perf config: `vec,pixels_per_warp,channels_per_warp,warps`.
+
+use kiln_format::{ConvProblem, Layout};
+
+use super::params::values;
+use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
+
+/// The solver's id.
+pub const ID: &str = "ConvDot1x1Fwd";
+
+/// Most output pixels (N x OH x OW) the solver takes: past this a GEMM's tiles are full and win.
+pub const MAX_PIXELS: u64 = 256;
+
+/// The few-pixel 1x1 solver.
+pub struct Dot1x1;
+
+/// A perf config, parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Config {
+    /// Channels per vector load.
+    vec: u32,
+    /// Output pixels and output channels per warp.
+    tile: [u32; 2],
+    warps: u32,
+}
+
+impl Config {
+    fn parse(params: &str) -> Option<Config> {
+        let &[vec, tm, tk, warps] = values(params).as_slice() else {
+            return None;
+        };
+        (matches!(vec, 1 | 2 | 4 | 8)
+            && (1..=8).contains(&tm)
+            && (1..=8).contains(&tk)
+            && tm * tk <= 32
+            && (1..=8).contains(&warps))
+        .then_some(Config {
+            vec,
+            tile: [tm, tk],
+            warps,
+        })
+    }
+
+    /// Warp tiles: pixel tiles x output-channel tiles.
+    fn warp_tiles(&self, p: &ConvProblem) -> u64 {
+        pixels(p).div_ceil(self.tile[0] as u64) * (p.k() as u64).div_ceil(self.tile[1] as u64)
+    }
+}
+
+/// Output pixels of every image: the rows of x and y.
+fn pixels(p: &ConvProblem) -> u64 {
+    let [_, h, w] = p.output();
+    p.n() as u64 * h as u64 * w as u64
+}
+
+impl Solver for Dot1x1 {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn applicable(
+        &self,
+        p: &ConvProblem,
+        _: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable> {
+        let cfg = Config::parse(params)
+            .ok_or("perf config is not vec,pixels,channels,warps (vec 1, 2, 4 or 8)")?;
+        if p.spatial_dims() != 2 || p.groups() != 1 {
+            return Err("needs a 2-D convolution with one group");
+        }
+        if p.filter() != [1, 1, 1]
+            || p.stride() != [1, 1, 1]
+            || p.pad() != [0, 0, 0]
+            || p.dilation() != [1, 1, 1]
+        {
+            return Err("needs a 1x1 filter, stride 1, no padding or dilation");
+        }
+        // x, w and y must be [pixels][C], [K][C] and [pixels][K]: NHWC, or NCHW over 1x1 maps.
+        let [_, h, w] = p.input();
+        if p.layouts()[0] != Layout::Nhwc && (h, w) != (1, 1) {
+            return Err("needs NHWC, or NCHW over 1x1 maps");
+        }
+        if pixels(p) > MAX_PIXELS {
+            return Err("more than 256 output pixels (a GEMM kernel's tiles fill there)");
+        }
+        if !p.c().is_multiple_of(cfg.vec) {
+            return Err("C is not a multiple of the config's vector width");
+        }
+        Ok(())
+    }
+
+    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
+        let Some(cfg) = Config::parse(params) else {
+            return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
+        };
+        let blocks = cfg.warp_tiles(p).div_ceil(cfg.warps as u64);
+        LaunchPlan::single(
+            [blocks.min(u32::MAX as u64) as u32, 1, 1],
+            [32 * cfg.warps, 1, 1],
+        )
+    }
+
+    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
+        let Some(cfg) = Config::parse(params) else {
+            return f64::INFINITY;
+        };
+        // Each warp walks C in steps of 32 lanes x vec channels, one dependent step after
+        // another (about 0.5 us each from L2, the first from memory); each SM runs up to 64
+        // warps side by side. The weights are read once, from memory.
+        let steps = (p.c() as u64).div_ceil(32 * cfg.vec as u64) as f64;
+        let waves = (cfg.warp_tiles(p) as f64 / (132.0 * 64.0)).ceil();
+        let [_, w, _] = p.element_counts();
+        let weight_ms = (w * p.data_types()[0].size_bytes() as u64) as f64 / 2.5e9;
+        // Lanes past C idle: 48 channels in 8-channel loads keep 6 of 32 busy.
+        let lane_fill = p.c() as f64 / (steps * 32.0 * cfg.vec as f64);
+        (waves * (0.001 + steps * 0.0005) / lane_fill.max(0.25)).max(weight_ms) + 0.002
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_format::{ConvSpec, DataType};
+
+    fn squeeze(n: u32, c: u32, k: u32, hw: u32, layout: Layout) -> ConvProblem {
+        ConvProblem::new(ConvSpec {
+            n,
+            c,
+            k,
+            input: [1, hw, hw],
+            layouts: [layout; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn plans_an_excitation_layer() {
+        let caps = super::super::H100_CAPS;
+        // EfficientNet-B0's last excitation: 48 -> 1152 channels on 1x1 maps, batch 32.
+        let p = squeeze(32, 48, 1152, 1, Layout::Nhwc);
+        assert!(Dot1x1.applicable(&p, &caps, "8,4,4,4").is_ok());
+        let plan = Dot1x1.launch_plan(&p, "8,4,4,4");
+        // 8 pixel tiles x 288 channel tiles, 4 warps a block.
+        assert_eq!(plan.kernels[0].grid, [8 * 288 / 4, 1, 1]);
+        assert_eq!(plan.kernels[0].block, [128, 1, 1]);
+        assert_eq!(plan.workspace_bytes, 0);
+        // NCHW over 1x1 maps is the same bytes.
+        assert!(Dot1x1
+            .applicable(&squeeze(32, 48, 1152, 1, Layout::Nchw), &caps, "8,4,4,4")
+            .is_ok());
+    }
+
+    #[test]
+    fn refuses_what_the_kernel_cannot_run() {
+        let caps = super::super::H100_CAPS;
+        assert_eq!(
+            Dot1x1.applicable(&squeeze(1, 48, 64, 7, Layout::Nchw), &caps, "8,4,4,4"),
+            Err("needs NHWC, or NCHW over 1x1 maps")
+        );
+        assert_eq!(
+            Dot1x1.applicable(&squeeze(32, 48, 64, 7, Layout::Nhwc), &caps, "8,4,4,4"),
+            Err("more than 256 output pixels (a GEMM kernel's tiles fill there)")
+        );
+        assert_eq!(
+            Dot1x1.applicable(&squeeze(32, 6, 144, 1, Layout::Nhwc), &caps, "8,4,4,4"),
+            Err("C is not a multiple of the config's vector width")
+        );
+        assert!(Dot1x1
+            .applicable(&squeeze(32, 6, 144, 1, Layout::Nhwc), &caps, "2,4,4,4")
+            .is_ok());
+        let padded = ConvProblem::new(ConvSpec {
+            pad: [0, 1, 1],
+            ..squeeze(1, 8, 8, 4, Layout::Nhwc).spec()
+        })
+        .unwrap();
+        assert_eq!(
+            Dot1x1.applicable(&padded, &caps, "8,4,4,4"),
+            Err("needs a 1x1 filter, stride 1, no padding or dilation")
+        );
+        assert!(Config::parse("3,4,4,4").is_none());
+        assert!(Config::parse("8,4,4").is_none());
+        // A warp's tile holds at most one sum a lane.
+        assert!(Config::parse("8,8,8,4").is_none());
+    }
+}
