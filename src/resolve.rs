@@ -29,6 +29,10 @@ pub const MAX_SOLVERS: usize = 24;
 /// Measured problems the fallback looks through for a perf config that applies.
 const NEIGHBOURS_FOR_PARAMS: usize = 8;
 
+/// The near measured problems, each with its key parsed (none where the key does not parse).
+type Neighbours<'m> =
+    heapless::Vec<(&'m MeasuredProblem<'static>, Option<ConvProblem>), NEIGHBOURS_FOR_PARAMS>;
+
 /// A problem's own perf-db record: (solver, params) pairs.
 type PerfRecord =
     heapless::Vec<(&'static str, &'static str), { kiln_format::lookup::MAX_SOLUTIONS }>;
@@ -296,10 +300,15 @@ fn fallback(
         }
     };
     let closest = near.first().copied();
+    // Each near problem parsed once, for the cost model's estimates of it.
+    let neighbours: Neighbours = near
+        .iter()
+        .map(|&(m, _)| (m, ConvProblem::from_find_db_key(m.key).ok()))
+        .collect();
     let mut out: heapless::Vec<(bool, Ranked), MAX_SOLVERS> = heapless::Vec::new();
     for solver in registered() {
         let from_neighbours = || {
-            fastest_neighbour_config(p, caps, solver, &near)
+            fastest_neighbour_config(p, caps, solver, &neighbours)
                 .map(|(params, _)| params)
                 .or_else(|| {
                     near.first()?;
@@ -358,17 +367,17 @@ fn fastest_neighbour_config(
     p: &ConvProblem,
     caps: &TargetCaps,
     solver: SolverRef,
-    near: &[(&MeasuredProblem<'static>, f32)],
+    near: &[(&MeasuredProblem<'static>, Option<ConvProblem>)],
 ) -> Option<(&'static str, f64)> {
     let mut best: Option<(&'static str, f64)> = None;
-    for (m, _) in near {
+    for (m, there) in near {
         let Some(s) = m.solvers.iter().find(|s| s.solver == solver.id()) else {
             continue;
         };
         let Some(params) = solver.usable_config(p, caps, s.params) else {
             continue;
         };
-        let time = s.time_ms as f64 * scale_to(p, m, solver, s.params, params);
+        let time = s.time_ms as f64 * scale_to(p, m, there.as_ref(), solver, s.params, params);
         if best.is_none_or(|(_, t)| time < t) {
             best = Some((params, time));
         }
@@ -377,21 +386,22 @@ fn fastest_neighbour_config(
 }
 
 /// How much longer `solver` should take on `p` with `params` than it took on the measured `m`
-/// with `measured_params`: the ratio of its cost model's estimates where both are finite, else
-/// the ratio of their work.
+/// (`there`, its key parsed) with `measured_params`: the ratio of its cost model's estimates
+/// where both are finite, else the ratio of their work.
 fn scale_to(
     p: &ConvProblem,
     m: &MeasuredProblem<'static>,
+    there: Option<&ConvProblem>,
     solver: SolverRef,
     measured_params: &str,
     params: &str,
 ) -> f64 {
     let work = macs(p) / m.macs.max(1.0);
-    let Ok(there) = ConvProblem::from_find_db_key(m.key) else {
+    let Some(there) = there else {
         return work;
     };
     let ratio =
-        solver.imp.estimated_ms(p, params) / solver.imp.estimated_ms(&there, measured_params);
+        solver.imp.estimated_ms(p, params) / solver.imp.estimated_ms(there, measured_params);
     if ratio.is_finite() && ratio > 0.0 {
         ratio
     } else {
@@ -496,8 +506,12 @@ mod tests {
         let caps = crate::solvers::H100_CAPS;
         let found = nearest_k::<NEIGHBOURS_FOR_PARAMS>(&model, &p);
         assert_eq!(found[0].0.key, near, "the 256-channel layer is the nearest");
+        let parsed: Vec<_> = found
+            .iter()
+            .map(|&(m, _)| (m, ConvProblem::from_find_db_key(m.key).ok()))
+            .collect();
         let solver = crate::solvers::by_id("ConvWgmmaImplicitGemmFwd").unwrap();
-        let (params, time) = fastest_neighbour_config(&p, &caps, solver, &found).unwrap();
+        let (params, time) = fastest_neighbour_config(&p, &caps, solver, &parsed).unwrap();
         assert_eq!(params, "192,128,4,1");
         // Its time is the farther layer's, scaled by the model: both one wave of 192 x 128
         // tiles, and 160 channels cost three 64-channel steps per tap, as 192 do.

@@ -8,7 +8,7 @@
 use kiln_format::ConvProblem;
 
 use super::params::{tile_fill, values};
-use super::{KernelLaunch, LaunchPlan, NotApplicable, Solver, TargetCaps};
+use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
 
 /// The solver's id.
 pub const ID: &str = "ConvDirectDepthwiseFwd";
@@ -105,23 +105,15 @@ impl Solver for DirectDepthwise {
             return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
         };
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
-        let mut kernels = heapless::Vec::new();
-        // Capacity MAX_KERNELS >= 1.
-        let _ = kernels.push(KernelLaunch {
-            kernel: 0,
-            grid: [
+        LaunchPlan::single_with_shared(
+            [
                 clamp(cfg.strips(p).div_ceil(cfg.threads[1] as u64)),
                 clamp((p.k() as u64).div_ceil(cfg.slice() as u64)),
                 1,
             ],
-            block: [cfg.threads[0], cfg.threads[1], 1],
-            shared_bytes: slice_bytes(p, cfg.slice()) as u32,
-        });
-        LaunchPlan {
-            kernels,
-            workspace_bytes: 0,
-            library: 0,
-        }
+            [cfg.threads[0], cfg.threads[1], 1],
+            slice_bytes(p, cfg.slice()) as u32,
+        )
     }
 
     fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {

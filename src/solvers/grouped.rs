@@ -7,7 +7,7 @@
 use kiln_format::ConvProblem;
 
 use super::params::{three, tile_fill};
-use super::{KernelLaunch, LaunchPlan, NotApplicable, Solver, TargetCaps};
+use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
 
 pub(super) const ID: &str = "ConvDirectGroupedFwd";
 
@@ -65,23 +65,15 @@ impl Solver for DirectGrouped {
         let [_, oh, ow] = p.output();
         let pixels = p.n() as u64 * oh as u64 * ow as u64;
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
-        let mut kernels = heapless::Vec::new();
-        // Capacity MAX_KERNELS >= 1.
-        let _ = kernels.push(KernelLaunch {
-            kernel: 0,
-            grid: [
+        LaunchPlan::single_with_shared(
+            [
                 clamp(pixels.div_ceil(ty as u64)),
                 clamp((p.k() as u64).div_ceil(slice as u64)),
                 1,
             ],
-            block: [tx, ty, 1],
-            shared_bytes: slice_bytes(p, slice) as u32,
-        });
-        LaunchPlan {
-            kernels,
-            workspace_bytes: 0,
-            library: 0,
-        }
+            [tx, ty, 1],
+            slice_bytes(p, slice) as u32,
+        )
     }
 
     fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {

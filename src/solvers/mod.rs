@@ -117,13 +117,18 @@ pub struct LaunchPlan {
 impl LaunchPlan {
     /// A plan of one kernel (the manifest's first function) with no shared memory or workspace.
     pub fn single(grid: [u32; 3], block: [u32; 3]) -> LaunchPlan {
+        LaunchPlan::single_with_shared(grid, block, 0)
+    }
+
+    /// A plan of one kernel with `shared_bytes` of dynamic shared memory and no workspace.
+    pub fn single_with_shared(grid: [u32; 3], block: [u32; 3], shared_bytes: u32) -> LaunchPlan {
         let mut kernels = heapless::Vec::new();
         // Capacity MAX_KERNELS >= 1.
         let _ = kernels.push(KernelLaunch {
             kernel: 0,
             grid,
             block,
-            shared_bytes: 0,
+            shared_bytes,
         });
         LaunchPlan {
             kernels,

@@ -10,7 +10,7 @@ use kiln_format::{ConvProblem, DataType};
 
 use super::cutlass::max_shared_per_block;
 use super::params::values;
-use super::{KernelLaunch, LaunchPlan, NotApplicable, Solver, TargetCaps};
+use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
 
 /// The solver's id.
 pub const ID: &str = "ConvMmaNarrowFwd";
@@ -123,19 +123,11 @@ impl Solver for MmaNarrow {
         };
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
         let [tiles, images] = cfg.grid(p);
-        let mut kernels = heapless::Vec::new();
-        // Capacity MAX_KERNELS >= 1.
-        let _ = kernels.push(KernelLaunch {
-            kernel: 0,
-            grid: [clamp(tiles), clamp(images), 1],
-            block: [32 * cfg.warps, 1, 1],
-            shared_bytes: clamp(cfg.shared_bytes(p)),
-        });
-        LaunchPlan {
-            kernels,
-            workspace_bytes: 0,
-            library: 0,
-        }
+        LaunchPlan::single_with_shared(
+            [clamp(tiles), clamp(images), 1],
+            [32 * cfg.warps, 1, 1],
+            clamp(cfg.shared_bytes(p)),
+        )
     }
 
     fn waits_on_predecessor(&self) -> bool {

@@ -305,8 +305,11 @@ impl Solver for Wgmma {
         } else {
             cfg.units(p).min(PERSISTENT_BLOCKS)
         };
-        let mut plan = LaunchPlan::single([clamp(blocks), 1, 1], [cfg.threads(), 1, 1]);
-        plan.kernels[0].shared_bytes = cfg.shared_bytes(persistent, element_bytes(p));
+        let mut plan = LaunchPlan::single_with_shared(
+            [clamp(blocks), 1, 1],
+            [cfg.threads(), 1, 1],
+            cfg.shared_bytes(persistent, element_bytes(p)),
+        );
         if cfg.stream_k() {
             // The flags, then one FP32 partial tile per block.
             plan.kernels[0].kernel = 3;

@@ -131,6 +131,26 @@ fn summary(regrets: &[f64]) -> (f64, f64, f64, f64) {
     )
 }
 
+/// A summary row's figures after the problem count: median, p90, max, share within 10% of the
+/// best, the cost model's median and p90, and the solver's and the config's parts of p90.
+fn figures(outcomes: &[Outcome]) -> String {
+    let regrets: Vec<f64> = outcomes.iter().map(|o| o.regret).collect();
+    let base: Vec<f64> = outcomes.iter().map(|o| o.baseline_regret).collect();
+    let (med, p90, max, within) = summary(&regrets);
+    let (bmed, bp90, _, _) = summary(&base);
+    let solver: Vec<f64> = outcomes.iter().map(|o| o.solver_regret).collect();
+    let config: Vec<f64> = outcomes
+        .iter()
+        .map(|o| o.regret / o.solver_regret)
+        .collect();
+    let (_, sp90, _, _) = summary(&solver);
+    let (_, cp90, _, _) = summary(&config);
+    format!(
+        "{med:.3} | {p90:.3} | {max:.2} | {:.0}% | {bmed:.3} | {bp90:.3} | {sp90:.3} | {cp90:.3}",
+        within * 100.0
+    )
+}
+
 /// Keys as a comma-separated list of Markdown code spans.
 fn code_list(keys: &std::collections::BTreeSet<String>) -> String {
     keys.iter()
@@ -316,22 +336,11 @@ pub fn run(a: &RegretArgs) -> CliResult {
     let mut failures = Vec::new();
     let mut worst: Vec<Outcome> = Vec::new();
     let row = |label: &str, outcomes: &[Outcome], r: &mut String| -> CliResult {
-        let regrets: Vec<f64> = outcomes.iter().map(|o| o.regret).collect();
-        let base: Vec<f64> = outcomes.iter().map(|o| o.baseline_regret).collect();
-        let (med, p90, max, within) = summary(&regrets);
-        let (bmed, bp90, _, _) = summary(&base);
-        let solver: Vec<f64> = outcomes.iter().map(|o| o.solver_regret).collect();
-        let config: Vec<f64> = outcomes
-            .iter()
-            .map(|o| o.regret / o.solver_regret)
-            .collect();
-        let (_, sp90, _, _) = summary(&solver);
-        let (_, cp90, _, _) = summary(&config);
         writeln!(
             r,
-            "| {label} | {} | {med:.3} | {p90:.3} | {max:.2} | {:.0}% | {bmed:.3} | {bp90:.3} | {sp90:.3} | {cp90:.3} |",
+            "| {label} | {} | {} |",
             outcomes.len(),
-            within * 100.0
+            figures(outcomes)
         )?;
         Ok(())
     };
@@ -435,16 +444,11 @@ pub fn run(a: &RegretArgs) -> CliResult {
         for (label, outcomes) in &unseen_rows {
             let logs: f64 = outcomes.iter().map(|o| o.regret.ln()).sum();
             let geomean = (logs / outcomes.len().max(1) as f64).exp();
-            let mut line = String::new();
-            row(label, outcomes, &mut line)?;
-            // The summary row with the geomean after the count.
-            let cells: Vec<&str> = line.trim_end().split(" | ").collect();
             writeln!(
                 r,
-                "{} | {} | {geomean:.3} | {}",
-                cells[0],
-                cells[1],
-                cells[2..].join(" | ")
+                "| {label} | {} | {geomean:.3} | {} |",
+                outcomes.len(),
+                figures(outcomes)
             )?;
         }
         writeln!(r)?;
