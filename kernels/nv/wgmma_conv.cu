@@ -27,15 +27,6 @@
 //    the edge.
 // The 128-byte swizzle of the TMA loads is the layout wgmma's shared-memory descriptors name
 // (mode 1): rows of 128 B, 8-row atoms 1024 B apart.
-//
-// Built with -DKILN_CLUSTER=2, blocks run as clusters of two that compute vertically adjacent
-// tiles (same output channels, consecutive 128-row bands): both multiply the same KILN_BN x
-// KILN_BK tile of w at every step, so each loads half of it and TMA multicasts that half into
-// both blocks' shared memory, halving w's traffic from L2 (the 3x3 layers at batch 32 are
-// bound by L2 bandwidth: 32 KiB per stage per SM). A stage is refilled only when both blocks'
-// consumers have released it (each consumer arrives on its own and its peer's "empty"
-// barrier), and a block's producer leaves only after every consumer of both blocks has released
-// its last stages (no arrival can then reach an exited block).
 #include "kiln_gpu.h"
 
 #ifndef KILN_BM
@@ -46,12 +37,6 @@
 #endif
 #ifndef KILN_STAGES
 #define KILN_STAGES 4
-#endif
-#ifndef KILN_CLUSTER
-#define KILN_CLUSTER 1
-#endif
-#if KILN_CLUSTER != 1 && KILN_CLUSTER != 2
-#error "KILN_CLUSTER: 1 (no cluster) or 2 (pairs sharing w's tiles)"
 #endif
 #define KILN_CONSUMERS (KILN_BM / 64)
 #define KILN_THREADS ((KILN_CONSUMERS + 1) * 128)
@@ -155,36 +140,6 @@ static __device__ KILN_INLINE void kiln_mbar_wait(kiln_u32 bar, kiln_u32 parity)
         : "memory");
   } while (!done);
 }
-// The block's rank in its cluster (0 without clusters).
-static __device__ KILN_INLINE kiln_u32 kiln_cluster_rank() {
-  kiln_u32 r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// Every thread of every block of the cluster, converged. Relaxed: what must be ordered before
-// it (the barriers' initialisation) is fenced at cluster scope by the caller.
-static __device__ KILN_INLINE void kiln_cluster_sync() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-}
-// A consumer's release of a stage: one arrival on its "empty" barrier in every block of the
-// cluster (each block's producer refills the stage, in both blocks when it multicasts). The
-// arrival's default CTA-scope release suffices: what it orders is this warpgroup's reads of the
-// stage, done (wgmma.wait_group) before it. Releasing at cluster scope measured 2.7x slower
-// end to end: every step waited out the fence.
-static __device__ KILN_INLINE void kiln_release_stage(kiln_u32 bar) {
-#if KILN_CLUSTER == 2
-#pragma unroll
-  for (kiln_u32 rank = 0; rank < 2; ++rank) {
-    asm volatile(
-        "{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; "
-        "mbarrier.arrive.shared::cluster.b64 _, [r]; }" ::"r"(bar),
-        "r"(rank)
-        : "memory");
-  }
-#else
-  kiln_mbar_arrive(bar);
-#endif
-}
 #if !defined(KILN_IM2COL)
 static __device__ KILN_INLINE void kiln_tma_load_2d(kiln_u32 dst, const KilnTensorMap* map, int c0,
                                                     int c1, kiln_u32 bar) {
@@ -194,17 +149,6 @@ static __device__ KILN_INLINE void kiln_tma_load_2d(kiln_u32 dst, const KilnTens
       "l"(map), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 }
-// The same load written to the same offset in every block of `mask`'s cluster ranks, each
-// block's barrier at `bar` counting the bytes that land in its shared memory.
-static __device__ KILN_INLINE void kiln_tma_load_2d_multicast(kiln_u32 dst, const KilnTensorMap* map,
-                                                              int c0, int c1, kiln_u32 bar,
-                                                              unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
-      "cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
-      : "memory");
-}
 #else
 static __device__ KILN_INLINE void kiln_tma_load_3d(kiln_u32 dst, const KilnTensorMap* map, int c0,
                                                     int c1, int c2, kiln_u32 bar) {
@@ -212,15 +156,6 @@ static __device__ KILN_INLINE void kiln_tma_load_3d(kiln_u32 dst, const KilnTens
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
       "%3, %4}], [%5];" ::"r"(dst),
       "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
-      : "memory");
-}
-static __device__ KILN_INLINE void kiln_tma_load_3d_multicast(kiln_u32 dst, const KilnTensorMap* map,
-                                                              int c0, int c1, int c2, kiln_u32 bar,
-                                                              unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
-      "cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
       : "memory");
 }
 // An im2col load: KILN_BK channels from c of the pixels whose filter window starts at (h, w) in image
@@ -612,8 +547,7 @@ static_assert(KILN_EPILOGUE_BYTES <= KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES)
    KILN_STAGES * 16 + 1024)
 
 // A work unit: output tile (m0, n0) and split-K slice z, M fastest so that the blocks running at
-// once share w's tiles in L2 (with clusters, a unit is a cluster's: KILN_CLUSTER vertically
-// adjacent tiles, one per block, the last one past M where the tiles are odd); its slice of the reduction steps is [begin, end) (at least one
+// once share w's tiles in L2; its slice of the reduction steps is [begin, end) (at least one
 // step: the host keeps splits <= reduction steps). Stream-K units say who finishes the tile.
 struct KilnUnit {
   int m0, n0, z, begin, end;
@@ -632,14 +566,13 @@ struct KilnUnit {
 // Where the blocks' shared memory and sizes are, computed once per block.
 struct KilnLayout {
   kiln_u32 raw, stage_a, stage_b, staging, full, empty;
-  // tiles_m: clusters' bands of KILN_CLUSTER tiles along M; rank: the block's in its cluster.
-  int tiles_m, tiles_n, units, c_iters, k_iters, rank;
+  int tiles_m, tiles_n, units, c_iters, k_iters;
 };
 
 static __device__ KILN_INLINE KilnUnit kiln_unit(const KilnTmaConvParams& p, const KilnLayout& l,
                                                  int u) {
   KilnUnit r;
-  r.m0 = ((u % l.tiles_m) * KILN_CLUSTER + l.rank) * KILN_BM;
+  r.m0 = (u % l.tiles_m) * KILN_BM;
   u /= l.tiles_m;
   r.n0 = (u % l.tiles_n) * KILN_BN;
   r.z = u / l.tiles_n;
@@ -701,21 +634,10 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
     const int fr = tap / p.filter_w, fs = tap - fr * p.filter_w;
     kiln_tma_load_im2col(l.stage_a + s * KILN_A_BYTES, &p.x, c0, w0, h0, image,
                          (unsigned short)(fs * p.dil_w), (unsigned short)(fr * p.dil_h), full);
-#if KILN_CLUSTER == 2
-    // This block's half of w's tile (the map's box is KILN_BN / 2 rows), into both blocks.
-    kiln_tma_load_3d_multicast(l.stage_b + s * KILN_B_BYTES + l.rank * (KILN_B_BYTES / 2), &p.w,
-                               c0, tap, t.n0 + l.rank * (KILN_BN / 2), full, 0x3);
-#else
     kiln_tma_load_3d(l.stage_b + s * KILN_B_BYTES, &p.w, c0, tap, t.n0, full);
-#endif
 #else
     kiln_tma_load_2d(l.stage_a + s * KILN_A_BYTES, &p.x, it * KILN_BK, t.m0, full);
-#if KILN_CLUSTER == 2
-    kiln_tma_load_2d_multicast(l.stage_b + s * KILN_B_BYTES + l.rank * (KILN_B_BYTES / 2), &p.w,
-                               it * KILN_BK, t.n0 + l.rank * (KILN_BN / 2), full, 0x3);
-#else
     kiln_tma_load_2d(l.stage_b + s * KILN_B_BYTES, &p.w, it * KILN_BK, t.n0, full);
-#endif
 #endif
   }
 }
@@ -748,14 +670,12 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     // Keep this stage's group in flight; the previous one is done after the wait, so its
     // stage goes back to the producer.
     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-    if (j > 0 && threadIdx.x % 128 == 0) kiln_release_stage(l.empty + 8 * ((g - 1) % KILN_STAGES));
+    if (j > 0 && threadIdx.x % 128 == 0) kiln_mbar_arrive(l.empty + 8 * ((g - 1) % KILN_STAGES));
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   kiln_fence_regs<KILN_BN / 2>(acc);
-  // The unit's last stage goes back too: the producer may be waiting on it for the next unit
-  // (with clusters, the peer's producer may be, for a stage it refills in both blocks).
-  if ((kPersistent || KILN_CLUSTER > 1) && threadIdx.x % 128 == 0)
-    kiln_release_stage(l.empty + 8 * ((g - 1) % KILN_STAGES));
+  // The unit's last stage goes back too: the producer may be waiting on it for the next unit.
+  if (kPersistent && threadIdx.x % 128 == 0) kiln_mbar_arrive(l.empty + 8 * ((g - 1) % KILN_STAGES));
 
   const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
   const int r0 = warp * 16 + lane / 4;
@@ -849,54 +769,6 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
   }
 }
 
-// The producer thread's and the consumer warpgroups' work (the producer warpgroup's other
-// threads have none).
-template <bool kPersistent, bool kStreamK>
-static __device__ KILN_INLINE void kiln_wgmma_roles(const KilnTmaConvParams& p, const KilnLayout& l) {
-  int g = 0;
-  const int first = blockIdx.x / KILN_CLUSTER, step = gridDim.x / KILN_CLUSTER;
-  if (threadIdx.x / 128 == KILN_CONSUMERS) {
-    // Producer: one thread issues every TMA load.
-    if (threadIdx.x % 128 != 0) return;
-    asm volatile("prefetch.tensormap [%0];" ::"l"(&p.x) : "memory");
-    asm volatile("prefetch.tensormap [%0];" ::"l"(&p.w) : "memory");
-    if (kStreamK) {
-      const int stop = kiln_sk_start(l, blockIdx.x + 1);
-      for (int pos = kiln_sk_start(l, blockIdx.x); pos < stop;) {
-        const KilnUnit t = kiln_sk_unit(l, pos, stop);
-        kiln_produce(p, l, t, g);
-        pos += t.end - t.begin;
-      }
-    } else if (kPersistent) {
-      for (int u = first; u < l.units; u += step) kiln_produce(p, l, kiln_unit(p, l, u), g);
-    } else {
-      kiln_produce(p, l, kiln_unit(p, l, first), g);
-    }
-#if KILN_CLUSTER > 1
-    // The block may leave only when no arrival from its peer can still reach its barriers:
-    // wait until both blocks' consumers have released the last uses of every stage. (The
-    // producer warp's other lanes must not wait at a cluster barrier instead: lanes parked
-    // there starved this thread, and every step took a microsecond.)
-    for (int u = g < KILN_STAGES ? 0 : g - KILN_STAGES; u < g; ++u)
-      kiln_mbar_wait(l.empty + 8 * (u % KILN_STAGES), (u / KILN_STAGES) & 1);
-#endif
-    return;
-  }
-  if (kStreamK) {
-    const int stop = kiln_sk_start(l, blockIdx.x + 1);
-    for (int pos = kiln_sk_start(l, blockIdx.x); pos < stop;) {
-      const KilnUnit t = kiln_sk_unit(l, pos, stop);
-      kiln_consume<true, true>(p, l, t, g);
-      pos += t.end - t.begin;
-    }
-  } else if (kPersistent) {
-    for (int u = first; u < l.units; u += step)
-      kiln_consume<true, false>(p, l, kiln_unit(p, l, u), g);
-  } else {
-    kiln_consume<false, false>(p, l, kiln_unit(p, l, first), g);
-  }
-}
-
 // The kernel: barriers set up, then the producer warp and the consumer warpgroups run their
 // units. One-tile (kPersistent false): the grid is every work unit, one each. Persistent: at
 // most one block per SM walks units blockIdx.x, + gridDim.x, ..., its producer running ahead
@@ -914,8 +786,7 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   l.staging = kPersistent ? after_stages : l.stage_a;
   l.full = after_stages + (kPersistent ? KILN_EPILOGUE_BYTES : 0);
   l.empty = l.full + KILN_STAGES * 8;
-  l.tiles_m = (p.m + KILN_BM * KILN_CLUSTER - 1) / (KILN_BM * KILN_CLUSTER);
-  l.rank = KILN_CLUSTER > 1 ? (int)kiln_cluster_rank() : 0;
+  l.tiles_m = (p.m + KILN_BM - 1) / KILN_BM;
   l.tiles_n = (p.k + KILN_BN - 1) / KILN_BN;
   l.units = l.tiles_m * l.tiles_n * max(p.splits, 1);
   l.c_iters = (p.c + KILN_BK - 1) / KILN_BK;
@@ -927,43 +798,61 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < KILN_STAGES; ++s) {
       kiln_mbar_init(l.full + 8 * s, 1);
-      kiln_mbar_init(l.empty + 8 * s, KILN_CONSUMERS * KILN_CLUSTER);
+      kiln_mbar_init(l.empty + 8 * s, KILN_CONSUMERS);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-#if KILN_CLUSTER > 1
-  // The peer's barriers are initialised before any load or arrival reaches them.
-  kiln_cluster_sync();
-#else
   __syncthreads();
-#endif
-  kiln_wgmma_roles<kPersistent, kStreamK>(p, l);
+  int g = 0;
+  if (threadIdx.x / 128 == KILN_CONSUMERS) {
+    // Producer: one thread issues every TMA load.
+    if (threadIdx.x % 128 != 0) return;
+    asm volatile("prefetch.tensormap [%0];" ::"l"(&p.x) : "memory");
+    asm volatile("prefetch.tensormap [%0];" ::"l"(&p.w) : "memory");
+    if (kStreamK) {
+      const int stop = kiln_sk_start(l, blockIdx.x + 1);
+      for (int pos = kiln_sk_start(l, blockIdx.x); pos < stop;) {
+        const KilnUnit t = kiln_sk_unit(l, pos, stop);
+        kiln_produce(p, l, t, g);
+        pos += t.end - t.begin;
+      }
+    } else if (kPersistent) {
+      for (int u = blockIdx.x; u < l.units; u += gridDim.x) kiln_produce(p, l, kiln_unit(p, l, u), g);
+    } else {
+      kiln_produce(p, l, kiln_unit(p, l, blockIdx.x), g);
+    }
+    return;
+  }
+  if (kStreamK) {
+    const int stop = kiln_sk_start(l, blockIdx.x + 1);
+    for (int pos = kiln_sk_start(l, blockIdx.x); pos < stop;) {
+      const KilnUnit t = kiln_sk_unit(l, pos, stop);
+      kiln_consume<true, true>(p, l, t, g);
+      pos += t.end - t.begin;
+    }
+  } else if (kPersistent) {
+    for (int u = blockIdx.x; u < l.units; u += gridDim.x)
+      kiln_consume<true, false>(p, l, kiln_unit(p, l, u), g);
+  } else {
+    kiln_consume<false, false>(p, l, kiln_unit(p, l, blockIdx.x), g);
+  }
 }
 
 // The entry points: kiln_wgmma_gemm1x1[_persistent], or with KILN_IM2COL
 // kiln_wgmma_implicit_gemm[_persistent].
-// Clusters are the kernels' own attribute: a plain launch of an even grid runs them.
-#if KILN_CLUSTER > 1
-#define KILN_CLUSTER_DIMS __cluster_dims__(KILN_CLUSTER, 1, 1)
-#else
-#define KILN_CLUSTER_DIMS
-#endif
 #if defined(KILN_IM2COL)
 #define KILN_ENTRY(SUFFIX) kiln_wgmma_implicit_gemm##SUFFIX
 #else
 #define KILN_ENTRY(SUFFIX) kiln_wgmma_gemm1x1##SUFFIX
 #endif
-extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1) KILN_CLUSTER_DIMS
+extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
     KILN_ENTRY()(const __grid_constant__ KilnTmaConvParams p) {
   kiln_wgmma_conv<false, false>(p);
 }
-extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1) KILN_CLUSTER_DIMS
+extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
     KILN_ENTRY(_persistent)(const __grid_constant__ KilnTmaConvParams p) {
   kiln_wgmma_conv<true, false>(p);
 }
-#if defined(KILN_STREAM_K) && KILN_CLUSTER > 1
-#error "stream-K is built without clusters"
-#endif
 #if defined(KILN_STREAM_K)
 // Stream-K (the host passes splits = 0): one block per SM, each an even share of every tile's
 // reduction steps; partial tiles are finished by the block that computed their first steps.

@@ -308,10 +308,6 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &wgmma::IMPLICIT_GEMM,
     &wgmma::GEMM_1X1_TF32,
     &wgmma::IMPLICIT_GEMM_TF32,
-    &wgmma::GEMM_1X1_MULTICAST,
-    &wgmma::IMPLICIT_GEMM_MULTICAST,
-    &wgmma::GEMM_1X1_MULTICAST_TF32,
-    &wgmma::IMPLICIT_GEMM_MULTICAST_TF32,
     &wgmma::FIRST_LAYER,
 ];
 

@@ -9,12 +9,6 @@
 //!   per load.
 //! * `ConvWgmmaGemm1x1Tf32Fwd`, `ConvWgmmaImplicitGemmTf32Fwd`: the same kernels for FP32 data
 //!   multiplied as TF32 (manifest `math = "tf32"`: only problems that opt in).
-//! * The `...MulticastFwd` and `...MulticastTf32Fwd` forms of all four (built with
-//!   `KILN_CLUSTER=2`): blocks run as clusters of two computing vertically adjacent tiles, each
-//!   loading half of the w tile both multiply and multicasting it into both blocks' shared
-//!   memory (half of w's L2 traffic). The grid is a whole number of pairs; where the tiles
-//!   along M are odd, the last pair's second tile lies past M (loads read zeros, stores are
-//!   masked). No stream-K.
 //!
 //! The kernels take one argument, `KilnTmaConvParams`: two TMA tensor maps (x and w) that kiln
 //! encodes on the host through the driver at prepare time, y's address, the sizes and the
@@ -47,30 +41,14 @@ pub const TF32_ID: &str = "ConvWgmmaGemm1x1Tf32Fwd";
 /// The im2col solver's id for FP32 data in TF32 math.
 pub const IMPLICIT_GEMM_TF32_ID: &str = "ConvWgmmaImplicitGemmTf32Fwd";
 
-/// The 1x1 solver's id, clusters of two multicasting w.
-pub const MULTICAST_ID: &str = "ConvWgmmaGemm1x1MulticastFwd";
-
-/// The im2col solver's id, clusters of two multicasting w.
-pub const IMPLICIT_GEMM_MULTICAST_ID: &str = "ConvWgmmaImplicitGemmMulticastFwd";
-
-/// The 1x1 TF32 solver's id, clusters of two multicasting w.
-pub const TF32_MULTICAST_ID: &str = "ConvWgmmaGemm1x1MulticastTf32Fwd";
-
-/// The im2col TF32 solver's id, clusters of two multicasting w.
-pub const IMPLICIT_GEMM_TF32_MULTICAST_ID: &str = "ConvWgmmaImplicitGemmMulticastTf32Fwd";
-
 /// Every wgmma solver's id (they share a block shape: a producer warpgroup and one consumer
 /// warpgroup per 64 rows).
 #[cfg(test)]
-pub const IDS: [&str; 9] = [
+pub const IDS: [&str; 5] = [
     ID,
     IMPLICIT_GEMM_ID,
     TF32_ID,
     IMPLICIT_GEMM_TF32_ID,
-    MULTICAST_ID,
-    IMPLICIT_GEMM_MULTICAST_ID,
-    TF32_MULTICAST_ID,
-    IMPLICIT_GEMM_TF32_MULTICAST_ID,
     FIRST_LAYER_ID,
 ];
 
@@ -151,13 +129,9 @@ impl Config {
         gemm_rows(p).div_ceil(self.rows as u64) * (p.k() as u64).div_ceil(self.cols as u64)
     }
 
-    /// Work units of clusters of `cluster` blocks (1: no clusters): bands of `cluster` tiles
-    /// along M (`KilnLayout::tiles_m`) times the tiles along N times split-K slices.
-    fn units(&self, p: &ConvProblem, cluster: u32) -> u64 {
-        let band = self.rows as u64 * cluster as u64;
-        gemm_rows(p).div_ceil(band)
-            * (p.k() as u64).div_ceil(self.cols as u64)
-            * self.splits.max(1) as u64
+    /// Work units: output tiles times split-K slices.
+    fn units(&self, p: &ConvProblem) -> u64 {
+        self.tiles(p) * self.splits.max(1) as u64
     }
 
     fn stream_k(&self) -> bool {
@@ -169,9 +143,9 @@ impl Config {
         (self.tiles(p) * reduction_steps(p)).min(PERSISTENT_BLOCKS)
     }
 
-    /// Whether `p` runs a persistent entry: stream-K, or more blocks than SMs.
-    fn persistent(&self, p: &ConvProblem, cluster: u32) -> bool {
-        self.stream_k() || self.units(p, cluster) * cluster as u64 > PERSISTENT_BLOCKS
+    /// Whether `p` runs a persistent entry: stream-K, or more work units than SMs.
+    fn persistent(&self, p: &ConvProblem) -> bool {
+        self.stream_k() || self.units(p) > PERSISTENT_BLOCKS
     }
 }
 
@@ -212,8 +186,6 @@ pub struct Wgmma {
     /// FP32 data in TF32 math (else FP16 or BF16). The TF32 objects also carry the stream-K
     /// entry (split-K value 0): the only layers where it measured faster.
     tf32: bool,
-    /// Blocks per cluster (`KILN_CLUSTER`): 1, or 2 sharing w's tiles by TMA multicast.
-    cluster: u32,
 }
 
 /// `ConvWgmmaGemm1x1Fwd`.
@@ -221,7 +193,6 @@ pub static GEMM_1X1: Wgmma = Wgmma {
     id: ID,
     im2col: false,
     tf32: false,
-    cluster: 1,
 };
 
 /// `ConvWgmmaImplicitGemmFwd`.
@@ -229,7 +200,6 @@ pub static IMPLICIT_GEMM: Wgmma = Wgmma {
     id: IMPLICIT_GEMM_ID,
     im2col: true,
     tf32: false,
-    cluster: 1,
 };
 
 /// `ConvWgmmaGemm1x1Tf32Fwd`.
@@ -237,7 +207,6 @@ pub static GEMM_1X1_TF32: Wgmma = Wgmma {
     id: TF32_ID,
     im2col: false,
     tf32: true,
-    cluster: 1,
 };
 
 /// `ConvWgmmaImplicitGemmTf32Fwd`.
@@ -245,39 +214,6 @@ pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
     id: IMPLICIT_GEMM_TF32_ID,
     im2col: true,
     tf32: true,
-    cluster: 1,
-};
-
-/// `ConvWgmmaGemm1x1MulticastFwd`.
-pub static GEMM_1X1_MULTICAST: Wgmma = Wgmma {
-    id: MULTICAST_ID,
-    im2col: false,
-    tf32: false,
-    cluster: 2,
-};
-
-/// `ConvWgmmaImplicitGemmMulticastFwd`.
-pub static IMPLICIT_GEMM_MULTICAST: Wgmma = Wgmma {
-    id: IMPLICIT_GEMM_MULTICAST_ID,
-    im2col: true,
-    tf32: false,
-    cluster: 2,
-};
-
-/// `ConvWgmmaGemm1x1MulticastTf32Fwd`.
-pub static GEMM_1X1_MULTICAST_TF32: Wgmma = Wgmma {
-    id: TF32_MULTICAST_ID,
-    im2col: false,
-    tf32: true,
-    cluster: 2,
-};
-
-/// `ConvWgmmaImplicitGemmMulticastTf32Fwd`.
-pub static IMPLICIT_GEMM_MULTICAST_TF32: Wgmma = Wgmma {
-    id: IMPLICIT_GEMM_TF32_MULTICAST_ID,
-    im2col: true,
-    tf32: true,
-    cluster: 2,
 };
 
 impl Solver for Wgmma {
@@ -343,16 +279,15 @@ impl Solver for Wgmma {
         if cfg.splits as u64 > reduction_steps(p) {
             return Err("more split-K slices than reduction steps");
         }
-        if cfg.stream_k() && (!self.tf32 || self.cluster > 1) {
-            return Err("stream-K is built into the TF32 objects without clusters only");
+        if cfg.stream_k() && !self.tf32 {
+            return Err("stream-K is built into the TF32 objects only");
         }
         // The stream-K entry spills registers at 256 rows (two warpgroups' worth of owner
         // bookkeeping on top of 64 accumulators per thread).
         if cfg.stream_k() && cfg.rows > 128 {
             return Err("stream-K is built for tiles of at most 128 rows");
         }
-        if cfg.shared_bytes(cfg.persistent(p, self.cluster), element_bytes(p))
-            > max_shared_per_block(target.arch)
+        if cfg.shared_bytes(cfg.persistent(p), element_bytes(p)) > max_shared_per_block(target.arch)
         {
             return Err("tile needs more shared memory than this arch gives a block");
         }
@@ -364,13 +299,11 @@ impl Solver for Wgmma {
             return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
         };
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
-        let persistent = cfg.persistent(p, self.cluster);
-        // Clusters: a whole number of them, at most one block per SM.
-        let cluster = self.cluster as u64;
+        let persistent = cfg.persistent(p);
         let blocks = if cfg.stream_k() {
             cfg.stream_k_blocks(p)
         } else {
-            cfg.units(p, self.cluster).min(PERSISTENT_BLOCKS / cluster) * cluster
+            cfg.units(p).min(PERSISTENT_BLOCKS)
         };
         let mut plan = LaunchPlan::single_with_shared(
             [clamp(blocks), 1, 1],
@@ -417,7 +350,7 @@ impl Solver for Wgmma {
             (reduction_steps(p) * block_k(p) as u64) as f64,
         );
         let splits = cfg.splits.max(1) as f64;
-        let blocks = (cfg.units(p, self.cluster) * self.cluster as u64) as f64;
+        let blocks = (m / cfg.rows as f64).ceil() * (n / cfg.cols as f64).ceil() * splits;
         // Sustained wgmma rate on these small GEMMs (measured 300-600 TFLOP/s on ResNet-50's
         // 1x1 layers in FP16; TF32's peak is half FP16's), HBM3 bandwidth, and a launch.
         let rate = if self.tf32 { 225_000.0 } else { 450_000.0 };
@@ -473,8 +406,6 @@ impl Solver for Wgmma {
         let [_, stride_h, stride_w] = p.stride();
         let taps = r as u64 * s as u64;
         let block_k = block_k(p);
-        // Rows of w per load: a cluster's blocks load one share of the tile each.
-        let w_rows = cfg.cols / self.cluster;
         let (x, w_map) = if self.im2col {
             let (lower_h, upper_h) = corners(p, 0);
             let (lower_w, upper_w) = corners(p, 1);
@@ -495,7 +426,7 @@ impl Solver for Wgmma {
                 TensorMapShape {
                     rank: 3,
                     dims: [c, taps, k, 1, 1],
-                    boxes: TmaBoxes::Tiled([block_k, 1, w_rows, 1, 1]),
+                    boxes: TmaBoxes::Tiled([block_k, 1, cfg.cols, 1, 1]),
                     swizzle: true,
                 },
             )
@@ -510,7 +441,7 @@ impl Solver for Wgmma {
                 TensorMapShape {
                     rank: 2,
                     dims: [c, k, 1, 1, 1],
-                    boxes: TmaBoxes::Tiled([block_k, w_rows, 1, 1, 1]),
+                    boxes: TmaBoxes::Tiled([block_k, cfg.cols, 1, 1, 1]),
                     swizzle: true,
                 },
             )
@@ -990,7 +921,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             IMPLICIT_GEMM.applicable(&half, &h100, "128,128,4,0"),
-            Err("stream-K is built into the TF32 objects without clusters only")
+            Err("stream-K is built into the TF32 objects only")
         );
         // A 64-channel 1x1 over 49 pixels: one tile, two steps: two blocks.
         let tiny = ConvProblem::new(ConvSpec {
