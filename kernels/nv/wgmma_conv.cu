@@ -140,7 +140,7 @@ static __device__ KILN_INLINE void kiln_mbar_wait(kiln_u32 bar, kiln_u32 parity)
         : "memory");
   } while (!done);
 }
-#if !defined(KILN_IM2COL) && !defined(KILN_HALO)
+#if !defined(KILN_IM2COL)
 static __device__ KILN_INLINE void kiln_tma_load_2d(kiln_u32 dst, const KilnTensorMap* map, int c0,
                                                     int c1, kiln_u32 bar) {
   asm volatile(
@@ -158,19 +158,6 @@ static __device__ KILN_INLINE void kiln_tma_load_3d(kiln_u32 dst, const KilnTens
       "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
-#endif
-#if defined(KILN_HALO) || defined(KILN_FIRST_LAYER)
-// A tiled 4-D load (the halo kernel: an input patch; first layers: packed input rows).
-static __device__ KILN_INLINE void kiln_tma_load_4d(kiln_u32 dst, const KilnTensorMap* map, int c0,
-                                                    int c1, int c2, int c3, kiln_u32 bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
-      "%3, %4, %5}], [%6];" ::"r"(dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
-      : "memory");
-}
-#endif
-#if defined(KILN_IM2COL)
 // An im2col load: KILN_BK channels from c of the pixels whose filter window starts at (h, w) in image
 // n and the next KILN_BM - 1 windows, each shifted by the tap's offsets (off_w, off_h).
 static __device__ KILN_INLINE void kiln_tma_load_im2col(kiln_u32 dst, const KilnTensorMap* map,
@@ -278,6 +265,14 @@ template <int R> static __device__ KILN_INLINE void kiln_fence_regs(float* d) {
 #define KILN_FL_CPAD (8 / KILN_FL_STRIDE)
 #define KILN_PITCH (KILN_BN / 2 + 4)
 
+static __device__ KILN_INLINE void kiln_tma_load_4d(kiln_u32 dst, const KilnTensorMap* map, int c0,
+                                                    int c1, int c2, int c3, kiln_u32 bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3, %4, %5}], [%6];" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
 // A descriptor for the unswizzled, overlapping patch operand: start, 16 bytes between core
 // matrices along K (leading), 128 bytes between 8-row groups (stride), no swizzle.
 static __device__ KILN_INLINE kiln_u64 kiln_patch_desc(kiln_u32 addr) {
@@ -540,12 +535,9 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
 // conflicts, keeping rows 16-byte aligned.
 #define KILN_PITCH (KILN_BN * KILN_ELEM_BYTES / 4 + 4)
 #define KILN_EPILOGUE_BYTES (KILN_BM * KILN_PITCH * 4)
-// The one-tile kernel stages y in its pipeline stages (the halo kernel's A stages are sized at
-// run time: the host checks that the tile fits).
-#if !defined(KILN_HALO)
+// The one-tile kernel stages y in its pipeline stages.
 static_assert(KILN_EPILOGUE_BYTES <= KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES),
               "the output tile does not fit in the stages");
-#endif
 // Dynamic shared memory (the launch asks for exactly this; src/solvers/wgmma.rs mirrors it): the
 // stages, the persistent kernel's output staging tile (its own, so that the producer can load
 // the next tile while the consumers store this one; the one-tile kernel stages y in the stages),
@@ -575,47 +567,7 @@ struct KilnUnit {
 struct KilnLayout {
   kiln_u32 raw, stage_a, stage_b, staging, full, empty;
   int tiles_m, tiles_n, units, c_iters, k_iters;
-#if defined(KILN_HALO)
-  // The halo kernel: each A stage holds halo_rows input rows of halo_w pixels (a_bytes, a
-  // multiple of the 1024-byte swizzle atom), in a ring of KILN_HALO_A_STAGES with its own
-  // barriers; an image's output pixels are tiled as tiles_image tiles of virtual rows.
-  kiln_u32 a_bytes, full_a, empty_a;
-  int halo_w, halo_rows, tiles_image;
-#endif
 };
-
-#if defined(KILN_HALO)
-// ---- The halo kernel (KILN_HALO): stride-1 convolutions with a filter of several taps. ------
-//
-// The im2col kernel loads A once per filter tap: a 3x3 layer reads each input pixel nine times
-// from L2, which bounds the 56x56 and 28x28 layers of ResNet. Here a block loads, per 128 bytes
-// of channels, the input rows its output tile covers plus the filter's halo (one TMA box of the
-// input, zero-filled past every edge: the padding), and all R x S taps multiply out of that one
-// patch. The trick is to index outputs by the patch's row pitch: output pixel (oh, ow) is
-// virtual row v = oh * halo_w + ow of its image, halo_w = out_w + S - 1 the patch's width, and
-// its window's tap (r, s) is patch pixel v - v_first_row + r * halo_w + s: every tap's A
-// operand is the patch shifted by whole 128-byte rows, which a shared-memory descriptor
-// addresses directly (the 128-byte swizzle is a function of the shared-memory address, so a
-// shifted start stays consistent with what TMA wrote). Virtual rows with ow >= out_w (S - 1
-// per output row) are computed and dropped: 3.4% of the work at 56x56, 12.5% at 14x14.
-#define KILN_HALO_A_STAGES 2
-
-// Output row (NHWC pixel index) of row r of unit t's tile, or -1 for a dropped virtual row.
-static __device__ KILN_INLINE int kiln_out_row(const KilnTmaConvParams& p, const KilnLayout& l,
-                                               int m0, int r) {
-  const int tile = m0 / KILN_BM;
-  const int image = tile / l.tiles_image;
-  const int v = (tile - image * l.tiles_image) * KILN_BM + r;
-  const int oh = v / l.halo_w, ow = v - oh * l.halo_w;
-  return oh < p.out_h && ow < p.out_w ? (image * p.out_h + oh) * p.out_w + ow : -1;
-}
-#else
-// Output row of row r of unit t's tile, or -1 past the last.
-static __device__ KILN_INLINE int kiln_out_row(const KilnTmaConvParams& p, const KilnLayout&,
-                                               int m0, int r) {
-  return m0 + r < p.m ? m0 + r : -1;
-}
-#endif
 
 static __device__ KILN_INLINE KilnUnit kiln_unit(const KilnTmaConvParams& p, const KilnLayout& l,
                                                  int u) {
@@ -664,43 +616,7 @@ static __device__ KILN_INLINE float4* kiln_sk_slot(const KilnTmaConvParams& p, i
 
 // The producer's loads of one unit; g counts the block's stages over all its units.
 static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, const KilnLayout& l,
-                                                const KilnUnit& t, int& g, int& ga) {
-#if defined(KILN_HALO)
-  // Two producer threads: the first warp's streams w, one stage per step (group-major,
-  // tap-minor: a patch serves the taps that follow it); the second warp's loads the patches,
-  // input rows from the tile's first output row minus the padding, columns from -pad_w,
-  // halo_rows x halo_w pixels of 128 bytes of channels per group of steps. Apart, the next
-  // patch is requested as soon as its stage is free, a whole group of steps ahead; issued in
-  // step order by one thread it waited behind the w ring, a few steps ahead only, and its
-  // latency showed (measured 1.1-1.5x slower than the im2col kernel on ResNet's 3x3 layers).
-  const int taps = p.filter_h * p.filter_w;
-  if (threadIdx.x % 128 != 0) {
-    const int tile = t.m0 / KILN_BM;
-    const int image = tile / l.tiles_image;
-    const int oh0 = (tile - image * l.tiles_image) * KILN_BM / l.halo_w;
-    for (int it = t.begin; it < t.end; ++it) {
-      const int group = it / taps, tap = it - group * taps;
-      if (it != t.begin && tap != 0) continue;
-      const int sa = ga % KILN_HALO_A_STAGES;
-      if (ga >= KILN_HALO_A_STAGES)
-        kiln_mbar_wait(l.empty_a + 8 * sa, ((ga / KILN_HALO_A_STAGES) - 1) & 1);
-      kiln_mbar_expect(l.full_a + 8 * sa, l.halo_rows * l.halo_w * 128);
-      kiln_tma_load_4d(l.stage_a + sa * l.a_bytes, &p.x, group * KILN_BK, -p.pad_w,
-                       oh0 - p.pad_h, image, l.full_a + 8 * sa);
-      ++ga;
-    }
-    return;
-  }
-  for (int it = t.begin; it < t.end; ++it, ++g) {
-    const int group = it / taps, tap = it - group * taps;
-    const int s = g % KILN_STAGES;
-    const kiln_u32 full = l.full + 8 * s;
-    if (g >= KILN_STAGES) kiln_mbar_wait(l.empty + 8 * s, ((g / KILN_STAGES) - 1) & 1);
-    kiln_mbar_expect(full, KILN_B_BYTES);
-    kiln_tma_load_3d(l.stage_b + s * KILN_B_BYTES, &p.w, group * KILN_BK, tap, t.n0, full);
-  }
-#else
-  (void)ga;
+                                                const KilnUnit& t, int& g) {
 #if defined(KILN_IM2COL)
   // Where the tile's first output pixel's filter window starts.
   const int pixels = p.out_h * p.out_w;
@@ -724,7 +640,6 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
     kiln_tma_load_2d(l.stage_b + s * KILN_B_BYTES, &p.w, it * KILN_BK, t.n0, full);
 #endif
   }
-#endif
 }
 
 // A consumer warpgroup's share of one unit: rows [64 g, 64 g + 64) of the tile, multiplied,
@@ -733,53 +648,9 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
 // (scale-d 0); zeroing them instead would make ptxas serialize the wgmma pipeline (C7515).
 template <bool kPersistent, bool kStreamK>
 static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, const KilnLayout& l,
-                                                const KilnUnit& t, int& g, int& ga) {
+                                                const KilnUnit& t, int& g) {
   const int warpgroup = threadIdx.x / 128;
   float acc[KILN_BN / 2];
-#if defined(KILN_HALO)
-  const int taps = p.filter_h * p.filter_w;
-  // The tile's first virtual row within the patch's first row; this warpgroup's 64 rows.
-  const int v0 = (t.m0 / KILN_BM % l.tiles_image) * KILN_BM;
-  const kiln_u32 first_row = (kiln_u32)(v0 % l.halo_w + warpgroup * 64) * 128;
-  int sa = 0;  // the A stage of the current step
-  for (int it = t.begin; it < t.end; ++it, ++g) {
-    const int j = it - t.begin, s = g % KILN_STAGES;
-    const int group = it / taps, tap = it - group * taps;
-    const bool new_patch = it == t.begin || tap == 0;
-    const int prev_sa = sa;
-    if (new_patch) {
-      sa = ga % KILN_HALO_A_STAGES;
-      kiln_mbar_wait(l.full_a + 8 * sa, (ga / KILN_HALO_A_STAGES) & 1);
-      ++ga;
-    }
-    kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    const int fr = tap / p.filter_w, fs = tap - fr * p.filter_w;
-    const kiln_u32 a = l.stage_a + sa * l.a_bytes + first_row + (fr * l.halo_w + fs) * 128;
-    const kiln_u32 b = l.stage_b + s * KILN_B_BYTES;
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-#pragma unroll
-      for (int n = 0; n < KILN_BN / KILN_WN; ++n) {
-        KilnWgmma<KILN_WN>::mma(acc + n * (KILN_WN / 2), kiln_wgmma_desc(a + kk * 32),
-                                kiln_wgmma_desc(b + n * KILN_WN * 128 + kk * 32),
-                                j > 0 || kk > 0);
-      }
-    }
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-    // The previous step's products are done: its w stage goes back, and its patch when this
-    // step starts a new one.
-    if (j > 0 && threadIdx.x % 128 == 0) {
-      kiln_mbar_arrive(l.empty + 8 * ((g - 1) % KILN_STAGES));
-      if (new_patch) kiln_mbar_arrive(l.empty_a + 8 * prev_sa);
-    }
-  }
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  kiln_fence_regs<KILN_BN / 2>(acc);
-  if (threadIdx.x % 128 == 0) kiln_mbar_arrive(l.empty_a + 8 * sa);
-#else
-  (void)ga;
   for (int it = t.begin; it < t.end; ++it, ++g) {
     const int j = it - t.begin, s = g % KILN_STAGES;
     kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
@@ -803,7 +674,6 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   kiln_fence_regs<KILN_BN / 2>(acc);
-#endif
   // The unit's last stage goes back too: the producer may be waiting on it for the next unit.
   if (kPersistent && threadIdx.x % 128 == 0) kiln_mbar_arrive(l.empty + 8 * ((g - 1) % KILN_STAGES));
 
@@ -847,16 +717,15 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     }
   } else if (p.splits > 1) {
     float* part = (float*)p.workspace + (kiln_i64)t.z * p.m * p.k;
-    const int row_lo = kiln_out_row(p, l, t.m0, warpgroup * 64 + r0);
-    const int row_hi = kiln_out_row(p, l, t.m0, warpgroup * 64 + r0 + 8);
+    const int row0 = t.m0 + warpgroup * 64 + r0;
 #pragma unroll
     for (int j = 0; j < KILN_BN / 8; ++j) {
       const int col = t.n0 + j * 8 + 2 * (lane % 4);
       if (col >= p.k) continue;
-      if (row_lo >= 0)
-        *(float2*)(part + (kiln_i64)row_lo * p.k + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
-      if (row_hi >= 0)
-        *(float2*)(part + (kiln_i64)row_hi * p.k + col) =
+      if (row0 < p.m)
+        *(float2*)(part + (kiln_i64)row0 * p.k + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
+      if (row0 + 8 < p.m)
+        *(float2*)(part + (kiln_i64)(row0 + 8) * p.k + col) =
             make_float2(acc[4 * j + 2], acc[4 * j + 3]);
     }
     return;
@@ -892,8 +761,8 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
   unsigned char* y = (unsigned char*)p.y;
   for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
     const int r = i / chunks, ch = i % chunks;
-    const int row = kiln_out_row(p, l, t.m0, warpgroup * 64 + r), col = t.n0 + ch * KILN_VEC;
-    if (row >= 0 && col < p.k) {
+    const int row = t.m0 + warpgroup * 64 + r, col = t.n0 + ch * KILN_VEC;
+    if (row < p.m && col < p.k) {
       *(uint4*)(y + ((kiln_i64)row * p.k + col) * KILN_ELEM_BYTES) =
           *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
     }
@@ -912,31 +781,16 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   KilnLayout l;
   l.raw = kiln_smem(kiln_dyn_smem_base());
   l.stage_a = (l.raw + 1023) & ~1023u;
-#if defined(KILN_HALO)
-  // src/solvers/wgmma.rs sizes the patch (its TMA box) and the shared memory the same way.
-  l.halo_w = p.out_w + p.filter_w - 1;
-  l.halo_rows = p.filter_h + (l.halo_w + KILN_BM + p.filter_w - 3) / l.halo_w;
-  l.a_bytes = (kiln_u32)(l.halo_rows * l.halo_w * 128 + 1023) & ~1023u;
-  l.tiles_image = (p.out_h * l.halo_w + KILN_BM - 1) / KILN_BM;
-  l.stage_b = l.stage_a + KILN_HALO_A_STAGES * l.a_bytes;
-#else
   l.stage_b = l.stage_a + KILN_STAGES * KILN_A_BYTES;
-#endif
   const kiln_u32 after_stages = l.stage_b + KILN_STAGES * KILN_B_BYTES;
   l.staging = kPersistent ? after_stages : l.stage_a;
   l.full = after_stages + (kPersistent ? KILN_EPILOGUE_BYTES : 0);
   l.empty = l.full + KILN_STAGES * 8;
-#if defined(KILN_HALO)
-  l.full_a = l.empty + KILN_STAGES * 8;
-  l.empty_a = l.full_a + KILN_HALO_A_STAGES * 8;
-  l.tiles_m = p.m / (p.out_h * p.out_w) * l.tiles_image;
-#else
   l.tiles_m = (p.m + KILN_BM - 1) / KILN_BM;
-#endif
   l.tiles_n = (p.k + KILN_BN - 1) / KILN_BN;
   l.units = l.tiles_m * l.tiles_n * max(p.splits, 1);
   l.c_iters = (p.c + KILN_BK - 1) / KILN_BK;
-#if defined(KILN_IM2COL) || defined(KILN_HALO)
+#if defined(KILN_IM2COL)
   l.k_iters = p.filter_h * p.filter_w * l.c_iters;
 #else
   l.k_iters = l.c_iters;
@@ -946,36 +800,26 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
       kiln_mbar_init(l.full + 8 * s, 1);
       kiln_mbar_init(l.empty + 8 * s, KILN_CONSUMERS);
     }
-#if defined(KILN_HALO)
-    for (int s = 0; s < KILN_HALO_A_STAGES; ++s) {
-      kiln_mbar_init(l.full_a + 8 * s, 1);
-      kiln_mbar_init(l.empty_a + 8 * s, KILN_CONSUMERS);
-    }
-#endif
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
-  int g = 0, ga = 0;
+  int g = 0;
   if (threadIdx.x / 128 == KILN_CONSUMERS) {
-    // Producer: one thread issues every TMA load (the halo kernel: two, w and the patches).
-#if defined(KILN_HALO)
-    if (threadIdx.x % 128 != 0 && threadIdx.x % 128 != 32) return;
-#else
+    // Producer: one thread issues every TMA load.
     if (threadIdx.x % 128 != 0) return;
-#endif
     asm volatile("prefetch.tensormap [%0];" ::"l"(&p.x) : "memory");
     asm volatile("prefetch.tensormap [%0];" ::"l"(&p.w) : "memory");
     if (kStreamK) {
       const int stop = kiln_sk_start(l, blockIdx.x + 1);
       for (int pos = kiln_sk_start(l, blockIdx.x); pos < stop;) {
         const KilnUnit t = kiln_sk_unit(l, pos, stop);
-        kiln_produce(p, l, t, g, ga);
+        kiln_produce(p, l, t, g);
         pos += t.end - t.begin;
       }
     } else if (kPersistent) {
-      for (int u = blockIdx.x; u < l.units; u += gridDim.x) kiln_produce(p, l, kiln_unit(p, l, u), g, ga);
+      for (int u = blockIdx.x; u < l.units; u += gridDim.x) kiln_produce(p, l, kiln_unit(p, l, u), g);
     } else {
-      kiln_produce(p, l, kiln_unit(p, l, blockIdx.x), g, ga);
+      kiln_produce(p, l, kiln_unit(p, l, blockIdx.x), g);
     }
     return;
   }
@@ -983,22 +827,20 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
     const int stop = kiln_sk_start(l, blockIdx.x + 1);
     for (int pos = kiln_sk_start(l, blockIdx.x); pos < stop;) {
       const KilnUnit t = kiln_sk_unit(l, pos, stop);
-      kiln_consume<true, true>(p, l, t, g, ga);
+      kiln_consume<true, true>(p, l, t, g);
       pos += t.end - t.begin;
     }
   } else if (kPersistent) {
     for (int u = blockIdx.x; u < l.units; u += gridDim.x)
-      kiln_consume<true, false>(p, l, kiln_unit(p, l, u), g, ga);
+      kiln_consume<true, false>(p, l, kiln_unit(p, l, u), g);
   } else {
-    kiln_consume<false, false>(p, l, kiln_unit(p, l, blockIdx.x), g, ga);
+    kiln_consume<false, false>(p, l, kiln_unit(p, l, blockIdx.x), g);
   }
 }
 
 // The entry points: kiln_wgmma_gemm1x1[_persistent], or with KILN_IM2COL
 // kiln_wgmma_implicit_gemm[_persistent].
-#if defined(KILN_HALO)
-#define KILN_ENTRY(SUFFIX) kiln_wgmma_halo##SUFFIX
-#elif defined(KILN_IM2COL)
+#if defined(KILN_IM2COL)
 #define KILN_ENTRY(SUFFIX) kiln_wgmma_implicit_gemm##SUFFIX
 #else
 #define KILN_ENTRY(SUFFIX) kiln_wgmma_gemm1x1##SUFFIX

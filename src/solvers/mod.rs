@@ -308,8 +308,6 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &wgmma::IMPLICIT_GEMM,
     &wgmma::GEMM_1X1_TF32,
     &wgmma::IMPLICIT_GEMM_TF32,
-    &wgmma::HALO,
-    &wgmma::HALO_TF32,
     &wgmma::FIRST_LAYER,
 ];
 

@@ -7,13 +7,8 @@
 //! * `ConvWgmmaImplicitGemmFwd`: any 2-D filter, stride, padding and dilation TMA's im2col mode
 //!   can express: A is gathered from x by the TMA unit, one filter tap and 128 bytes of channels
 //!   per load.
-//! * `ConvWgmmaHaloFwd`: stride-1, undilated filters of several taps: per 128 bytes of
-//!   channels a block loads its output tile's input rows plus the filter's halo once (one TMA
-//!   box), and every tap multiplies out of that patch (output pixels indexed by the patch's row
-//!   pitch, so that each tap's operand is the patch shifted by whole rows).
-//! * `ConvWgmmaGemm1x1Tf32Fwd`, `ConvWgmmaImplicitGemmTf32Fwd`, `ConvWgmmaHaloTf32Fwd`: the same
-//!   kernels for FP32 data multiplied as TF32 (manifest `math = "tf32"`: only problems that opt
-//!   in).
+//! * `ConvWgmmaGemm1x1Tf32Fwd`, `ConvWgmmaImplicitGemmTf32Fwd`: the same kernels for FP32 data
+//!   multiplied as TF32 (manifest `math = "tf32"`: only problems that opt in).
 //!
 //! The kernels take one argument, `KilnTmaConvParams`: two TMA tensor maps (x and w) that kiln
 //! encodes on the host through the driver at prepare time, y's address, the sizes and the
@@ -46,22 +41,14 @@ pub const TF32_ID: &str = "ConvWgmmaGemm1x1Tf32Fwd";
 /// The im2col solver's id for FP32 data in TF32 math.
 pub const IMPLICIT_GEMM_TF32_ID: &str = "ConvWgmmaImplicitGemmTf32Fwd";
 
-/// The halo solver's id.
-pub const HALO_ID: &str = "ConvWgmmaHaloFwd";
-
-/// The halo solver's id for FP32 data in TF32 math.
-pub const HALO_TF32_ID: &str = "ConvWgmmaHaloTf32Fwd";
-
 /// Every wgmma solver's id (they share a block shape: a producer warpgroup and one consumer
 /// warpgroup per 64 rows).
 #[cfg(test)]
-pub const IDS: [&str; 7] = [
+pub const IDS: [&str; 5] = [
     ID,
     IMPLICIT_GEMM_ID,
     TF32_ID,
     IMPLICIT_GEMM_TF32_ID,
-    HALO_ID,
-    HALO_TF32_ID,
     FIRST_LAYER_ID,
 ];
 
@@ -123,26 +110,13 @@ impl Config {
         (self.rows / 64 + 1) * 128
     }
 
-    /// The output tile staged for its 16-byte stores: rows x (cols x element bytes / 4 + 4)
-    /// 32-bit words.
-    fn epilogue_bytes(&self, element_bytes: u32) -> u32 {
-        self.rows * (self.cols * element_bytes / 4 + 4) * 4
-    }
-
-    /// `KILN_SHARED_BYTES` (the kernel's layout): the stages (the halo kernel: two patch stages
-    /// and `stages` w stages), the persistent kernel's output staging tile, two 8-byte barriers
-    /// per stage, and 1 KiB to align the stages to the 1024-byte swizzle atom.
-    fn shared_bytes(&self, a: AOperand, p: &ConvProblem, persistent: bool) -> u32 {
-        let stages = match a {
-            AOperand::Halo => {
-                HALO_PATCH_STAGES * (halo_patch_bytes(p, self.rows) + 16)
-                    + self.stages * self.cols * ROW_BYTES
-            }
-            _ => self.stages * (self.rows + self.cols) * ROW_BYTES,
-        };
-        stages
+    /// `KILN_SHARED_BYTES`: the stages, the persistent kernel's output staging tile (rows x
+    /// (cols x element bytes / 4 + 4) 32-bit words), two 8-byte barriers per stage, and 1 KiB
+    /// to align the stages to the 1024-byte swizzle atom.
+    fn shared_bytes(&self, persistent: bool, element_bytes: u32) -> u32 {
+        self.stages * (self.rows + self.cols) * ROW_BYTES
             + if persistent {
-                self.epilogue_bytes(element_bytes(p))
+                self.rows * (self.cols * element_bytes / 4 + 4) * 4
             } else {
                 0
             }
@@ -150,21 +124,14 @@ impl Config {
             + 1024
     }
 
-    /// Output tiles (the halo kernel's cover each image's virtual rows).
-    fn tiles(&self, a: AOperand, p: &ConvProblem) -> u64 {
-        let row_tiles = match a {
-            AOperand::Halo => {
-                let [_, oh, _] = p.output();
-                p.n() as u64 * (oh as u64 * halo_width(p) as u64).div_ceil(self.rows as u64)
-            }
-            _ => gemm_rows(p).div_ceil(self.rows as u64),
-        };
-        row_tiles * (p.k() as u64).div_ceil(self.cols as u64)
+    /// Output tiles.
+    fn tiles(&self, p: &ConvProblem) -> u64 {
+        gemm_rows(p).div_ceil(self.rows as u64) * (p.k() as u64).div_ceil(self.cols as u64)
     }
 
     /// Work units: output tiles times split-K slices.
-    fn units(&self, a: AOperand, p: &ConvProblem) -> u64 {
-        self.tiles(a, p) * self.splits.max(1) as u64
+    fn units(&self, p: &ConvProblem) -> u64 {
+        self.tiles(p) * self.splits.max(1) as u64
     }
 
     fn stream_k(&self) -> bool {
@@ -172,37 +139,14 @@ impl Config {
     }
 
     /// Stream-K blocks: one per SM, at most one per reduction step.
-    fn stream_k_blocks(&self, a: AOperand, p: &ConvProblem) -> u64 {
-        (self.tiles(a, p) * reduction_steps(p)).min(PERSISTENT_BLOCKS)
+    fn stream_k_blocks(&self, p: &ConvProblem) -> u64 {
+        (self.tiles(p) * reduction_steps(p)).min(PERSISTENT_BLOCKS)
     }
 
     /// Whether `p` runs a persistent entry: stream-K, or more work units than SMs.
-    fn persistent(&self, a: AOperand, p: &ConvProblem) -> bool {
-        self.stream_k() || self.units(a, p) > PERSISTENT_BLOCKS
+    fn persistent(&self, p: &ConvProblem) -> bool {
+        self.stream_k() || self.units(p) > PERSISTENT_BLOCKS
     }
-}
-
-/// Patch stages of the halo kernel (`KILN_HALO_A_STAGES`).
-const HALO_PATCH_STAGES: u32 = 2;
-
-/// The halo kernel's patch width: the output row plus the filter's reach (`out_w + S - 1`,
-/// which at stride 1 is the padded input row).
-fn halo_width(p: &ConvProblem) -> u32 {
-    p.output()[2] + p.filter()[2] - 1
-}
-
-/// Input rows of the halo kernel's patch for `rows`-row tiles: the filter's rows plus the rows
-/// `rows` virtual rows can span from any start within a patch row (the kernel computes the
-/// same).
-fn halo_rows(p: &ConvProblem, rows: u32) -> u32 {
-    let width = halo_width(p);
-    p.filter()[1] + (width + rows + p.filter()[2] - 3) / width
-}
-
-/// Bytes of one patch stage: its pixels' 128-byte rows, rounded up to the 1024-byte swizzle
-/// atom.
-fn halo_patch_bytes(p: &ConvProblem, rows: u32) -> u32 {
-    (halo_rows(p, rows) * halo_width(p) * ROW_BYTES).next_multiple_of(1024)
 }
 
 /// Rows of the GEMM: output pixels of every image.
@@ -234,22 +178,11 @@ fn corners(p: &ConvProblem, i: usize) -> (i64, i64) {
     (-pad, pad - reach)
 }
 
-/// How a wgmma solver's kernel reads A, the input windows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum AOperand {
-    /// x itself as a matrix (1x1, stride 1, no padding).
-    Matrix,
-    /// Gathered per filter tap by TMA's im2col mode.
-    Im2col,
-    /// A patch of input rows with the filter's halo, loaded once for every tap (stride 1).
-    Halo,
-}
-
 /// One of the wgmma solvers.
 pub struct Wgmma {
     id: &'static str,
-    /// How the kernel reads A.
-    a: AOperand,
+    /// Whether A is gathered with TMA's im2col mode (else read as a matrix: 1x1 only).
+    im2col: bool,
     /// FP32 data in TF32 math (else FP16 or BF16). The TF32 objects also carry the stream-K
     /// entry (split-K value 0): the only layers where it measured faster.
     tf32: bool,
@@ -258,42 +191,28 @@ pub struct Wgmma {
 /// `ConvWgmmaGemm1x1Fwd`.
 pub static GEMM_1X1: Wgmma = Wgmma {
     id: ID,
-    a: AOperand::Matrix,
+    im2col: false,
     tf32: false,
 };
 
 /// `ConvWgmmaImplicitGemmFwd`.
 pub static IMPLICIT_GEMM: Wgmma = Wgmma {
     id: IMPLICIT_GEMM_ID,
-    a: AOperand::Im2col,
+    im2col: true,
     tf32: false,
 };
 
 /// `ConvWgmmaGemm1x1Tf32Fwd`.
 pub static GEMM_1X1_TF32: Wgmma = Wgmma {
     id: TF32_ID,
-    a: AOperand::Matrix,
+    im2col: false,
     tf32: true,
 };
 
 /// `ConvWgmmaImplicitGemmTf32Fwd`.
 pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
     id: IMPLICIT_GEMM_TF32_ID,
-    a: AOperand::Im2col,
-    tf32: true,
-};
-
-/// `ConvWgmmaHaloFwd`.
-pub static HALO: Wgmma = Wgmma {
-    id: HALO_ID,
-    a: AOperand::Halo,
-    tf32: false,
-};
-
-/// `ConvWgmmaHaloTf32Fwd`.
-pub static HALO_TF32: Wgmma = Wgmma {
-    id: HALO_TF32_ID,
-    a: AOperand::Halo,
+    im2col: true,
     tf32: true,
 };
 
@@ -324,35 +243,12 @@ impl Solver for Wgmma {
         if p.groups() != 1 {
             return Err("grouped convolution");
         }
-        if self.a == AOperand::Matrix
+        if !self.im2col
             && (p.filter() != [1, 1, 1] || p.stride() != [1, 1, 1] || p.pad() != [0, 0, 0])
         {
             return Err("needs a 1x1 filter, stride 1 and no padding");
         }
-        if self.a == AOperand::Halo {
-            if p.stride() != [1, 1, 1] || p.dilation() != [1, 1, 1] {
-                return Err("needs stride 1 and no dilation");
-            }
-            if p.filter()[1] * p.filter()[2] < 2 {
-                return Err("a 1x1 filter has no halo to share (the 1x1 solvers run it)");
-            }
-            // The patch is one TMA box: at most 256 pixels per dimension.
-            if halo_width(p) > 256 || halo_rows(p, cfg.rows) > 256 {
-                return Err("the patch's rows are wider than a TMA box (256 pixels)");
-            }
-            if cfg.stream_k() {
-                return Err("stream-K is not built into the halo objects");
-            }
-            // The one-tile entry stages y in its pipeline stages.
-            if !cfg.persistent(self.a, p)
-                && cfg.epilogue_bytes(element_bytes(p))
-                    > HALO_PATCH_STAGES * halo_patch_bytes(p, cfg.rows)
-                        + cfg.stages * cfg.cols * ROW_BYTES
-            {
-                return Err("the output tile does not fit in the stages");
-            }
-        }
-        if self.a == AOperand::Im2col {
+        if self.im2col {
             // What TMA's im2col mode can express: traversal strides 1-8, corners within a
             // signed byte, filter offsets within 16 bits.
             if p.stride()[1..].iter().any(|&u| u > 8) {
@@ -391,8 +287,7 @@ impl Solver for Wgmma {
         if cfg.stream_k() && cfg.rows > 128 {
             return Err("stream-K is built for tiles of at most 128 rows");
         }
-        if cfg.shared_bytes(self.a, p, cfg.persistent(self.a, p))
-            > max_shared_per_block(target.arch)
+        if cfg.shared_bytes(cfg.persistent(p), element_bytes(p)) > max_shared_per_block(target.arch)
         {
             return Err("tile needs more shared memory than this arch gives a block");
         }
@@ -404,16 +299,16 @@ impl Solver for Wgmma {
             return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
         };
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
-        let persistent = cfg.persistent(self.a, p);
+        let persistent = cfg.persistent(p);
         let blocks = if cfg.stream_k() {
-            cfg.stream_k_blocks(self.a, p)
+            cfg.stream_k_blocks(p)
         } else {
-            cfg.units(self.a, p).min(PERSISTENT_BLOCKS)
+            cfg.units(p).min(PERSISTENT_BLOCKS)
         };
         let mut plan = LaunchPlan::single_with_shared(
             [clamp(blocks), 1, 1],
             [cfg.threads(), 1, 1],
-            cfg.shared_bytes(self.a, p, persistent),
+            cfg.shared_bytes(persistent, element_bytes(p)),
         );
         if cfg.stream_k() {
             // The flags, then one FP32 partial tile per block.
@@ -448,14 +343,9 @@ impl Solver for Wgmma {
         let Some(cfg) = Config::parse(params) else {
             return f64::INFINITY;
         };
-        // Channels are read in whole `block_k` steps per tap: 144 FP16 channels cost 192. The
-        // halo kernel computes S - 1 dropped virtual rows per output row too.
-        let rows = match self.a {
-            AOperand::Halo => p.n() as u64 * p.output()[1] as u64 * halo_width(p) as u64,
-            _ => gemm_rows(p),
-        };
+        // Channels are read in whole `block_k` steps per tap: 144 FP16 channels cost 192.
         let (m, n, k) = (
-            rows as f64,
+            gemm_rows(p) as f64,
             p.k() as f64,
             (reduction_steps(p) * block_k(p) as u64) as f64,
         );
@@ -466,7 +356,7 @@ impl Solver for Wgmma {
         let rate = if self.tf32 { 225_000.0 } else { 450_000.0 };
         let compute_ms = if cfg.stream_k() {
             let fill = tile_fill(m, cfg.rows as f64) * tile_fill(n, cfg.cols as f64);
-            let occupancy = (cfg.stream_k_blocks(self.a, p) as f64 / 132.0).min(1.0);
+            let occupancy = (cfg.stream_k_blocks(p) as f64 / 132.0).min(1.0);
             2.0 * m * n * k / (rate * fill * occupancy * 1e6)
         } else {
             // One block per SM (the stages fill its shared memory): blocks run in waves of 132,
@@ -487,8 +377,7 @@ impl Solver for Wgmma {
             2.0 * splits * m * n * 4.0 / 2.8e9 + 0.002
         } else if cfg.stream_k() {
             // Partial tiles out and back in, and the flags' memset.
-            2.0 * (cfg.stream_k_blocks(self.a, p) * (cfg.rows * cfg.cols) as u64 * 4) as f64 / 2.8e9
-                + 0.001
+            2.0 * (cfg.stream_k_blocks(p) * (cfg.rows * cfg.cols) as u64 * 4) as f64 / 2.8e9 + 0.001
         } else {
             0.0
         };
@@ -517,44 +406,32 @@ impl Solver for Wgmma {
         let [_, stride_h, stride_w] = p.stride();
         let taps = r as u64 * s as u64;
         let block_k = block_k(p);
-        // [K, R*S, C]: a load past C reads zeros, not the next tap's weights.
-        let w_taps = TensorMapShape {
-            rank: 3,
-            dims: [c, taps, k, 1, 1],
-            boxes: TmaBoxes::Tiled([block_k, 1, cfg.cols, 1, 1]),
-            swizzle: true,
-        };
-        let (x, w_map) = match self.a {
-            // x as [N, H, W, C]: boxes of block_k channels of a patch's rows and pixels.
-            AOperand::Halo => (
+        let (x, w_map) = if self.im2col {
+            let (lower_h, upper_h) = corners(p, 0);
+            let (lower_w, upper_w) = corners(p, 1);
+            (
                 TensorMapShape {
                     rank: 4,
                     dims: [c, w as u64, h as u64, p.n() as u64, 1],
-                    boxes: TmaBoxes::Tiled([block_k, halo_width(p), halo_rows(p, cfg.rows), 1, 1]),
+                    swizzle: true,
+                    boxes: TmaBoxes::Im2col {
+                        lower: [lower_w as i32, lower_h as i32, 0],
+                        upper: [upper_w as i32, upper_h as i32, 0],
+                        channels: block_k,
+                        pixels: cfg.rows,
+                        traversal: [1, stride_w, stride_h, 1, 1],
+                    },
+                },
+                // [K, R*S, C]: a load past C reads zeros, not the next tap's weights.
+                TensorMapShape {
+                    rank: 3,
+                    dims: [c, taps, k, 1, 1],
+                    boxes: TmaBoxes::Tiled([block_k, 1, cfg.cols, 1, 1]),
                     swizzle: true,
                 },
-                w_taps,
-            ),
-            AOperand::Im2col => {
-                let (lower_h, upper_h) = corners(p, 0);
-                let (lower_w, upper_w) = corners(p, 1);
-                (
-                    TensorMapShape {
-                        rank: 4,
-                        dims: [c, w as u64, h as u64, p.n() as u64, 1],
-                        swizzle: true,
-                        boxes: TmaBoxes::Im2col {
-                            lower: [lower_w as i32, lower_h as i32, 0],
-                            upper: [upper_w as i32, upper_h as i32, 0],
-                            channels: block_k,
-                            pixels: cfg.rows,
-                            traversal: [1, stride_w, stride_h, 1, 1],
-                        },
-                    },
-                    w_taps,
-                )
-            }
-            AOperand::Matrix => (
+            )
+        } else {
+            (
                 TensorMapShape {
                     rank: 2,
                     dims: [c, m, 1, 1, 1],
@@ -567,7 +444,7 @@ impl Solver for Wgmma {
                     boxes: TmaBoxes::Tiled([block_k, cfg.cols, 1, 1, 1]),
                     swizzle: true,
                 },
-            ),
+            )
         };
         let [_, pad_h, pad_w] = p.pad();
         let [_, dil_h, dil_w] = p.dilation();
