@@ -546,9 +546,9 @@ static_assert(KILN_EPILOGUE_BYTES <= KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES)
   (KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES) + ((PERSISTENT) ? KILN_EPILOGUE_BYTES : 0) + \
    KILN_STAGES * 16 + 1024)
 
-// A work unit: output tile (m0, n0) and split-K slice z, M fastest so that the blocks running at
-// once share w's tiles in L2; its slice of the reduction steps is [begin, end) (at least one
-// step: the host keeps splits <= reduction steps). Stream-K units say who finishes the tile.
+// A work unit: output tile (m0, n0), in the order kiln_tile_origin gives, and split-K slice z;
+// its slice of the reduction steps is [begin, end) (at least one step: the host keeps splits <=
+// reduction steps). Stream-K units say who finishes the tile.
 struct KilnUnit {
   int m0, n0, z, begin, end;
   int role;       // KILN_WHOLE, or stream-K's KILN_CONTRIBUTOR / KILN_OWNER
@@ -567,15 +567,35 @@ struct KilnUnit {
 struct KilnLayout {
   kiln_u32 raw, stage_a, stage_b, staging, full, empty;
   int tiles_m, tiles_n, units, c_iters, k_iters;
+  bool n_fastest;  // the tile order (kiln_tile_origin)
 };
+
+// A's bytes (output pixels x input channels) past which tiles run N fastest: about a third of
+// the H100's 50 MB L2.
+#define KILN_N_FASTEST_BYTES (16ll << 20)
+
+// Where output tile `tile` starts. M fastest, so that the blocks running at once share w's
+// tiles in L2; but where A is larger than KILN_N_FASTEST_BYTES and the tile has several column
+// tiles, N fastest: in M order each column tile streams all of A again, which then no longer
+// stays in L2 (ResNet-50's layers at batch 32 can read A from memory two to four times), while
+// in N order the blocks running at once share A's tiles and w (at most a few MB) stays in L2.
+static __device__ KILN_INLINE void kiln_tile_origin(const KilnLayout& l, int tile, int& m0,
+                                                    int& n0) {
+  if (l.n_fastest) {
+    n0 = (tile % l.tiles_n) * KILN_BN;
+    m0 = (tile / l.tiles_n) * KILN_BM;
+  } else {
+    m0 = (tile % l.tiles_m) * KILN_BM;
+    n0 = (tile / l.tiles_m) * KILN_BN;
+  }
+}
 
 static __device__ KILN_INLINE KilnUnit kiln_unit(const KilnTmaConvParams& p, const KilnLayout& l,
                                                  int u) {
   KilnUnit r;
-  r.m0 = (u % l.tiles_m) * KILN_BM;
-  u /= l.tiles_m;
-  r.n0 = (u % l.tiles_n) * KILN_BN;
-  r.z = u / l.tiles_n;
+  const int tiles = l.tiles_m * l.tiles_n;
+  kiln_tile_origin(l, u % tiles, r.m0, r.n0);
+  r.z = u / tiles;
   r.begin = (int)((long long)l.k_iters * r.z / p.splits);
   r.end = (int)((long long)l.k_iters * (r.z + 1) / p.splits);
   r.role = KILN_WHOLE;
@@ -596,8 +616,7 @@ static __device__ KILN_INLINE int kiln_sk_start(const KilnLayout& l, int b) {
 static __device__ KILN_INLINE KilnUnit kiln_sk_unit(const KilnLayout& l, int pos, int stop) {
   const int tile = pos / l.k_iters;
   KilnUnit r;
-  r.m0 = (tile % l.tiles_m) * KILN_BM;
-  r.n0 = (tile / l.tiles_m) * KILN_BN;
+  kiln_tile_origin(l, tile, r.m0, r.n0);
   r.z = 0;
   r.begin = pos - tile * l.k_iters;
   r.end = min(l.k_iters, r.begin + (stop - pos));
@@ -788,6 +807,7 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   l.empty = l.full + KILN_STAGES * 8;
   l.tiles_m = (p.m + KILN_BM - 1) / KILN_BM;
   l.tiles_n = (p.k + KILN_BN - 1) / KILN_BN;
+  l.n_fastest = l.tiles_n > 1 && (long long)p.m * p.c * KILN_ELEM_BYTES > KILN_N_FASTEST_BYTES;
   l.units = l.tiles_m * l.tiles_n * max(p.splits, 1);
   l.c_iters = (p.c + KILN_BK - 1) / KILN_BK;
 #if defined(KILN_IM2COL)
