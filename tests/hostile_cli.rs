@@ -356,3 +356,32 @@ fn every_bad_command_line_gets_a_clear_error() {
         failures.join("\n")
     );
 }
+
+/// `kiln selftest --problems` reads its lists before opening a device: a bad key fails with
+/// the file, line and key named (on any machine), a missing file with its name, an empty
+/// list as empty.
+#[test]
+fn selftest_problem_lists_name_the_bad_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let list = tmp.path().join("layers.txt");
+    let good = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F";
+    let run = |file: &std::path::Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(["selftest", "--device", "cuda:7", "--problems"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    std::fs::write(&list, format!("# a network\n{good}\n64-56-56-3x3-64-56\n")).unwrap();
+    let err = run(&list);
+    assert!(
+        err.contains(&format!("{}:3: ", list.display())) && err.contains("'64-56-56-3x3-64-56'"),
+        "{err}"
+    );
+    std::fs::write(&list, "# nothing\n\n").unwrap();
+    assert!(run(&list).contains("hold no problem"));
+    let missing = tmp.path().join("missing.txt");
+    assert!(run(&missing).contains("missing.txt"));
+}

@@ -4,5 +4,6 @@
 
 pub mod coldstart;
 pub mod networks;
+pub mod problem_list;
 pub mod timing;
 pub mod verify;

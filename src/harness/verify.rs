@@ -324,6 +324,97 @@ pub fn download(b: &DeviceBuffer, dtype: DataType) -> Result<Vec<f64>, RunError>
     Ok(decode(dtype, &out))
 }
 
+/// One problem's inputs on the device, an output buffer and the f64 reference of the inputs,
+/// made once and shared by every variant checked on the problem: on large problems the CPU
+/// reference costs far more than the kernels.
+pub struct ProblemCheck<'a> {
+    ctx: &'a Context,
+    problem: ConvProblem,
+    x: DeviceBuffer,
+    w: DeviceBuffer,
+    y: DeviceBuffer,
+    reference: Vec<f64>,
+}
+
+impl<'a> ProblemCheck<'a> {
+    /// Random inputs (seeded) in the problem's type.
+    pub fn random(ctx: &'a Context, p: &ConvProblem, seed: u64) -> Result<Self, RunError> {
+        let [xn, wn, _] = p.element_counts();
+        Self::with_inputs(
+            ctx,
+            p,
+            &random_values(xn as usize, seed),
+            &random_values(wn as usize, seed ^ 0xABCD),
+        )
+    }
+
+    /// Inputs with [`special_values`] (inf, NaN, subnormals, near-overflow) among random ones.
+    pub fn special(ctx: &'a Context, p: &ConvProblem, seed: u64) -> Result<Self, RunError> {
+        let [xn, wn, _] = p.element_counts();
+        let (xs, ws) = special_values(xn as usize, wn as usize, seed);
+        Self::with_inputs(ctx, p, &xs, &ws)
+    }
+
+    fn with_inputs(
+        ctx: &'a Context,
+        p: &ConvProblem,
+        xs: &[f32],
+        ws: &[f32],
+    ) -> Result<Self, RunError> {
+        let dtype = p.data_types()[0];
+        let dev = ctx.device();
+        let (x, xv) = upload(dev, dtype, xs)?;
+        let (w, wv) = upload(dev, dtype, ws)?;
+        let y = dev.alloc(p.element_counts()[2].saturating_mul(dtype.size_bytes() as u64))?;
+        Ok(ProblemCheck {
+            ctx,
+            problem: *p,
+            x,
+            w,
+            y,
+            reference: reference(p, &xv, &wv),
+        })
+    }
+
+    /// Runs `v` once into the poisoned output and reads the output back, with the invoker
+    /// and workspace it ran with.
+    fn run(&self, v: &Variant) -> Result<(Vec<f64>, Invoked), RunError> {
+        let dtype = self.problem.data_types()[0];
+        poison(&self.y)?;
+        let inv = self.ctx.prepare(&self.problem, v)?;
+        let ws = workspace_for(self.ctx.device(), &inv)?;
+        self.ctx.run(
+            &inv,
+            &self.x,
+            &self.w,
+            &self.y,
+            ws.as_ref(),
+            &Stream::default(),
+        )?;
+        Ok((download(&self.y, dtype)?, Invoked { inv, ws }))
+    }
+
+    /// The relative error of `v`'s output against the reference (see [`relative_error`]).
+    pub fn error(&self, v: &Variant) -> Result<f64, RunError> {
+        Ok(relative_error(&self.run(v)?.0, &self.reference))
+    }
+
+    /// `v`'s output compared with the reference class by class ([`compare_special`]), and
+    /// whether it passes: every class matches and the finite ones are within [`tolerance`].
+    pub fn special_classes(&self, v: &Variant) -> Result<(SpecialCheck, bool), RunError> {
+        let dtype = self.problem.data_types()[0];
+        let check = compare_special(dtype, &self.run(v)?.0, &self.reference);
+        let passed = check.class_mismatches == 0 && check.error <= tolerance(&self.problem);
+        Ok((check, passed))
+    }
+}
+
+/// A prepared invoker and its workspace, kept for timing after the checked run.
+struct Invoked {
+    inv: std::sync::Arc<crate::invoker::Invoker>,
+    ws: Option<DeviceBuffer>,
+}
+
 /// Runs `v` on `p` with fresh random inputs (seeded), output poisoned first, and checks it
 /// against the CPU reference; then times it GPU-only (a graph of back-to-back calls, replayed
 /// `repeats` times: [`time_gpu_only_fitted`]).
@@ -334,20 +425,11 @@ pub fn run_checked(
     seed: u64,
     repeats: usize,
 ) -> Result<CheckedRun, RunError> {
-    let dtype = p.data_types()[0];
-    let [xn, wn, yn] = p.element_counts();
-    let dev = ctx.device();
-    let (x, xv) = upload(dev, dtype, &random_values(xn as usize, seed))?;
-    let (w, wv) = upload(dev, dtype, &random_values(wn as usize, seed ^ 0xABCD))?;
-    let y = poisoned(dev, dtype, yn)?;
-    let inv = ctx.prepare(p, v)?;
-    let ws = workspace_for(dev, &inv)?;
-    let stream = Stream::default();
-    ctx.run(&inv, &x, &w, &y, ws.as_ref(), &stream)?;
-    let out = download(&y, dtype)?;
-    let error = relative_error(&out, &reference(p, &xv, &wv));
-    let time_ms = time_gpu_only_fitted(dev, repeats, |s, _| {
-        ctx.run(&inv, &x, &w, &y, ws.as_ref(), s)
+    let check = ProblemCheck::random(ctx, p, seed)?;
+    let (out, Invoked { inv, ws }) = check.run(v)?;
+    let error = relative_error(&out, &check.reference);
+    let time_ms = time_gpu_only_fitted(ctx.device(), repeats, |s, _| {
+        ctx.run(&inv, &check.x, &check.w, &check.y, ws.as_ref(), s)
     })?
     .0
     .median_ms;
@@ -440,19 +522,7 @@ pub fn run_special_values(
     v: &Variant,
     seed: u64,
 ) -> Result<(SpecialCheck, bool), RunError> {
-    let dtype = p.data_types()[0];
-    let [xn, wn, yn] = p.element_counts();
-    let (xs, ws) = special_values(xn as usize, wn as usize, seed);
-    let dev = ctx.device();
-    let (x, xv) = upload(dev, dtype, &xs)?;
-    let (w, wv) = upload(dev, dtype, &ws)?;
-    let y = poisoned(dev, dtype, yn)?;
-    let inv = ctx.prepare(p, v)?;
-    let work = workspace_for(dev, &inv)?;
-    ctx.run(&inv, &x, &w, &y, work.as_ref(), &Stream::default())?;
-    let check = compare_special(dtype, &download(&y, dtype)?, &reference(p, &xv, &wv));
-    let passed = check.class_mismatches == 0 && check.error <= tolerance(p);
-    Ok((check, passed))
+    ProblemCheck::special(ctx, p, seed)?.special_classes(v)
 }
 
 #[cfg(test)]

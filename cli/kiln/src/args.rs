@@ -58,6 +58,10 @@ pub struct SelftestArgs {
     /// the new ones under compute-sanitizer within its time.
     #[arg(long = "solver", value_name = "ID")]
     pub solvers: Vec<String>,
+    /// Check these problems instead of the built-in set: problem lists, one find-db key per
+    /// line, '#' comments (repeatable), e.g. a network's own layers; FP32 ones also with TF32.
+    #[arg(long = "problems", value_name = "FILE")]
+    pub problems: Vec<std::path::PathBuf>,
     #[command(flatten)]
     pub output: JsonArgs,
 }

@@ -54,17 +54,10 @@ pub fn read_problem_list(
     file: &Path,
 ) -> Result<Vec<(String, ConvProblem)>, Box<dyn std::error::Error>> {
     let text = kiln_embed::input::read_text(file)?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let p = ConvProblem::from_find_db_key(line)
-            .map_err(|e| format!("{}:{}: {e}: '{line}'", file.display(), i + 1))?;
-        out.push((line.to_string(), p));
-    }
-    Ok(out)
+    Ok(kiln::harness::problem_list::parse(
+        &text,
+        &file.display().to_string(),
+    )?)
 }
 
 pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {

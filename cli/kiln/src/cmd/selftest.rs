@@ -5,7 +5,7 @@
 //! poisoned; every variant also with IEEE special values (inf, NaN, subnormals, values near
 //! overflow) compared class by class. Non-zero exit on any failure.
 
-use kiln::harness::verify::{run_checked, run_special_values};
+use kiln::harness::verify::{tolerance, ProblemCheck};
 use kiln::resolve::Variant;
 use kiln::{ConvProblem, ConvSpec, DataType, Layout, MathMode};
 
@@ -136,8 +136,41 @@ pub fn problems() -> Vec<ConvProblem> {
     out
 }
 
+/// The problems of the lists given with `--problems`, in order, duplicates dropped; each FP32
+/// problem also with TF32 allowed (as in the built-in set).
+fn listed_problems(files: &[std::path::PathBuf]) -> Result<Vec<ConvProblem>, String> {
+    let mut out: Vec<ConvProblem> = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("selftest: {}: {e}", file.display()))?;
+        let list = kiln::harness::problem_list::parse(&text, &file.display().to_string())
+            .map_err(|e| format!("selftest: {e}"))?;
+        for (_, p) in list {
+            let mut add = |p: ConvProblem| {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            };
+            add(p);
+            if p.data_types()[0] == DataType::Fp32 {
+                add(p.with_math(MathMode::AllowTf32));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("selftest: the --problems lists hold no problem".into());
+    }
+    Ok(out)
+}
+
 pub fn run(a: &SelftestArgs) -> CliResult {
     let json = a.output.json;
+    // The lists are read before the device opens: a bad one fails fast, GPU or not.
+    let problems = if a.problems.is_empty() {
+        problems()
+    } else {
+        listed_problems(&a.problems)?
+    };
     let ctx = a.device.context()?;
     if !json {
         println!(
@@ -148,7 +181,6 @@ pub fn run(a: &SelftestArgs) -> CliResult {
     }
     let mut failed_runs: Vec<Json> = Vec::new();
     let caps = ctx.caps();
-    let problems = problems();
     if let Some(unknown) = a
         .solvers
         .iter()
@@ -159,54 +191,65 @@ pub fn run(a: &SelftestArgs) -> CliResult {
     let chosen = |id: &str| a.solvers.is_empty() || a.solvers.iter().any(|s| s == id);
     let (mut runs, mut failures) = (0, 0);
     let mut per_solver: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
-    let mut seed = 1u64;
-    for p in &problems {
+    for (i, p) in problems.iter().enumerate() {
         let tf32 = p.math() == MathMode::AllowTf32;
-        for solver in kiln::solvers::registered().filter(|s| chosen(s.id())) {
-            // A TF32 problem checks the TF32 solvers; every other solver ran it as FP32.
-            if tf32 && solver.entry.math != "tf32" {
-                continue;
+        // A TF32 problem checks the TF32 solvers; every other solver ran it as FP32.
+        let mut variants: Vec<Variant> = Vec::new();
+        for solver in kiln::solvers::registered() {
+            if chosen(solver.id()) && !(tf32 && solver.entry.math != "tf32") {
+                let params = solver.applicable_params(p, &caps);
+                variants.extend(params.map(|params| Variant { solver, params }));
             }
-            for params in solver.applicable_params(p, &caps) {
-                seed += 1;
-                let v = Variant { solver, params };
-                let r = run_checked(&ctx, p, &v, seed, 3);
-                runs += 1;
-                let e = per_solver.entry(solver.id()).or_default();
-                e.0 += 1;
-                let mut fail = |what: String| {
-                    failures += 1;
-                    e.1 += 1;
-                    if json {
-                        failed_runs.push(Json::obj([
-                            ("solver", Json::str(solver.id())),
-                            ("params", Json::str(params)),
-                            ("problem", Json::str(p.find_db_key().as_str())),
-                            ("math", Json::str(p.math().name())),
-                            ("error", Json::str(what)),
-                        ]));
-                    } else {
-                        println!(
-                            "FAIL {} [{params}] {}{}: {what}",
-                            solver.id(),
-                            p.find_db_key(),
-                            if tf32 { " (TF32)" } else { "" }
-                        );
-                    }
-                };
-                match r {
-                    Ok(r) if r.passed => {}
-                    Ok(r) => fail(format!("relative error {:.3e}", r.error)),
-                    Err(err) => fail(err.to_string()),
+        }
+        if variants.is_empty() {
+            continue;
+        }
+        // Inputs and references once per problem, shared by its variants.
+        let seed = 1 + i as u64;
+        let random = ProblemCheck::random(&ctx, p, seed);
+        let special = ProblemCheck::special(&ctx, p, seed);
+        for v in &variants {
+            let (solver, params) = (v.solver, v.params);
+            runs += 1;
+            let e = per_solver.entry(solver.id()).or_default();
+            let mut fail = |what: String| {
+                failures += 1;
+                e.1 += 1;
+                if json {
+                    failed_runs.push(Json::obj([
+                        ("solver", Json::str(solver.id())),
+                        ("params", Json::str(params)),
+                        ("problem", Json::str(p.find_db_key().as_str())),
+                        ("math", Json::str(p.math().name())),
+                        ("error", Json::str(what)),
+                    ]));
+                } else {
+                    println!(
+                        "FAIL {} [{params}] {}{}: {what}",
+                        solver.id(),
+                        p.find_db_key(),
+                        if tf32 { " (TF32)" } else { "" }
+                    );
                 }
-                match run_special_values(&ctx, p, &v, seed) {
-                    Ok((_, true)) => {}
-                    Ok((c, false)) => fail(format!(
-                        "with inf/NaN/subnormal/near-overflow inputs: {} of {} non-finite outputs differ in class, finite relative error {:.3e}",
-                        c.class_mismatches, c.non_finite, c.error
-                    )),
-                    Err(err) => fail(format!("with special values: {err}")),
-                }
+            };
+            e.0 += 1;
+            let tolerance = tolerance(p);
+            match random
+                .as_ref()
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.error(v).map_err(|e| e.to_string()))
+            {
+                Ok(error) if error <= tolerance => {}
+                Ok(error) => fail(format!("relative error {error:.3e}")),
+                Err(err) => fail(err),
+            }
+            match special.as_ref().map_err(|e| e.to_string()).and_then(|c| c.special_classes(v).map_err(|e| e.to_string())) {
+                Ok((_, true)) => {}
+                Ok((c, false)) => fail(format!(
+                    "with inf/NaN/subnormal/near-overflow inputs: {} of {} non-finite outputs differ in class, finite relative error {:.3e}",
+                    c.class_mismatches, c.non_finite, c.error
+                )),
+                Err(err) => fail(format!("with special values: {err}")),
             }
         }
     }
