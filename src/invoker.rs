@@ -456,6 +456,7 @@ impl Invoker {
                     launch.shared_bytes,
                     stream,
                     params,
+                    launch.cluster,
                 )
             }?;
         }
@@ -522,6 +523,7 @@ impl ParamBlock {
                 0,
                 &Stream::default(),
                 &mut params,
+                1,
             )
         }?;
         Ok(())

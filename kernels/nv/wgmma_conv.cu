@@ -140,6 +140,18 @@ static __device__ KILN_INLINE void kiln_mbar_wait(kiln_u32 bar, kiln_u32 parity)
         : "memory");
   } while (!done);
 }
+// Thread-block clusters (split-K reduced in a cluster: the host launches a tile's split-K
+// slices as one cluster, blocks ranked by slice). Size 1 when launched without clusters.
+static __device__ KILN_INLINE int kiln_cluster_size() {
+  kiln_u32 r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+  return (int)r;
+}
+// Every thread of every block of the cluster: writes before it visible to reads after it.
+// Not .aligned: the producer warp arrives after its one loading thread reconverges.
+static __device__ KILN_INLINE void kiln_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
 #if !defined(KILN_IM2COL)
 static __device__ KILN_INLINE void kiln_tma_load_2d(kiln_u32 dst, const KilnTensorMap* map, int c0,
                                                     int c1, kiln_u32 bar) {
@@ -568,6 +580,7 @@ struct KilnLayout {
   kiln_u32 raw, stage_a, stage_b, staging, full, empty;
   int tiles_m, tiles_n, units, c_iters, k_iters;
   bool n_fastest;  // the tile order (kiln_tile_origin)
+  int cluster;     // blocks per cluster: > 1, a tile's split-K slices reduced in the cluster
 };
 
 // A's bytes (output pixels x input channels) past which tiles run N fastest: about a third of
@@ -594,8 +607,14 @@ static __device__ KILN_INLINE KilnUnit kiln_unit(const KilnTmaConvParams& p, con
                                                  int u) {
   KilnUnit r;
   const int tiles = l.tiles_m * l.tiles_n;
-  kiln_tile_origin(l, u % tiles, r.m0, r.n0);
-  r.z = u / tiles;
+  if (l.cluster > 1) {
+    // A cluster is one tile's slices, ranked by slice.
+    kiln_tile_origin(l, u / l.cluster, r.m0, r.n0);
+    r.z = u % l.cluster;
+  } else {
+    kiln_tile_origin(l, u % tiles, r.m0, r.n0);
+    r.z = u / tiles;
+  }
   r.begin = (int)((long long)l.k_iters * r.z / p.splits);
   r.end = (int)((long long)l.k_iters * (r.z + 1) / p.splits);
   r.role = KILN_WHOLE;
@@ -734,6 +753,48 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
         acc[4 * j + 3] += q.w;
       }
     }
+  } else if (!kPersistent && l.cluster > 1) {
+    // Split-K reduced in the cluster: the 64-row slice of consumer warpgroup g belongs to the
+    // block ranked g % slices; every other block sends its slice's partial (in accumulator
+    // order, 16 bytes per thread and step) into the owner's freed stages through distributed
+    // shared memory, and the owner adds them and stores. No workspace, no second kernel.
+    const int slices = l.cluster, owner = warpgroup % slices;
+    const kiln_u32 slot_bytes = 64 * KILN_BN * 4;
+    kiln_cluster_sync();  // every block's main loop done: its stages may be written
+    if (owner != t.z) {
+      const int slot = (warpgroup / slices) * (slices - 1) + (t.z < owner ? t.z : t.z - 1);
+      const kiln_u32 local = l.stage_a + slot * slot_bytes + (threadIdx.x % 128) * 16;
+      kiln_u32 remote;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(owner));
+#pragma unroll
+      for (int j = 0; j < KILN_BN / 8; ++j) {
+        asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote + j * 2048),
+                     "f"(acc[4 * j]), "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3])
+                     : "memory");
+      }
+    }
+    kiln_cluster_sync();  // every partial landed
+    if (owner != t.z) {
+      // Counted in the staging barrier below, which the owners wait on.
+      asm volatile("bar.arrive 1, %0;" ::"n"(KILN_CONSUMERS * 128) : "memory");
+      return;
+    }
+    for (int q = 0; q < slices - 1; ++q) {
+      const kiln_u32 from =
+          l.stage_a + ((warpgroup / slices) * (slices - 1) + q) * slot_bytes + (threadIdx.x % 128) * 16;
+#pragma unroll
+      for (int j = 0; j < KILN_BN / 8; ++j) {
+        float4 v;
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                     : "r"(from + j * 2048)
+                     : "memory");
+        acc[4 * j] += v.x;
+        acc[4 * j + 1] += v.y;
+        acc[4 * j + 2] += v.z;
+        acc[4 * j + 3] += v.w;
+      }
+    }
   } else if (p.splits > 1) {
     float* part = (float*)p.workspace + (kiln_i64)t.z * p.m * p.k;
     const int row0 = t.m0 + warpgroup * 64 + r0;
@@ -808,6 +869,7 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   l.tiles_m = (p.m + KILN_BM - 1) / KILN_BM;
   l.tiles_n = (p.k + KILN_BN - 1) / KILN_BN;
   l.n_fastest = l.tiles_n > 1 && (long long)p.m * p.c * KILN_ELEM_BYTES > KILN_N_FASTEST_BYTES;
+  l.cluster = kiln_cluster_size();
   l.units = l.tiles_m * l.tiles_n * max(p.splits, 1);
   l.c_iters = (p.c + KILN_BK - 1) / KILN_BK;
 #if defined(KILN_IM2COL)
@@ -825,8 +887,15 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   __syncthreads();
   int g = 0;
   if (threadIdx.x / 128 == KILN_CONSUMERS) {
-    // Producer: one thread issues every TMA load.
-    if (threadIdx.x % 128 != 0) return;
+    // Producer: one thread issues every TMA load. In a cluster the producer warpgroup's
+    // threads stay for the consumers' two cluster barriers.
+    if (threadIdx.x % 128 != 0) {
+      if (!kPersistent && l.cluster > 1) {
+        kiln_cluster_sync();
+        kiln_cluster_sync();
+      }
+      return;
+    }
     asm volatile("prefetch.tensormap [%0];" ::"l"(&p.x) : "memory");
     asm volatile("prefetch.tensormap [%0];" ::"l"(&p.w) : "memory");
     if (kStreamK) {
@@ -840,6 +909,10 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
       for (int u = blockIdx.x; u < l.units; u += gridDim.x) kiln_produce(p, l, kiln_unit(p, l, u), g);
     } else {
       kiln_produce(p, l, kiln_unit(p, l, blockIdx.x), g);
+      if (l.cluster > 1) {
+        kiln_cluster_sync();
+        kiln_cluster_sync();
+      }
     }
     return;
   }

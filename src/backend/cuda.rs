@@ -537,14 +537,31 @@ impl Driver for CudaDriver {
         stream: Raw,
         params: &mut [*mut c_void],
         programmatic: bool,
+        cluster: u32,
     ) -> Result<(), BackendError> {
         self.current()?;
-        let mut attribute = sys::CUlaunchAttribute {
-            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+        let none = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_IGNORE,
             pad: [0; 4],
             value: sys::CUlaunchAttributeValue { pad: [0; 64] },
         };
-        attribute.value.programmaticStreamSerializationAllowed = 1;
+        let mut attributes = [none; 2];
+        let mut count = 0;
+        if programmatic {
+            attributes[count].id =
+                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attributes[count]
+                .value
+                .programmaticStreamSerializationAllowed = 1;
+            count += 1;
+        }
+        if cluster > 1 {
+            attributes[count].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attributes[count].value.clusterDim.x = cluster;
+            attributes[count].value.clusterDim.y = 1;
+            attributes[count].value.clusterDim.z = 1;
+            count += 1;
+        }
         let config = sys::CUlaunchConfig {
             gridDimX: grid[0],
             gridDimY: grid[1],
@@ -554,11 +571,11 @@ impl Driver for CudaDriver {
             blockDimZ: block[2],
             sharedMemBytes: shared_bytes,
             hStream: stream as sys::CUstream,
-            attrs: &mut attribute,
-            numAttrs: programmatic as u32,
+            attrs: attributes.as_mut_ptr(),
+            numAttrs: count as u32,
         };
         // SAFETY: the caller guarantees a live function, matching params and stream; the
-        // config and its attribute live across the call.
+        // config and its attributes live across the call.
         check("cuLaunchKernelEx", unsafe {
             sys::cuLaunchKernelEx(
                 &config,

@@ -445,7 +445,14 @@ impl Driver for HipDriver {
         stream: Raw,
         params: &mut [*mut c_void],
         _programmatic: bool,
+        cluster: u32,
     ) -> Result<(), BackendError> {
+        if cluster > 1 {
+            return Err(BackendError::kiln(
+                "launch",
+                "thread-block clusters exist on NVIDIA sm_90+ only",
+            ));
+        }
         self.current()?;
         // SAFETY: the caller guarantees a live function, matching params and stream.
         self.api.check("hipModuleLaunchKernel", unsafe {

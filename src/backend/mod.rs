@@ -186,7 +186,9 @@ pub trait Driver: Send + Sync {
     unsafe fn set_max_dynamic_shared(&self, function: Raw, bytes: u32) -> Result<(), BackendError>;
     /// Launches `function` with parameters given as pointers to each argument's value; with
     /// `programmatic` (CUDA sm_90+; other drivers ignore it), with programmatic dependent
-    /// launch: the kernel may be scheduled before the previous kernel in the stream finishes.
+    /// launch: the kernel may be scheduled before the previous kernel in the stream finishes;
+    /// with `cluster` > 1 (CUDA sm_90+; other drivers refuse), as thread-block clusters of
+    /// that many blocks along x.
     ///
     /// # Safety
     /// `function` is a live function of this driver; `params` match its parameter list in
@@ -204,6 +206,7 @@ pub trait Driver: Send + Sync {
         stream: Raw,
         params: &mut [*mut c_void],
         programmatic: bool,
+        cluster: u32,
     ) -> Result<(), BackendError>;
     /// Waits for all work on the device.
     fn synchronize(&self) -> Result<(), BackendError>;
@@ -346,8 +349,8 @@ impl Device {
         }
     }
 
-    /// Launches `function`, with programmatic dependent launch when `programmatic` is set
-    /// ([`Driver::launch`]).
+    /// Launches `function`, with programmatic dependent launch when `programmatic` is set and
+    /// as clusters of `cluster` blocks when it is > 1 ([`Driver::launch`]).
     ///
     /// # Safety
     /// As [`Driver::launch`]: `params` match the kernel's parameters, every buffer the kernel
@@ -363,6 +366,7 @@ impl Device {
         shared_bytes: u32,
         stream: &Stream,
         params: &mut [*mut c_void],
+        cluster: u32,
     ) -> Result<(), BackendError> {
         if !function.module.device.same_as(self) {
             return Err(BackendError::kiln(
@@ -380,6 +384,7 @@ impl Device {
                 stream.0,
                 params,
                 programmatic,
+                cluster,
             )
         }
     }

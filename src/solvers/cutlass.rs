@@ -140,6 +140,7 @@ fn transpose_launch(kernel: usize, tiles: u64) -> KernelLaunch {
         grid: [tiles.clamp(1, TRANSPOSE_MAX_BLOCKS) as u32, 1, 1],
         block: TRANSPOSE_BLOCK,
         shared_bytes: 0,
+        cluster: 1,
     }
 }
 
@@ -341,6 +342,7 @@ impl Solver for Cutlass {
             grid: [clamp(tiles[0]), clamp(tiles[1]), cfg.split_k],
             block: [cfg.threads(), 1, 1],
             shared_bytes: cfg.shared_bytes(e),
+            cluster: 1,
         };
         // The launches (capacity MAX_KERNELS >= 3), the library kernel's index among them, and
         // the workspace its copies take (before the split-K semaphores).
@@ -356,6 +358,7 @@ impl Solver for Cutlass {
                     grid: [blocks as u32, 1, 1],
                     block: [PAD_THREADS, 1, 1],
                     shared_bytes: 0,
+                    cluster: 1,
                 };
                 (
                     &[pad, library(1)],

@@ -99,6 +99,9 @@ pub struct KernelLaunch {
     pub block: [u32; 3],
     /// Dynamic shared memory, bytes.
     pub shared_bytes: u32,
+    /// Blocks per thread-block cluster along x (1: no clusters; CUDA sm_90 only, the grid a
+    /// whole number of clusters).
+    pub cluster: u32,
 }
 
 /// How a solution runs: its kernels in launch order, each receiving
@@ -129,6 +132,7 @@ impl LaunchPlan {
             grid,
             block,
             shared_bytes,
+            cluster: 1,
         });
         LaunchPlan {
             kernels,

@@ -16,7 +16,9 @@
 //! a host-only call). Perf config: `bm,bn,stages,splits` (block tile rows, a multiple of 64: one
 //! consumer warpgroup per 64; block tile output channels, 64, 128 or 256; pipeline stages;
 //! split-K slices, a run-time value; 0 is stream-K). Problems with more tiles than SMs launch
-//! the persistent entry, the others one block per tile. Stream-K launches one block per SM, each
+//! the persistent entry, the others one block per tile. Split-K adds the slices' FP32 partials
+//! in a second kernel, or, where they would be large, inside one thread-block cluster per tile
+//! through distributed shared memory (`Config::cluster_split`). Stream-K launches one block per SM, each
 //! taking an even share of the steps of every tile laid end to end; a tile split between blocks
 //! is finished in the same launch by the block that computed its first steps, from the others'
 //! FP32 partials (flags in the workspace, zeroed before each launch). Every block must be
@@ -147,7 +149,38 @@ impl Config {
     fn persistent(&self, p: &ConvProblem) -> bool {
         self.stream_k() || self.units(p) > PERSISTENT_BLOCKS
     }
+
+    /// Whether `p`'s split-K slices are reduced in a thread-block cluster (one cluster per
+    /// tile, one block per slice: the partials travel through distributed shared memory into
+    /// the stages of the block that stores them) rather than through FP32 partials in the
+    /// workspace and a second kernel. Where the one-tile kernel runs, the cluster is at most
+    /// 8 blocks (the portable size), the partials a block receives fit its stages (the block
+    /// ranked g % splits stores consumer warpgroup g's 64 rows and receives the other slices'
+    /// partials of them), and the workspace's partials would be at least
+    /// [`CLUSTER_MIN_PARTIAL_BYTES`].
+    fn cluster_split(&self, p: &ConvProblem) -> bool {
+        let consumers = self.rows / 64;
+        let splits = self.splits.max(1);
+        let received = consumers.div_ceil(splits) * (splits - 1) * 64 * self.cols * 4;
+        let partial_bytes = splits as u64 * gemm_rows(p) * p.k() as u64 * 4;
+        (2..=MAX_CLUSTER).contains(&splits)
+            && !self.persistent(p)
+            && received <= self.stages * (self.rows + self.cols) * ROW_BYTES
+            && partial_bytes >= CLUSTER_MIN_PARTIAL_BYTES
+    }
 }
+
+/// Blocks per cluster at most (the portable cluster size on sm_90).
+const MAX_CLUSTER: u32 = 8;
+
+/// Split-K partials (FP32, every slice) from which the cluster reduction replaces the
+/// workspace pass. Measured on the H100 over ResNet-50 NHWC (FP16, BF16, TF32; N = 1 and 32;
+/// `benches/h100-2026-11-24-cluster/`): each of the 59 configs with at least 8 MiB of partials
+/// ran faster in a cluster (0.70-0.97x: writing the partials and reading them back costs more
+/// than the cluster's two barriers), while with less (batch 1) clusters ran up to 2x slower:
+/// short blocks wait at the cluster barrier for the slowest of their cluster, and a cluster
+/// waits for free SMs of one GPC.
+const CLUSTER_MIN_PARTIAL_BYTES: u64 = 8 << 20;
 
 /// Rows of the GEMM: output pixels of every image.
 fn gemm_rows(p: &ConvProblem) -> u64 {
@@ -318,7 +351,10 @@ impl Solver for Wgmma {
         } else if persistent {
             plan.kernels[0].kernel = 2;
         }
-        if cfg.splits > 1 {
+        if cfg.cluster_split(p) {
+            // One cluster per tile; no workspace, no second kernel.
+            plan.kernels[0].cluster = cfg.splits;
+        } else if cfg.splits > 1 {
             // The slices' FP32 partials, then one pass adding them into y.
             let outputs = gemm_rows(p) * p.k() as u64;
             plan.workspace_bytes = cfg.splits as u64 * outputs * 4;
@@ -330,6 +366,7 @@ impl Solver for Wgmma {
                 grid: [blocks as u32, 1, 1],
                 block: [REDUCE_THREADS, 1, 1],
                 shared_bytes: 0,
+                cluster: 1,
             });
         }
         plan
@@ -372,8 +409,11 @@ impl Solver for Wgmma {
             waves * tile_ms + (waves - 1.0) * 0.002
         };
         let bytes = (p.element_counts().iter().sum::<u64>() * element_bytes(p) as u64) as f64;
-        // Split-K writes and reads back FP32 partials, in a second launch.
-        let split_ms = if cfg.splits > 1 {
+        // Split-K in a cluster: partials through distributed shared memory, two cluster
+        // barriers. Else it writes and reads back FP32 partials, in a second launch.
+        let split_ms = if cfg.cluster_split(p) {
+            0.001
+        } else if cfg.splits > 1 {
             2.0 * splits * m * n * 4.0 / 2.8e9 + 0.002
         } else if cfg.stream_k() {
             // Partial tiles out and back in, and the flags' memset.
@@ -677,6 +717,7 @@ impl Solver for WgmmaFirstLayer {
             ],
             block: [(cfg.rows / 64 + 1) * 128, 1, 1],
             shared_bytes: clamp(cfg.shared_bytes(p)),
+            cluster: 1,
         });
         plan.library = 1;
         plan.workspace_bytes = cfg.workspace(p).1;
@@ -952,12 +993,36 @@ mod tests {
         .unwrap();
         let s = &IMPLICIT_GEMM;
         let plan = s.launch_plan(&p, "64,64,8,8");
-        // 1 x 8 tiles, 8 slices each: 64 work units.
-        assert_eq!(plan.kernels[0].grid, [64, 1, 1]);
+        // 1 x 8 tiles, 8 slices each: 64 work units; 0.8 MB of partials, too few for a
+        // cluster: FP32 partials in the workspace and the reduction kernel.
+        assert_eq!(
+            (plan.kernels[0].grid, plan.kernels[0].cluster),
+            ([64, 1, 1], 1)
+        );
         assert_eq!(plan.kernels[1].kernel, 1);
         assert_eq!(plan.workspace_bytes, 8 * 49 * 512 * 4);
         assert_eq!(s.tma_arguments(&p, "64,64,8,8").unwrap().splits, 8);
         assert_eq!(s.launch_plan(&p, "64,64,8,1").kernels.len(), 1);
+        // Batch 32: 1568 rows. 192 x 128 tiles, 3 slices: 108 blocks, 9.6 MB of partials:
+        // a cluster per tile, each block storing one warpgroup's rows (receiving 2 x 32 KiB);
+        // no workspace, no second kernel.
+        let batch32 = ConvProblem::new(ConvSpec { n: 32, ..p.spec() }).unwrap();
+        let plan = s.launch_plan(&batch32, "192,128,4,3");
+        assert_eq!(
+            (plan.kernels[0].grid, plan.kernels[0].cluster),
+            ([108, 1, 1], 3)
+        );
+        assert_eq!((plan.kernels.len(), plan.workspace_bytes), (1, 0));
+        // 2 slices: 6.4 MB of partials, under the bound.
+        assert_eq!(s.launch_plan(&batch32, "192,128,4,2").kernels[0].cluster, 1);
+        // 128 x 256, 5 slices: 130 blocks, but the 4 partials of 64 KiB a block would receive
+        // do not fit its 144 KiB of stages.
+        let plan = s.launch_plan(&batch32, "128,256,3,5");
+        assert_eq!((plan.kernels[0].cluster, plan.kernels[1].kernel), (1, 1));
+        // More work units than SMs run the persistent kernel: never clusters.
+        let plan = s.launch_plan(&batch32, "64,64,8,8");
+        assert_eq!((plan.kernels[0].kernel, plan.kernels[0].cluster), (2, 1));
+        assert_eq!(plan.workspace_bytes, 8 * 32 * 49 * 512 * 4);
         assert!(s.applicable(&p, &h100, "64,64,8,64").is_ok());
         // A 1x1 with 64 channels has one reduction step: nothing to split.
         let q = nhwc(1, 64, 64, 7, 1);

@@ -82,6 +82,10 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(32, 144, 6, [1, 1], [1, 1], [0, 0], [1, 1], [1, 1], 1),
         d2(5, 6, 144, [1, 1], [1, 1], [0, 0], [1, 1], [1, 1], 1),
         d2(10, 1160, 48, [2, 2], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        // Split-K with 8 MiB of partials over at most 132 blocks: the Hopper kernels reduce
+        // the slices in a thread-block cluster (a 1x1 with two reduction steps, a 3x3).
+        d2(4, 128, 256, [32, 32], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        d2(4, 64, 256, [32, 32], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         // More output tiles than SMs (the persistent Hopper kernels), partial channel tiles.
         d2(4, 64, 96, [56, 56], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         d2(4, 64, 96, [40, 40], [1, 1], [0, 0], [1, 1], [1, 1], 1),
