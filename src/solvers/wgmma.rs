@@ -96,7 +96,7 @@ impl Config {
         };
         (rows % 64 == 0
             && (64..=256).contains(&rows)
-            && matches!(cols, 64 | 128 | 256)
+            && matches!(cols, 32 | 64 | 128 | 256)
             && stages >= 2
             && splits <= 64)
             .then_some(Config {
@@ -320,6 +320,12 @@ impl Solver for Wgmma {
         if cfg.stream_k() && cfg.rows > 128 {
             return Err("stream-K is built for tiles of at most 128 rows");
         }
+        // 32-column tiles only where a 64-column tile would be at least half padding (16-48
+        // output channels, or a remainder of 1-32 past a multiple of 64): elsewhere they read
+        // each A tile twice as often for nothing.
+        if cfg.cols == 32 && !(1..=32).contains(&(p.k() % 64)) {
+            return Err("32-column tiles only where a 64-column tile is at least half padding");
+        }
         if cfg.shared_bytes(cfg.persistent(p), element_bytes(p)) > max_shared_per_block(target.arch)
         {
             return Err("tile needs more shared memory than this arch gives a block");
@@ -402,7 +408,11 @@ impl Solver for Wgmma {
             // read from shared memory feeds half the columns). Both figures fitted on the find
             // log: they minimise the fallback's regret (`kiln-tools regret`).
             let waves = (blocks / 132.0).ceil();
-            let column_rate = if cfg.cols == 64 { 0.8 } else { 1.0 };
+            let column_rate = match cfg.cols {
+                32 => 0.6,
+                64 => 0.8,
+                _ => 1.0,
+            };
             let tile_ms = 2.0 * (cfg.rows * cfg.cols) as f64 * k
                 / splits
                 / (rate * column_rate * 1e6 / 132.0);
@@ -810,6 +820,30 @@ impl Solver for WgmmaFirstLayer {
 mod tests {
     use super::*;
     use kiln_format::ConvSpec;
+
+    #[test]
+    fn thirty_two_column_tiles_apply_only_where_sixty_four_would_be_half_padding() {
+        let h100 = super::super::H100_CAPS;
+        for (k, applies) in [
+            (16, true),
+            (32, true),
+            (160, true),
+            (48, false),
+            (64, false),
+            (256, false),
+        ] {
+            let p = nhwc(32, 528, k, 14, 1);
+            assert_eq!(
+                GEMM_1X1.applicable(&p, &h100, "128,32,8,1").is_ok(),
+                applies,
+                "K = {k}"
+            );
+            assert!(
+                GEMM_1X1.applicable(&p, &h100, "128,64,6,1").is_ok(),
+                "K = {k}"
+            );
+        }
+    }
 
     fn nhwc(n: u32, c: u32, k: u32, hw: u32, f: u32) -> ConvProblem {
         strided(n, c, k, hw, f, 0, 1)
