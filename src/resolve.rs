@@ -9,11 +9,13 @@
 //! 3. every other applicable solver by its cost model ([`Solver::estimated_ms`]).
 //!
 //! Each solver's perf config is the problem's own perf-db record when there is one, else, of
-//! the configs the nearest measured problems ran it with (where they apply), the one whose
-//! measured time scaled to the problem by the solver's cost model is smallest, else the
-//! solver's default.
+//! the configs the nearest measured problems ran it with (where they apply), and each one's
+//! counterpart shaped for the problem ([`Solver::refit`]: a narrow layer's 32-column tile for a
+//! neighbour's 64-column one), the one whose measured time scaled to the problem by the
+//! solver's cost model is smallest, else the solver's default.
 //!
 //! [`Solver::estimated_ms`]: crate::solvers::Solver::estimated_ms
+//! [`Solver::refit`]: crate::solvers::Solver::refit
 
 use kiln_format::measured::{macs, nearest_k, MeasuredProblem};
 
@@ -374,12 +376,15 @@ fn fastest_neighbour_config(
         let Some(s) = m.solvers.iter().find(|s| s.solver == solver.id()) else {
             continue;
         };
-        let Some(params) = solver.usable_config(p, caps, s.params) else {
-            continue;
-        };
-        let time = s.time_ms as f64 * scale_to(p, m, there.as_ref(), solver, s.params, params);
-        if best.is_none_or(|(_, t)| time < t) {
-            best = Some((params, time));
+        // The refit first: where the model cannot tell the two apart (both bound by memory,
+        // say), the tile shaped for the problem stands.
+        let refit = solver.refit(p, caps, s.params);
+        let as_run = solver.usable_config(p, caps, s.params);
+        for params in [refit, as_run].into_iter().flatten() {
+            let time = s.time_ms as f64 * scale_to(p, m, there.as_ref(), solver, s.params, params);
+            if best.is_none_or(|(_, t)| time < t) {
+                best = Some((params, time));
+            }
         }
     }
     best
@@ -518,6 +523,43 @@ mod tests {
         assert!((time - 0.0100).abs() < 1e-6, "{time}");
         let plan = rank_unmeasured(&p, &model, &caps, None).unwrap();
         assert_eq!(plan.best().variant.params, "192,128,4,1");
+    }
+
+    #[test]
+    fn a_neighbours_wide_tile_is_refit_to_a_narrow_layer() {
+        use kiln_format::measured::{class, features, MeasuredSolver};
+        // GoogLeNet's 528 -> 32 1x1 layer at 14x14, batch 32, and a measured 512 -> 64 layer
+        // whose best config was 64 x 64 tiles: on 32 output channels half of each such tile
+        // is padding, and the 64 x 32 tile (measured faster on every narrow layer of the find
+        // log) fits. Only the refit can name it: no neighbour ran it.
+        let seen: &'static str = "512-14-14-1x1-64-14-14-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F";
+        let there = ConvProblem::from_find_db_key(seen).unwrap();
+        static SOLVERS: [MeasuredSolver<'static>; 1] = [MeasuredSolver {
+            solver: "ConvWgmmaGemm1x1Fwd",
+            time_ms: 0.0038,
+            params: "64,64,8,1",
+        }];
+        let model = [MeasuredProblem {
+            key: seen,
+            class: class(&there),
+            features: features(&there),
+            macs: macs(&there),
+            solvers: &SOLVERS,
+        }];
+        let caps = crate::solvers::H100_CAPS;
+        // The 1x1 wgmma solver's perf config in the fallback's plan for output channels k.
+        let config_for = |k: u32| {
+            let key = format!("528-14-14-1x1-{k}-14-14-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F");
+            let p = ConvProblem::from_find_db_key(&key).unwrap();
+            let plan = rank_unmeasured(&p, &model, &caps, None).unwrap();
+            plan.ranked
+                .iter()
+                .find(|r| r.variant.solver.id() == "ConvWgmmaGemm1x1Fwd")
+                .map(|r| r.variant.params)
+        };
+        assert_eq!(config_for(32), Some("64,32,8,1"));
+        // 64 output channels fill the tile: the measured config stands.
+        assert_eq!(config_for(64), Some("64,64,8,1"));
     }
 
     #[test]

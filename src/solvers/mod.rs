@@ -243,6 +243,20 @@ pub trait Solver: Sync {
         None
     }
 
+    /// A perf config to weigh beside `measured`, one a near problem ran, when `measured`'s
+    /// tiles would fit `p` badly and another of `candidates` (the applicable manifest configs)
+    /// is its counterpart shaped for `p`: the fallback scales `measured`'s time to it by the
+    /// cost model. A neighbour's best config answers for its own shape; without this, a config
+    /// no measured neighbour won (a narrow tile, say) is never tried. None by default.
+    fn refit(
+        &self,
+        _p: &ConvProblem,
+        _measured: &str,
+        _candidates: &mut dyn Iterator<Item = &'static str>,
+    ) -> Option<&'static str> {
+        None
+    }
+
     /// For kernels whose argument is a block of TMA tensor maps the host encodes (sm_90a
     /// solvers): what the block holds. `None` for kiln's `(x, w, y, KilnConvArgs)` kernels and
     /// for library kernels with a device-side builder.
@@ -406,6 +420,18 @@ impl SolverRef {
             .copied()
             .find(|x| *x == q)
             .filter(|x| self.applicable(p, target, x).is_ok())
+    }
+
+    /// The counterpart of a near problem's config `measured` shaped for `p`, if the solver
+    /// offers one (see [`Solver::refit`]).
+    pub fn refit(
+        &self,
+        p: &ConvProblem,
+        target: &TargetCaps,
+        measured: &str,
+    ) -> Option<&'static str> {
+        self.imp
+            .refit(p, measured, &mut self.applicable_params(p, target))
     }
 
     /// The default perf config among the applicable ones (see [`Solver::default_params`]).
