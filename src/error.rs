@@ -171,9 +171,21 @@ impl fmt::Display for RunError {
             ),
             RunError::Solver { solver, reason } => write!(f, "solver {solver}: {reason}"),
             RunError::NoSolution { problem, reasons } => {
+                // Each reason once, with the solvers it rejected (most share one: a data type
+                // or direction no kernel takes), so the line stays short as solvers are added.
                 write!(f, "no embedded solver applies to {problem}:")?;
-                for (s, r) in reasons {
-                    write!(f, " {s}: {r};")?;
+                for (i, &(_, reason)) in reasons.iter().enumerate() {
+                    if reasons[..i].iter().any(|&(_, r)| r == reason) {
+                        continue;
+                    }
+                    let mut solvers = reasons.iter().filter(|&&(_, r)| r == reason);
+                    if let Some((first, _)) = solvers.next() {
+                        write!(f, " {first}")?;
+                    }
+                    for (s, _) in solvers {
+                        write!(f, ", {s}")?;
+                    }
+                    write!(f, ": {reason};")?;
                 }
                 Ok(())
             }
@@ -220,5 +232,28 @@ impl From<LookupError> for RunError {
 impl From<BackendError> for RunError {
     fn from(e: BackendError) -> Self {
         RunError::Backend(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_solution_names_each_reason_once_with_its_solvers() {
+        let e = RunError::NoSolution {
+            problem: "8-8-8-1x1-8-8-8-1-0x0-1x1-1x1-0-NCHW-INT8-F".into(),
+            reasons: vec![
+                ("A", "data type not FP32, FP16 or BF16"),
+                ("B", "needs 2-D NHWC tensors"),
+                ("C", "data type not FP32, FP16 or BF16"),
+                ("D", "data type not FP32, FP16 or BF16"),
+            ],
+        };
+        assert_eq!(
+            e.to_string(),
+            "no embedded solver applies to 8-8-8-1x1-8-8-8-1-0x0-1x1-1x1-0-NCHW-INT8-F: \
+             A, C, D: data type not FP32, FP16 or BF16; B: needs 2-D NHWC tensors;"
+        );
     }
 }

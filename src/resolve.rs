@@ -26,7 +26,7 @@ use crate::error::RunError;
 use crate::solvers::{registered, SolverRef, TargetCaps};
 
 /// Most solvers a plan holds (plans are built on the stack).
-pub const MAX_SOLVERS: usize = 24;
+pub const MAX_SOLVERS: usize = 32;
 
 /// Measured problems the fallback looks through for a perf config that applies.
 const NEIGHBOURS_FOR_PARAMS: usize = 8;

@@ -26,7 +26,8 @@
 //    in shared memory and writes it with 16-byte coalesced stores, masking rows and channels past
 //    the edge.
 // The 128-byte swizzle of the TMA loads is the layout wgmma's shared-memory descriptors name
-// (mode 1): rows of 128 B, 8-row atoms 1024 B apart.
+// (mode 1): rows of 128 B, 8-row atoms 1024 B apart; with -DKILN_STEP_CHANNELS (inputs of few
+// channels) rows of 64 or 32 B and the matching swizzle (modes 2, 3).
 #include "kiln_gpu.h"
 
 #ifndef KILN_BM
@@ -65,8 +66,20 @@
 #else
   #error "wgmma_conv.cu builds for FP16, BF16 or FP32 (TF32 math)"
 #endif
-// Reduction elements per stage: one 128-byte swizzle row.
-#define KILN_BK (128 / KILN_ELEM_BYTES)
+// Bytes of the reduction per stage and row: one swizzle row of 128 bytes, or, for inputs with
+// few channels, of 64 or 32
+// bytes (-DKILN_STEP_CHANNELS=32 or 16 FP16/BF16 channels), so that a 16-channel tap is not
+// padded to 64 channels.
+#if defined(KILN_STEP_CHANNELS)
+  #define KILN_ROW_BYTES (KILN_STEP_CHANNELS * KILN_ELEM_BYTES)
+#else
+  #define KILN_ROW_BYTES 128
+#endif
+#if KILN_ROW_BYTES != 128 && KILN_ROW_BYTES != 64 && KILN_ROW_BYTES != 32
+  #error "KILN_ROW_BYTES is 128, 64 or 32 (the wgmma swizzle widths)"
+#endif
+// Reduction elements per stage.
+#define KILN_BK (KILN_ROW_BYTES / KILN_ELEM_BYTES)
 // Elements of y per 16-byte store.
 #define KILN_VEC (16 / KILN_ELEM_BYTES)
 
@@ -183,11 +196,13 @@ static __device__ KILN_INLINE void kiln_tma_load_im2col(kiln_u32 dst, const Kiln
       : "memory");
 }
 #endif
-// A shared-memory matrix descriptor for a 128-byte-swizzled, K-major operand: start address,
-// leading byte offset unused (1), 1024 B between 8-row atoms, swizzle mode 1 (128 B).
+// A shared-memory matrix descriptor for a swizzled, K-major operand with KILN_ROW_BYTES rows:
+// start address, leading byte offset unused (1), 8 rows between 8-row atoms, and the swizzle
+// mode (1: 128 B, 2: 64 B, 3: 32 B).
+#define KILN_SWIZZLE_MODE (KILN_ROW_BYTES == 128 ? 1 : KILN_ROW_BYTES == 64 ? 2 : 3)
 static __device__ KILN_INLINE kiln_u64 kiln_wgmma_desc(kiln_u32 addr) {
-  return (kiln_u64)((addr >> 4) & 0x3fff) | ((kiln_u64)1 << 16) | ((kiln_u64)(1024 >> 4) << 32) |
-         ((kiln_u64)1 << 62);
+  return (kiln_u64)((addr >> 4) & 0x3fff) | ((kiln_u64)1 << 16) |
+         ((kiln_u64)(8 * KILN_ROW_BYTES >> 4) << 32) | ((kiln_u64)KILN_SWIZZLE_MODE << 62);
 }
 // One m64nNk16 wgmma per specialization (N = the instruction's width). Inline-asm operands are
 // numbered: the N / 2 accumulators first (%0 ...), then the A and B descriptors and the
@@ -541,8 +556,8 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
   }
 }
 #else
-#define KILN_A_BYTES (KILN_BM * 128)
-#define KILN_B_BYTES (KILN_BN * 128)
+#define KILN_A_BYTES (KILN_BM * KILN_ROW_BYTES)
+#define KILN_B_BYTES (KILN_BN * KILN_ROW_BYTES)
 // Row pitch of the staged output tile in 32-bit words: BN elements plus 16 bytes against bank
 // conflicts, keeping rows 16-byte aligned.
 #define KILN_PITCH (KILN_BN * KILN_ELEM_BYTES / 4 + 4)
@@ -693,14 +708,14 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     const int j = it - t.begin, s = g % KILN_STAGES;
     kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    const kiln_u32 a = l.stage_a + s * KILN_A_BYTES + warpgroup * 64 * 128;
+    const kiln_u32 a = l.stage_a + s * KILN_A_BYTES + warpgroup * 64 * KILN_ROW_BYTES;
     const kiln_u32 b = l.stage_b + s * KILN_B_BYTES;
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of each row per instruction
+    for (int kk = 0; kk < KILN_ROW_BYTES / 32; ++kk) {  // 32 bytes of each row per instruction
 #pragma unroll
       for (int n = 0; n < KILN_BN / KILN_WN; ++n) {
         KilnWgmma<KILN_WN>::mma(acc + n * (KILN_WN / 2), kiln_wgmma_desc(a + kk * 32),
-                                kiln_wgmma_desc(b + n * KILN_WN * 128 + kk * 32),
+                                kiln_wgmma_desc(b + n * KILN_WN * KILN_ROW_BYTES + kk * 32),
                                 j > 0 || kk > 0);
       }
     }

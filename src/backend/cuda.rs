@@ -450,13 +450,27 @@ impl Driver for CudaDriver {
             *stride = pitch;
         }
         let mut map = sys::CUtensorMap { opaque: [0; 16] };
-        let (interleave, swizzle, promotion, fill) = (
+        // A swizzled box row spans the swizzle: 32, 64 or 128 bytes.
+        let row_bytes = bytes
+            * match &shape.boxes {
+                TmaBoxes::Tiled(boxes) => boxes[0] as u64,
+                TmaBoxes::Im2col { channels, .. } => *channels as u64,
+            };
+        use sys::CUtensorMapSwizzle as Z;
+        let swizzle = match (shape.swizzle, row_bytes) {
+            (false, _) => Z::CU_TENSOR_MAP_SWIZZLE_NONE,
+            (true, 32) => Z::CU_TENSOR_MAP_SWIZZLE_32B,
+            (true, 64) => Z::CU_TENSOR_MAP_SWIZZLE_64B,
+            (true, 128) => Z::CU_TENSOR_MAP_SWIZZLE_128B,
+            (true, other) => {
+                return Err(BackendError::kiln(
+                    "cuTensorMapEncode",
+                    format!("a swizzled box row of {other} bytes (32, 64 or 128)"),
+                ))
+            }
+        };
+        let (interleave, promotion, fill) = (
             sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            if shape.swizzle {
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B
-            } else {
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE
-            },
             sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
             sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         );

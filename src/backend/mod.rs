@@ -126,8 +126,8 @@ pub struct TensorMapShape {
     pub dims: [u64; 5],
     /// How loads address it.
     pub boxes: TmaBoxes,
-    /// 128-byte swizzle (the layout wgmma's swizzled operands name); `false`: boxes land
-    /// row-major as they are.
+    /// Swizzled across the box's innermost row, which must then be 32, 64 or 128 bytes (the
+    /// layouts wgmma's swizzled operands name); `false`: boxes land row-major as they are.
     pub swizzle: bool,
 }
 

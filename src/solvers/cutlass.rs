@@ -423,7 +423,13 @@ impl Solver for Cutlass {
         let blocks = (m.div_ceil(cfg.tile[0] as u64) * n.div_ceil(cfg.tile[1] as u64)) as f64
             * cfg.split_k as f64;
         let occupancy = (blocks / NOMINAL_SMS).min(1.0);
-        let flops = 2.0 * m as f64 * n as f64 * k as f64;
+        // The main loop reads each filter tap's channels in whole K tiles: 16 channels under a
+        // 64-channel tile cost 64 (as in the wgmma model; it lowered the fallback's regret,
+        // `benches/RESULTS.md` part 12).
+        let [_, fh, fw] = p.filter();
+        let tile_k = cfg.tile[2].max(1) as u64;
+        let k_read = fh as u64 * fw as u64 * (p.c() as u64).div_ceil(tile_k) * tile_k;
+        let flops = 2.0 * m as f64 * n as f64 * k_read.max(k) as f64;
         let bytes = (p.element_counts().iter().sum::<u64>() * Self::element_bytes(p) as u64) as f64;
         // Each split-K slice after the first re-reads and re-writes the output.
         let split_bytes =

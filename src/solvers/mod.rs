@@ -324,6 +324,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &narrow::MmaNarrow,
     &wgmma::GEMM_1X1,
     &wgmma::IMPLICIT_GEMM,
+    &wgmma::IMPLICIT_GEMM_NARROW,
     &wgmma::GEMM_1X1_TF32,
     &wgmma::IMPLICIT_GEMM_TF32,
     &wgmma::FIRST_LAYER,
@@ -697,6 +698,13 @@ mod tests {
                 pad: [0, 0, 0],
                 layouts: [kiln_format::Layout::Nhwc; 3],
                 math: kiln_format::MathMode::AllowTf32,
+                ..base
+            },
+            // An input of 16 channels (the narrow-step solver's).
+            ConvSpec {
+                c: 16,
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                data_types: [DataType::Fp16; 3],
                 ..base
             },
             // A squeeze-and-excitation layer: 1x1 over pooled 1x1 maps.

@@ -37,6 +37,9 @@ pub const ID: &str = "ConvWgmmaGemm1x1Fwd";
 /// The im2col solver's id.
 pub const IMPLICIT_GEMM_ID: &str = "ConvWgmmaImplicitGemmFwd";
 
+/// The im2col solver's id with steps of 16 or 32 channels, for inputs of few channels.
+pub const IMPLICIT_GEMM_NARROW_ID: &str = "ConvWgmmaImplicitGemmNarrowFwd";
+
 /// The 1x1 solver's id for FP32 data in TF32 math.
 pub const TF32_ID: &str = "ConvWgmmaGemm1x1Tf32Fwd";
 
@@ -46,9 +49,10 @@ pub const IMPLICIT_GEMM_TF32_ID: &str = "ConvWgmmaImplicitGemmTf32Fwd";
 /// Every wgmma solver's id (they share a block shape: a producer warpgroup and one consumer
 /// warpgroup per 64 rows).
 #[cfg(test)]
-pub const IDS: [&str; 5] = [
+pub const IDS: [&str; 6] = [
     ID,
     IMPLICIT_GEMM_ID,
+    IMPLICIT_GEMM_NARROW_ID,
     TF32_ID,
     IMPLICIT_GEMM_TF32_ID,
     FIRST_LAYER_ID,
@@ -58,8 +62,16 @@ pub const IDS: [&str; 5] = [
 const CORNER_LIMIT: i64 = 128;
 
 /// Bytes of the reduction one pipeline stage holds per row: one 128-byte swizzle row
-/// (`KILN_BK` elements: 64 FP16/BF16, 32 FP32).
+/// (`KILN_BK` elements: 64 FP16/BF16, 32 FP32), unless the config narrows the step.
 const ROW_BYTES: u32 = 128;
+
+/// Channels per step of the narrow-step solver (`KILN_STEP_CHANNELS`): 64- and 32-byte rows
+/// of FP16/BF16, the narrower wgmma swizzles.
+const NARROW_STEPS: [u32; 2] = [16, 32];
+
+/// Input channels at most for the narrow-step solver: where a 64-channel step is at least half
+/// padding.
+const NARROW_MAX_CHANNELS: u32 = 32;
 
 /// Bytes of one element of `p`'s tensors (the solvers take FP16, BF16 and FP32).
 fn element_bytes(p: &ConvProblem) -> u32 {
@@ -71,8 +83,8 @@ fn element_bytes(p: &ConvProblem) -> u32 {
 }
 
 /// `KILN_BK`: reduction elements per stage.
-fn block_k(p: &ConvProblem) -> u32 {
-    ROW_BYTES / element_bytes(p)
+fn block_k(p: &ConvProblem, cfg: &Config) -> u32 {
+    cfg.step.unwrap_or(ROW_BYTES / element_bytes(p))
 }
 
 /// A perf config, parsed.
@@ -83,6 +95,9 @@ struct Config {
     stages: u32,
     /// Split-K slices (a run-time value: the same code object for every count); 0: stream-K.
     splits: u32,
+    /// Channels per step where the config narrows it (`rows,cols,stages,channels,splits`);
+    /// `None`: one 128-byte row (`rows,cols,stages,splits`).
+    step: Option<u32>,
 }
 
 /// Bytes of stream-K flags at the workspace's start (`KILN_SK_FLAGS_BYTES`): one 32-bit word
@@ -91,8 +106,12 @@ const STREAM_K_FLAGS_BYTES: u64 = 4096;
 
 impl Config {
     fn parse(params: &str) -> Option<Config> {
-        let &[rows, cols, stages, splits] = values(params).as_slice() else {
-            return None;
+        let (rows, cols, stages, step, splits) = match *values(params).as_slice() {
+            [rows, cols, stages, splits] => (rows, cols, stages, None, splits),
+            [rows, cols, stages, step, splits] if NARROW_STEPS.contains(&step) => {
+                (rows, cols, stages, Some(step), splits)
+            }
+            _ => return None,
         };
         (rows % 64 == 0
             && (64..=256).contains(&rows)
@@ -104,7 +123,13 @@ impl Config {
                 cols,
                 stages,
                 splits,
+                step,
             })
+    }
+
+    /// Bytes of one stage row (`KILN_ROW_BYTES`).
+    fn row_bytes(&self, element_bytes: u32) -> u32 {
+        self.step.map_or(ROW_BYTES, |c| c * element_bytes)
     }
 
     /// One producer warpgroup and one consumer warpgroup per 64 rows.
@@ -116,7 +141,7 @@ impl Config {
     /// (cols x element bytes / 4 + 4) 32-bit words), two 8-byte barriers per stage, and 1 KiB
     /// to align the stages to the 1024-byte swizzle atom.
     fn shared_bytes(&self, persistent: bool, element_bytes: u32) -> u32 {
-        self.stages * (self.rows + self.cols) * ROW_BYTES
+        self.stages * (self.rows + self.cols) * self.row_bytes(element_bytes)
             + if persistent {
                 self.rows * (self.cols * element_bytes / 4 + 4) * 4
             } else {
@@ -142,7 +167,7 @@ impl Config {
 
     /// Stream-K blocks: one per SM, at most one per reduction step.
     fn stream_k_blocks(&self, p: &ConvProblem) -> u64 {
-        (self.tiles(p) * reduction_steps(p)).min(PERSISTENT_BLOCKS)
+        (self.tiles(p) * reduction_steps(p, self)).min(PERSISTENT_BLOCKS)
     }
 
     /// Whether `p` runs a persistent entry: stream-K, or more work units than SMs.
@@ -165,7 +190,7 @@ impl Config {
         let partial_bytes = splits as u64 * gemm_rows(p) * p.k() as u64 * 4;
         (2..=MAX_CLUSTER).contains(&splits)
             && !self.persistent(p)
-            && received <= self.stages * (self.rows + self.cols) * ROW_BYTES
+            && received <= self.stages * (self.rows + self.cols) * self.row_bytes(element_bytes(p))
             && partial_bytes >= CLUSTER_MIN_PARTIAL_BYTES
     }
 }
@@ -189,9 +214,9 @@ fn gemm_rows(p: &ConvProblem) -> u64 {
 }
 
 /// Steps of the main loop: `KILN_BK` channels of one filter tap each.
-fn reduction_steps(p: &ConvProblem) -> u64 {
+fn reduction_steps(p: &ConvProblem, cfg: &Config) -> u64 {
     let [_, r, s] = p.filter();
-    r as u64 * s as u64 * (p.c() as u64).div_ceil(block_k(p) as u64)
+    r as u64 * s as u64 * (p.c() as u64).div_ceil(block_k(p, cfg) as u64)
 }
 
 /// Blocks of the persistent kernel at most: one per SM of the target (sm_90_132: 132). A device
@@ -219,6 +244,9 @@ pub struct Wgmma {
     /// FP32 data in TF32 math (else FP16 or BF16). The TF32 objects also carry the stream-K
     /// entry (split-K value 0): the only layers where it measured faster.
     tf32: bool,
+    /// Steps of 16 or 32 channels (64- or 32-byte rows) for inputs of at most 32 channels;
+    /// its configs name the step (`rows,cols,stages,channels,splits`).
+    narrow: bool,
 }
 
 /// `ConvWgmmaGemm1x1Fwd`.
@@ -226,6 +254,7 @@ pub static GEMM_1X1: Wgmma = Wgmma {
     id: ID,
     im2col: false,
     tf32: false,
+    narrow: false,
 };
 
 /// `ConvWgmmaImplicitGemmFwd`.
@@ -233,6 +262,15 @@ pub static IMPLICIT_GEMM: Wgmma = Wgmma {
     id: IMPLICIT_GEMM_ID,
     im2col: true,
     tf32: false,
+    narrow: false,
+};
+
+/// `ConvWgmmaImplicitGemmNarrowFwd`.
+pub static IMPLICIT_GEMM_NARROW: Wgmma = Wgmma {
+    id: IMPLICIT_GEMM_NARROW_ID,
+    im2col: true,
+    tf32: false,
+    narrow: true,
 };
 
 /// `ConvWgmmaGemm1x1Tf32Fwd`.
@@ -240,6 +278,7 @@ pub static GEMM_1X1_TF32: Wgmma = Wgmma {
     id: TF32_ID,
     im2col: false,
     tf32: true,
+    narrow: false,
 };
 
 /// `ConvWgmmaImplicitGemmTf32Fwd`.
@@ -247,6 +286,7 @@ pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
     id: IMPLICIT_GEMM_TF32_ID,
     im2col: true,
     tf32: true,
+    narrow: false,
 };
 
 impl Solver for Wgmma {
@@ -260,7 +300,32 @@ impl Solver for Wgmma {
         target: &TargetCaps,
         params: &str,
     ) -> Result<(), NotApplicable> {
-        let cfg = Config::parse(params).ok_or("perf config is not bm,bn,stages,splits")?;
+        let cfg =
+            Config::parse(params).ok_or("perf config is not bm,bn,stages[,channels],splits")?;
+        if cfg.step.is_some() != self.narrow {
+            return Err(if self.narrow {
+                "perf config does not name the channels per step"
+            } else {
+                "perf config names channels per step (the narrow-step solver's)"
+            });
+        }
+        if let Some(step) = cfg.step {
+            if p.c() > NARROW_MAX_CHANNELS {
+                return Err("narrow steps only for inputs of at most 32 channels");
+            }
+            // The one step that fits: 16 channels for inputs of up to 16, else 32 (16-channel
+            // steps on 32 channels pad nothing more and double the barrier rounds: measured
+            // slower on every such layer of the find log).
+            if step != if p.c() <= 16 { 16 } else { 32 } {
+                return Err("narrow steps of 16 channels for inputs of up to 16, else 32");
+            }
+            // A 1x1 layer is memory-bound: the 128-byte rows of ConvWgmmaGemm1x1Fwd load the
+            // same bytes in fewer steps (it matched or beat narrow steps on every 1x1 layer
+            // of the find log).
+            if p.filter()[1] * p.filter()[2] == 1 {
+                return Err("narrow steps only for filters of several taps");
+            }
+        }
         if target.arch != "sm_90" {
             return Err("sm_90a code: runs on compute capability 9.0 only");
         }
@@ -309,7 +374,7 @@ impl Solver for Wgmma {
         if gemm_rows(p) > i32::MAX as u64 {
             return Err("output pixels past 32-bit indexing");
         }
-        if cfg.splits as u64 > reduction_steps(p) {
+        if cfg.splits as u64 > reduction_steps(p, &cfg) {
             return Err("more split-K slices than reduction steps");
         }
         if cfg.stream_k() && !self.tf32 {
@@ -390,7 +455,7 @@ impl Solver for Wgmma {
         let (m, n, k) = (
             gemm_rows(p) as f64,
             p.k() as f64,
-            (reduction_steps(p) * block_k(p) as u64) as f64,
+            (reduction_steps(p, &cfg) * block_k(p, &cfg) as u64) as f64,
         );
         let splits = cfg.splits.max(1) as f64;
         let blocks = (m / cfg.rows as f64).ceil() * (n / cfg.cols as f64).ceil() * splits;
@@ -477,7 +542,7 @@ impl Solver for Wgmma {
         let [_, oh, ow] = p.output();
         let [_, stride_h, stride_w] = p.stride();
         let taps = r as u64 * s as u64;
-        let block_k = block_k(p);
+        let block_k = block_k(p, &cfg);
         let (x, w_map) = if self.im2col {
             let (lower_h, upper_h) = corners(p, 0);
             let (lower_w, upper_w) = corners(p, 1);
@@ -868,6 +933,63 @@ mod tests {
     }
 
     #[test]
+    fn narrow_steps_load_sixteen_or_thirty_two_channels_for_inputs_of_at_most_thirty_two() {
+        let h100 = super::super::H100_CAPS;
+        let narrow = &IMPLICIT_GEMM_NARROW;
+        // GoogLeNet's 16 -> 32 3x3 layer at 28x28, batch 32.
+        let p = strided(32, 16, 32, 28, 3, 1, 1);
+        assert!(narrow.applicable(&p, &h100, "64,32,8,16,1").is_ok());
+        // 16 channels take the 16-channel step only; 1x1 filters take none.
+        assert!(narrow.applicable(&p, &h100, "128,64,8,32,1").is_err());
+        let thirty_two = strided(32, 32, 128, 7, 3, 1, 1);
+        assert!(narrow
+            .applicable(&thirty_two, &h100, "128,64,8,32,1")
+            .is_ok());
+        assert!(narrow
+            .applicable(&thirty_two, &h100, "128,64,8,16,1")
+            .is_err());
+        assert!(narrow
+            .applicable(&nhwc(32, 16, 96, 56, 1), &h100, "64,64,8,16,1")
+            .is_err());
+        // Each solver takes only its own config shape.
+        assert!(narrow.applicable(&p, &h100, "64,64,8,1").is_err());
+        assert!(IMPLICIT_GEMM.applicable(&p, &h100, "64,64,8,16,1").is_err());
+        assert!(
+            Config::parse("64,64,8,24,1").is_none(),
+            "steps of 16 or 32 channels"
+        );
+        // 48 channels: a 64-channel step is only a quarter padding.
+        let wide = strided(32, 48, 128, 7, 3, 1, 1);
+        assert!(narrow.applicable(&wide, &h100, "64,64,8,16,1").is_err());
+        // 16 channels a step: 32-byte rows (TMA and wgmma swizzle 32 B), one step per tap.
+        let cfg = "64,64,8,16,1";
+        let args = narrow.tma_arguments(&p, cfg).unwrap();
+        match args.views[0].shape.boxes {
+            TmaBoxes::Im2col {
+                channels, pixels, ..
+            } => assert_eq!((channels, pixels), (16, 64)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            args.views[1].shape.boxes,
+            TmaBoxes::Tiled([16, 1, 64, 1, 1])
+        );
+        let parsed = Config::parse(cfg).unwrap();
+        assert_eq!(reduction_steps(&p, &parsed), 9);
+        assert_eq!(reduction_steps(&p, &Config::parse("64,64,8,1").unwrap()), 9);
+        // Stages of 32-byte rows: 8 x (64 + 64) x 32 bytes, the persistent kernel's output
+        // staging (392 tiles), the barriers, the alignment.
+        assert_eq!(
+            narrow.launch_plan(&p, cfg).kernels[0].shared_bytes,
+            8 * 128 * 32 + 64 * (64 * 2 / 4 + 4) * 4 + 128 + 1024
+        );
+        // The model counts the channels a step pads: 16 of 16, against 16 of 64.
+        assert!(
+            narrow.estimated_ms(&p, "64,64,8,16,1") < IMPLICIT_GEMM.estimated_ms(&p, "64,64,8,1")
+        );
+    }
+
+    #[test]
     fn sixty_four_column_configs_refit_to_thirty_two_only_where_half_would_be_padding() {
         let h100 = super::super::H100_CAPS;
         let solver = crate::solvers::by_id(ID).unwrap();
@@ -1136,7 +1258,10 @@ mod tests {
             args.views[0].shape.boxes,
             TmaBoxes::Tiled([32, 128, 1, 1, 1])
         );
-        assert_eq!(reduction_steps(&p), 8);
+        assert_eq!(
+            reduction_steps(&p, &Config::parse("128,64,6,1").unwrap()),
+            8
+        );
         // Persistent (784 tiles): the staged output tile holds 64 FP32 values + 16 bytes a row.
         let plan = s.launch_plan(&p, "128,64,6,1");
         assert_eq!(

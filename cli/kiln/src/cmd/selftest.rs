@@ -89,6 +89,11 @@ pub fn problems() -> Vec<ConvProblem> {
         // More output tiles than SMs (the persistent Hopper kernels), partial channel tiles.
         d2(4, 64, 96, [56, 56], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         d2(4, 64, 96, [40, 40], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        // Narrow steps (16 or 32 channels a step, 32- or 64-byte swizzled rows): 8 channels (a
+        // partly empty step either way), a strided dilated filter, and more tiles than SMs.
+        d2(3, 8, 32, [21, 17], [3, 3], [1, 1], [1, 1], [1, 1], 1),
+        d2(2, 32, 64, [23, 19], [5, 3], [2, 1], [2, 1], [1, 2], 1),
+        d2(4, 16, 32, [56, 56], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         ConvSpec {
             spatial_dims: 3,
             n: 1,
