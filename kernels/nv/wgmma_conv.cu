@@ -245,6 +245,30 @@ template <> struct KilnWgmma<64> {
     KILN_WGMMA_ASM(64, KILN_REGS32_0, "%32", "%33", "%34", KILN_ACC32(0));
   }
 };
+// Columns between the powers of two, for output channel counts that would leave a 128- or
+// 256-column tile mostly padding (96, 160 and 192 channels: one tile, none of it padding).
+#define KILN_REGS16_2 \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+#define KILN_REGS16_4 \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+template <> struct KilnWgmma<96> {
+  static __device__ KILN_INLINE void mma(float* d, kiln_u64 a, kiln_u64 b, int accumulate) {
+    KILN_WGMMA_ASM(96, KILN_REGS32_0 ", " KILN_REGS16_2, "%48", "%49", "%50", KILN_ACC32(0),
+                   KILN_ACC8(32), KILN_ACC8(40));
+  }
+};
+template <> struct KilnWgmma<160> {
+  static __device__ KILN_INLINE void mma(float* d, kiln_u64 a, kiln_u64 b, int accumulate) {
+    KILN_WGMMA_ASM(160, KILN_REGS32_0 ", " KILN_REGS32_1 ", " KILN_REGS16_4, "%80", "%81",
+                   "%82", KILN_ACC32(0), KILN_ACC32(32), KILN_ACC8(64), KILN_ACC8(72));
+  }
+};
+template <> struct KilnWgmma<192> {
+  static __device__ KILN_INLINE void mma(float* d, kiln_u64 a, kiln_u64 b, int accumulate) {
+    KILN_WGMMA_ASM(192, KILN_REGS32_0 ", " KILN_REGS32_1 ", " KILN_REGS32_2, "%96", "%97",
+                   "%98", KILN_ACC32(0), KILN_ACC32(32), KILN_ACC32(64));
+  }
+};
 template <> struct KilnWgmma<128> {
   static __device__ KILN_INLINE void mma(float* d, kiln_u64 a, kiln_u64 b, int accumulate) {
     KILN_WGMMA_ASM(128, KILN_REGS32_0 ", " KILN_REGS32_1, "%64", "%65", "%66", KILN_ACC32(0),

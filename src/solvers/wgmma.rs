@@ -115,7 +115,7 @@ impl Config {
         };
         (rows % 64 == 0
             && (64..=256).contains(&rows)
-            && matches!(cols, 32 | 64 | 128 | 256)
+            && matches!(cols, 32 | 64 | 96 | 128 | 160 | 192 | 256)
             && stages >= 2
             && splits <= 64)
             .then_some(Config {
@@ -206,6 +206,14 @@ const MAX_CLUSTER: u32 = 8;
 /// short blocks wait at the cluster barrier for the slowest of their cluster, and a cluster
 /// waits for free SMs of one GPC.
 const CLUSTER_MIN_PARTIAL_BYTES: u64 = 8 << 20;
+
+/// Whether a tile of `cols` columns, between the powers of two, fits `k` output channels: it
+/// pads them no more than 64-column tiles do and less than 128-column ones (160 channels: one
+/// 160-column tile, where 128-column tiles compute 256 columns in twice the blocks' time).
+fn between_powers_fit(k: u32, cols: u32) -> bool {
+    let padding = |t: u32| k.div_ceil(t) * t - k;
+    padding(cols) <= padding(64) && padding(cols) < padding(128)
+}
 
 /// Rows of the GEMM: output pixels of every image.
 fn gemm_rows(p: &ConvProblem) -> u64 {
@@ -391,6 +399,9 @@ impl Solver for Wgmma {
         if cfg.cols == 32 && !(1..=32).contains(&(p.k() % 64)) {
             return Err("32-column tiles only where a 64-column tile is at least half padding");
         }
+        if !cfg.cols.is_power_of_two() && !between_powers_fit(p.k(), cfg.cols) {
+            return Err("96-, 160- and 192-column tiles only where they pad less than 128 columns and no more than 64");
+        }
         if cfg.shared_bytes(cfg.persistent(p), element_bytes(p)) > max_shared_per_block(target.arch)
         {
             return Err("tile needs more shared memory than this arch gives a block");
@@ -512,11 +523,15 @@ impl Solver for Wgmma {
             .min_by(|a, b| self.estimated_ms(p, a).total_cmp(&self.estimated_ms(p, b)))
     }
 
-    /// For a 64-column config where `p`'s output channels leave a 64-column tile at least half
-    /// empty: the 32-column tile of the same rows and split.
-    /// In the find log's 148 narrow (problem, solver) pairs that ran both, 64 x 32 beat 64 x 64 on
-    /// 114 (median time ratio 0.97) and 128 x 32 beat 128 x 64 on 128 (median 0.91), yet a
-    /// neighbour with 64 or more output channels never names a 32-column tile.
+    /// For a power-of-two-column config whose tiles pad `p`'s output channels: the tile
+    /// shaped for them, among the applicable configs with the same split and at most the
+    /// same rows, the one the cost model ranks fastest. Where a 64-column tile is at least
+    /// half padding, the 32-column tile of the same rows (in the find log's 148 narrow
+    /// (problem, solver) pairs that ran both, 64 x 32 beat 64 x 64 on 114, median time ratio
+    /// 0.97; 128 x 32 beat 128 x 64 on 128, median 0.91); where 96, 160 or 192 columns pad
+    /// less than 128 (`between_powers_fit`), those tiles (160 channels at 14x14, batch 32: 64 x
+    /// 160 in 5.1 us, 192 x 64 in 6.8). A neighbour whose output channels are a power of two
+    /// never names either.
     fn refit(
         &self,
         p: &ConvProblem,
@@ -524,13 +539,25 @@ impl Solver for Wgmma {
         candidates: &mut dyn Iterator<Item = &'static str>,
     ) -> Option<&'static str> {
         let from = Config::parse(measured)?;
-        if from.cols != 64 || !(1..=32).contains(&(p.k() % 64)) {
+        if !from.cols.is_power_of_two() {
             return None;
         }
+        let narrow = from.cols == 64 && (1..=32).contains(&(p.k() % 64));
         candidates
             .filter_map(|q| Some((q, Config::parse(q)?)))
-            .filter(|(_, c)| c.cols == 32 && c.rows == from.rows && c.splits == from.splits)
-            .max_by_key(|(_, c)| c.stages)
+            .filter(|(_, c)| c.splits == from.splits && c.step == from.step)
+            .filter(|(_, c)| {
+                (narrow && c.cols == 32 && c.rows == from.rows)
+                    || (!c.cols.is_power_of_two() && c.rows <= from.rows)
+            })
+            // Ties (equal waves of equal tiles) to the fewer column tiles: each reads A once
+            // more (192 channels at 14x14: 64 x 192 in 6.1 us, 128 x 96 in 6.3).
+            .min_by(|(a, ca), (b, cb)| {
+                let column_tiles = |c: &Config| p.k().div_ceil(c.cols);
+                self.estimated_ms(p, a)
+                    .total_cmp(&self.estimated_ms(p, b))
+                    .then(column_tiles(ca).cmp(&column_tiles(cb)))
+            })
             .map(|(q, _)| q)
     }
 
@@ -990,7 +1017,36 @@ mod tests {
     }
 
     #[test]
-    fn sixty_four_column_configs_refit_to_thirty_two_only_where_half_would_be_padding() {
+    fn tiles_between_the_powers_of_two_apply_where_they_pad_less() {
+        let h100 = super::super::H100_CAPS;
+        for (k, cols, applies) in [
+            (160, 160, true),
+            (160, 96, true),
+            (192, 192, true),
+            (144, 160, true),
+            (96, 96, true),
+            (320, 160, true),
+            (960, 192, true),
+            // Power-of-two tiles fit exactly, or pad less.
+            (128, 96, false),
+            (256, 160, false),
+            (384, 192, false),
+            (64, 96, false),
+            (32, 96, false),
+            (96, 160, false),
+        ] {
+            let p = nhwc(32, 512, k, 14, 1);
+            let params = format!("64,{cols},6,1");
+            assert_eq!(
+                GEMM_1X1.applicable(&p, &h100, &params).is_ok(),
+                applies,
+                "K = {k}, {cols} columns"
+            );
+        }
+    }
+
+    #[test]
+    fn power_of_two_tiles_refit_to_the_columns_that_fit() {
         let h100 = super::super::H100_CAPS;
         let solver = crate::solvers::by_id(ID).unwrap();
         for (k, from, to) in [
@@ -999,7 +1055,10 @@ mod tests {
             // No 192 x 32 tile: 128 x 32 would double 192 x 64's waves (measured 9-16% slower
             // on GoogLeNet's 28x28 layers at batch 32).
             (16, "192,64,4,1", None),
-            (160, "64,64,8,1", Some("64,32,8,1")),
+            // 160 channels: one 160-column tile beats five 32-column ones in the model.
+            (160, "64,64,8,1", Some("64,160,6,1")),
+            // 192 channels: 64 x 192 (98 blocks, one wave) rather than 128 x 192 (49).
+            (192, "192,128,4,1", Some("64,192,6,1")),
             // No padding, or less than half a tile of it.
             (64, "64,64,8,1", None),
             (48, "64,64,8,1", None),
