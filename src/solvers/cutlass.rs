@@ -417,7 +417,7 @@ impl Solver for Cutlass {
         let Some(cfg) = CutlassConfig::parse(params) else {
             return f64::INFINITY;
         };
-        let [m, n, k] = gemm_shape(p);
+        let [m, n, _] = gemm_shape(p);
         let fill =
             tile_fill(m as f64, cfg.tile[0] as f64) * tile_fill(n as f64, cfg.tile[1] as f64);
         let blocks = (m.div_ceil(cfg.tile[0] as u64) * n.div_ceil(cfg.tile[1] as u64)) as f64
@@ -429,7 +429,7 @@ impl Solver for Cutlass {
         let [_, fh, fw] = p.filter();
         let tile_k = cfg.tile[2].max(1) as u64;
         let k_read = fh as u64 * fw as u64 * (p.c() as u64).div_ceil(tile_k) * tile_k;
-        let flops = 2.0 * m as f64 * n as f64 * k_read.max(k) as f64;
+        let flops = 2.0 * m as f64 * n as f64 * k_read as f64;
         let bytes = (p.element_counts().iter().sum::<u64>() * Self::element_bytes(p) as u64) as f64;
         // Each split-K slice after the first re-reads and re-writes the output.
         let split_bytes =

@@ -82,11 +82,6 @@ fn element_bytes(p: &ConvProblem) -> u32 {
     }
 }
 
-/// `KILN_BK`: reduction elements per stage.
-fn block_k(p: &ConvProblem, cfg: &Config) -> u32 {
-    cfg.step.unwrap_or(ROW_BYTES / element_bytes(p))
-}
-
 /// A perf config, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Config {
@@ -127,9 +122,14 @@ impl Config {
             })
     }
 
+    /// `KILN_BK`: reduction elements per stage.
+    fn block_k(&self, element_bytes: u32) -> u32 {
+        self.step.unwrap_or(ROW_BYTES / element_bytes)
+    }
+
     /// Bytes of one stage row (`KILN_ROW_BYTES`).
     fn row_bytes(&self, element_bytes: u32) -> u32 {
-        self.step.map_or(ROW_BYTES, |c| c * element_bytes)
+        self.block_k(element_bytes) * element_bytes
     }
 
     /// One producer warpgroup and one consumer warpgroup per 64 rows.
@@ -224,7 +224,7 @@ fn gemm_rows(p: &ConvProblem) -> u64 {
 /// Steps of the main loop: `KILN_BK` channels of one filter tap each.
 fn reduction_steps(p: &ConvProblem, cfg: &Config) -> u64 {
     let [_, r, s] = p.filter();
-    r as u64 * s as u64 * (p.c() as u64).div_ceil(block_k(p, cfg) as u64)
+    r as u64 * s as u64 * (p.c() as u64).div_ceil(cfg.block_k(element_bytes(p)) as u64)
 }
 
 /// Blocks of the persistent kernel at most: one per SM of the target (sm_90_132: 132). A device
@@ -466,7 +466,7 @@ impl Solver for Wgmma {
         let (m, n, k) = (
             gemm_rows(p) as f64,
             p.k() as f64,
-            (reduction_steps(p, &cfg) * block_k(p, &cfg) as u64) as f64,
+            (reduction_steps(p, &cfg) * cfg.block_k(element_bytes(p)) as u64) as f64,
         );
         let splits = cfg.splits.max(1) as f64;
         let blocks = (m / cfg.rows as f64).ceil() * (n / cfg.cols as f64).ceil() * splits;
@@ -542,12 +542,13 @@ impl Solver for Wgmma {
         if !from.cols.is_power_of_two() {
             return None;
         }
-        let narrow = from.cols == 64 && (1..=32).contains(&(p.k() % 64));
+        // The candidates apply to `p`: 32-column and 96-192-column tiles are among them only
+        // where `applicable` found them fitting `p`'s output channels.
         candidates
             .filter_map(|q| Some((q, Config::parse(q)?)))
             .filter(|(_, c)| c.splits == from.splits && c.step == from.step)
             .filter(|(_, c)| {
-                (narrow && c.cols == 32 && c.rows == from.rows)
+                (from.cols == 64 && c.cols == 32 && c.rows == from.rows)
                     || (!c.cols.is_power_of_two() && c.rows <= from.rows)
             })
             // Ties (equal waves of equal tiles) to the fewer column tiles: each reads A once
@@ -569,7 +570,7 @@ impl Solver for Wgmma {
         let [_, oh, ow] = p.output();
         let [_, stride_h, stride_w] = p.stride();
         let taps = r as u64 * s as u64;
-        let block_k = block_k(p, &cfg);
+        let block_k = cfg.block_k(element_bytes(p));
         let (x, w_map) = if self.im2col {
             let (lower_h, upper_h) = corners(p, 0);
             let (lower_w, upper_w) = corners(p, 1);
