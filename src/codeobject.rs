@@ -148,9 +148,6 @@ impl fmt::Display for CodeObjectError {
 
 impl std::error::Error for CodeObjectError {}
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
@@ -158,65 +155,92 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
-fn within(len: usize, off: u64, size: u64) -> bool {
-    off.checked_add(size).is_some_and(|end| end <= len as u64)
+/// The ELF header fields kiln reads after [`check_elf_layout`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ElfHeader {
+    /// `e_machine`.
+    pub machine: u16,
+    /// `e_flags`.
+    pub flags: u32,
+    /// `EI_ABIVERSION`.
+    pub abi_version: u8,
+}
+
+/// Checks that a 64-bit little-endian ELF of `len` bytes holds everything its headers point at:
+/// the program and section header tables, every segment's and every section's file bytes.
+/// `read_at(offset, size)` gives the bytes of a range inside the file (`None` past its end), so
+/// a file on disk (a driver library, checked before `dlopen` maps it) need not be read whole.
+pub(crate) fn check_elf_layout(
+    len: u64,
+    read_at: &dyn Fn(u64, u64) -> Option<Vec<u8>>,
+) -> Result<ElfHeader, String> {
+    let within = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
+    let head = read_at(0, 64).filter(|h| h.len() == 64 && &h[..4] == b"\x7fELF");
+    let Some(head) = head else {
+        return Err("no ELF header".into());
+    };
+    if head[4] != 2 || head[5] != 1 {
+        return Err("not a 64-bit little-endian ELF".into());
+    }
+    let field = |at: usize, width: usize| -> u64 {
+        let mut v = [0u8; 8];
+        v[..width].copy_from_slice(&head[at..at + width]);
+        u64::from_le_bytes(v)
+    };
+    let (phoff, shoff) = (field(32, 8), field(40, 8));
+    let (phentsize, phnum) = (field(54, 2), field(56, 2));
+    let (shentsize, shnum, shstrndx) = (field(58, 2), field(60, 2), field(62, 2));
+    if phnum > 0 {
+        if phentsize != 56 || !within(phoff, phentsize * phnum) {
+            return Err("program header table lies outside the file".into());
+        }
+        let table = read_at(phoff, phentsize * phnum).ok_or("program header table unreadable")?;
+        for (i, ph) in table.chunks_exact(56).enumerate() {
+            let (off, filesz) = (
+                u64_at(ph, 8).unwrap_or(u64::MAX),
+                u64_at(ph, 32).unwrap_or(u64::MAX),
+            );
+            if !within(off, filesz) {
+                return Err(format!("segment {i} lies outside the file"));
+            }
+        }
+    }
+    if shnum == 0 {
+        return Err("no section headers".into());
+    }
+    if shentsize != 64 || !within(shoff, shentsize * shnum) || shstrndx >= shnum {
+        return Err("section header table lies outside the file".into());
+    }
+    let table = read_at(shoff, shentsize * shnum).ok_or("section header table unreadable")?;
+    for (i, sh) in table.chunks_exact(64).enumerate() {
+        let sh_type = u32_at(sh, 4).unwrap_or(0);
+        let (off, size) = (
+            u64_at(sh, 24).unwrap_or(u64::MAX),
+            u64_at(sh, 32).unwrap_or(u64::MAX),
+        );
+        const SHT_NOBITS: u32 = 8;
+        if sh_type != SHT_NOBITS && !within(off, size) {
+            return Err(format!("section {i} lies outside the file"));
+        }
+    }
+    Ok(ElfHeader {
+        machine: field(18, 2) as u16,
+        flags: field(48, 4) as u32,
+        abi_version: head[8],
+    })
 }
 
 /// Checks the ELF structure and returns what the object is built for.
 pub fn inspect(obj: &[u8]) -> Result<ObjectTarget, CodeObjectError> {
     let bad = |why: &str| CodeObjectError::Malformed(why.to_string());
-    if obj.len() < 64 || &obj[..4] != b"\x7fELF" {
-        return Err(bad("no ELF header"));
-    }
-    if obj[4] != 2 || obj[5] != 1 {
-        return Err(bad("not a 64-bit little-endian ELF"));
-    }
-    let machine = u16_at(obj, 18).ok_or(bad("truncated header"))?;
-    let flags = u32_at(obj, 48).ok_or(bad("truncated header"))?;
-    let phoff = u64_at(obj, 32).ok_or(bad("truncated header"))?;
-    let shoff = u64_at(obj, 40).ok_or(bad("truncated header"))?;
-    let (phentsize, phnum) = (
-        u16_at(obj, 54).unwrap_or(0) as u64,
-        u16_at(obj, 56).unwrap_or(0) as u64,
-    );
-    let (shentsize, shnum, shstrndx) = (
-        u16_at(obj, 58).unwrap_or(0) as u64,
-        u16_at(obj, 60).unwrap_or(0) as u64,
-        u16_at(obj, 62).unwrap_or(0) as u64,
-    );
-    if phnum > 0 {
-        if phentsize != 56 || !within(obj.len(), phoff, phentsize * phnum) {
-            return Err(bad("program header table lies outside the object"));
-        }
-        for i in 0..phnum {
-            let at = (phoff + i * 56) as usize;
-            let (off, filesz) = (
-                u64_at(obj, at + 8).unwrap_or(u64::MAX),
-                u64_at(obj, at + 32).unwrap_or(u64::MAX),
-            );
-            if !within(obj.len(), off, filesz) {
-                return Err(bad(&format!("segment {i} lies outside the object")));
-            }
-        }
-    }
-    if shnum == 0 {
-        return Err(bad("no section headers"));
-    }
-    if shentsize != 64 || !within(obj.len(), shoff, shentsize * shnum) || shstrndx >= shnum {
-        return Err(bad("section header table lies outside the object"));
-    }
-    for i in 0..shnum {
-        let at = (shoff + i * 64) as usize;
-        let sh_type = u32_at(obj, at + 4).unwrap_or(0);
-        let (off, size) = (
-            u64_at(obj, at + 24).unwrap_or(u64::MAX),
-            u64_at(obj, at + 32).unwrap_or(u64::MAX),
-        );
-        const SHT_NOBITS: u32 = 8;
-        if sh_type != SHT_NOBITS && !within(obj.len(), off, size) {
-            return Err(bad(&format!("section {i} lies outside the object")));
-        }
-    }
+    let read_at = |off: u64, size: u64| {
+        let end = off.checked_add(size)?;
+        obj.get(usize::try_from(off).ok()?..usize::try_from(end).ok()?)
+            .map(<[u8]>::to_vec)
+    };
+    let header = check_elf_layout(obj.len() as u64, &read_at)
+        .map_err(|why| bad(&why.replace("the file", "the object")))?;
+    let (machine, flags) = (header.machine, header.flags);
     match machine {
         EM_AMDGPU => Ok(ObjectTarget::Amd {
             mach: flags & 0xff,
@@ -227,7 +251,7 @@ pub fn inspect(obj: &[u8]) -> Result<ObjectTarget, CodeObjectError> {
             // cubin ELF ABI 7 (CUDA 12) keeps the SM in the low byte; ABI 8 (CUDA 13) one byte
             // up. ABI 7 marks arch-specific cubins with bit 11; kiln builds ABI 7 (NVRTC 12.9),
             // and an ABI 8 cubin's arch-specific mark is not decoded here.
-            let (sm, arch_specific) = if obj[8] >= 8 {
+            let (sm, arch_specific) = if header.abi_version >= 8 {
                 ((flags >> 8) & 0xff, false)
             } else {
                 (flags & 0xff, flags & EF_CUDA_ARCH_SPECIFIC_ABI7 != 0)

@@ -55,7 +55,8 @@ impl fmt::Display for Error {
             ),
             Error::UnknownTarget { name, embedded } => write!(
                 f,
-                "target '{name}' is not compiled into this binary; available: [{}]",
+                "target '{}' is not compiled into this binary; available: [{}]",
+                excerpt(name),
                 embedded.join(", ")
             ),
         }
@@ -79,15 +80,7 @@ impl From<LookupError> for Error {
     }
 }
 
-/// At most 80 characters of `s`, control characters escaped: what messages quote of input.
-pub(crate) fn excerpt(s: &str) -> String {
-    let escaped: String = s.escape_debug().take(80).collect();
-    if escaped.len() < s.len() {
-        format!("{escaped}... ({} bytes)", s.len())
-    } else {
-        escaped
-    }
-}
+pub(crate) use kiln_format::text::excerpt;
 
 /// Result alias.
 pub type Result<T, E = Error> = core::result::Result<T, E>;

@@ -34,7 +34,7 @@ pub fn parse_level(text: &str) -> Result<LevelFilter, String> {
         _ => {
             return Err(format!(
                 "{LEVEL_VARIABLE}='{}': not a log level (off, error, warn, info, debug, trace, or 0-7 as MIOPEN_LOG_LEVEL)",
-                t.escape_debug()
+                kiln_format::text::excerpt(t)
             ))
         }
     };
@@ -47,7 +47,8 @@ pub fn level_from_env() -> Result<LevelFilter, String> {
         Ok(v) => parse_level(&v),
         Err(std::env::VarError::NotPresent) => Ok(DEFAULT_LEVEL),
         Err(std::env::VarError::NotUnicode(v)) => Err(format!(
-            "{LEVEL_VARIABLE}={v:?}: not valid UTF-8, so not a log level"
+            "{LEVEL_VARIABLE}='{}': not valid UTF-8, so not a log level",
+            kiln_format::text::excerpt(&v.to_string_lossy())
         )),
     }
 }

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use kiln::backend::{Device, DeviceBuffer, Stream};
 use kiln::context::Context;
+use kiln::format::text::excerpt;
 use kiln::invoker::Invoker;
 use kiln::resolve::{Provenance, Variant};
 use kiln::solvers::TargetCaps;
@@ -542,9 +543,7 @@ pub unsafe extern "C" fn kiln_problem_create_from_key(
         // SAFETY: the caller's contract.
         let key = unsafe { text(key, "key")? };
         let problem = ConvProblem::from_find_db_key(key)
-            .map_err(|e| {
-                Failure::bad_param(format!("bad find-db key '{}': {e}", key.escape_debug()))
-            })?
+            .map_err(|e| Failure::bad_param(format!("bad find-db key '{}': {e}", excerpt(key))))?
             .with_math(desc::math(math)?);
         // SAFETY: checked writable above.
         unsafe { give(out, kiln_problem { problem }) };
@@ -717,7 +716,7 @@ fn choose(
     let solver_ref = kiln::solvers::by_id(solver).ok_or_else(|| {
         bad(format!(
             "solver '{}' is not one of this kiln's solvers",
-            solver.escape_debug()
+            excerpt(solver)
         ))
     })?;
     let caps = shared
@@ -731,7 +730,7 @@ fn choose(
             .unwrap_or("not one of its compiled perf configs");
         bad(format!(
             "{solver} [{}] cannot run {} on {}: {why}",
-            params.escape_debug(),
+            excerpt(params),
             p.find_db_key().as_str(),
             shared.target.basename
         ))
@@ -744,11 +743,20 @@ fn choose(
         Some(ctx) => Some(ctx.prepare(p, &variant)?),
         None => None,
     };
+    if !(KILN_PROVENANCE_FIND_DB..=KILN_PROVENANCE_SAVED).contains(&info.provenance) {
+        return Err(Failure::bad_param(format!(
+            "info.provenance {} is none of the KILN_PROVENANCE_* values",
+            info.provenance
+        )));
+    }
     info.solver = fixed(variant.solver.id(), "solver id")?;
     info.params = fixed(params, "perf config")?;
-    if let Some(inv) = &invoker {
-        info.workspace_bytes = inv.workspace_bytes();
-    }
+    // What the solution needs, never the caller's figure: from the loaded kernels, or on a
+    // planning handle from the solver's launch plan.
+    info.workspace_bytes = match &invoker {
+        Some(inv) => inv.workspace_bytes(),
+        None => variant.solver.imp.launch_plan(p, params).workspace_bytes,
+    };
     Ok(kiln_solution {
         shared: shared.clone(),
         problem: *p,
@@ -819,7 +827,7 @@ pub unsafe extern "C" fn kiln_solution_load(
                 KILN_ERROR_BAD_SOLUTION,
                 format!(
                     "the solution was saved for target {}; this handle runs {}",
-                    saved.target.escape_debug(),
+                    excerpt(saved.target),
                     s.target.basename
                 ),
             ));
@@ -833,15 +841,7 @@ pub unsafe extern "C" fn kiln_solution_load(
             params: [0; KILN_NAME_BYTES],
             nearest_key: [0; KILN_NAME_BYTES],
         };
-        let mut sol = choose(s, &saved.problem, saved.solver, saved.params, info)?;
-        if sol.invoker.is_none() {
-            let plan = sol
-                .variant
-                .solver
-                .imp
-                .launch_plan(&sol.problem, sol.variant.params);
-            sol.info.workspace_bytes = plan.workspace_bytes;
-        }
+        let sol = choose(s, &saved.problem, saved.solver, saved.params, info)?;
         // SAFETY: checked writable above.
         unsafe { give(out, sol) };
         Ok(())

@@ -56,7 +56,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Saved<'_>, Failure> {
         let first: String = lines.first().unwrap_or(&"").chars().take(40).collect();
         return Err(bad(format!(
             "saved solution line 1 is '{}', expected '{MAGIC}'",
-            first.escape_debug()
+            kiln::format::text::excerpt(&first)
         )));
     }
     let fields = ["target", "problem", "math", "solver", "params"];
@@ -79,7 +79,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Saved<'_>, Failure> {
                 bad(format!(
                     "saved solution line {}: expected '{name} <value>', found '{}'",
                     i + 2,
-                    shown.escape_debug()
+                    kiln::format::text::excerpt(&shown)
                 ))
             })?;
     }

@@ -92,7 +92,7 @@ impl Error {
         Error::Parse {
             file: file.to_path_buf(),
             line,
-            text: shorten(text),
+            text: kiln_format::text::excerpt(text),
             reason: reason.into(),
         }
     }
@@ -105,27 +105,20 @@ impl Error {
     }
 }
 
-fn shorten(text: &str) -> String {
-    const MAX: usize = 160;
-    if text.len() <= MAX {
-        return text.to_string();
-    }
-    let mut cut = MAX;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}...", &text[..cut])
+/// A path as messages show it: control characters escaped.
+fn shown(path: &std::path::Path) -> String {
+    kiln_format::text::escaped(&path.to_string_lossy())
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Parse { file, line, text, reason } => {
-                write!(f, "{}:{}: {}: '{}'", file.display(), line, reason, text)
+                write!(f, "{}:{}: {}: '{}'", shown(file), line, reason, text)
             }
-            Error::Sqlite { file, reason } => write!(f, "{}: {}", file.display(), reason),
-            Error::Kdb { file, key, reason } => write!(f, "{}: kernel {}: {}", file.display(), key, reason),
-            Error::Io { path, source } => write!(f, "{}: {}", path.display(), source),
+            Error::Sqlite { file, reason } => write!(f, "{}: {}", shown(file), reason),
+            Error::Kdb { file, key, reason } => write!(f, "{}: kernel {}: {}", shown(file), key, reason),
+            Error::Io { path, source } => write!(f, "{}: {}", shown(path), source),
             Error::PinMismatch { file, origin, expected, actual } => write!(
                 f,
                 "{file} from {origin}: sha256 {actual} does not match the pin {expected} kept in the repo"

@@ -51,7 +51,7 @@ impl FindDb {
 
     /// Parses find-db text; `file` names the source in errors.
     pub fn parse(text: &str, file: &Path) -> Result<FindDb> {
-        let records = crate::textdb::parse_lines(text, file, parse_line, |r| r.key.as_str())?;
+        let records = crate::textdb::parse_lines(text, file, parse_line)?;
         Ok(FindDb { records })
     }
 
@@ -197,16 +197,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("t.fdb.txt:2: bad time '0.05x'"), "{e}");
-        let e = FindDb::parse("no-equals-here", Path::new("t"))
+        let e = FindDb::parse("no-equals-here\n", Path::new("t"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("t:1: missing '='"), "{e}");
-        let e = FindDb::parse(&format!("{LINE}\n{LINE}"), Path::new("t"))
+        let e = FindDb::parse(&format!("{LINE}\n{LINE}\n"), Path::new("t"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("t:2: duplicate key"), "{e}");
         let cut = &LINE[..LINE.len() - 20];
-        let e = FindDb::parse(cut, Path::new("t")).unwrap_err().to_string();
+        let e = FindDb::parse(&format!("{cut}\n"), Path::new("t"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("t:1: unknown algorithm 'miopenConvol'"), "{e}");
+        // A file cut short is refused as such (MIOpen ends every line with a newline).
+        let e = FindDb::parse(&format!("{LINE}\n{cut}"), Path::new("t"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("t:2: truncated"), "{e}");
     }
 }

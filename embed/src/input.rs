@@ -3,7 +3,7 @@
 //! most a short excerpt of what was wrong.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -72,26 +72,139 @@ pub fn read_text(path: &Path) -> Result<String> {
 /// write leaves the old file whole (and a symlink at `path` is replaced, not written through).
 /// Errors name the path.
 pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+    let mut tmp = temp_beside(path)?;
+    std::io::Write::write_all(&mut tmp, bytes.as_ref())
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| Error::io(path, e))?;
+    replace_with(tmp, path)
+}
+
+/// A new, empty temporary file in `path`'s directory, for a complete `path` to be written to and
+/// then renamed over it ([`replace_with`]). Created with `O_CREAT | O_EXCL` under an
+/// unpredictable name (a planted file or symlink makes the creation fail or is skipped, never
+/// written through); removed again if dropped. Temporary files that earlier runs killed before
+/// they could clean up (their process is gone) are removed first.
+pub fn temp_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = temp_prefix(path);
+    remove_stale_temps(dir, &prefix);
+    tempfile::Builder::new()
+        .prefix(&format!("{prefix}{}-", std::process::id()))
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(path, e))
+}
+
+/// Renames the finished temporary file over `path`, keeping the permissions of the file it
+/// replaces (a new file gets 0644, as an ordinary `create` under the usual umask).
+pub fn replace_with(tmp: tempfile::NamedTempFile, path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
+        _ => 0o644,
+    };
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(|e| Error::io(path, e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+/// Writes every `(path, bytes)` or none: each is first staged whole in a temporary file beside
+/// its path (a failure there, such as a full disk, leaves every path as it was), then the
+/// staged files are renamed into place in order, each old file kept under a temporary name
+/// until all are in; if a rename fails, the ones already renamed are rolled back.
+pub fn write_all_or_nothing(files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
+    let mut staged = Vec::new();
+    for (path, bytes) in files {
+        let mut tmp = temp_beside(path)?;
+        std::io::Write::write_all(&mut tmp, bytes)
+            .and_then(|()| tmp.as_file().sync_all())
+            .map_err(|e| Error::io(path, e))?;
+        staged.push(tmp);
+    }
+    // (path, the old file's backup, if there was an old file) of each file renamed so far.
+    let mut done: Vec<(&Path, Option<tempfile::TempPath>)> = Vec::new();
+    let mut failure = None;
+    for ((path, _), tmp) in files.iter().zip(staged) {
+        let backup = match backup_of(path) {
+            Ok(b) => b,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        match replace_with(tmp, path) {
+            Ok(()) => done.push((path, backup)),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    let Some(failure) = failure else {
+        return Ok(());
+    };
+    for (path, backup) in done.into_iter().rev() {
+        match backup {
+            Some(old) => {
+                let _ = old.persist(path);
+            }
+            None => {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+    Err(failure)
+}
+
+/// A hard link to the file at `path` under a fresh temporary name beside it (removed when the
+/// returned path is dropped), or `None` when there is no file there.
+fn backup_of(path: &Path) -> Result<Option<tempfile::TempPath>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => {}
+        _ => return Ok(None),
+    }
+    let reserved = temp_beside(path)?.into_temp_path();
+    std::fs::remove_file(&reserved).map_err(|e| Error::io(path, e))?;
+    std::fs::hard_link(path, &reserved).map_err(|e| Error::io(path, e))?;
+    Ok(Some(reserved))
+}
+
+/// `.<name>.kiln-tmp-`: the start of every temporary name beside `path` (the writer's pid and
+/// a random part follow).
+fn temp_prefix(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.kiln-tmp{}", std::process::id()));
-    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(path, e)
-    })
+    format!(".{name}.kiln-tmp-")
 }
 
-/// At most 60 characters of `s`, with `…` when cut: what error messages quote.
-pub fn excerpt(s: &str) -> String {
-    const MAX: usize = 60;
-    match s.char_indices().nth(MAX) {
-        None => s.to_string(),
-        Some((cut, _)) => format!("{}… ({} bytes)", &s[..cut], s.len()),
+/// Removes `<prefix><pid>-*` files (and SQLite's `-journal` beside them) whose writer is no
+/// longer running: what a SIGKILL left behind. A live writer's files are left alone.
+fn remove_stale_temps(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten().take(100_000) {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+        if !alive && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
+
+pub use kiln_format::text::excerpt;
 
 /// A database key as MIOpen's readers treat it: opaque text. Every row MIOpen writes is
 /// accepted here (transposed problems, negative sizes, old 3-D forms); whether kiln can run the
@@ -135,14 +248,76 @@ mod tests {
             .contains("not a regular file"));
         assert!(read_input(dir.path()).is_err());
         let f = dir.path().join("ok.txt");
+        // A temporary file a killed writer left is removed; a live one's is kept.
+        let stale = dir.path().join(".ok.txt.kiln-tmp-999999999-abc");
+        let live = dir
+            .path()
+            .join(format!(".ok.txt.kiln-tmp-{}-abc", std::process::id()));
+        std::fs::write(&stale, "x").unwrap();
+        std::fs::write(&live, "x").unwrap();
         std::fs::write(&f, "abc").unwrap();
+        write_atomic(&f, "abc").unwrap();
         assert_eq!(read_input(&f).unwrap(), b"abc");
+        assert!(!stale.exists() && live.exists());
+        // The replaced file's mode is kept; a new one is 0644.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&f), 0o644);
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomic(&f, "abcd").unwrap();
+        assert_eq!(mode(&f), 0o600);
+        // A symlink at the path is replaced, not written through.
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let link = dir.path().join("link.txt");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        write_atomic(&link, "new").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(std::fs::read(&link).unwrap(), b"new");
+    }
+
+    #[test]
+    fn several_files_are_written_all_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (
+            dir.path().join("a.txt"),
+            dir.path().join("b.txt"),
+            dir.path().join("c"),
+        );
+        std::fs::write(&a, "old a").unwrap();
+        // The last rename fails (c is a folder): a is rolled back, b (new) removed.
+        std::fs::create_dir(&c).unwrap();
+        std::fs::write(c.join("x"), "").unwrap();
+        let files = [
+            (a.clone(), b"new a".to_vec()),
+            (b.clone(), b"new b".to_vec()),
+            (c.clone(), b"new c".to_vec()),
+        ];
+        write_all_or_nothing(&files).unwrap_err();
+        assert_eq!(std::fs::read(&a).unwrap(), b"old a");
+        assert!(!b.exists());
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(
+            left.len(),
+            2,
+            "no temporary or backup file is left: {left:?}"
+        );
+        // Without the obstacle, all are written.
+        std::fs::remove_dir_all(&c).unwrap();
+        write_all_or_nothing(&files).unwrap();
+        for (p, bytes) in &files {
+            assert_eq!(&std::fs::read(p).unwrap(), bytes);
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
     }
 
     #[test]
     fn excerpts_are_short_and_keys_opaque() {
         let long = "A".repeat(100 << 20);
-        assert!(excerpt(&long).len() < 100);
+        assert!(excerpt(&long).len() < 110);
         assert_eq!(excerpt("short"), "short");
         // Real MIOpen rows kiln cannot run are still valid keys.
         for k in [

@@ -7,7 +7,6 @@ use std::io::Read;
 use std::path::Path;
 
 use md5::{Digest, Md5};
-use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, Result};
 use crate::perfdb::check_columns;
@@ -55,8 +54,15 @@ pub use kiln_format::manifest::{kernel_args, kernel_name};
 /// under 10 MiB).
 pub const MAX_OBJECT_BYTES: u64 = 64 << 20;
 
-/// Most bytes all code objects of one kdb may decompress to.
-pub const MAX_KDB_DECODED_BYTES: u64 = 1 << 30;
+/// Most bytes all code objects of one kdb may decompress to (kiln's largest decodes to under
+/// 40 MiB), checked against the rows' claimed sizes before anything is decompressed.
+pub const MAX_KDB_DECODED_BYTES: u64 = 256 << 20;
+
+/// Longest `kernel_name` a row may have (MIOpen's are source file names, under 100 bytes).
+pub const MAX_KERNEL_NAME_BYTES: usize = 1024;
+
+/// Longest `kernel_args` a row may have (compile options; kiln's longest are under 1 KiB).
+pub const MAX_KERNEL_ARGS_BYTES: usize = 16 << 10;
 
 /// bzip2 as MIOpen calls it: block size 9, work factor 30, output no larger than the input.
 /// Returns `None` when the compressed form would not fit (MIOpen stores the raw bytes then).
@@ -99,11 +105,7 @@ impl KernelDb {
     pub fn read(path: &Path) -> Result<KernelDb> {
         crate::input::check_regular(path)?;
         check_lfs_or_tiny(path)?;
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|e| Error::sqlite(path, format!("cannot open as SQLite: {e}")))?;
+        let conn = crate::sqlitefile::open_read_only(path)?;
         check_columns(
             &conn,
             path,
@@ -116,8 +118,37 @@ impl KernelDb {
                 "uncompressed_size",
             ],
         )?;
+        // Every blob decodes to exactly its claimed size (or the row is refused), so the sum
+        // of the claims bounds what decoding can cost: check it before decoding anything.
+        let (claimed, longest_name, longest_args): (f64, i64, i64) = conn
+            .query_row(
+                "SELECT total(CASE WHEN uncompressed_size = 0 THEN length(kernel_blob) ELSE max(uncompressed_size, 0) END), \
+                 coalesce(max(length(CAST(kernel_name AS BLOB))), 0), coalesce(max(length(CAST(kernel_args AS BLOB))), 0) FROM kern_db",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .map_err(|e| Error::sqlite(path, e))?;
+        if claimed > MAX_KDB_DECODED_BYTES as f64 {
+            return Err(Error::sqlite(
+                path,
+                format!(
+                    "the rows claim {claimed:.0} bytes of code objects, above the {} MiB cap on one kdb",
+                    MAX_KDB_DECODED_BYTES >> 20
+                ),
+            ));
+        }
+        if longest_name as usize > MAX_KERNEL_NAME_BYTES
+            || longest_args as usize > MAX_KERNEL_ARGS_BYTES
+        {
+            return Err(Error::sqlite(
+                path,
+                format!(
+                    "a kernel_name of {longest_name} bytes or kernel_args of {longest_args} bytes (at most {MAX_KERNEL_NAME_BYTES} and {MAX_KERNEL_ARGS_BYTES})"
+                ),
+            ));
+        }
         let mut stmt = conn
-            .prepare("SELECT kernel_name, kernel_args, kernel_blob, kernel_hash, uncompressed_size FROM kern_db ORDER BY id")
+            .prepare("SELECT kernel_name, kernel_args, kernel_blob, kernel_hash, uncompressed_size FROM kern_db")
             .map_err(|e| Error::sqlite(path, e))?;
         let mut rows = stmt.query([]).map_err(|e| Error::sqlite(path, e))?;
         let mut entries = Vec::new();
@@ -226,6 +257,7 @@ impl KernelDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::Connection;
 
     #[test]
     fn incompressible_blobs_are_stored_raw() {
@@ -258,7 +290,7 @@ mod tests {
         db.write(&p).unwrap();
         let c = Connection::open(&p).unwrap();
         let sizes: Vec<i64> = c
-            .prepare("SELECT uncompressed_size FROM kern_db ORDER BY id")
+            .prepare("SELECT uncompressed_size FROM kern_db")
             .unwrap()
             .query_map([], |r| r.get(0))
             .unwrap()

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::input::excerpt;
@@ -45,6 +45,9 @@ CREATE TABLE `perf_db` (`id` INTEGER PRIMARY KEY ASC,`solver` TEXT NOT NULL,`con
 CREATE UNIQUE INDEX `idx_config` ON config( layout,data_type,direction,spatial_dim,in_channels,in_h,in_w,in_d,fil_h,fil_w,fil_d,out_channels,batchsize,pad_h,pad_w,pad_d,conv_stride_h,conv_stride_w,conv_stride_d,dilation_h,dilation_w,dilation_d,bias,group_count );
 CREATE UNIQUE INDEX `idx_perf_db` ON perf_db(solver, config);";
 
+/// Most solvers one record may hold (MIOpen's own records hold under 30).
+pub const MAX_ITEMS: usize = u8::MAX as usize;
+
 fn valid_solver(s: &str) -> bool {
     !s.is_empty() && !s.contains([';', ':', '=']) && !s.contains(char::is_whitespace)
 }
@@ -52,8 +55,8 @@ fn valid_solver(s: &str) -> bool {
 /// Checks one record's key and items; returns a reason on failure.
 fn check_record(key: &str, items: &[PerfItem]) -> std::result::Result<(), String> {
     crate::input::check_key(key)?;
-    if items.len() > u8::MAX as usize {
-        return Err("more than 255 solvers in one record".into());
+    if items.len() > MAX_ITEMS {
+        return Err(format!("more than {MAX_ITEMS} solvers in one record"));
     }
     let mut seen = HashSet::new();
     for it in items {
@@ -63,11 +66,11 @@ fn check_record(key: &str, items: &[PerfItem]) -> std::result::Result<(), String
         if it.params.contains(';') || it.params.chars().any(char::is_control) {
             return Err(format!(
                 "params of {} contain ';' or a control character",
-                it.solver
+                excerpt(&it.solver)
             ));
         }
         if !seen.insert(it.solver.as_str()) {
-            return Err(format!("solver {} appears twice", it.solver));
+            return Err(format!("solver {} appears twice", excerpt(&it.solver)));
         }
     }
     Ok(())
@@ -105,19 +108,18 @@ impl PerfDb {
 
     /// Parses the text form; `file` names the source in errors.
     pub fn parse_text(text: &str, file: &Path) -> Result<PerfDb> {
-        let records = crate::textdb::parse_lines(text, file, parse_text_line, |r| r.key.as_str())?;
+        let records = crate::textdb::parse_lines(text, file, parse_text_line)?;
         Ok(PerfDb { records })
     }
 
-    /// Reads the SQLite form exactly as MIOpen's `sqlite2txt` does: the same join, rows of
-    /// one config joined in row order.
+    /// Reads the SQLite form as MIOpen's `sqlite2txt` does (`perf_db INNER JOIN config`, rows
+    /// of one config in row order), without letting SQLite do the join: `config` is read into
+    /// a map whose ids must be unique, then `perf_db` is streamed against it, so a file whose
+    /// `config.id` repeats cannot multiply into a join larger than memory, and a record stops
+    /// at [`MAX_ITEMS`] items while it is read.
     pub fn read_sqlite(path: &Path) -> Result<PerfDb> {
         crate::input::check_regular(path)?;
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|e| Error::sqlite(path, format!("cannot open as SQLite: {e}")))?;
+        let conn = crate::sqlitefile::open_read_only(path)?;
         check_columns(
             &conn,
             path,
@@ -135,28 +137,21 @@ impl PerfDb {
             .chain(CONFIG_TEXT_COLUMNS.iter())
             .copied()
             .collect();
-        let sql = format!(
-            "SELECT solver, params, {} FROM perf_db INNER JOIN config ON perf_db.config = config.id",
-            fields.join(", ")
-        );
+        let sql = format!("SELECT id, {} FROM config", fields.join(", "));
         let mut stmt = conn.prepare(&sql).map_err(|e| Error::sqlite(path, e))?;
         let mut rows = stmt.query([]).map_err(|e| Error::sqlite(path, e))?;
-        let mut index: HashMap<String, usize> = HashMap::new();
-        let mut records: Vec<PerfRecord> = Vec::new();
+        // config id -> index of its record (created when its first perf_db row is seen).
+        let mut keys: HashMap<i64, (String, Option<usize>)> = HashMap::new();
         let mut row_no = 0usize;
         while let Some(row) = rows.next().map_err(|e| Error::sqlite(path, e))? {
             row_no += 1;
             let bad = |col: &str, e: rusqlite::Error| {
-                Error::sqlite(
-                    path,
-                    format!("perf_db join row {row_no}: column {col}: {e}"),
-                )
+                Error::sqlite(path, format!("config row {row_no}: column {col}: {e}"))
             };
-            let solver: String = row.get(0).map_err(|e| bad("solver", e))?;
-            let params: String = row.get(1).map_err(|e| bad("params", e))?;
+            let id: i64 = row.get(0).map_err(|e| bad("id", e))?;
             let mut key = String::new();
             for (i, name) in CONFIG_INT_COLUMNS.iter().enumerate() {
-                let v: i64 = row.get(2 + i).map_err(|e| bad(name, e))?;
+                let v: i64 = row.get(1 + i).map_err(|e| bad(name, e))?;
                 if !key.is_empty() {
                     key.push('x');
                 }
@@ -164,23 +159,63 @@ impl PerfDb {
             }
             for (i, name) in CONFIG_TEXT_COLUMNS.iter().enumerate() {
                 let v: String = row
-                    .get(2 + CONFIG_INT_COLUMNS.len() + i)
+                    .get(1 + CONFIG_INT_COLUMNS.len() + i)
                     .map_err(|e| bad(name, e))?;
                 key.push('x');
                 key.push_str(&v);
             }
-            let slot = *index.entry(key.clone()).or_insert_with(|| {
+            crate::input::check_key(&key)
+                .map_err(|reason| Error::sqlite(path, format!("config row {row_no}: {reason}")))?;
+            if keys.insert(id, (key, None)).is_some() {
+                return Err(Error::sqlite(
+                    path,
+                    format!("config row {row_no}: id {id} appears twice (MIOpen's schema makes config.id the primary key)"),
+                ));
+            }
+        }
+        drop(rows);
+        drop(stmt);
+        let mut stmt = conn
+            .prepare("SELECT solver, params, config FROM perf_db")
+            .map_err(|e| Error::sqlite(path, e))?;
+        let mut rows = stmt.query([]).map_err(|e| Error::sqlite(path, e))?;
+        let mut records: Vec<PerfRecord> = Vec::new();
+        let mut row_no = 0usize;
+        while let Some(row) = rows.next().map_err(|e| Error::sqlite(path, e))? {
+            row_no += 1;
+            let bad = |col: &str, e: rusqlite::Error| {
+                Error::sqlite(path, format!("perf_db row {row_no}: column {col}: {e}"))
+            };
+            let config: i64 = row.get(2).map_err(|e| bad("config", e))?;
+            // The inner join drops rows of no config, as `sqlite2txt` does.
+            let Some((key, slot)) = keys.get_mut(&config) else {
+                continue;
+            };
+            let solver: String = row.get(0).map_err(|e| bad("solver", e))?;
+            let params: String = row.get(1).map_err(|e| bad("params", e))?;
+            let index = *slot.get_or_insert_with(|| {
                 records.push(PerfRecord {
-                    key,
+                    key: key.clone(),
                     items: Vec::new(),
                 });
                 records.len() - 1
             });
-            records[slot].items.push(PerfItem { solver, params });
+            let items = &mut records[index].items;
+            if items.len() == MAX_ITEMS {
+                return Err(Error::sqlite(
+                    path,
+                    format!(
+                        "config {}: more than {MAX_ITEMS} solvers in one record",
+                        excerpt(key)
+                    ),
+                ));
+            }
+            items.push(PerfItem { solver, params });
         }
         for r in &records {
-            check_record(&r.key, &r.items)
-                .map_err(|reason| Error::sqlite(path, format!("config {}: {reason}", r.key)))?;
+            check_record(&r.key, &r.items).map_err(|reason| {
+                Error::sqlite(path, format!("config {}: {reason}", excerpt(&r.key)))
+            })?;
         }
         Ok(PerfDb { records })
     }
@@ -282,27 +317,36 @@ impl PerfDb {
     }
 }
 
-/// Checks that `table` exists and has `columns` (MIOpen checks names only, not schema text).
+/// Checks that `table` exists as a table (SQLite compares names without regard to letter case,
+/// so `Perf_Db` is `perf_db`; a view, possibly over a recursive query without end, is refused)
+/// and has `columns` (MIOpen checks names only, not schema text).
 pub(crate) fn check_columns(
     conn: &Connection,
     path: &Path,
     table: &str,
     columns: &[&str],
 ) -> Result<()> {
-    // A view (possibly over a recursive query without end) has columns too: only tables.
-    let kind: Option<String> = conn
-        .query_row(
-            "SELECT type FROM sqlite_master WHERE name = ?1",
-            [table],
-            |r| r.get(0),
-        )
-        .ok();
-    match kind.as_deref() {
-        Some("table") => {}
+    let mut stmt = conn
+        .prepare("SELECT type FROM sqlite_master WHERE lower(name) = lower(?1) AND type IN ('table', 'view')")
+        .map_err(|e| Error::sqlite(path, format!("not a readable SQLite database: {e}")))?;
+    let kinds: Vec<String> = stmt
+        .query_map([table], |r| r.get::<_, String>(0))
+        .and_then(|rows| rows.collect())
+        .map_err(|e| Error::sqlite(path, format!("not a readable SQLite database: {e}")))?;
+    match kinds.iter().find(|k| *k != "table") {
+        _ if kinds.is_empty() => {
+            return Err(Error::sqlite(
+                path,
+                format!("wrong schema: no table '{table}'"),
+            ))
+        }
         Some(other) => {
             return Err(Error::sqlite(
                 path,
-                format!("wrong schema: '{table}' is a {other}, not a table"),
+                format!(
+                    "wrong schema: '{table}' is a {}, not a table",
+                    excerpt(other)
+                ),
             ))
         }
         None => {}
@@ -314,16 +358,10 @@ pub(crate) fn check_columns(
         .query_map([], |r| r.get::<_, String>(1))
         .and_then(|rows| rows.collect())
         .map_err(|e| Error::sqlite(path, format!("not a readable SQLite database: {e}")))?;
-    if names.is_empty() {
-        return Err(Error::sqlite(
-            path,
-            format!("wrong schema: no table '{table}'"),
-        ));
-    }
     let missing: Vec<&str> = columns
         .iter()
         .copied()
-        .filter(|c| !names.iter().any(|n| n == c))
+        .filter(|c| !names.iter().any(|n| n.eq_ignore_ascii_case(c)))
         .collect();
     if !missing.is_empty() {
         return Err(Error::sqlite(
@@ -345,8 +383,8 @@ fn parse_text_line(line: &str) -> std::result::Result<PerfRecord, String> {
     if content.is_empty() {
         return Err("no solvers after '='".into());
     }
-    if content.bytes().filter(|&b| b == b';').count() >= u8::MAX as usize {
-        return Err("more than 255 solvers in one record".into());
+    if content.bytes().filter(|&b| b == b';').count() >= MAX_ITEMS {
+        return Err(format!("more than {MAX_ITEMS} solvers in one record"));
     }
     let mut items = Vec::new();
     for item in content.split(';') {
@@ -428,8 +466,16 @@ mod tests {
     fn bad_text_names_line() {
         // Keys are opaque to the reader (MIOpen's own rows include sizes kiln cannot build), but
         // text that would break the format is refused.
-        PerfDb::parse_text("2x1x1=Foo:1", Path::new("p.txt")).unwrap();
-        let e = PerfDb::parse_text("2x1 x1=Foo:1", Path::new("p.txt"))
+        PerfDb::parse_text("2x1x1=Foo:1\n", Path::new("p.txt")).unwrap();
+        // R8: a file cut short (no newline after its last line) is refused, naming the line.
+        let e = PerfDb::parse_text(&TEXT[..TEXT.len() - 40], Path::new("p.txt"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("p.txt:1: truncated: the last line has no newline"),
+            "{e}"
+        );
+        let e = PerfDb::parse_text("2x1 x1=Foo:1\n", Path::new("p.txt"))
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("p.txt:1: key '2x1 x1' contains ' '"), "{e}");

@@ -8,10 +8,39 @@ use kiln_embed::perfdb::PerfDb;
 
 const GOOD: &str = "1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-FP32-F=GemmFwd1x1_0_1:0.052681,0,miopenConvolutionFwdAlgoGEMM";
 
+/// The error for `text` as a whole file (a newline added after its last line, as MIOpen ends
+/// every line; the truncation check has its own test).
 fn find_err(text: &str) -> String {
-    FindDb::parse(text, Path::new("x.fdb.txt"))
+    let mut text = text.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    FindDb::parse(&text, Path::new("x.fdb.txt"))
         .unwrap_err()
         .to_string()
+}
+
+#[test]
+fn a_file_cut_short_is_refused_as_truncated() {
+    // MIOpen writes a newline after every line: a file without its final newline was cut.
+    for cut in [GOOD.len() - 1, 70, 10] {
+        let e = FindDb::parse(&format!("{GOOD}\n{}", &GOOD[..cut]), Path::new("x.fdb.txt"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("x.fdb.txt:2: truncated: the last line has no newline"),
+            "{e}"
+        );
+    }
+    let e = PerfDb::parse_text("2x1x1=S:1\n2x1x2=S:", Path::new("p.db.txt"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("p.db.txt:2: truncated"), "{e}");
+    // An empty file is an empty database, not a truncated one.
+    assert!(FindDb::parse("", Path::new("x.fdb.txt"))
+        .unwrap()
+        .records
+        .is_empty());
 }
 
 #[test]
@@ -67,7 +96,7 @@ fn find_db_errors() {
             "field 7 (out_w): not a decimal number",
         ),
     ] {
-        FindDb::parse(&key, Path::new("x.fdb.txt")).unwrap();
+        FindDb::parse(&format!("{key}\n"), Path::new("x.fdb.txt")).unwrap();
         let e = kiln_format::ConvProblem::from_find_db_key(key.split('=').next().unwrap())
             .unwrap_err()
             .to_string();
@@ -101,20 +130,26 @@ fn a_line_of_a_million_items_is_refused_in_linear_time() {
 fn perf_db_errors() {
     let good =
         "2x64x56x56x1x3x3x1x64x32x1x1x0x1x1x0x1x1x0x0x1xNCHWxFP32xF=ConvBinWinogradRxSf3x2:78";
-    let e = PerfDb::parse_text(&good.replace("x56x56", "x5 6"), Path::new("p.db.txt"))
-        .unwrap_err()
-        .to_string();
+    let e = PerfDb::parse_text(
+        &format!("{}\n", good.replace("x56x56", "x5 6")),
+        Path::new("p.db.txt"),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.starts_with("p.db.txt:1: key '2x64x5 6x1x3x3"), "{e}");
-    let e = PerfDb::parse_text(&good.replace(":78", "78"), Path::new("p.db.txt"))
-        .unwrap_err()
-        .to_string();
+    let e = PerfDb::parse_text(
+        &format!("{}\n", good.replace(":78", "78")),
+        Path::new("p.db.txt"),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         e.starts_with("p.db.txt:1: item 'ConvBinWinogradRxSf3x278' has no ':'"),
         "{e}"
     );
     // Opaque to the reader; the problem parser names the field.
     let odd = good.replace("NCHW", "NCHWc");
-    PerfDb::parse_text(&odd, Path::new("p.db.txt")).unwrap();
+    PerfDb::parse_text(&format!("{odd}\n"), Path::new("p.db.txt")).unwrap();
     let e = kiln_format::ConvProblem::from_perf_db_key(odd.split('=').next().unwrap())
         .unwrap_err()
         .to_string();

@@ -15,6 +15,8 @@
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::{Arc, OnceLock};
 
+use kiln_format::text::excerpt;
+
 use super::{
     select_ordinal, BackendError, Device, DeviceInfo, Driver, Raw, TensorMap, TensorMapShape,
     TmaElement,
@@ -86,6 +88,56 @@ struct Api {
     hipEventDestroy: unsafe extern "C" fn(*mut c_void) -> Rc,
 }
 
+/// Where the dynamic loader would find the library `name` (a path, or a soname searched in
+/// `LD_LIBRARY_PATH` and the usual library folders), checked to be a regular file whose ELF
+/// headers, segments and sections all lie inside it. `Ok(None)`: a soname found in none of
+/// those folders (the loader's own search, e.g. its cache, then decides).
+fn library_file(name: &str) -> Result<Option<String>, String> {
+    let path = if name.contains('/') {
+        std::path::PathBuf::from(name)
+    } else {
+        let dirs = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+        let found = dirs
+            .split(':')
+            .filter(|d| !d.is_empty())
+            .chain(LIBRARY_DIRS)
+            .map(|d| std::path::Path::new(d).join(name))
+            .find(|p| std::fs::symlink_metadata(p).is_ok());
+        match found {
+            Some(p) => p,
+            None => return Ok(None),
+        }
+    };
+    let shown = excerpt(&path.to_string_lossy());
+    let meta = std::fs::metadata(&path).map_err(|e| format!("{shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{shown}: not a regular file (devices, FIFOs and directories are refused)"
+        ));
+    }
+    let file = std::fs::File::open(&path).map_err(|e| format!("{shown}: {e}"))?;
+    let read_at = |off: u64, size: u64| {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; usize::try_from(size).ok()?];
+        file.read_exact_at(&mut buf, off).ok().map(|()| buf)
+    };
+    crate::codeobject::check_elf_layout(meta.len(), &read_at).map_err(|why| {
+        format!("{shown}: not a usable shared library ({why}; damaged or truncated?)")
+    })?;
+    Ok(Some(path.to_string_lossy().into_owned()))
+}
+
+/// Folders searched for a soname after `LD_LIBRARY_PATH`: ROCm's, then the system's.
+const LIBRARY_DIRS: [&str; 7] = [
+    "/opt/rocm/lib",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/lib64",
+    "/lib",
+];
+
 impl Api {
     fn load() -> Result<Api, String> {
         let env = std::env::var(LIBRARY_ENV).ok().filter(|v| !v.is_empty());
@@ -95,18 +147,29 @@ impl Api {
         };
         let mut tried = Vec::new();
         for name in &candidates {
+            // dlopen maps the file and runs its code: a FIFO would block it and a truncated
+            // library kill the process (SIGBUS), so the file is checked first.
+            let name = match library_file(name) {
+                Ok(Some(path)) => path,
+                Ok(None) => name.clone(),
+                Err(e) => {
+                    tried.push(e);
+                    continue;
+                }
+            };
             // SAFETY: loading the HIP runtime runs its initialisers, which is what using HIP
             // means; no kiln state is touched.
-            match unsafe { libloading::Library::new(name) } {
+            match unsafe { libloading::Library::new(&name) } {
                 Ok(lib) => {
-                    return Api::bind(lib, name).map_err(|e| format!("{name}: {e}"));
+                    return Api::bind(lib, &name).map_err(|e| format!("{}: {e}", excerpt(&name)));
                 }
-                Err(e) => tried.push(format!("{name}: {e}")),
+                Err(e) => tried.push(format!("{}: {e}", excerpt(&name))),
             }
         }
         Err(match env {
             Some(v) => format!(
-                "{LIBRARY_ENV}={v} could not be loaded ({})",
+                "{LIBRARY_ENV}='{}' could not be loaded ({})",
+                excerpt(&v),
                 tried.join("; ")
             ),
             None => format!(

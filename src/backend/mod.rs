@@ -761,6 +761,9 @@ pub fn list_devices() -> Vec<DeviceInfo> {
         .collect()
 }
 
+/// The `call` of the error [`open`] gives for a spec that names no backend of this build.
+pub const SPEC_CALL: &str = "device spec";
+
 /// Opens a device by spec: `cuda:0`, `cuda://GPU-<uuid>`, `hip:0`, `hip://<uuid>`. With no
 /// spec, `KILN_DEVICE`, else the first device found.
 pub fn open(spec: Option<&str>) -> Result<Device, BackendError> {
@@ -791,9 +794,10 @@ pub fn open(spec: Option<&str>) -> Result<Device, BackendError> {
     }
     let schemes: Vec<&str> = BACKENDS.iter().map(|b| b.scheme).collect();
     Err(BackendError::kiln(
-        "device spec",
+        SPEC_CALL,
         format!(
-            "'{spec}' is not <backend>:<n> or <backend>://<uuid> with a backend of this build ([{}])",
+            "'{}' is not <backend>:<n> or <backend>://<uuid> with a backend of this build ([{}])",
+            kiln_format::text::excerpt(&spec),
             schemes.join(", ")
         ),
     ))
@@ -814,8 +818,11 @@ pub(crate) fn parse_selector(rest: &str) -> Result<Selector<'_>, BackendError> {
         .map(Selector::Ordinal)
         .ok_or_else(|| {
             BackendError::kiln(
-                "device spec",
-                format!("'{rest}' after the backend name is neither :<ordinal> nor ://<uuid>"),
+                SPEC_CALL,
+                format!(
+                    "'{}' after the backend name is neither :<ordinal> nor ://<uuid>",
+                    kiln_format::text::excerpt(rest)
+                ),
             )
         })
 }
@@ -848,7 +855,11 @@ pub(crate) fn select_ordinal(
             .ok_or_else(|| {
                 BackendError::kiln(
                     call,
-                    format!("no {} device has UUID {u}", backend.to_uppercase()),
+                    format!(
+                        "no {} device has UUID {}",
+                        backend.to_uppercase(),
+                        kiln_format::text::excerpt(u)
+                    ),
                 )
             }),
     }

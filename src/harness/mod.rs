@@ -4,6 +4,7 @@
 
 pub mod coldstart;
 pub mod networks;
+pub mod output;
 pub mod problem_list;
 pub mod timing;
 pub mod verify;

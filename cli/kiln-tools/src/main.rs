@@ -2,7 +2,9 @@
 //! kdbs, or measures on a GPU to produce tuning data and reports. The appliance binary `kiln`
 //! carries none of it (no SQLite, bzip2, TOML or compiler loaders).
 //!
-//! Exit codes: 0 success, 1 error, 2 usage; a panic is reported as an error.
+//! Exit codes as `kiln`'s (`kiln::harness::output::ExitClass`): 0 success, 1 error, 2 usage
+//! (a bad flag or `KILN_LOG_LEVEL`), 3 no GPU or runtime found, 4 no solution; a closed standard
+//! output ends the command quietly; a panic is reported as an error.
 
 mod cmd;
 mod cudnn;
@@ -63,6 +65,11 @@ enum KdbCommand {
 }
 
 fn main() -> ExitCode {
+    // The same logger, set the same way, as `kiln`'s.
+    if let Err(e) = kiln::logging::init_from_env() {
+        eprintln!("kiln-tools: error: {e}");
+        return ExitCode::from(2);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -76,10 +83,13 @@ fn main() -> ExitCode {
     };
     match std::panic::catch_unwind(|| dispatch(cli)) {
         Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(e)) => {
-            eprintln!("kiln-tools: error: {e}");
-            ExitCode::FAILURE
-        }
+        Ok(Err(e)) => match kiln::harness::output::classify(e.as_ref()) {
+            None => ExitCode::SUCCESS,
+            Some(class) => {
+                eprintln!("kiln-tools: error: {e}");
+                ExitCode::from(class as u8)
+            }
+        },
         Err(_) => {
             eprintln!("kiln-tools: error: internal error (a panic, reported above)");
             ExitCode::FAILURE

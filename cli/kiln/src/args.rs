@@ -2,6 +2,7 @@
 //! from it once ([`ResolveArgs::problem`], [`DeviceArgs::context`]).
 
 use clap::{Args, Parser, Subcommand};
+use kiln::format::text::excerpt;
 use kiln::{ConvProblem, ConvSpec, DataType, Direction, Layout, MathMode};
 
 #[derive(Parser)]
@@ -74,9 +75,19 @@ pub struct DeviceArgs {
 }
 
 impl DeviceArgs {
-    /// Opens the device and its context.
+    /// Opens the device (an error of exit class 3 when it cannot be found or opened) and its
+    /// context.
     pub fn context(&self) -> Result<kiln::context::Context, Box<dyn std::error::Error>> {
-        Ok(kiln::context::Context::open(self.device.as_deref())?)
+        self.context_with(kiln::context::ContextOptions::default())
+    }
+
+    /// As [`DeviceArgs::context`], with `options`.
+    pub fn context_with(
+        &self,
+        options: kiln::context::ContextOptions,
+    ) -> Result<kiln::context::Context, Box<dyn std::error::Error>> {
+        let device = kiln::harness::output::open_device(self.device.as_deref())?;
+        Ok(kiln::context::Context::with_options(device, options)?)
     }
 }
 
@@ -108,7 +119,8 @@ pub struct DemoArgs {
 
 #[derive(Args)]
 pub struct ResolveArgs {
-    /// A find-db key (`64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F`); else use the flags.
+    /// A find-db key (`64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F`); else use the flags
+    /// (which a key excludes: it says everything they would).
     pub key: Option<String>,
     /// Target basename or alias (default: the only embedded target).
     #[arg(long)]
@@ -121,73 +133,73 @@ pub struct ResolveArgs {
     #[arg(long)]
     pub json: bool,
     /// Batch size.
-    #[arg(short = 'n', default_value_t = 1)]
+    #[arg(short = 'n', default_value_t = 1, conflicts_with = "key")]
     n: u32,
     /// Input channels.
-    #[arg(short = 'c', default_value_t = 1)]
+    #[arg(short = 'c', default_value_t = 1, conflicts_with = "key")]
     c: u32,
     /// Input height.
-    #[arg(short = 'H', default_value_t = 1)]
+    #[arg(short = 'H', default_value_t = 1, conflicts_with = "key")]
     h: u32,
     /// Input width.
-    #[arg(short = 'W', default_value_t = 1)]
+    #[arg(short = 'W', default_value_t = 1, conflicts_with = "key")]
     w: u32,
     /// Output channels.
-    #[arg(short = 'k', default_value_t = 1)]
+    #[arg(short = 'k', default_value_t = 1, conflicts_with = "key")]
     k: u32,
     /// Filter height.
-    #[arg(short = 'y', default_value_t = 1)]
+    #[arg(short = 'y', default_value_t = 1, conflicts_with = "key")]
     fy: u32,
     /// Filter width.
-    #[arg(short = 'x', default_value_t = 1)]
+    #[arg(short = 'x', default_value_t = 1, conflicts_with = "key")]
     fx: u32,
     /// Padding height.
-    #[arg(short = 'p', default_value_t = 0)]
+    #[arg(short = 'p', default_value_t = 0, conflicts_with = "key")]
     pad_h: u32,
     /// Padding width.
-    #[arg(short = 'q', default_value_t = 0)]
+    #[arg(short = 'q', default_value_t = 0, conflicts_with = "key")]
     pad_w: u32,
     /// Stride height.
-    #[arg(short = 'u', default_value_t = 1)]
+    #[arg(short = 'u', default_value_t = 1, conflicts_with = "key")]
     stride_h: u32,
     /// Stride width.
-    #[arg(short = 'v', default_value_t = 1)]
+    #[arg(short = 'v', default_value_t = 1, conflicts_with = "key")]
     stride_w: u32,
     /// Dilation height.
-    #[arg(short = 'l', default_value_t = 1)]
+    #[arg(short = 'l', default_value_t = 1, conflicts_with = "key")]
     dil_h: u32,
     /// Dilation width.
-    #[arg(short = 'j', default_value_t = 1)]
+    #[arg(short = 'j', default_value_t = 1, conflicts_with = "key")]
     dil_w: u32,
     /// Group count.
-    #[arg(short = 'g', default_value_t = 1)]
+    #[arg(short = 'g', default_value_t = 1, conflicts_with = "key")]
     groups: u32,
     /// Direction as MIOpenDriver's -F: 1 forward, 2 backward data, 4 backward weights.
-    #[arg(short = 'F', default_value_t = 1)]
+    #[arg(short = 'F', default_value_t = 1, conflicts_with = "key")]
     direction: u32,
     /// Spatial dimensions (2 or 3).
-    #[arg(long = "spatial_dim", default_value_t = 2)]
+    #[arg(long = "spatial_dim", default_value_t = 2, conflicts_with = "key")]
     spatial_dim: u8,
     /// Input depth (3-D).
-    #[arg(long = "in_d", default_value_t = 1)]
+    #[arg(long = "in_d", default_value_t = 1, conflicts_with = "key")]
     in_d: u32,
     /// Filter depth (3-D).
-    #[arg(long = "fil_d", default_value_t = 1)]
+    #[arg(long = "fil_d", default_value_t = 1, conflicts_with = "key")]
     fil_d: u32,
     /// Padding depth (3-D).
-    #[arg(long = "pad_d", default_value_t = 0)]
+    #[arg(long = "pad_d", default_value_t = 0, conflicts_with = "key")]
     pad_d: u32,
     /// Stride depth (3-D).
-    #[arg(long = "conv_stride_d", default_value_t = 1)]
+    #[arg(long = "conv_stride_d", default_value_t = 1, conflicts_with = "key")]
     stride_d: u32,
     /// Dilation depth (3-D).
-    #[arg(long = "dilation_d", default_value_t = 1)]
+    #[arg(long = "dilation_d", default_value_t = 1, conflicts_with = "key")]
     dil_d: u32,
     /// Layout of all tensors: NCHW, NHWC, NCDHW, NDHWC.
-    #[arg(long, default_value = "NCHW")]
+    #[arg(long, default_value = "NCHW", conflicts_with = "key")]
     layout: String,
     /// Data type: FP32, FP16, BF16, INT8.
-    #[arg(long = "type", default_value = "FP32")]
+    #[arg(long = "type", default_value = "FP32", conflicts_with = "key")]
     dtype: String,
     /// Math mode: default (each type's own accuracy) or tf32 (FP32 data may be multiplied as
     /// TF32, about 1e-3 relative error: cuDNN's allow-TF32). Not part of any key.
@@ -199,7 +211,7 @@ impl ResolveArgs {
     /// The problem: the key when one is given, else the flags; with the math mode.
     pub fn problem(&self) -> Result<ConvProblem, Box<dyn std::error::Error>> {
         let math = MathMode::from_name(&self.math)
-            .ok_or_else(|| format!("--math {}: use default or tf32", self.math))?;
+            .ok_or_else(|| format!("--math '{}': use default or tf32", excerpt(&self.math)))?;
         Ok(self.problem_of_key_or_flags()?.with_math(math))
     }
 
@@ -219,10 +231,18 @@ impl ResolveArgs {
 }
 
 fn problem_from_flags(a: &ResolveArgs) -> Result<ConvProblem, Box<dyn std::error::Error>> {
-    let layout = Layout::from_name(&a.layout)
-        .ok_or_else(|| format!("unknown layout '{}' (NCHW, NHWC, NCDHW, NDHWC)", a.layout))?;
-    let dtype = DataType::from_name(&a.dtype)
-        .ok_or_else(|| format!("unknown data type '{}' (FP32, FP16, BF16, INT8)", a.dtype))?;
+    let layout = Layout::from_name(&a.layout).ok_or_else(|| {
+        format!(
+            "unknown layout '{}' (NCHW, NHWC, NCDHW, NDHWC)",
+            excerpt(&a.layout)
+        )
+    })?;
+    let dtype = DataType::from_name(&a.dtype).ok_or_else(|| {
+        format!(
+            "unknown data type '{}' (FP32, FP16, BF16, INT8)",
+            excerpt(&a.dtype)
+        )
+    })?;
     let direction = Direction::from_driver_flag(a.direction).ok_or_else(|| {
         format!(
             "-F {}: use 1 (forward), 2 (backward data) or 4 (backward weights)",

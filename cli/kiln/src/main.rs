@@ -7,9 +7,10 @@
 //! kiln enters through C's `main` and skips that step; argv still reaches `std::env::args`
 //! (glibc hands it to std at load time).
 //!
-//! Exit codes: 0 success, 1 error (a message on stderr), 2 usage (a bad flag or
-//! `KILN_LOG_LEVEL`). A panic is caught and reported as an error (never an abort across the C
-//! entry point).
+//! Exit codes (`kiln::harness::output::ExitClass`): 0 success, 1 error (a message on stderr),
+//! 2 usage (a bad flag or `KILN_LOG_LEVEL`), 3 no GPU or runtime found, 4 no solution for the
+//! problem, 5 self-test failed. A closed standard output ends the command quietly; a panic is
+//! caught and reported as an error (never an abort across the C entry point).
 #![no_main]
 
 mod alloc_count;
@@ -49,10 +50,13 @@ pub extern "C" fn main(
     };
     match std::panic::catch_unwind(|| dispatch(cli)) {
         Ok(Ok(())) => 0,
-        Ok(Err(e)) => {
-            eprintln!("kiln: error: {e}");
-            1
-        }
+        Ok(Err(e)) => match kiln::harness::output::classify(e.as_ref()) {
+            None => 0,
+            Some(class) => {
+                eprintln!("kiln: error: {e}");
+                class as i32
+            }
+        },
         Err(_) => {
             eprintln!("kiln: error: internal error (a panic, reported above); please report it");
             1

@@ -16,6 +16,7 @@ pub mod problem;
 pub mod records;
 pub mod table;
 pub mod target;
+pub mod text;
 
 /// What the code `kiln-embed` generates needs from other crates, re-exported so that the
 /// generated code names only `::kiln_format` paths (the runtime crate need not depend on them).

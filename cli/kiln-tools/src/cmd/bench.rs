@@ -714,7 +714,7 @@ fn utc_date() -> String {
 
 /// Prints the report and writes it to `out`.
 pub(crate) fn finish(report: &str, out: Option<&std::path::Path>) -> CliResult {
-    print!("{report}");
+    kiln::out!("{report}");
     if let Some(out) = out {
         super::write_atomic(out, report)?;
     }

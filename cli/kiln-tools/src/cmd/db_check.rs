@@ -27,7 +27,7 @@ pub fn run(a: &CheckArgs) -> CliResult {
             DbKind::Find => {
                 let db = FindDb::read(f)?;
                 let items: usize = db.records.iter().map(|r| r.items.len()).sum();
-                println!(
+                kiln::outln!(
                     "{}: ok, find-db, {} records, {} solutions",
                     f.display(),
                     db.records.len(),
@@ -37,7 +37,7 @@ pub fn run(a: &CheckArgs) -> CliResult {
             DbKind::Perf => {
                 let db = PerfDb::read(f)?;
                 let items: usize = db.records.iter().map(|r| r.items.len()).sum();
-                println!(
+                kiln::outln!(
                     "{}: ok, perf-db, {} configs, {} entries",
                     f.display(),
                     db.records.len(),
@@ -47,7 +47,7 @@ pub fn run(a: &CheckArgs) -> CliResult {
             DbKind::Kdb => {
                 let db = KernelDb::read(f)?;
                 let bytes: usize = db.entries.iter().map(|e| e.object.len()).sum();
-                println!(
+                kiln::outln!(
                     "{}: ok, kdb, {} code objects, {} B uncompressed, MD5s verified",
                     f.display(),
                     db.entries.len(),

@@ -36,12 +36,12 @@ pub fn run(a: &ConvertArgs) -> CliResult {
             } else {
                 db.write_sqlite(output)?;
             }
-            println!("{} configs -> {}", db.records.len(), output.display());
+            kiln::outln!("{} configs -> {}", db.records.len(), output.display());
         }
         (DbKind::Find, DbKind::Find) => {
             let db = FindDb::read(input)?;
             write_atomic(output, db.to_text())?;
-            println!(
+            kiln::outln!(
                 "{} records -> {} (v2.0)",
                 db.records.len(),
                 output.display()

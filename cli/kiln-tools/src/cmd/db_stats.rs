@@ -17,6 +17,8 @@ pub struct StatsArgs {
     file: PathBuf,
 }
 
+use kiln::format::text::excerpt;
+
 pub fn run(a: &StatsArgs) -> CliResult {
     let file = a.file.as_path();
     use std::collections::BTreeMap;
@@ -43,7 +45,7 @@ pub fn run(a: &StatsArgs) -> CliResult {
                     *solvers.entry(i.solver.clone()).or_default() += 1;
                 }
             }
-            println!("{}: find-db, {} records", file.display(), db.records.len());
+            kiln::outln!("{}: find-db, {} records", file.display(), db.records.len());
         }
         DbKind::Perf => {
             let db = PerfDb::read(file)?;
@@ -56,35 +58,37 @@ pub fn run(a: &StatsArgs) -> CliResult {
                     *solvers.entry(i.solver.clone()).or_default() += 1;
                 }
             }
-            println!("{}: perf-db, {} configs", file.display(), db.records.len());
+            kiln::outln!("{}: perf-db, {} configs", file.display(), db.records.len());
         }
         DbKind::Kdb => {
             let db = KernelDb::read(file)?;
             for e in &db.entries {
                 *solvers.entry(e.kernel_name.clone()).or_default() += 1;
             }
-            println!("{}: kdb, {} code objects", file.display(), db.entries.len());
+            kiln::outln!("{}: kdb, {} code objects", file.display(), db.entries.len());
         }
     }
-    println!("problems by kind:");
+    kiln::outln!("problems by kind:");
     if !unreadable.is_empty() {
         // MIOpen records problems kiln would not build (transposed convolutions stored with a
         // filter larger than the input, older 3-D keys): valid rows, counted apart.
-        println!(
+        kiln::outln!(
             "  {:>7}  not convolutions kiln can describe, e.g. {} ({})",
             unreadable.len(),
-            unreadable[0].0,
+            excerpt(&unreadable[0].0),
             unreadable[0].1
         );
     }
     for (k, v) in &mix {
-        println!("  {v:>7}  {k}");
+        kiln::outln!("  {v:>7}  {k}");
     }
     let mut by_count: Vec<_> = solvers.into_iter().collect();
     by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    println!("entries by solver (kdb: by kernel file):");
+    kiln::outln!("entries by solver (kdb: by kernel file):");
     for (s, n) in by_count {
-        println!("  {n:>7}  {s}");
+        // Names come from the file: shown escaped and short (a terminal escape or a 10 MB name
+        // is the file's problem, not the reader's terminal's).
+        kiln::outln!("  {n:>7}  {}", excerpt(&s));
     }
     Ok(())
 }

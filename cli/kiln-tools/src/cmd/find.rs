@@ -49,15 +49,11 @@ pub struct FindArgs {
 }
 
 /// A problem list (`ci/problems/*.txt`): one find-db key per line, `#` comments; errors name
-/// file:line.
+/// file:line (the appliance's reader, so both binaries apply the same rules).
 pub fn read_problem_list(
     file: &Path,
 ) -> Result<Vec<(String, ConvProblem)>, Box<dyn std::error::Error>> {
-    let text = kiln_embed::input::read_text(file)?;
-    Ok(kiln::harness::problem_list::parse(
-        &text,
-        &file.display().to_string(),
-    )?)
+    Ok(kiln::harness::problem_list::read(file)?)
 }
 
 pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
@@ -114,7 +110,7 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         }
     };
     let todo: Vec<&(String, ConvProblem)> = problems.iter().filter(|(k, p)| stale(k, p)).collect();
-    println!(
+    kiln::outln!(
         "{} problems, {} already measured, {} to measure on {} ({})",
         problems.len(),
         problems.len() - todo.len(),
@@ -177,7 +173,7 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         bar.inc(1);
     }
     bar.finish();
-    println!(
+    kiln::outln!(
         "find-db {} records -> {}; perf-db {} configs -> {}",
         fdb.records.len(),
         fdb_path.display(),

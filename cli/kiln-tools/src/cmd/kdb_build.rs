@@ -53,7 +53,7 @@ pub fn run(a: &KdbBuildArgs) -> CliResult {
             let _ = std::fs::remove_file(&tmp);
             let committed = std::fs::read(dir.join(&name)).unwrap_or_default();
             let same = fresh == committed;
-            println!(
+            kiln::outln!(
                 "{}: {n} code objects, {}",
                 cfg.basename,
                 if same {
@@ -81,7 +81,7 @@ pub fn run(a: &KdbBuildArgs) -> CliResult {
         cfg.toolchain = Some(toolchain.clone());
         super::write_atomic(&dir.join("target.toml"), render_target_toml(&cfg))?;
         TargetConfig::load(&dir)?;
-        println!(
+        kiln::outln!(
             "{}: {n} code objects -> {} ({} B, {:.1} s, {toolchain})",
             cfg.basename,
             out.display(),

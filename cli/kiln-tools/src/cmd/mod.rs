@@ -20,9 +20,11 @@ pub struct DeviceArgs {
 }
 
 impl DeviceArgs {
-    /// Opens the device and its context.
+    /// Opens the device (an error of exit class 3 when it cannot be found or opened) and its
+    /// context.
     pub fn context(&self) -> Result<kiln::context::Context, Box<dyn std::error::Error>> {
-        Ok(kiln::context::Context::open(self.device.as_deref())?)
+        let device = kiln::harness::output::open_device(self.device.as_deref())?;
+        Ok(kiln::context::Context::new(device)?)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use kiln::context::{Context, ContextOptions};
+use kiln::context::ContextOptions;
 use kiln::harness::coldstart::{cold_problem, cold_start};
 
 use crate::args::ColdstartArgs;
@@ -10,17 +10,14 @@ use crate::CliResult;
 
 pub fn run(a: &ColdstartArgs) -> CliResult {
     let t_open = Instant::now();
-    let ctx = Context::open_with(
-        a.device.device.as_deref(),
-        ContextOptions {
-            warm_up: !a.no_warm_up,
-            ..ContextOptions::default()
-        },
-    )?;
+    let ctx = a.device.context_with(ContextOptions {
+        warm_up: !a.no_warm_up,
+        ..ContextOptions::default()
+    })?;
     let opened = t_open.elapsed().as_secs_f64();
     let cs = cold_start(&ctx, &cold_problem()?)?;
     let info = ctx.device().info();
-    println!(
+    kiln::outln!(
         "cold start on {} ({}), solver {} [{}], context opened in {:.1} ms (not counted: driver init + primary context, {:.3} ms of find-db/perf-db decode, {})",
         info.spec,
         info.name,
@@ -43,7 +40,7 @@ pub fn run(a: &ColdstartArgs) -> CliResult {
         ("first launch + synchronize", cs.first_launch_s),
         ("total, ready context -> result", cs.total_s()),
     ] {
-        println!("  {what:<32} {:.3} ms", s * 1e3);
+        kiln::outln!("  {what:<32} {:.3} ms", s * 1e3);
     }
     Ok(())
 }

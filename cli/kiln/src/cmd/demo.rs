@@ -3,6 +3,7 @@
 //! resolved for every embedded target and every code object it needs is decoded and checked
 //! (sha256, ELF bounds, target) for that target's arch.
 
+use kiln::format::text::excerpt;
 use kiln::harness::networks::{resnet50, Layer};
 use kiln::harness::verify::run_checked;
 use kiln::{DataType, Layout};
@@ -13,16 +14,21 @@ use crate::CliResult;
 pub fn run(a: &DemoArgs) -> CliResult {
     let dtype = DataType::from_name(&a.dtype)
         .filter(|d| matches!(d, DataType::Fp32 | DataType::Fp16 | DataType::Bf16))
-        .ok_or_else(|| format!("--type {}: use FP32, FP16 or BF16", a.dtype))?;
+        .ok_or_else(|| format!("--type '{}': use FP32, FP16 or BF16", excerpt(&a.dtype)))?;
     let layout = Layout::from_name(&a.layout)
         .filter(|l| matches!(l, Layout::Nchw | Layout::Nhwc))
-        .ok_or_else(|| format!("--layout {}: use NCHW or NHWC", a.layout))?;
+        .ok_or_else(|| format!("--layout '{}': use NCHW or NHWC", excerpt(&a.layout)))?;
     let layers = resnet50(a.n, dtype, layout, false).map_err(|e| format!("-n {}: {e}", a.n))?;
+    // Only a machine with no GPU at all, where no device was asked for, resolves instead: a
+    // device that was named (--device, KILN_DEVICE) and cannot be opened is an error.
+    let asked =
+        a.device.device.is_some() || std::env::var_os("KILN_DEVICE").is_some_and(|v| !v.is_empty());
     match a.device.context() {
         Ok(ctx) => on_gpu(&ctx, &layers),
+        Err(e) if asked || !kiln::backend::list_devices().is_empty() => Err(e),
         Err(e) => {
-            println!("no GPU: {e}");
-            println!("resolving ResNet-50 (N={}, {}, {}) for every embedded target instead, verifying every code object the plan needs", a.n, dtype.name(), layout.name());
+            kiln::outln!("no GPU: {e}");
+            kiln::outln!("resolving ResNet-50 (N={}, {}, {}) for every embedded target instead, verifying every code object the plan needs", a.n, dtype.name(), layout.name());
             plan_only(&layers)
         }
     }
@@ -30,16 +36,21 @@ pub fn run(a: &DemoArgs) -> CliResult {
 
 fn on_gpu(ctx: &kiln::context::Context, layers: &[Layer]) -> CliResult {
     let info = ctx.device().info();
-    println!(
+    kiln::outln!(
         "ResNet-50 on {} ({} {}) with target {}",
         info.spec,
         info.name,
         info.arch,
         ctx.target().basename
     );
-    println!(
+    kiln::outln!(
         "{:<22} {:<48} {:<22} {:<10} {:>10} {:>10}",
-        "layer", "problem", "solver", "params", "time ms", "rel error"
+        "layer",
+        "problem",
+        "solver",
+        "params",
+        "time ms",
+        "rel error"
     );
     let (mut total, mut worst, mut failed) = (0.0, 0.0f64, 0);
     for (i, l) in layers.iter().enumerate() {
@@ -48,7 +59,7 @@ fn on_gpu(ctx: &kiln::context::Context, layers: &[Layer]) -> CliResult {
         total += r.time_ms;
         worst = worst.max(r.error);
         failed += usize::from(!r.passed);
-        println!(
+        kiln::outln!(
             "{:<22} {:<48} {:<22} {:<10} {:>10.4} {:>10.2e}{}",
             l.name,
             l.problem.find_db_key().as_str(),
@@ -59,7 +70,7 @@ fn on_gpu(ctx: &kiln::context::Context, layers: &[Layer]) -> CliResult {
             if r.passed { "" } else { "  FAIL" }
         );
     }
-    println!(
+    kiln::outln!(
         "{} layers, total {:.3} ms, worst relative error {:.2e}",
         layers.len(),
         total,
@@ -102,7 +113,7 @@ fn plan_only(layers: &[Layer]) -> CliResult {
             .iter()
             .map(|(s, n)| format!("{s} x{n}"))
             .collect();
-        println!(
+        kiln::outln!(
             "{:<11} {} layers resolved, {} code objects decoded, sha256- and ELF-verified for {}: {}",
             t.basename,
             layers.len(),
@@ -111,6 +122,6 @@ fn plan_only(layers: &[Layer]) -> CliResult {
             used.join(", ")
         );
     }
-    println!("no GPU was found: nothing was run (AMD code objects are never run here; NVIDIA ones run on a GPU: `make device-pack`, then ci/README.md)");
+    kiln::outln!("no GPU was found: nothing was run (AMD code objects are never run here; NVIDIA ones run on a GPU: `make device-pack`, then ci/README.md)");
     Ok(())
 }

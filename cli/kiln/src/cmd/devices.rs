@@ -1,6 +1,8 @@
 //! `kiln devices`: each GPU runtime this binary can load, whether it was found, its devices,
 //! and the embedded target each device maps to.
 
+use kiln::harness::output::{Classified, ExitClass};
+
 use crate::args::JsonArgs;
 use crate::json::Json;
 use crate::CliResult;
@@ -13,30 +15,43 @@ fn target_of(d: &kiln::backend::DeviceInfo) -> Result<(&'static str, bool), Stri
         .map_err(|e| e.to_string())
 }
 
+/// Lists every runtime and device; with no usable device (no runtime, no GPU), says so after
+/// the list and ends with an error of exit class 3.
 pub fn run(a: &JsonArgs) -> CliResult {
     if a.json {
-        println!("{}", as_json());
-        return Ok(());
+        kiln::outln!("{}", as_json());
+    } else {
+        list()?;
     }
+    if kiln::backend::list_devices().is_empty() {
+        return Err(Classified::new(
+            ExitClass::NoDevice,
+            "no usable GPU device: no runtime was found, or it found no device (see the list above)",
+        ));
+    }
+    Ok(())
+}
+
+fn list() -> CliResult {
     for b in kiln::backend::BACKENDS {
         let scheme = b.scheme;
         let runtime = match (b.runtime)() {
             Ok(lib) => lib,
             Err(e) => {
-                println!("{scheme}: runtime not found: {}", e.message);
+                kiln::outln!("{scheme}: runtime not found: {}", e.message);
                 continue;
             }
         };
         match (b.list)() {
-            Err(e) => println!(
+            Err(e) => kiln::outln!(
                 "{scheme}: runtime {runtime} loaded; no usable device: {}",
                 e.message
             ),
             Ok(devices) if devices.is_empty() => {
-                println!("{scheme}: runtime {runtime} loaded; no device")
+                kiln::outln!("{scheme}: runtime {runtime} loaded; no device")
             }
             Ok(devices) => {
-                println!(
+                kiln::outln!(
                     "{scheme}: runtime {runtime} loaded; {} device(s)",
                     devices.len()
                 );
@@ -54,16 +69,21 @@ pub fn run(a: &JsonArgs) -> CliResult {
                         }
                         Err(e) => format!("none: {e}"),
                     };
-                    println!(
+                    kiln::outln!(
                         "  {}  {}  {}  {} SMs/CUs  {}  -> embedded target {}",
-                        d.spec, d.name, d.arch, d.compute_units, d.uuid, target
+                        d.spec,
+                        d.name,
+                        d.arch,
+                        d.compute_units,
+                        d.uuid,
+                        target
                     );
                 }
             }
         }
     }
     if kiln::backend::BACKENDS.is_empty() {
-        println!("this kiln was built without a GPU backend (features cuda, hip)");
+        kiln::outln!("this kiln was built without a GPU backend (features cuda, hip)");
     }
     Ok(())
 }

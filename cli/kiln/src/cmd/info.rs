@@ -9,23 +9,23 @@ use crate::CliResult;
 
 pub fn run(a: &JsonArgs) -> CliResult {
     if a.json {
-        println!("{}", as_json()?);
+        kiln::outln!("{}", as_json()?);
         return Ok(());
     }
     let targets = kiln::targets();
-    println!(
+    kiln::outln!(
         "kiln {} — {} embedded target(s)",
         env!("CARGO_PKG_VERSION"),
         targets.len()
     );
     for t in targets {
-        println!();
+        kiln::outln!();
         let aliases = if t.aliases.is_empty() {
             String::new()
         } else {
             format!(" (aliases: {})", t.aliases.join(", "))
         };
-        println!(
+        kiln::outln!(
             "{}{}: {} {} with {} {}, {} code objects",
             t.basename,
             aliases,
@@ -39,20 +39,26 @@ pub fn run(a: &JsonArgs) -> CliResult {
             },
             t.code_object.name()
         );
-        println!("  origin: {}", t.origin);
+        kiln::outln!("  origin: {}", t.origin);
         if t.measured.is_empty() {
-            println!(
+            kiln::outln!(
                 "  find-db: no measurement of kiln's solvers (plans come from the cost model)"
             );
         } else {
-            println!(
+            kiln::outln!(
                 "  find-db: {} problems measured with kiln's solvers",
                 t.measured.len()
             );
         }
-        println!(
+        kiln::outln!(
             "  {:<8} {:>9} {:>12} {:>12} {:>12} {:>7} {:>9}",
-            "table", "records", "raw", "embedded", "decoded", "blocks", "dict"
+            "table",
+            "records",
+            "raw",
+            "embedded",
+            "decoded",
+            "blocks",
+            "dict"
         );
         let (mut raw_total, mut emb_total) = (0, 0);
         for kind in [TableKind::FindDb, TableKind::PerfDb, TableKind::KernelDb] {
@@ -61,7 +67,7 @@ pub fn run(a: &JsonArgs) -> CliResult {
             let raw = t.input(kind).map_or(0, |i| i.bytes);
             raw_total += raw;
             emb_total += s.embedded_bytes as u64;
-            println!(
+            kiln::outln!(
                 "  {:<8} {:>9} {:>12} {:>12} {:>12} {:>7} {:>9}",
                 kind.name(),
                 s.records,
@@ -72,7 +78,7 @@ pub fn run(a: &JsonArgs) -> CliResult {
                 human(s.dict_bytes as u64)
             );
         }
-        println!(
+        kiln::outln!(
             "  {:<8} {:>9} {:>12} {:>12}",
             "total",
             "",
@@ -80,7 +86,7 @@ pub fn run(a: &JsonArgs) -> CliResult {
             human(emb_total)
         );
         for i in t.inputs {
-            println!(
+            kiln::outln!(
                 "  input {} ({}, {} B, {} records)\n    from {}\n    sha256 {}",
                 i.name,
                 i.kind.name(),
@@ -91,9 +97,9 @@ pub fn run(a: &JsonArgs) -> CliResult {
             );
         }
     }
-    println!("\nbuild provenance:");
+    kiln::outln!("\nbuild provenance:");
     for (k, v) in kiln::build_provenance() {
-        println!("  {k}: {v}");
+        kiln::outln!("  {k}: {v}");
     }
     Ok(())
 }

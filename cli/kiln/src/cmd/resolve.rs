@@ -32,27 +32,32 @@ pub fn run(a: &ResolveArgs) -> CliResult {
     if a.json {
         let plan = plan(target, &problem)?;
         let timing = repeat(a, target, &problem)?;
-        println!("{}", as_json(target, &problem, &plan, timing)?);
+        kiln::outln!("{}", as_json(target, &problem, &plan, timing)?);
         return Ok(());
     }
-    println!(
+    kiln::outln!(
         "target:         {} ({} {} CUs/SMs)",
-        target.basename, target.arch, target.compute_units
+        target.basename,
+        target.arch,
+        target.compute_units
     );
-    println!("find-db key:    {}", problem.find_db_key());
-    println!("perf-db key:    {}", problem.perf_db_key());
-    println!("network config: {}", problem.network_config());
+    kiln::outln!("find-db key:    {}", problem.find_db_key());
+    kiln::outln!("perf-db key:    {}", problem.perf_db_key());
+    kiln::outln!("network config: {}", problem.network_config());
     match target.find_record(&problem)? {
-        None => println!(
+        None => kiln::outln!(
             "not in the find-db of {}: no measured solution for this problem",
             target.basename
         ),
         Some(solutions) => {
             let ranked = solutions.ranked()?;
-            println!("find-db: {} solution(s), fastest first:", ranked.len());
-            println!(
+            kiln::outln!("find-db: {} solution(s), fastest first:", ranked.len());
+            kiln::outln!(
                 "  {:<4} {:<46} {:>10} {:>12}  algorithm",
-                "rank", "solver", "time ms", "workspace"
+                "rank",
+                "solver",
+                "time ms",
+                "workspace"
             );
             for (i, s) in ranked.iter().enumerate() {
                 let runnable = if kiln::solvers::by_id(s.solver).is_some() {
@@ -60,7 +65,7 @@ pub fn run(a: &ResolveArgs) -> CliResult {
                 } else {
                     "  (MIOpen's; kiln cannot run it)"
                 };
-                println!(
+                kiln::outln!(
                     "  {:<4} {:<46} {:>10} {:>12}  {}{runnable}",
                     i + 1,
                     s.solver,
@@ -69,22 +74,22 @@ pub fn run(a: &ResolveArgs) -> CliResult {
                     s.algorithm
                 );
                 if let Some(p) = target.perf_params(&problem, s.solver)? {
-                    println!("       perf params: {p}");
+                    kiln::outln!("       perf params: {p}");
                 }
             }
         }
     }
     let plan = plan(target, &problem)?;
     match plan.source {
-        PlanSource::FindDb => println!("kiln's plan, ranked by the find-db record:"),
-        PlanSource::Nearest { key, distance } => println!(
+        PlanSource::FindDb => kiln::outln!("kiln's plan, ranked by the find-db record:"),
+        PlanSource::Nearest { key, distance } => kiln::outln!(
             "kiln's plan, ranked by the nearest measured problem {key} (distance {distance:.1}):"
         ),
-        PlanSource::CostModel { nearest: Some((key, d)) } => println!(
+        PlanSource::CostModel { nearest: Some((key, d)) } => kiln::outln!(
             "kiln's plan, ranked by the cost model (nearest measured problem {key} is at distance {d:.1}, beyond {}):",
             kiln::resolve::NEAR_DISTANCE
         ),
-        PlanSource::CostModel { nearest: None } => println!(
+        PlanSource::CostModel { nearest: None } => kiln::outln!(
             "kiln's plan, ranked by the cost model (no measured problem of this type and layout):"
         ),
     }
@@ -93,7 +98,7 @@ pub fn run(a: &ResolveArgs) -> CliResult {
             Provenance::Nearest { key, .. } => format!("nearest: {key}"),
             p => p.name().to_string(),
         };
-        println!(
+        kiln::outln!(
             "  {:<22} params {:<10} {:>9.4} ms  workspace {:>4}  ({from})",
             r.variant.solver.id(),
             r.variant.params,
@@ -102,7 +107,7 @@ pub fn run(a: &ResolveArgs) -> CliResult {
         );
     }
     if let Some((ns, allocations)) = repeat(a, target, &problem)? {
-        println!(
+        kiln::outln!(
             "resolved {} times: {ns:.0} ns per resolve, {allocations} heap allocations",
             a.repeat
         );

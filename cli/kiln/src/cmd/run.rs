@@ -10,11 +10,11 @@ use crate::CliResult;
 pub fn run(a: &RunArgs) -> CliResult {
     let p = a.problem.problem()?;
     let ctx = a.device.context()?;
-    println!("device {}", ctx.describe());
-    println!("problem {}", p.find_db_key());
+    kiln::outln!("device {}", ctx.describe());
+    kiln::outln!("problem {}", p.find_db_key());
     let best = *ctx.find_solutions(&p)?.best();
     let r = run_checked(&ctx, &p, &best.variant, 1, a.repeats)?;
-    println!(
+    kiln::outln!(
         "{} [{}] ({}): {:.4} ms GPU-only (graph replay, median of {}), relative error {:.2e} (tolerance {:.0e}) {}",
         best.variant.solver.id(),
         best.variant.params,

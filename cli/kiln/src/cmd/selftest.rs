@@ -11,6 +11,8 @@ use kiln::{ConvProblem, ConvSpec, DataType, Layout, MathMode};
 
 use crate::args::SelftestArgs;
 use crate::json::Json;
+use kiln::harness::output::{Classified, ExitClass};
+
 use crate::CliResult;
 
 /// The selftest problem set: 2-D and 3-D, both layout families, three types, groups and
@@ -154,14 +156,12 @@ pub fn problems() -> Vec<ConvProblem> {
 /// problem also with TF32 allowed (as in the built-in set).
 fn listed_problems(files: &[std::path::PathBuf]) -> Result<Vec<ConvProblem>, String> {
     let mut out: Vec<ConvProblem> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for file in files {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("selftest: {}: {e}", file.display()))?;
-        let list = kiln::harness::problem_list::parse(&text, &file.display().to_string())
-            .map_err(|e| format!("selftest: {e}"))?;
+        let list = kiln::harness::problem_list::read(file).map_err(|e| format!("selftest: {e}"))?;
         for (_, p) in list {
             let mut add = |p: ConvProblem| {
-                if !out.contains(&p) {
+                if seen.insert(p) {
                     out.push(p);
                 }
             };
@@ -187,7 +187,7 @@ pub fn run(a: &SelftestArgs) -> CliResult {
     };
     let ctx = a.device.context()?;
     if !json {
-        println!(
+        kiln::outln!(
             "kiln selftest on {} [{}]",
             ctx.describe(),
             ctx.device().info().uuid
@@ -226,7 +226,7 @@ pub fn run(a: &SelftestArgs) -> CliResult {
             let (solver, params) = (v.solver, v.params);
             runs += 1;
             let e = per_solver.entry(solver.id()).or_default();
-            let mut fail = |what: String| {
+            let mut fail = |what: String| -> Result<(), kiln::harness::output::StdoutError> {
                 failures += 1;
                 e.1 += 1;
                 if json {
@@ -238,13 +238,14 @@ pub fn run(a: &SelftestArgs) -> CliResult {
                         ("error", Json::str(what)),
                     ]));
                 } else {
-                    println!(
+                    kiln::outln!(
                         "FAIL {} [{params}] {}{}: {what}",
                         solver.id(),
                         p.find_db_key(),
                         if tf32 { " (TF32)" } else { "" }
                     );
                 }
+                Ok(())
             };
             e.0 += 1;
             let tolerance = tolerance(p);
@@ -254,16 +255,16 @@ pub fn run(a: &SelftestArgs) -> CliResult {
                 .and_then(|c| c.error(v).map_err(|e| e.to_string()))
             {
                 Ok(error) if error <= tolerance => {}
-                Ok(error) => fail(format!("relative error {error:.3e}")),
-                Err(err) => fail(err),
+                Ok(error) => fail(format!("relative error {error:.3e}"))?,
+                Err(err) => fail(err)?,
             }
             match special.as_ref().map_err(|e| e.to_string()).and_then(|c| c.special_classes(v).map_err(|e| e.to_string())) {
                 Ok((_, true)) => {}
                 Ok((c, false)) => fail(format!(
                     "with inf/NaN/subnormal/near-overflow inputs: {} of {} non-finite outputs differ in class, finite relative error {:.3e}",
                     c.class_mismatches, c.non_finite, c.error
-                )),
-                Err(err) => fail(format!("with special values: {err}")),
+                ))?,
+                Err(err) => fail(format!("with special values: {err}"))?,
             }
         }
     }
@@ -279,7 +280,7 @@ pub fn run(a: &SelftestArgs) -> CliResult {
                 ])
             })
             .collect();
-        println!(
+        kiln::outln!(
             "{}",
             Json::obj([
                 ("device", Json::str(&info.spec)),
@@ -295,18 +296,24 @@ pub fn run(a: &SelftestArgs) -> CliResult {
                 ("failed_runs", Json::Arr(failed_runs)),
             ])
         );
-        if failures > 0 || runs == 0 {
-            return Err(format!("selftest: {failures} of {runs} runs failed").into());
-        }
-        return Ok(());
+        return verdict(failures, runs);
     }
-    println!("{} problems, {runs} variants (every applicable solver and perf config, fresh random inputs, outputs poisoned; each also with inf/NaN/subnormal/near-overflow inputs)", problems.len());
+    kiln::outln!("{} problems, {runs} variants (every applicable solver and perf config, fresh random inputs, outputs poisoned; each also with inf/NaN/subnormal/near-overflow inputs)", problems.len());
     for (s, (n, f)) in &per_solver {
-        println!("  {s:<22} {n:>4} variants  {f} failed");
+        kiln::outln!("  {s:<22} {n:>4} variants  {f} failed");
     }
+    verdict(failures, runs)?;
+    kiln::outln!("selftest passed");
+    Ok(())
+}
+
+/// A selftest that found a wrong result, or checked nothing, fails with exit class 5.
+fn verdict(failures: usize, runs: usize) -> CliResult {
     if failures > 0 || runs == 0 {
-        return Err(format!("selftest: {failures} of {runs} runs failed").into());
+        return Err(Classified::new(
+            ExitClass::SelftestFailed,
+            format!("selftest: {failures} of {runs} runs failed"),
+        ));
     }
-    println!("selftest passed");
     Ok(())
 }
