@@ -13,9 +13,22 @@ pub fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-/// `../shared/miopen-db`, MIOpen's real files (CI has it beside the checkout).
-pub fn shared_db() -> PathBuf {
-    repo().join("../shared/miopen-db")
+/// MIOpen's real perf-db, committed as a test fixture (`tests/data/miopen/README.md` names its
+/// origin and sha256).
+pub fn miopen_perf_db() -> PathBuf {
+    repo().join("tests/data/miopen/gfx942130.db")
+}
+
+/// MIOpen's real find-db: committed once, as the gfx942130 target's find-db.
+pub fn miopen_find_db() -> PathBuf {
+    gfx942130().join("gfx942130.HIP.fdb.txt")
+}
+
+/// The sha256 of a file, in lowercase hex.
+pub fn sha256_hex(path: &Path) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The committed gfx942130 target folder.

@@ -116,10 +116,10 @@ fn cases() -> Vec<Case> {
         ("type FP33", &["--type", "FP33"], Expect::Error),
         ("type empty", &["--type", ""], Expect::Error),
         // No kiln solver runs it: resolve says so and exits 1.
-        ("type INT8", &["--type", "INT8"], Expect::Error),
+        ("type INT8", &["--type", "INT8"], Expect::NoSolution),
         ("direction 0", &["-F", "0"], Expect::Error),
         ("direction 3", &["-F", "3"], Expect::Error),
-        ("direction 2", &["-F", "2"], Expect::Error),
+        ("direction 2", &["-F", "2"], Expect::NoSolution),
         ("spatial 1", &["--spatial_dim", "1"], Expect::Error),
         ("spatial 0", &["--spatial_dim", "0"], Expect::Error),
         ("spatial 256", &["--spatial_dim", "256"], Expect::Usage),
@@ -230,6 +230,9 @@ fn cases() -> Vec<Case> {
     for (name, key) in keys {
         let expect = if key.starts_with('-') && key.len() > 1 {
             Expect::Usage
+        } else if name == "cast order" {
+            // A valid key no solver runs (FP8 casts).
+            Expect::NoSolution
         } else {
             Expect::Error
         };
@@ -262,22 +265,26 @@ fn cases() -> Vec<Case> {
             ],
             Expect::Error,
         ),
-        ("run cuda:x", &["run", "--device", "cuda:x"], Expect::Error),
+        (
+            "run cuda:x",
+            &["run", "--device", "cuda:x"],
+            Expect::NoDevice,
+        ),
         (
             "run cuda:99",
             &["run", "--device", "cuda:99"],
-            Expect::Error,
+            Expect::NoDevice,
         ),
         (
             "run cuda uuid",
             &["run", "--device", "cuda://GPU-nope"],
-            Expect::Error,
+            Expect::NoDevice,
         ),
-        ("run hip:0", &["run", "--device", "hip:0"], Expect::Error),
+        ("run hip:0", &["run", "--device", "hip:0"], Expect::NoDevice),
         (
             "run hip uuid",
             &["run", "--device", "hip://nope"],
-            Expect::Error,
+            Expect::NoDevice,
         ),
         ("run empty device", &["run", "--device", ""], Expect::Error),
         (
@@ -291,18 +298,18 @@ fn cases() -> Vec<Case> {
         (
             "selftest no device",
             &["selftest", "--device", "cuda:7"],
-            Expect::Error,
+            Expect::NoDevice,
         ),
         (
             "coldstart no device",
             &["coldstart", "--device", "hip:3"],
-            Expect::Error,
+            Expect::NoDevice,
         ),
         ("no command", &[], Expect::Usage),
         ("bogus command", &["bogus"], Expect::Usage),
         ("db is a workshop command", &["db", "check"], Expect::Usage),
         ("info", &["info"], Expect::Ok),
-        ("devices", &["devices"], Expect::Ok),
+        ("devices", &["devices"], Expect::NoDevice),
         ("help", &["--help"], Expect::Ok),
         ("version", &["--version"], Expect::Ok),
     ] {
@@ -320,7 +327,7 @@ fn cases() -> Vec<Case> {
         Case::new(
             "KILN_HIP_LIBRARY missing",
             &["run", "--device", "hip:0"],
-            Expect::Error,
+            Expect::NoDevice,
         )
         .env("KILN_HIP_LIBRARY", "/nonexistent/libamdhip64.so"),
     );
@@ -328,7 +335,7 @@ fn cases() -> Vec<Case> {
         Case::new(
             "KILN_HIP_LIBRARY not HIP",
             &["run", "--device", "hip:0"],
-            Expect::Error,
+            Expect::NoDevice,
         )
         .env("KILN_HIP_LIBRARY", "libm.so.6"),
     );
@@ -384,4 +391,385 @@ fn selftest_problem_lists_name_the_bad_line() {
     assert!(run(&list).contains("hold no problem"));
     let missing = tmp.path().join("missing.txt");
     assert!(run(&missing).contains("missing.txt"));
+}
+
+/// A key says everything the problem flags would: each flag beside one is refused.
+fn flags_beside_a_key() -> Vec<Case> {
+    let key = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F";
+    let flags: [(&str, &str); 23] = [
+        ("-n", "7"),
+        ("-c", "3"),
+        ("-H", "9"),
+        ("-W", "9"),
+        ("-k", "5"),
+        ("-y", "1"),
+        ("-x", "1"),
+        ("-p", "0"),
+        ("-q", "0"),
+        ("-u", "1"),
+        ("-v", "1"),
+        ("-l", "1"),
+        ("-j", "1"),
+        ("-g", "1"),
+        ("-F", "1"),
+        ("--spatial_dim", "2"),
+        ("--in_d", "1"),
+        ("--fil_d", "1"),
+        ("--pad_d", "0"),
+        ("--conv_stride_d", "1"),
+        ("--dilation_d", "1"),
+        ("--layout", "NCHW"),
+        ("--type", "FP16"),
+    ];
+    let mut out: Vec<Case> = flags
+        .iter()
+        .map(|(f, v)| {
+            Case::new(
+                format!("key with {f}"),
+                &["resolve", "--target", "h100", key, f, v],
+                Expect::Usage,
+            )
+        })
+        .collect();
+    // The math mode is no part of a key: allowed beside one.
+    out.push(Case::new(
+        "key with --math",
+        &["resolve", "--target", "h100", key, "--math", "tf32"],
+        Expect::Ok,
+    ));
+    out
+}
+
+/// Every flag and environment value the binary echoes is quoted short and escaped: a 120 KB
+/// value, and one that would steer a terminal (OSC title, bidirectional override).
+fn echoed_values() -> Vec<Case> {
+    let long = "X".repeat(120_000);
+    let steer = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{202e}FP16";
+    let mut out = Vec::new();
+    for (what, value) in [("120 KB", long.as_str()), ("escape sequence", steer)] {
+        let resolve = ["resolve", "--target", "h100", "-c", "8", "-k", "8"];
+        for (flag, expect) in [
+            ("--type", Expect::Error),
+            ("--layout", Expect::Error),
+            ("--math", Expect::Error),
+            ("--target", Expect::Error),
+        ] {
+            let mut c = Case::new(format!("echo {flag} {what}"), &resolve, expect);
+            c.args.retain(|a| a != "--target" && a != "h100");
+            if flag != "--target" {
+                c.args.extend(["--target".into(), "h100".into()]);
+            }
+            c.args.extend([flag.to_string(), value.to_string()]);
+            out.push(c);
+        }
+        out.push(Case::new(
+            format!("echo --device {what}"),
+            &["run", "--device", value],
+            Expect::Error,
+        ));
+        out.push(Case::new(
+            format!("echo demo --type {what}"),
+            &["demo", "--type", value],
+            Expect::Error,
+        ));
+        out.push(
+            Case::new(format!("echo KILN_DEVICE {what}"), &["run"], Expect::Error)
+                .env("KILN_DEVICE", value),
+        );
+        out.push(
+            Case::new(
+                format!("echo KILN_HIP_LIBRARY {what}"),
+                &["run", "--device", "hip:0"],
+                Expect::NoDevice,
+            )
+            .env("KILN_HIP_LIBRARY", value),
+        );
+        out.push(
+            Case::new(
+                format!("echo KILN_LOG_LEVEL {what}"),
+                &["info"],
+                Expect::Usage,
+            )
+            .env("KILN_LOG_LEVEL", value),
+        );
+        out.push(Case::new(
+            format!("echo key {what}"),
+            &["resolve", "--target", "h100", value],
+            Expect::Error,
+        ));
+    }
+    out
+}
+
+/// A device that was named and cannot be opened fails the demo (exit 3, no GPU found; a spec
+/// that names no backend, exit 1); only no GPU at all with none named falls back.
+fn demo_devices() -> Vec<Case> {
+    vec![
+        Case::new(
+            "demo cuda:9",
+            &["demo", "--device", "cuda:9"],
+            Expect::NoDevice,
+        ),
+        Case::new(
+            "demo hip:0",
+            &["demo", "--device", "hip:0"],
+            Expect::NoDevice,
+        ),
+        Case::new("demo bogus", &["demo", "--device", "bogus"], Expect::Error),
+        Case::new("demo KILN_DEVICE", &["demo"], Expect::NoDevice).env("KILN_DEVICE", "cuda:3"),
+        Case::new("demo no GPU", &["demo"], Expect::Ok),
+    ]
+}
+
+/// Standard output that refuses writes: a one-line error and exit 1 for every command that
+/// prints, never a panic.
+fn failing_stdout() -> Vec<Case> {
+    [
+        &["info"][..],
+        &["info", "--json"],
+        &["devices", "--json"],
+        &["--help"],
+        &["resolve", "--target", "h100", "-c", "8", "-k", "8"],
+        &[
+            "resolve", "--target", "h100", "-c", "8", "-k", "8", "--json",
+        ],
+        &["demo"],
+    ]
+    .iter()
+    .map(|args| {
+        let expect = if args[0] == "--help" {
+            // clap writes help itself and ignores the failure: still no panic.
+            Expect::Ok
+        } else {
+            Expect::Error
+        };
+        // Warnings (a problem ranked by the cost model) are not what this checks.
+        Case::new(
+            format!("stdout /dev/full: {}", args.join(" ")),
+            args,
+            expect,
+        )
+        .stdout_to("/dev/full")
+        .env("KILN_LOG_LEVEL", "error")
+    })
+    .collect()
+}
+
+/// Damaged libraries named by KILN_HIP_LIBRARY: refused with a clear error before dlopen (a
+/// truncated ELF would kill the process with SIGBUS; a FIFO would block it).
+fn damaged_libraries(dir: &std::path::Path) -> Vec<Case> {
+    let libc = [
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "/usr/lib/x86_64-linux-gnu/libc.so.6",
+    ]
+    .into_iter()
+    .map(std::path::Path::new)
+    .find(|p| p.is_file())
+    .expect("libc.so.6");
+    let bytes = std::fs::read(libc).unwrap();
+    let mut libs: Vec<(&str, std::path::PathBuf)> = Vec::new();
+    let mut put = |name: &'static str, data: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, data).unwrap();
+        libs.push((name, p));
+    };
+    put("libc cut at 4 KiB", &bytes[..4096]);
+    put("libc cut at half", &bytes[..bytes.len() / 2]);
+    put("libc without its last byte", &bytes[..bytes.len() - 1]);
+    put("empty", b"");
+    put("ELF magic only", b"\x7fELF");
+    put("text", b"not a library\n");
+    let mut bad_phoff = bytes[..4096].to_vec();
+    bad_phoff[32..40].copy_from_slice(&u64::MAX.to_le_bytes());
+    put("program headers past the end", &bad_phoff);
+    let fifo = dir.join("fifo.so");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    libs.push(("FIFO", fifo));
+    libs.push(("directory", dir.to_path_buf()));
+    libs.push(("/dev/zero", "/dev/zero".into()));
+    let mut out = Vec::new();
+    for (name, path) in libs {
+        for args in [
+            &["devices"][..],
+            &["devices", "--json"],
+            &["run", "--device", "hip:0"],
+        ] {
+            out.push(
+                Case::new(
+                    format!("KILN_HIP_LIBRARY {name}: {}", args.join(" ")),
+                    args,
+                    Expect::NoDevice,
+                )
+                .env("KILN_HIP_LIBRARY", path.to_str().unwrap()),
+            );
+        }
+    }
+    out
+}
+
+/// `kiln selftest --problems` on hostile lists: each is refused (or read) before a device is
+/// opened, quickly, in bounded memory, quoting a short escaped excerpt.
+fn hostile_problem_lists(dir: &std::path::Path) -> Vec<Case> {
+    let key = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F";
+    let write = |name: &str, data: Vec<u8>| {
+        let p = dir.join(name);
+        std::fs::write(&p, data).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let mut hundred_k = String::new();
+    for i in 0..100_000 {
+        hundred_k.push_str(&format!(
+            "{}-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F\n",
+            1 + i % 5000
+        ));
+    }
+    let sparse = dir.join("sparse.txt");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let fifo = dir.join("list.fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let lists: Vec<(&str, String, Expect)> = vec![
+        ("/dev/zero", "/dev/zero".into(), Expect::Error),
+        ("/dev/urandom", "/dev/urandom".into(), Expect::Error),
+        ("FIFO", fifo.to_str().unwrap().into(), Expect::Error),
+        ("directory", dir.to_str().unwrap().into(), Expect::Error),
+        (
+            "sparse 2 GiB",
+            sparse.to_str().unwrap().into(),
+            Expect::Error,
+        ),
+        (
+            "17 MiB",
+            write("big.txt", vec![b'#'; 17 << 20]),
+            Expect::Error,
+        ),
+        (
+            "10 MB line",
+            write("line.txt", vec![b'9'; 10 << 20]),
+            Expect::Error,
+        ),
+        (
+            "escape sequence",
+            write("esc.txt", format!("\u{1b}]0;x\u{7}{key}\n").into_bytes()),
+            Expect::Error,
+        ),
+        (
+            "bidi override",
+            write("bidi.txt", format!("{key}\u{202e}\n").into_bytes()),
+            Expect::Error,
+        ),
+        (
+            "latin-1",
+            write("latin1.txt", b"\xe9\n".to_vec()),
+            Expect::Error,
+        ),
+        (
+            "NUL",
+            write("nul.txt", format!("{key}\0\n").into_bytes()),
+            Expect::Error,
+        ),
+        (
+            "missing",
+            dir.join("absent.txt").to_str().unwrap().into(),
+            Expect::Error,
+        ),
+        (
+            "comments only",
+            write("empty.txt", b"# x\n\n".to_vec()),
+            Expect::Error,
+        ),
+        // Valid lists: read, then the device is missing.
+        (
+            "100,000 keys",
+            write("100k.txt", hundred_k.into_bytes()),
+            Expect::NoDevice,
+        ),
+        (
+            "one key, no final newline",
+            write("one.txt", key.as_bytes().to_vec()),
+            Expect::NoDevice,
+        ),
+    ];
+    lists
+        .into_iter()
+        .map(|(name, path, expect)| {
+            Case::new(
+                format!("selftest --problems {name}"),
+                &["selftest", "--device", "cuda:0", "--problems", &path],
+                expect,
+            )
+            .memory_limit(4 << 30)
+        })
+        .collect()
+}
+
+#[test]
+fn hostile_lists_libraries_flags_and_outputs_get_clear_errors() {
+    if !kiln::backend::list_devices().is_empty() {
+        eprintln!("a GPU is present: the no-device cases would run; this table is for machines without one");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cases = flags_beside_a_key();
+    cases.extend(echoed_values());
+    cases.extend(demo_devices());
+    cases.extend(failing_stdout());
+    cases.extend(damaged_libraries(tmp.path()));
+    cases.extend(hostile_problem_lists(tmp.path()));
+    assert!(cases.len() >= 100, "{} cases", cases.len());
+    let watched: Vec<std::path::PathBuf> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && std::fs::metadata(p).unwrap().len() < 64 << 20)
+        .collect();
+    let failures = run_all(
+        std::path::Path::new(env!("CARGO_BIN_EXE_kiln")),
+        &common::repo(),
+        &cases,
+        &watched,
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// A closed standard output ends a command quietly, as Unix tools end: no panic, no message.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::process::{Command, Stdio};
+    for args in [
+        &["info"][..],
+        &["info", "--json"],
+        &["resolve", "--target", "h100", "-c", "8"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        use std::os::unix::process::ExitStatusExt;
+        let quiet = out.status.code() == Some(0) || out.status.signal() == Some(libc::SIGPIPE);
+        assert!(
+            quiet && stderr.is_empty(),
+            "{args:?}: {:?} {stderr}",
+            out.status
+        );
+    }
 }

@@ -15,13 +15,25 @@ fn tools() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kiln-tools"))
 }
 
+/// The real text databases `make_files.py` cuts at each sixteenth.
+fn cut_sources() -> [PathBuf; 2] {
+    let t = common::repo().join("targets/sm_90_132");
+    [t.join("sm_90_132.HIP.fdb.txt"), t.join("sm_90_132.db.txt")]
+}
+
 fn make_files(dir: &Path) {
     let script = common::repo().join("tests/hostile/make_files.py");
-    common::python(&[script.as_os_str(), dir.as_os_str()]);
+    let [a, b] = cut_sources();
+    common::python(&[
+        script.as_os_str(),
+        dir.as_os_str(),
+        a.as_os_str(),
+        b.as_os_str(),
+    ]);
 }
 
 /// Database files that must read (everything else must be refused with a clear error).
-const VALID: [&str; 7] = [
+const VALID: [&str; 13] = [
     "empty.fdb.txt",
     "empty.db.txt",
     "good.fdb.txt",
@@ -29,7 +41,23 @@ const VALID: [&str; 7] = [
     "crlf.fdb.txt",
     "good.db",
     "good.kdb",
+    // SQLite names are case-blind: tables named in other cases are MIOpen's tables.
+    "upper-case-tables.db",
+    "255-items.db",
+    "wal.db",
+    // Valid files whose names would steer a terminal: read, and printed escaped.
+    "esc-solver.fdb.txt",
+    "bidi-solver.db.txt",
+    "esc-name.kdb",
 ];
+
+/// Whether a file is valid: listed, or a cut of a real database that fell right after a
+/// newline (a shorter, whole file).
+fn valid(dir: &Path, name: &str) -> bool {
+    VALID.contains(&name)
+        || (name.starts_with("cut")
+            && std::fs::read(dir.join(name)).is_ok_and(|b| b.ends_with(b"\n")))
+}
 
 #[test]
 fn every_hostile_database_file_gets_a_clear_error() {
@@ -41,17 +69,43 @@ fn every_hostile_database_file_gets_a_clear_error() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    assert!(files.len() >= 60, "{} files", files.len());
+    assert!(files.len() >= 110, "{} files", files.len());
     let mut cases = Vec::new();
     for f in &files {
-        let expect = if VALID.contains(&f.as_str()) {
+        let expect = if valid(dir, f) {
             Expect::Ok
         } else {
             Expect::Error
         };
         for cmd in ["check", "stats"] {
-            cases.push(Case::new(format!("db {cmd} {f}"), &["db", cmd, f], expect));
+            cases.push(
+                Case::new(format!("db {cmd} {f}"), &["db", cmd, f], expect).memory_limit(4 << 30),
+            );
         }
+    }
+    // A failing standard output: one line, exit 1.
+    for args in [
+        &["db", "stats", "good.fdb.txt"][..],
+        &["db", "check", "good.db"],
+        &["db", "convert", "good.db", "out-full.db.txt"],
+    ] {
+        cases.push(
+            Case::new(
+                format!("stdout /dev/full: {}", args.join(" ")),
+                args,
+                Expect::Error,
+            )
+            .stdout_to("/dev/full"),
+        );
+    }
+    for (name, value) in [
+        ("KILN_LOG_LEVEL bogus", "loud"),
+        ("KILN_LOG_LEVEL escape", "\u{1b}]0;x\u{7}"),
+    ] {
+        cases.push(
+            Case::new(name, &["db", "check", "good.fdb.txt"], Expect::Usage)
+                .env("KILN_LOG_LEVEL", value),
+        );
     }
     // Conversions: never onto the input, never a partial output.
     std::fs::write(dir.join("keep.db.txt"), "kept").unwrap();
@@ -140,13 +194,13 @@ fn every_hostile_database_file_gets_a_clear_error() {
         (
             "find without a device",
             &["find", "--device", "cuda:9", "--problems", "good.fdb.txt"],
-            Expect::Error,
+            Expect::NoDevice,
         ),
         ("find without problems", &["find"], Expect::Usage),
         (
             "bench without a device",
             &["bench", "--device", "hip:4"],
-            Expect::Error,
+            Expect::NoDevice,
         ),
     ] {
         cases.push(Case::new(name, args, expect));
@@ -196,7 +250,19 @@ fn every_hostile_database_file_gets_a_clear_error() {
         failures.len(),
         failures.join("\n")
     );
-    assert!(cases.len() >= 150, "{} cases", cases.len());
+    assert!(cases.len() >= 250, "{} cases", cases.len());
+    // Reading a WAL database left nothing beside it.
+    for side in ["wal.db-wal", "wal.db-shm"] {
+        assert!(!dir.join(side).exists(), "{side} was created");
+    }
+    // Stats print names from the file escaped: the escape sequence is visible, not sent.
+    let out = Command::new(tools())
+        .args(["db", "stats", "esc-solver.fdb.txt"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("S\\u{1b}[2J"), "{text}");
 }
 
 fn sha(p: &Path) -> Vec<u8> {
@@ -401,4 +467,128 @@ fn a_failed_conversion_leaves_the_old_output_whole() {
     );
     assert_eq!(sha(&out), out_sha, "the old output was truncated");
     assert_eq!(sha(&input), in_sha);
+}
+
+/// Import is all or nothing: when the file system refuses a later file (here the file-size
+/// limit, as a full disk would), no file of the target changes and the pins match the files.
+/// An alias that names another target, a kdb of another arch and a symlink planted where the
+/// old import wrote its check copy are refused or harmless.
+#[test]
+fn import_is_all_or_nothing_and_checks_what_it_pins() {
+    let (tmp, dir) = scratch_target("sm_90_132");
+    let targets = tmp.path();
+    // A second target whose alias a bad import would take.
+    let other = targets.join("gfx942130");
+    std::fs::create_dir_all(&other).unwrap();
+    for e in std::fs::read_dir(common::repo().join("targets/gfx942130")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), other.join(e.file_name())).unwrap();
+    }
+    let names = [
+        "sm_90_132.HIP.fdb.txt",
+        "sm_90_132.db.txt",
+        "sm_90_132.kdb",
+        "target.toml",
+    ];
+    let snapshot = |d: &Path| -> Vec<Vec<u8>> { names.iter().map(|n| sha(&d.join(n))).collect() };
+    let before = snapshot(&dir);
+    let new_fdb = tmp.path().join("new.fdb.txt");
+    let fdb_text = std::fs::read_to_string(dir.join("sm_90_132.HIP.fdb.txt")).unwrap();
+    std::fs::write(&new_fdb, fdb_text.replacen("0.0", "0.9", 1)).unwrap();
+    let kdb = common::repo().join("targets/sm_90_132/sm_90_132.kdb");
+    // The find-db (small) stages, the kdb (4.9 MB) cannot: nothing may change.
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 2048; exec '{}' db import --targets-dir '{}' --target sm_90_132 --find-db '{}' --kdb '{}' --origin x",
+        tools().display(),
+        targets.display(),
+        new_fdb.display(),
+        kdb.display()
+    );
+    let o = Command::new("bash").args(["-c", &script]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(
+        snapshot(&dir),
+        before,
+        "a failed import changed the target: {err}"
+    );
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("kiln-tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+    let cfg = kiln_embed::target::TargetConfig::load(&dir).unwrap();
+    for (file, pin) in &cfg.pins {
+        let digest: String = sha(&dir.join(file))
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(&digest, pin, "{file} does not match its pin");
+    }
+
+    // An alias another target has.
+    let (code, err) = import(
+        targets,
+        &[
+            "--target",
+            "sm_90_132",
+            "--find-db",
+            new_fdb.to_str().unwrap(),
+            "--origin",
+            "o",
+            "--alias",
+            "mi300x",
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--alias 'mi300x' already names target gfx942130"),
+        "{err}"
+    );
+    // A kdb built for another arch.
+    let amd = common::repo().join("targets/gfx942130/gfx942130.kdb");
+    let (code, err) = import(
+        targets,
+        &[
+            "--target",
+            "sm_90_132",
+            "--kdb",
+            amd.to_str().unwrap(),
+            "--origin",
+            "o",
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("is built for gfx942 (-mcpu), not this target's sm_90"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&dir), before);
+
+    // A symlink planted in TMPDIR under the name the old import used: never written through.
+    let tmpdir = tmp.path().join("tmpdir");
+    std::fs::create_dir_all(&tmpdir).unwrap();
+    let victim = tmp.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let kdb_sha: String = sha(&kdb).iter().map(|b| format!("{b:02x}")).collect();
+    let script = format!(
+        "ln -s '{}' \"$TMPDIR/kiln-import-$$-{kdb_sha}.kdb\"; exec '{}' db import --targets-dir '{}' --target sm_90_132 --kdb '{}' --origin o",
+        victim.display(),
+        tools().display(),
+        targets.display(),
+        kdb.display()
+    );
+    let o = Command::new("bash")
+        .args(["-c", &script])
+        .env("TMPDIR", &tmpdir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
 }

@@ -9,23 +9,26 @@ use kiln_embed::finddb::FindDb;
 use kiln_embed::perfdb::PerfDb;
 
 #[test]
-fn shared_files_are_the_committed_ones() {
-    // targets/gfx942130 was imported from ../shared/miopen-db: the find-db byte for byte, the
-    // perf-db as the text form of the same rows.
-    let shared = std::fs::read(common::shared_db().join("gfx942130.HIP.fdb.txt")).unwrap();
-    let ours = std::fs::read(common::gfx942130().join("gfx942130.HIP.fdb.txt")).unwrap();
-    assert!(
-        shared == ours,
-        "committed find-db differs from MIOpen's file"
+fn fixtures_are_miopen_files_and_the_target_was_imported_from_them() {
+    // The sha256 of MIOpen's files (commit 2d1fd997, tests/data/miopen/README.md): the fixtures
+    // are unmodified, and targets/gfx942130 holds the find-db byte for byte and the perf-db as
+    // the text form of the same rows.
+    assert_eq!(
+        common::sha256_hex(&common::miopen_find_db()),
+        "4c7d43ffa83256d530b7a77da0677a4077f2bb6c79d407b8f0af69a57c7e6698"
     );
-    let sqlite = PerfDb::read(&common::shared_db().join("gfx942130.db")).unwrap();
+    assert_eq!(
+        common::sha256_hex(&common::miopen_perf_db()),
+        "e44243d9535c4e482b99321d688f3f34f540d4bc8c69520d8b5703cb436bd3f7"
+    );
+    let sqlite = PerfDb::read(&common::miopen_perf_db()).unwrap();
     let text = PerfDb::read(&common::gfx942130().join("gfx942130.db.txt")).unwrap();
     assert_eq!(sqlite, text);
 }
 
 #[test]
 fn every_find_db_line_parses_and_round_trips() {
-    let path = common::shared_db().join("gfx942130.HIP.fdb.txt");
+    let path = common::miopen_find_db();
     let text = std::fs::read_to_string(&path).unwrap();
     let db = FindDb::parse(&text, &path).unwrap();
     assert_eq!(db.records.len(), 9600);
@@ -51,7 +54,7 @@ fn every_find_db_line_parses_and_round_trips() {
 
 #[test]
 fn every_perf_db_row_parses_and_keys_round_trip() {
-    let db = PerfDb::read(&common::shared_db().join("gfx942130.db")).unwrap();
+    let db = PerfDb::read(&common::miopen_perf_db()).unwrap();
     assert_eq!(db.records.len(), 9393);
     assert_eq!(
         db.records.iter().map(|r| r.items.len()).sum::<usize>(),
@@ -75,7 +78,7 @@ fn every_perf_db_row_parses_and_keys_round_trip() {
 /// Reads config row 1 with the sqlite3 module of Python, a client kiln did not write.
 fn rusqlite_free_row_check() -> Vec<String> {
     let script = "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nr=c.execute('select spatial_dim,in_channels,in_h,in_w,in_d,fil_h,fil_w,fil_d,out_channels,batchsize,pad_h,pad_w,pad_d,conv_stride_h,conv_stride_w,conv_stride_d,dilation_h,dilation_w,dilation_d,bias,group_count,layout,data_type,direction from config where id=1').fetchone()\nprint('x'.join(str(v) for v in r))";
-    common::python_lines(script, &common::shared_db().join("gfx942130.db"))
+    common::python_lines(script, &common::miopen_perf_db())
 }
 
 #[test]

@@ -188,7 +188,7 @@ fn oversized_downloads_and_redirect_loops_are_refused() {
     let e = obtain_bytes(&Source::parse(&base), "big.kdb", &sha(b"x"), &opts)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("above the 1024 MiB cap"), "{e}");
+    assert!(e.contains("above the 128 MiB cap"), "{e}");
     // A server redirecting to itself forever: stopped after 5 hops.
     let base = answer_with(
         "HTTP/1.1 302 Found\r\nLocation: {self}/loop\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),

@@ -163,7 +163,8 @@ impl Api {
                 Ok(lib) => {
                     return Api::bind(lib, &name).map_err(|e| format!("{}: {e}", excerpt(&name)));
                 }
-                Err(e) => tried.push(format!("{}: {e}", excerpt(&name))),
+                // The loader's message repeats the name: quoted short and escaped too.
+                Err(e) => tried.push(format!("{}: {}", excerpt(&name), excerpt(&e.to_string()))),
             }
         }
         Err(match env {

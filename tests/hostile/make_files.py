@@ -120,3 +120,68 @@ os.symlink("/dev/urandom", os.path.join(d, "urandom.db.txt"))
 os.symlink("/dev/zero", os.path.join(d, "zero.kdb"))
 os.mkfifo(os.path.join(d, "fifo.fdb.txt"))
 os.mkdir(os.path.join(d, "dir.fdb.txt"))
+
+# SQLite compares names without regard to letter case: a view named in another case is still
+# refused, a table named in another case still read.
+ENDLESS = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n)"
+for i, name in enumerate(["Perf_Db", "PERF_DB", "perf_DB"]):
+    perfdb(f"view-case-{i}.db", perf=f"CREATE VIEW {name} AS {ENDLESS} SELECT x AS id, 'S' || x AS solver, 1 AS config, 'p' AS params FROM n;")
+for i, name in enumerate(["CONFIG", "Config"]):
+    p = os.path.join(d, f"view-config-{i}.db")
+    c = sqlite3.connect(p)
+    c.executescript(f"CREATE VIEW {name} AS {ENDLESS} SELECT x AS id," + ",".join(f"1 AS {x}" for x in COLS.split(",")) + " FROM n;"
+                    "CREATE TABLE perf_db (id INTEGER PRIMARY KEY ASC, solver TEXT NOT NULL, config INTEGER NOT NULL, params TEXT NOT NULL);"
+                    "INSERT INTO perf_db(solver,config,params) VALUES('S',1,'p');")
+    c.commit(); c.close()
+for i, name in enumerate(["Kern_Db", "KERN_DB"]):
+    p = os.path.join(d, f"view-kdb-{i}.kdb")
+    c = sqlite3.connect(p)
+    c.executescript(f"CREATE VIEW {name} AS {ENDLESS} SELECT x id,'k'||x kernel_name,'' kernel_args,x'00' kernel_blob,'93b885adfe0da089cdf634904fd59f71' kernel_hash,0 uncompressed_size FROM n;CREATE TABLE pad(x);INSERT INTO pad VALUES(zeroblob(4096));")
+    c.commit(); c.close()
+# Tables in other letter cases: valid files.
+perfdb("upper-case-tables.db", perf="CREATE TABLE PERF_DB (id INTEGER PRIMARY KEY ASC, solver TEXT NOT NULL, config INTEGER NOT NULL, params TEXT NOT NULL);")
+
+# config.id repeated: a join would multiply (3,000 x 3,000 rows from 188 KB, 8,000 x 8,000
+# from 520 KB).
+def join_bomb(name, n):
+    p = os.path.join(d, name)
+    c = sqlite3.connect(p)
+    c.executescript("CREATE TABLE config (id INTEGER," + COLS + ");"
+                    "CREATE TABLE perf_db (id INTEGER PRIMARY KEY ASC, solver TEXT NOT NULL, config INTEGER NOT NULL, params TEXT NOT NULL);")
+    vals = ["NCHW", "FP32", "F", 2, 64, 56, 56, 1, 3, 3, 1, 64, 32, 1, 1, 0, 1, 1, 0, 1, 1, 0, 0, 1]
+    c.executemany(f"INSERT INTO config(id,{COLS}) VALUES(1,{','.join('?' * 24)})", [vals] * n)
+    c.executemany("INSERT INTO perf_db(solver,config,params) VALUES(?,1,'p')", [(f"S{i}",) for i in range(n)])
+    c.commit(); c.close()
+join_bomb("join-3000.db", 3000)
+join_bomb("join-8000.db", 8000)
+join_bomb("dup-config-id.db", 2)
+# 256 solvers for one config (one more than a record holds), and 255 (a full record).
+for n, name in [(256, "256-items.db"), (255, "255-items.db")]:
+    p = perfdb(name, rows=False)
+    c = sqlite3.connect(p)
+    c.execute(f"INSERT INTO config(id,{COLS}) VALUES(1,'NCHW','FP32','F',2,64,56,56,1,3,3,1,64,32,1,1,0,1,1,0,1,1,0,0,1)")
+    c.executemany("INSERT INTO perf_db(solver,config,params) VALUES(?,1,'p')", [(f"S{i}",) for i in range(n)])
+    c.commit(); c.close()
+# A WAL-mode database (valid): read without creating -wal or -shm beside it.
+p = perfdb("wal.db")
+c = sqlite3.connect(p); c.execute("PRAGMA journal_mode=WAL"); c.execute("INSERT INTO perf_db(solver,config,params) VALUES('T',1,'9')"); c.commit(); c.close()
+
+# Terminal control characters: in a bad line (quoted by the error), in a solver name of a valid
+# file (printed by stats), and a right-to-left override.
+w("esc-line.fdb.txt", f"{KEY}=\x1b]0;owned\x07S:1,0,miopenConvolutionFwdAlgoMagic\n")
+w("esc-solver.fdb.txt", f"{KEY}=S\x1b[2J:1,0,miopenConvolutionFwdAlgoDirect\n")
+w("bidi-solver.db.txt", f"{PKEY}=S\u202eX:1\n")
+kdb("long-name.kdb", [("a" * (10 << 20), " -mcpu=gfx942", bz2.compress(obj), md5, len(obj))])
+kdb("esc-name.kdb", [("a\x1b]0;x\x07.cpp.o", " -mcpu=gfx942", bz2.compress(obj), md5, len(obj))])
+# 17 honest 64 MiB bombs: the claims sum past the per-kdb cap, refused before decoding.
+z = bz2.BZ2Compressor(9); small_bomb = z.compress(chunk) + z.flush()
+kdb("bomb-17x64m.kdb", [(f"b{i}.cpp.o", " -mcpu=gfx942", small_bomb, hashlib.md5(chunk).hexdigest(), 64 << 20) for i in range(17)])
+
+# MIOpen's text files cut at each sixteenth: refused as truncated, unless a cut falls right
+# after a newline (then a shorter valid file).
+if len(sys.argv) > 2:
+    for src in sys.argv[2:]:
+        data = open(src, "rb").read()
+        base = os.path.basename(src)
+        for i in range(1, 16):
+            w(f"cut{i:02}-{base}", data[: len(data) * i // 16])
