@@ -7,8 +7,9 @@ cd "$(dirname "$0")/../embed/fuzz"
 command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz --version 0.13.1 --quiet
 export RUSTC_BOOTSTRAP=1
 # The text parsers, the flag path into validation and applicability, the kdb and SQLite perf-db
-# readers, the embedded-table reader, the ELF checks and target.toml round trips.
-TARGETS=${FUZZ_TARGETS:-"find_db_text perf_db_text problem_keys target_names conv_flags kdb_reader perf_db_sqlite embedded_table code_object target_toml"}
+# readers, the embedded-table reader, the ELF checks, target.toml round trips and the
+# appliance's problem-list reader.
+TARGETS=${FUZZ_TARGETS:-"find_db_text perf_db_text problem_keys target_names conv_flags kdb_reader perf_db_sqlite embedded_table code_object target_toml problem_list"}
 for t in $TARGETS; do
   mkdir -p "corpus/$t"
   cp corpus_seed/"$t".* "corpus/$t/" 2>/dev/null || true

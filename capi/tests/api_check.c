@@ -7,6 +7,7 @@
 #include <kiln.h>
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,25 @@ static void planning(void) {
   kiln_problem_get_key(p, k1, sizeof k1, NULL);
   kiln_problem_get_key(q, k2, sizeof k2, NULL);
   if (strcmp(k1, k2)) { failed++; printf("FAIL loaded problem %s vs %s\n", k2, k1); } else passed++;
+  /* The caller's info is input, not what get_info reports: the workspace is the solution's
+   * own, and a provenance none of the KILN_PROVENANCE_* values is refused. */
+  kiln_solution_info forged = s[0];
+  forged.workspace_bytes = UINT64_MAX;
+  kiln_solution *mine = NULL;
+  expect("choose with a forged workspace", kiln_solution_create(h, p, &forged, &mine), KILN_SUCCESS, NULL);
+  expect("forged info", kiln_solution_get_info(mine, &info), KILN_SUCCESS, NULL);
+  if (info.workspace_bytes != s[0].workspace_bytes) {
+    failed++;
+    printf("FAIL workspace echoed: %llu, the plan says %llu\n",
+           (unsigned long long)info.workspace_bytes, (unsigned long long)s[0].workspace_bytes);
+  } else passed++;
+  kiln_solution_destroy(mine);
+  mine = NULL;
+  forged = s[0];
+  forged.provenance = 77;
+  expect("choose with provenance 77", kiln_solution_create(h, p, &forged, &mine),
+         KILN_ERROR_BAD_PARAM, "info.provenance 77");
+  kiln_solution_destroy(mine);
   expect("run without device",
          kiln_solution_run(sol, (void *)16, 1 << 20, (void *)16, 1 << 20, (void *)16, 1 << 20, NULL,
                            0, NULL),
@@ -318,12 +338,41 @@ static void planning(void) {
   else passed++;
 }
 
+/* A bad KILN_LOG_LEVEL is refused by every handle constructor, as the binaries refuse it
+ * (usage error), with the value quoted short and escaped. */
+static void log_level(void) {
+  kiln_handle *h = NULL;
+  setenv("KILN_LOG_LEVEL", "loud\x1b]0;x", 1);
+  expect("log level: planning handle", kiln_handle_create_for_target("sm_90_132", &h),
+         KILN_ERROR_BAD_PARAM, "KILN_LOG_LEVEL='loud\\u{1b}]0;x'");
+  kiln_handle_destroy(h);
+  h = NULL;
+  expect("log level: device handle", kiln_handle_create(NULL, &h), KILN_ERROR_BAD_PARAM,
+         "not a log level");
+  kiln_handle_destroy(h);
+  unsetenv("KILN_LOG_LEVEL");
+  /* A 200 KB target name is echoed short. */
+  char *long_name = malloc(200001);
+  memset(long_name, 'T', 200000);
+  long_name[200000] = '\0';
+  h = NULL;
+  expect("200 KB target", kiln_handle_create_for_target(long_name, &h), KILN_ERROR_BAD_PARAM,
+         "(200000 bytes)");
+  if (strlen(kiln_last_error()) > 1000) {
+    failed++;
+    printf("FAIL 200 KB target echoed at %zu bytes\n", strlen(kiln_last_error()));
+  } else passed++;
+  kiln_handle_destroy(h);
+  free(long_name);
+}
+
 int main(void) {
   printf("kiln %s: C interface on bad input\n", kiln_version());
   descriptions();
   keys();
   devices_and_targets();
   planning();
+  log_level();
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
 }

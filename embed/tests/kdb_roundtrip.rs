@@ -149,3 +149,21 @@ fn builds_are_reproducible() {
     KernelDb { entries: b }.write(&p2).unwrap();
     assert_eq!(std::fs::read(&p1).unwrap(), std::fs::read(&p2).unwrap());
 }
+
+/// A committed kdb read and written again is byte-identical: what `kdb build --check` relies on
+/// (the temporary file is written without a journal, which does not change the file).
+#[test]
+fn a_committed_kdb_rewrites_byte_for_byte() {
+    let committed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../targets/gfx942130/gfx942130.kdb");
+    let db = KernelDb::read(&committed).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("again.kdb");
+    db.write(&out).unwrap();
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&committed).unwrap());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the kdb is left"
+    );
+}

@@ -21,7 +21,8 @@ pub type CliResult = Result<(), Box<dyn std::error::Error>>;
 #[command(
     name = "kiln-tools",
     version,
-    about = "kiln's workshop: MIOpen databases, kdb builds, tuning on a GPU, benchmarks"
+    about = "kiln's workshop: MIOpen databases, kdb builds, tuning on a GPU, benchmarks",
+    after_help = "Environment:\n  KILN_LOG_LEVEL    off, error, warn (default), info, debug, trace, or MIOpen's 0-7\n  KILN_DEVICE       device when --device is not given (cuda:0, hip:0, ...)\n  KILN_HIP_LIBRARY  the HIP runtime to load\n  KILN_NVRTC, KILN_CLANG, KILN_TOOLS, KILN_OBJECT_CACHE  kdb build toolchains (README)\n\nExit codes:\n  0 success   1 error   2 usage   3 no GPU or runtime found   4 no solution"
 )]
 struct Cli {
     #[command(subcommand)]

@@ -5,11 +5,15 @@ use clap::{Args, Parser, Subcommand};
 use kiln::format::text::excerpt;
 use kiln::{ConvProblem, ConvSpec, DataType, Direction, Layout, MathMode};
 
+/// What `--help` ends with: the environment and the exit codes.
+pub const HELP_FOOTER: &str = "Environment:\n  KILN_LOG_LEVEL    off, error, warn (default), info, debug, trace, or MIOpen's 0-7\n  KILN_DEVICE       device when --device is not given (cuda:0, cuda://GPU-<uuid>, hip:0, hip://<uuid>)\n  KILN_HIP_LIBRARY  the HIP runtime to load (else libamdhip64.so.6, .so.5, .so)\n\nExit codes:\n  0 success   1 error   2 usage   3 no GPU or runtime found   4 no solution for the problem\n  5 selftest failed";
+
 #[derive(Parser)]
 #[command(
     name = "kiln",
     version,
-    about = "GPU kernels and their tuning databases, baked into one binary (the workshop is kiln-tools)"
+    about = "GPU kernels and their tuning databases, baked into one binary (the workshop is kiln-tools)",
+    after_help = HELP_FOOTER
 )]
 pub struct Cli {
     #[command(subcommand)]
