@@ -248,10 +248,10 @@ static void planning(void) {
   if (strcmp(k1, k2)) { failed++; printf("FAIL loaded problem %s vs %s\n", k2, k1); } else passed++;
   /* The caller's info is input, not what get_info reports: the workspace is the solution's
    * own, and a provenance none of the KILN_PROVENANCE_* values is refused. */
-  kiln_solution_info forged = s[0];
-  forged.workspace_bytes = UINT64_MAX;
+  kiln_solution_info echoed = s[0];
+  echoed.workspace_bytes = UINT64_MAX;
   kiln_solution *mine = NULL;
-  expect("choose with a forged workspace", kiln_solution_create(h, p, &forged, &mine), KILN_SUCCESS, NULL);
+  expect("choose with a forged workspace", kiln_solution_create(h, p, &echoed, &mine), KILN_SUCCESS, NULL);
   expect("forged info", kiln_solution_get_info(mine, &info), KILN_SUCCESS, NULL);
   if (info.workspace_bytes != s[0].workspace_bytes) {
     failed++;
@@ -260,9 +260,9 @@ static void planning(void) {
   } else passed++;
   kiln_solution_destroy(mine);
   mine = NULL;
-  forged = s[0];
-  forged.provenance = 77;
-  expect("choose with provenance 77", kiln_solution_create(h, p, &forged, &mine),
+  echoed = s[0];
+  echoed.provenance = 77;
+  expect("choose with provenance 77", kiln_solution_create(h, p, &echoed, &mine),
          KILN_ERROR_BAD_PARAM, "info.provenance 77");
   kiln_solution_destroy(mine);
   expect("run without device",
@@ -356,7 +356,7 @@ static void log_level(void) {
   memset(long_name, 'T', 200000);
   long_name[200000] = '\0';
   h = NULL;
-  expect("200 KB target", kiln_handle_create_for_target(long_name, &h), KILN_ERROR_BAD_PARAM,
+  expect("200 KB target", kiln_handle_create_for_target(long_name, &h), KILN_ERROR_NO_TARGET,
          "(200000 bytes)");
   if (strlen(kiln_last_error()) > 1000) {
     failed++;
