@@ -68,7 +68,7 @@ pub struct Classified {
 
 impl Classified {
     /// An error of `class` saying `message`.
-    pub fn new(class: ExitClass, message: impl Into<String>) -> Box<dyn std::error::Error> {
+    pub fn boxed(class: ExitClass, message: impl Into<String>) -> Box<dyn std::error::Error> {
         Box::new(Classified {
             class,
             message: message.into(),
@@ -112,7 +112,7 @@ pub fn open_device(
         } else {
             ExitClass::NoDevice
         };
-        Classified::new(class, e.to_string())
+        Classified::boxed(class, e.to_string())
     })
 }
 
@@ -126,7 +126,7 @@ mod tests {
         assert_eq!(classify(&pipe), None);
         let full = StdoutError(std::io::Error::from_raw_os_error(28));
         assert_eq!(classify(&full), Some(ExitClass::Error));
-        let picked = Classified::new(ExitClass::SelftestFailed, "2 wrong");
+        let picked = Classified::boxed(ExitClass::SelftestFailed, "2 wrong");
         assert_eq!(classify(picked.as_ref()), Some(ExitClass::SelftestFailed));
         let none = crate::RunError::NoSolution {
             problem: "k".into(),

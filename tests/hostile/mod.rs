@@ -89,6 +89,18 @@ fn digest(p: &Path) -> Option<Vec<u8>> {
         .map(|b| sha2::Sha256::digest(&b).to_vec())
 }
 
+/// Runs every case and fails the test, listing every case that misbehaved.
+#[allow(dead_code)] // used by some of the tables
+pub fn assert_all_behave(bin: &Path, cwd: &Path, cases: &[Case], watched: &[PathBuf]) {
+    let failures = run_all(bin, cwd, cases, watched);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// Runs every case; returns one line per failure (empty when all behave).
 pub fn run_all(bin: &Path, cwd: &Path, cases: &[Case], watched: &[PathBuf]) -> Vec<String> {
     let before: Vec<Option<Vec<u8>>> = watched.iter().map(|p| digest(p)).collect();
@@ -174,7 +186,8 @@ pub fn run_all(bin: &Path, cwd: &Path, cases: &[Case], watched: &[PathBuf]) -> V
 }
 
 /// Runs one case; returns its output and peak RSS in bytes, or `None` if it was killed after
-/// 60 s.
+/// 60 s. The child is reaped by `wait4` (for its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn run_one(bin: &Path, cwd: &Path, c: &Case) -> Option<(std::process::Output, u64)> {
     use std::io::Read;
     use std::os::unix::process::{CommandExt, ExitStatusExt};

@@ -10,8 +10,7 @@ pub const EXCERPT_CHARS: usize = 80;
 /// a longer input ends in `... (N bytes)`.
 pub fn excerpt(s: &str) -> String {
     let mut out = String::new();
-    let mut shown = 0;
-    for c in s.chars() {
+    for (shown, c) in s.chars().enumerate() {
         if shown == EXCERPT_CHARS {
             out.push_str(&format!("... ({} bytes)", s.len()));
             return out;
@@ -22,7 +21,6 @@ pub fn excerpt(s: &str) -> String {
             '"' | '\'' | '\\' => out.push(c),
             _ => out.extend(c.escape_debug()),
         }
-        shown += 1;
     }
     out
 }

@@ -40,9 +40,10 @@ pub enum DbKind {
 
 /// The kind of database `path` names, or an error listing the names understood.
 pub fn kind_of(path: &Path) -> Result<DbKind, Box<dyn std::error::Error>> {
+    // The kind is in the name's ASCII ending: a name that is not UTF-8 still has it.
     let name = path
         .file_name()
-        .and_then(|n| n.to_str())
+        .map(|n| n.to_string_lossy())
         .unwrap_or_default();
     if name.ends_with(".fdb.txt") {
         Ok(DbKind::Find)
@@ -55,7 +56,7 @@ pub fn kind_of(path: &Path) -> Result<DbKind, Box<dyn std::error::Error>> {
     {
         Ok(DbKind::Perf)
     } else {
-        Err(format!("{}: cannot tell the database kind from the name (expected .fdb.txt, .db.txt, .db or .kdb)", path.display()).into())
+        Err(format!("{}: cannot tell the database kind from the name (expected .fdb.txt, .db.txt, .db or .kdb)", kiln::format::text::escaped(&path.to_string_lossy())).into())
     }
 }
 

@@ -24,7 +24,7 @@ pub fn run(a: &JsonArgs) -> CliResult {
         list()?;
     }
     if kiln::backend::list_devices().is_empty() {
-        return Err(Classified::new(
+        return Err(Classified::boxed(
             ExitClass::NoDevice,
             "no usable GPU device: no runtime was found, or it found no device (see the list above)",
         ));

@@ -310,7 +310,7 @@ pub fn run(a: &SelftestArgs) -> CliResult {
 /// A selftest that found a wrong result, or checked nothing, fails with exit class 5.
 fn verdict(failures: usize, runs: usize) -> CliResult {
     if failures > 0 || runs == 0 {
-        return Err(Classified::new(
+        return Err(Classified::boxed(
             ExitClass::SelftestFailed,
             format!("selftest: {failures} of {runs} runs failed"),
         ));
