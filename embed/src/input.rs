@@ -2,8 +2,9 @@
 //! refused, not read until memory runs out), under a size cap, and error messages that quote at
 //! most a short excerpt of what was wrong.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
+
+use kiln_format::file::{self, FileError};
 
 use crate::error::{Error, Result};
 
@@ -18,66 +19,43 @@ pub const MAX_KEY_BYTES: usize = 1024;
 /// Checks that `path` is a regular file (after following links) of at most
 /// [`MAX_INPUT_BYTES`]; returns its size.
 pub fn check_regular(path: &Path) -> Result<u64> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    if !meta.is_file() {
-        return Err(Error::io(
-            path,
-            std::io::Error::other(
-                "not a regular file (devices, FIFOs and directories are refused)",
-            ),
-        ));
-    }
-    if meta.len() > MAX_INPUT_BYTES {
-        return Err(Error::io(
-            path,
-            std::io::Error::other(format!(
-                "{} bytes, above the {} MiB input cap",
-                meta.len(),
-                MAX_INPUT_BYTES >> 20
-            )),
-        ));
-    }
-    Ok(meta.len())
+    file::check_regular(path, MAX_INPUT_BYTES).map_err(|e| file_error(path, e))
 }
 
 /// Reads a whole regular file of at most [`MAX_INPUT_BYTES`] (also if it grows while read).
 pub fn read_input(path: &Path) -> Result<Vec<u8>> {
-    let len = check_regular(path)?;
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut out = Vec::with_capacity(len as usize);
-    file.take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| Error::io(path, e))?;
-    if out.len() as u64 > MAX_INPUT_BYTES {
-        return Err(Error::io(
-            path,
-            std::io::Error::other("grew past the input cap while being read"),
-        ));
-    }
-    Ok(out)
+    file::read_capped(path, MAX_INPUT_BYTES).map_err(|e| file_error(path, e))
 }
 
 /// Reads a regular file as UTF-8 text; a decoding error names the line.
 pub fn read_text(path: &Path) -> Result<String> {
-    let bytes = read_input(path)?;
-    String::from_utf8(bytes).map_err(|e| {
-        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count();
-        Error::parse(path, line, "", "not UTF-8 text")
-    })
+    file::utf8(read_input(path)?).map_err(|e| file_error(path, e))
+}
+
+/// kiln-embed's error for a file that was not read: the line of a decoding error, else an I/O
+/// error naming the path.
+fn file_error(path: &Path, e: FileError) -> Error {
+    match e {
+        FileError::Io(io) => Error::io(path, io),
+        FileError::NotUtf8 { line } => Error::parse(path, line, "", "not UTF-8 text"),
+        other => Error::io(path, std::io::Error::other(other.to_string())),
+    }
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: a failed
 /// write leaves the old file whole (and a symlink at `path` is replaced, not written through).
 /// Errors name the path.
 pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+    replace_with(stage(path, bytes.as_ref())?, path)
+}
+
+/// `bytes`, written whole and synced to a new temporary file beside `path`.
+fn stage(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
     let mut tmp = temp_beside(path)?;
-    std::io::Write::write_all(&mut tmp, bytes.as_ref())
+    std::io::Write::write_all(&mut tmp, bytes)
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| Error::io(path, e))?;
-    replace_with(tmp, path)
+    Ok(tmp)
 }
 
 /// A new, empty temporary file in `path`'s directory, for a complete `path` to be written to and
@@ -118,14 +96,10 @@ pub fn replace_with(tmp: tempfile::NamedTempFile, path: &Path) -> Result<()> {
 /// staged files are renamed into place in order, each old file kept under a temporary name
 /// until all are in; if a rename fails, the ones already renamed are rolled back.
 pub fn write_all_or_nothing(files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
-    let mut staged = Vec::new();
-    for (path, bytes) in files {
-        let mut tmp = temp_beside(path)?;
-        std::io::Write::write_all(&mut tmp, bytes)
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| Error::io(path, e))?;
-        staged.push(tmp);
-    }
+    let staged = files
+        .iter()
+        .map(|(path, bytes)| stage(path, bytes))
+        .collect::<Result<Vec<_>>>()?;
     // (path, the old file's backup, if there was an old file) of each file renamed so far.
     let mut done: Vec<(&Path, Option<tempfile::TempPath>)> = Vec::new();
     let mut failure = None;

@@ -333,23 +333,20 @@ pub(crate) fn check_columns(
         .query_map([table], |r| r.get::<_, String>(0))
         .and_then(|rows| rows.collect())
         .map_err(|e| Error::sqlite(path, format!("not a readable SQLite database: {e}")))?;
-    match kinds.iter().find(|k| *k != "table") {
-        _ if kinds.is_empty() => {
-            return Err(Error::sqlite(
-                path,
-                format!("wrong schema: no table '{table}'"),
-            ))
-        }
-        Some(other) => {
-            return Err(Error::sqlite(
-                path,
-                format!(
-                    "wrong schema: '{table}' is a {}, not a table",
-                    excerpt(other)
-                ),
-            ))
-        }
-        None => {}
+    if kinds.is_empty() {
+        return Err(Error::sqlite(
+            path,
+            format!("wrong schema: no table '{table}'"),
+        ));
+    }
+    if let Some(other) = kinds.iter().find(|k| *k != "table") {
+        return Err(Error::sqlite(
+            path,
+            format!(
+                "wrong schema: '{table}' is a {}, not a table",
+                excerpt(other)
+            ),
+        ));
     }
     let mut stmt = conn
         .prepare(&format!("PRAGMA table_info({table})"))

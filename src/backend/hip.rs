@@ -109,19 +109,16 @@ fn library_file(name: &str) -> Result<Option<String>, String> {
         }
     };
     let shown = excerpt(&path.to_string_lossy());
-    let meta = std::fs::metadata(&path).map_err(|e| format!("{shown}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "{shown}: not a regular file (devices, FIFOs and directories are refused)"
-        ));
-    }
+    // No size cap: the library is read only where its headers point, never whole.
+    let len =
+        kiln_format::file::check_regular(&path, u64::MAX).map_err(|e| format!("{shown}: {e}"))?;
     let file = std::fs::File::open(&path).map_err(|e| format!("{shown}: {e}"))?;
     let read_at = |off: u64, size: u64| {
         use std::os::unix::fs::FileExt;
         let mut buf = vec![0u8; usize::try_from(size).ok()?];
         file.read_exact_at(&mut buf, off).ok().map(|()| buf)
     };
-    crate::codeobject::check_elf_layout(meta.len(), &read_at).map_err(|why| {
+    crate::codeobject::check_elf_layout(len, &read_at).map_err(|why| {
         format!("{shown}: not a usable shared library ({why}; damaged or truncated?)")
     })?;
     Ok(Some(path.to_string_lossy().into_owned()))

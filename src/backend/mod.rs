@@ -761,13 +761,18 @@ pub fn list_devices() -> Vec<DeviceInfo> {
         .collect()
 }
 
+/// The variable naming the device [`open`] opens when it is given no spec.
+pub const DEVICE_VARIABLE: &str = "KILN_DEVICE";
+
 /// The `call` of the error [`open`] gives for a spec that names no backend of this build.
 pub const SPEC_CALL: &str = "device spec";
 
 /// Opens a device by spec: `cuda:0`, `cuda://GPU-<uuid>`, `hip:0`, `hip://<uuid>`. With no
 /// spec, `KILN_DEVICE`, else the first device found.
 pub fn open(spec: Option<&str>) -> Result<Device, BackendError> {
-    let env = std::env::var("KILN_DEVICE").ok().filter(|s| !s.is_empty());
+    let env = std::env::var(DEVICE_VARIABLE)
+        .ok()
+        .filter(|s| !s.is_empty());
     let Some(spec) = spec.map(str::to_string).or(env) else {
         let mut why = Vec::new();
         for (scheme, found) in probe() {

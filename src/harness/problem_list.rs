@@ -5,9 +5,9 @@
 //! of the bad line.
 
 use std::collections::HashSet;
-use std::io::Read;
 use std::path::Path;
 
+use kiln_format::file::{self, FileError};
 use kiln_format::text::{escaped, excerpt};
 use kiln_format::ConvProblem;
 
@@ -19,37 +19,12 @@ pub const MAX_LIST_BYTES: u64 = 16 << 20;
 /// grows past it while read). A key listed twice is kept once, at its first line.
 pub fn read(path: &Path) -> Result<Vec<(String, ConvProblem)>, String> {
     let shown = escaped(&path.to_string_lossy());
-    let fail = |what: String| format!("{shown}: {what}");
-    let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(fail(
-            "not a regular file (devices, FIFOs and directories are refused)".into(),
-        ));
-    }
-    if meta.len() > MAX_LIST_BYTES {
-        return Err(fail(format!(
-            "{} bytes, above the {} MiB cap on a problem list",
-            meta.len(),
-            MAX_LIST_BYTES >> 20
-        )));
-    }
-    let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_LIST_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| fail(e.to_string()))?;
-    if bytes.len() as u64 > MAX_LIST_BYTES {
-        return Err(fail(
-            "grew past the problem-list cap while being read".into(),
-        ));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count();
-        format!("{shown}:{line}: not UTF-8 text")
-    })?;
+    let text = file::read_capped(path, MAX_LIST_BYTES)
+        .and_then(file::utf8)
+        .map_err(|e| match e {
+            FileError::NotUtf8 { line } => format!("{shown}:{line}: not UTF-8 text"),
+            other => format!("{shown}: {other}"),
+        })?;
     parse(&text, &shown)
 }
 
@@ -134,7 +109,7 @@ mod tests {
             .set_len(2 << 30)
             .unwrap();
         let e = read(&sparse).unwrap_err();
-        assert!(e.contains("above the 16 MiB cap"), "{e}");
+        assert!(e.contains("above the 16 MiB input cap"), "{e}");
         let ok = dir.path().join("ok.txt");
         std::fs::write(&ok, format!("{KEY}\n")).unwrap();
         assert_eq!(read(&ok).unwrap().len(), 1);

@@ -8,6 +8,7 @@
 
 pub mod abi;
 pub mod embedded;
+pub mod file;
 pub mod keybuf;
 pub mod lookup;
 pub mod manifest;

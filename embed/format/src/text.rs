@@ -15,12 +15,7 @@ pub fn excerpt(s: &str) -> String {
             out.push_str(&format!("... ({} bytes)", s.len()));
             return out;
         }
-        // `escape_debug` leaves quotes escaped too; keep them as typed, they cannot steer a
-        // terminal.
-        match c {
-            '"' | '\'' | '\\' => out.push(c),
-            _ => out.extend(c.escape_debug()),
-        }
+        push_escaped(&mut out, c);
     }
     out
 }
@@ -28,27 +23,19 @@ pub fn excerpt(s: &str) -> String {
 /// `s` with control and format characters escaped as in [`excerpt`], not shortened: for file
 /// paths, which the file system already bounds.
 pub fn escaped(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| match c {
-            '"' | '\'' | '\\' => EscapeOrChar::Char(Some(c)),
-            _ => EscapeOrChar::Escape(c.escape_debug()),
-        })
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        push_escaped(&mut out, c);
+    }
+    out
 }
 
-/// One character, or its escape.
-enum EscapeOrChar {
-    Char(Option<char>),
-    Escape(core::char::EscapeDebug),
-}
-
-impl Iterator for EscapeOrChar {
-    type Item = char;
-    fn next(&mut self) -> Option<char> {
-        match self {
-            EscapeOrChar::Char(c) => c.take(),
-            EscapeOrChar::Escape(e) => e.next(),
-        }
+/// Appends `c`, escaped as `{:?}` writes it unless it is a quote or a backslash: those
+/// `escape_debug` would escape too, but they cannot steer a terminal, so they stay as typed.
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '"' | '\'' | '\\' => out.push(c),
+        _ => out.extend(c.escape_debug()),
     }
 }
 

@@ -21,8 +21,8 @@ pub fn run(a: &DemoArgs) -> CliResult {
     let layers = resnet50(a.n, dtype, layout, false).map_err(|e| format!("-n {}: {e}", a.n))?;
     // Only a machine with no GPU at all, where no device was asked for, resolves instead: a
     // device that was named (--device, KILN_DEVICE) and cannot be opened is an error.
-    let asked =
-        a.device.device.is_some() || std::env::var_os("KILN_DEVICE").is_some_and(|v| !v.is_empty());
+    let asked = a.device.device.is_some()
+        || std::env::var_os(kiln::backend::DEVICE_VARIABLE).is_some_and(|v| !v.is_empty());
     match a.device.context() {
         Ok(ctx) => on_gpu(&ctx, &layers),
         Err(e) if asked || !kiln::backend::list_devices().is_empty() => Err(e),

@@ -18,12 +18,15 @@ fn target_of(d: &kiln::backend::DeviceInfo) -> Result<(&'static str, bool), Stri
 /// Lists every runtime and device; with no usable device (no runtime, no GPU), says so after
 /// the list and ends with an error of exit class 3.
 pub fn run(a: &JsonArgs) -> CliResult {
-    if a.json {
-        kiln::outln!("{}", as_json());
+    // Each runtime is probed once: the listing counts the devices it shows.
+    let found = if a.json {
+        let (doc, found) = as_json();
+        kiln::outln!("{doc}");
+        found
     } else {
-        list()?;
-    }
-    if kiln::backend::list_devices().is_empty() {
+        list()?
+    };
+    if found == 0 {
         return Err(Classified::boxed(
             ExitClass::NoDevice,
             "no usable GPU device: no runtime was found, or it found no device (see the list above)",
@@ -32,7 +35,9 @@ pub fn run(a: &JsonArgs) -> CliResult {
     Ok(())
 }
 
-fn list() -> CliResult {
+/// Prints each runtime and its devices; returns how many devices it listed.
+fn list() -> Result<usize, Box<dyn std::error::Error>> {
+    let mut found = 0;
     for b in kiln::backend::BACKENDS {
         let scheme = b.scheme;
         let runtime = match (b.runtime)() {
@@ -51,6 +56,7 @@ fn list() -> CliResult {
                 kiln::outln!("{scheme}: runtime {runtime} loaded; no device")
             }
             Ok(devices) => {
+                found += devices.len();
                 kiln::outln!(
                     "{scheme}: runtime {runtime} loaded; {} device(s)",
                     devices.len()
@@ -85,10 +91,12 @@ fn list() -> CliResult {
     if kiln::backend::BACKENDS.is_empty() {
         kiln::outln!("this kiln was built without a GPU backend (features cuda, hip)");
     }
-    Ok(())
+    Ok(found)
 }
 
-fn as_json() -> Json {
+/// The JSON document of every runtime and its devices, and how many devices it lists.
+fn as_json() -> (Json, usize) {
+    let mut found = 0;
     let backends = kiln::backend::BACKENDS
         .iter()
         .map(|b| {
@@ -99,6 +107,7 @@ fn as_json() -> Json {
                     Ok(devices) => (Some(lib), None, devices),
                 },
             };
+            found += devices.len();
             let devices = devices
                 .iter()
                 .map(|d| {
@@ -126,5 +135,5 @@ fn as_json() -> Json {
             ])
         })
         .collect();
-    Json::obj([("backends", Json::Arr(backends))])
+    (Json::obj([("backends", Json::Arr(backends))]), found)
 }
