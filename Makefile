@@ -51,7 +51,7 @@ kdb: setup
 	$(CARGO) run --quiet -p kiln-tools -- kdb build
 
 ## Build the H100 package (device-pack/): release kiln and kiln-tools, the GPU and backend
-## conformance test binaries; run it with the device tool: bash device-pack/on-device.sh
+## conformance test binaries; run it on a machine with the GPU: bash device-pack/on-device.sh
 device-pack:
 	bash ci/device-run.sh
 
