@@ -2,7 +2,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 20
 
-.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb kdb-check hip-check device-pack capi header examples dist
+.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb device-pack capi header examples dist
 
 ## Run kiln's main job on its embedded default databases: every ResNet-50 conv layer through
 ## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects).

@@ -341,11 +341,9 @@ fn check_target(obj: &[u8], device_arch: &str) -> Result<ObjectTarget, CodeObjec
             Ok(target)
         }
         ObjectTarget::Nvidia { sm, arch_specific } => {
-            let dev: u32 = device_arch
-                .strip_prefix("sm_")
-                .map(|s| s.trim_end_matches('a'))
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(mismatch)?;
+            let dev = crate::solvers::SmVersion::parse(device_arch)
+                .ok_or_else(mismatch)?
+                .number();
             // SASS runs on the same major version with an equal or newer minor; an
             // arch-specific cubin on its own compute capability only.
             let fits = if arch_specific {

@@ -442,11 +442,11 @@ impl Context {
                 p.find_db_key()
             ),
         };
-        v.solver
-            .applicable(p, &self.caps, v.params)
+        let plan = v
+            .solver
+            .plan(p, &self.caps, v.params)
             .map_err(not_applicable)?;
         let args = KernelArgs::of(p).ok_or_else(|| not_applicable("sizes exceed i32"))?;
-        let plan = v.solver.imp.launch_plan(p, v.params);
         Ok((self.device.load_module(object)?, args, plan))
     }
 
@@ -464,14 +464,15 @@ impl Context {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Only objects built for sm_90+ hold the wait (`griddepcontrol`).
-        let programmatic = v.solver.imp.waits_on_predecessor()
-            && self
-                .caps
-                .code_arch
-                .strip_prefix("sm_")
-                .and_then(|cc| cc.parse::<u32>().ok())
-                .is_some_and(|cc| cc >= 90);
-        let mut invoker = Invoker::new(&self.device, &scratch, module, p, v, args, plan)?;
+        let programmatic = v.solver.waits_on_predecessor() && self.caps.code_at_least(9, 0);
+        let tma = v
+            .solver
+            .tma_arguments(p, &self.caps, v.params)
+            .map_err(|reason| RunError::Solver {
+                solver: v.solver.id(),
+                reason: format!("[{}] on {}: {reason}", v.params, p.find_db_key()),
+            })?;
+        let mut invoker = Invoker::new(&self.device, &scratch, module, p, v, args, plan, tma)?;
         invoker.programmatic = programmatic;
         Ok(invoker)
     }

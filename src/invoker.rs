@@ -10,14 +10,14 @@
 //!   pointers sit; every run copies the block to the stack, patches x, w, y and the workspace
 //!   in, and passes it as the kernel's single argument.
 //! * Hopper TMA kernels (`kernels/nv/wgmma_conv.cu`) take one block of TMA tensor maps the
-//!   host encodes through the driver ([`crate::solvers::Solver::tma_arguments`]): prepare
+//!   host encodes through the driver ([`crate::solvers::TunableSolver::tma_arguments`]): prepare
 //!   encodes them for the problem's shapes; every run copies the block, points the maps at its
 //!   x and w (`cuTensorMapReplaceAddress`, host-only) and writes y's address.
 
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use kiln_format::abi::KernelArgs;
+use kiln_format::abi::{BuilderInfo, KernelArgs, Pointers, TmaConvParams};
 use kiln_format::ConvProblem;
 
 use crate::backend::{Device, DeviceBuffer, Function, Module, Stream, TensorMap, TmaElement};
@@ -29,62 +29,7 @@ use crate::solvers::{KernelLaunch, LaunchPlan, TmaArguments, TmaOperand};
 pub const MAX_PARAM_BLOCK: usize = 4096;
 
 /// Device bytes a library builder writes: the parameter block's room, then its report.
-pub const BUILDER_SCRATCH_BYTES: u64 = (MAX_PARAM_BLOCK + BuilderInfo::INTS * 4) as u64;
-
-/// What the builder reports: `KilnBuilderInfo` in `kernels/nv/cutlass_conv.cu`, 17 ints.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BuilderInfo {
-    /// 0 when the library can run the problem; otherwise its status code.
-    pub status: i32,
-    /// Size of the parameter block.
-    pub block_bytes: i32,
-    /// Threads per block.
-    pub threads: i32,
-    /// Dynamic shared memory per block.
-    pub shared_bytes: i32,
-    /// Blocks in x, y, z.
-    pub grid: [i32; 3],
-    /// Byte offsets of the x, w, y (source), y (destination) and workspace pointers.
-    pub offsets: [i32; 5],
-    /// 32-bit words of the workspace that must be zero before each run.
-    pub zeroed_words: i32,
-    /// Where the x and w the kernel reads live: `>= 0`, at that byte offset of the workspace
-    /// (a copy an earlier kernel of the plan made, such as channels padded to 4); `-1`, the
-    /// caller's x and w.
-    pub inputs_in_workspace: [i32; 2],
-    /// Byte offset of the zeroed words (split-K semaphores) in the workspace.
-    pub zeroed_at: i32,
-    /// Where the kernel writes y: `>= 0`, at that byte offset of the workspace (for a later
-    /// kernel of the plan to transform into the caller's y); `-1`, the caller's y.
-    pub output_in_workspace: i32,
-}
-
-impl BuilderInfo {
-    const INTS: usize = 17;
-
-    fn parse(bytes: &[u8; Self::INTS * 4]) -> BuilderInfo {
-        let v = |i: usize| {
-            i32::from_le_bytes([
-                bytes[4 * i],
-                bytes[4 * i + 1],
-                bytes[4 * i + 2],
-                bytes[4 * i + 3],
-            ])
-        };
-        BuilderInfo {
-            status: v(0),
-            block_bytes: v(1),
-            threads: v(2),
-            shared_bytes: v(3),
-            grid: [v(4), v(5), v(6)],
-            offsets: [v(7), v(8), v(9), v(10), v(11)],
-            zeroed_words: v(12),
-            inputs_in_workspace: [v(13), v(14)],
-            zeroed_at: v(15),
-            output_in_workspace: v(16),
-        }
-    }
-}
+pub const BUILDER_SCRATCH_BYTES: u64 = (MAX_PARAM_BLOCK + BuilderInfo::BYTES) as u64;
 
 /// Which buffer a pointer slot of a parameter block gets, and at what byte offset in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,46 +52,14 @@ pub struct ParamBlock {
     args: KernelArgs,
 }
 
-/// The caller's buffers as every library kernel receives them (`KilnPointers`).
-#[repr(C)]
-struct Pointers {
-    x: u64,
-    w: u64,
-    y: u64,
-    workspace: u64,
-}
-
 /// A stack buffer aligned like any kernel parameter the driver copies from.
 #[repr(C, align(64))]
 struct AlignedBlock([u8; MAX_PARAM_BLOCK]);
 
-/// A TMA kernel's argument, `KilnTmaConvParams` in `kernels/nv/wgmma_conv.cu`: two tensor
-/// maps, y's address, `m, k, c`.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, align(64))]
-struct TmaBlock {
-    maps: [TensorMap; 2],
-    y: u64,
-    sizes: [i32; 3],
-    splits: i32,
-    geometry: [i32; 10],
-    workspace: u64,
-    /// First layers: the caller's x and w, then their packed copies and the row flags.
-    x_data: u64,
-    w_data: u64,
-    packed: [u64; 3],
-    input: [i32; 2],
-    row_elems: i32,
-    lead: i32,
-}
-
-// The C struct is 64-byte aligned: 2 x 128 + 8 + 16 + 40 + 8 + 40 + 16 bytes = 384.
-const _: () = assert!(std::mem::size_of::<TmaBlock>() == 384);
-
 /// A TMA kernel's argument encoded for one problem, and which tensor each map views.
 #[derive(Debug)]
 pub(crate) struct TmaInvocation {
-    block: TmaBlock,
+    block: TmaConvParams,
     operands: [TmaOperand; 2],
     packing: Option<crate::solvers::FirstLayerPacking>,
     /// Words at the workspace's start zeroed before each launch (stream-K's flags).
@@ -169,23 +82,41 @@ impl TmaInvocation {
             other => return Err(format!("TMA maps of {} are not supported", other.name())),
         };
         let mut maps = [TensorMap([0; 16]); 2];
+        let [m, k, c] = tma.sizes;
+        let [out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w] =
+            tma.geometry;
         for (map, view) in maps.iter_mut().zip(&tma.views) {
             *map = device
                 .encode_tensor_map(element, placeholder, &view.shape)
                 .map_err(|e| format!("{:?} tensor map: {e}", view.operand))?;
         }
         Ok(TmaInvocation {
-            block: TmaBlock {
-                maps,
+            block: TmaConvParams {
+                x: maps[0],
+                w: maps[1],
                 y: 0,
-                sizes: tma.sizes,
+                m,
+                k,
+                c,
                 splits: tma.splits,
-                geometry: tma.geometry,
+                out_h,
+                out_w,
+                filter_h,
+                filter_w,
+                stride_h,
+                stride_w,
+                pad_h,
+                pad_w,
+                dil_h,
+                dil_w,
                 workspace: 0,
                 x_data: 0,
                 w_data: 0,
-                packed: [0; 3],
-                input: tma.packing.map_or([0; 2], |f| f.input),
+                x_packed: 0,
+                w_packed: 0,
+                row_flags: 0,
+                in_h: tma.packing.map_or(0, |f| f.input[0]),
+                in_w: tma.packing.map_or(0, |f| f.input[1]),
                 row_elems: tma.packing.map_or(0, |f| f.row_elems),
                 lead: tma.packing.map_or(0, |f| f.lead),
             },
@@ -202,7 +133,7 @@ impl TmaInvocation {
         device: &Device,
         solver: &'static str,
         [x, w, y, workspace]: [u64; 4],
-    ) -> Result<TmaBlock, RunError> {
+    ) -> Result<TmaConvParams, RunError> {
         // A first layer's maps point into the workspace.
         let workspace_check = if self.packing.is_some() { workspace } else { 0 };
         for (which, address) in [("x", x), ("w", w), ("y", y), ("workspace", workspace_check)] {
@@ -217,7 +148,7 @@ impl TmaInvocation {
         let packed = self
             .packing
             .map_or([0; 3], |f| f.offsets.map(|o| workspace + o));
-        for (map, operand) in block.maps.iter_mut().zip(self.operands) {
+        for (map, operand) in [&mut block.x, &mut block.w].into_iter().zip(self.operands) {
             let address = match operand {
                 TmaOperand::X => x,
                 TmaOperand::W => w,
@@ -230,7 +161,7 @@ impl TmaInvocation {
         block.workspace = workspace;
         block.x_data = x;
         block.w_data = w;
-        block.packed = packed;
+        [block.x_packed, block.w_packed, block.row_flags] = packed;
         Ok(block)
     }
 }
@@ -278,6 +209,7 @@ impl Invoker {
 
     /// Builds the invoker of `v` for `p` from a loaded module; a library builder runs with
     /// `scratch` (at least [`BUILDER_SCRATCH_BYTES`]) as its output.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         device: &Device,
         scratch: &DeviceBuffer,
@@ -286,6 +218,7 @@ impl Invoker {
         v: &Variant,
         args: KernelArgs,
         mut plan: LaunchPlan,
+        tma: Option<TmaArguments>,
     ) -> Result<Invoker, RunError> {
         let fail = |reason: String| RunError::Solver {
             solver: v.solver.id(),
@@ -302,13 +235,14 @@ impl Invoker {
         }
         let mut functions = Vec::with_capacity(plan.kernels.len());
         for launch in &plan.kernels {
-            let name = entry
-                .functions
-                .get(launch.kernel)
-                .ok_or_else(|| fail("its launch plan names a kernel the manifest lacks".into()))?;
-            functions.push(module.function(name)?);
+            if !entry.functions.contains(&launch.kernel) {
+                return Err(fail(format!(
+                    "its launch plan names {}, which the manifest does not list",
+                    launch.kernel
+                )));
+            }
+            functions.push(module.function(launch.kernel)?);
         }
-        let tma = v.solver.imp.tma_arguments(p, v.params);
         let arguments = if let Some(tma) = tma {
             let invocation =
                 TmaInvocation::encode(device, p, &tma, scratch.device_ptr()).map_err(fail)?;
@@ -432,7 +366,7 @@ impl Invoker {
                     device.zero_async(buffer, 0, invocation.zeroed_words as u64, stream)?;
                 }
                 tma = invocation.for_buffers(device, self.variant.solver.id(), [xp, wp, yp, ws])?;
-                tma_params = [(&mut tma as *mut TmaBlock).cast()];
+                tma_params = [(&mut tma as *mut TmaConvParams).cast()];
                 &mut tma_params
             }
         };
@@ -442,7 +376,7 @@ impl Invoker {
             // (parameter block, KilnPointers, KilnConvArgs), the block built for this problem by
             // the code object's own builder (its size and pointer slots checked against
             // MAX_PARAM_BLOCK at prepare); TMA kernels take their one KilnTmaConvParams, mirrored
-            // by TmaBlock (size asserted), its maps encoded for this problem's shapes and pointed
+            // by abi::TmaConvParams (checked against the header), its maps encoded for this problem's shapes and pointed
             // at these buffers. The buffers
             // are on this device and hold what the problem and the workspace need (checked by
             // the caller), and the solver applies to the problem (checked at prepare), so the
@@ -535,13 +469,13 @@ impl ParamBlock {
         scratch: &DeviceBuffer,
         args: KernelArgs,
     ) -> Result<(ParamBlock, BuilderInfo), RunError> {
-        const INFO_BYTES: usize = BuilderInfo::INTS * 4;
+        const INFO_BYTES: usize = BuilderInfo::BYTES;
         let mut raw = [0u8; MAX_PARAM_BLOCK + INFO_BYTES];
         scratch.download(&mut raw)?;
         let mut report = [0u8; INFO_BYTES];
         report.copy_from_slice(&raw[MAX_PARAM_BLOCK..]);
-        let info = BuilderInfo::parse(&report);
-        let size = usize::try_from(info.block_bytes).unwrap_or(usize::MAX);
+        let info = BuilderInfo::from_bytes(&report);
+        let size = usize::try_from(info.params_bytes).unwrap_or(usize::MAX);
         let bad = |what: String| {
             RunError::Backend(crate::backend::BackendError::kiln(
                 "parameter builder",
@@ -553,11 +487,18 @@ impl ParamBlock {
         if size == 0 || size > limit {
             return Err(bad(format!(
                 "reports a {} B block (limit {limit}: the driver's 4 KiB of kernel parameters)",
-                info.block_bytes
+                info.params_bytes
             )));
         }
         let mut offsets = [0usize; 5];
-        for (slot, &o) in offsets.iter_mut().zip(&info.offsets) {
+        let pointer_slots = [
+            info.offset_a,
+            info.offset_b,
+            info.offset_c,
+            info.offset_d,
+            info.offset_semaphore,
+        ];
+        for (slot, &o) in offsets.iter_mut().zip(&pointer_slots) {
             match usize::try_from(o) {
                 Ok(o) if o % 8 == 0 && o + 8 <= size => *slot = o,
                 _ => {
@@ -572,13 +513,13 @@ impl ParamBlock {
             at if at >= 0 => Ok(Base::Workspace(at as u64)),
             at => Err(bad(format!("tensor workspace offset {at}"))),
         };
-        let zeroed_at = u64::try_from(info.zeroed_at)
-            .map_err(|_| bad(format!("semaphore offset {}", info.zeroed_at)))?;
+        let zeroed_at = u64::try_from(info.semaphore_in_workspace)
+            .map_err(|_| bad(format!("semaphore offset {}", info.semaphore_in_workspace)))?;
         let slots = [
-            (offsets[0], buffer(info.inputs_in_workspace[0], Base::X)?),
-            (offsets[1], buffer(info.inputs_in_workspace[1], Base::W)?),
-            (offsets[2], buffer(info.output_in_workspace, Base::Y)?),
-            (offsets[3], buffer(info.output_in_workspace, Base::Y)?),
+            (offsets[0], buffer(info.a_in_workspace, Base::X)?),
+            (offsets[1], buffer(info.b_in_workspace, Base::W)?),
+            (offsets[2], buffer(info.y_in_workspace, Base::Y)?),
+            (offsets[3], buffer(info.y_in_workspace, Base::Y)?),
             (offsets[4], Base::Workspace(zeroed_at)),
         ];
         let mut bytes = heapless::Vec::new();
@@ -588,7 +529,7 @@ impl ParamBlock {
             ParamBlock {
                 bytes,
                 slots,
-                zeroed_words: info.zeroed_words.max(0) as u64,
+                zeroed_words: info.semaphore_ints.max(0) as u64,
                 zeroed_at,
                 args,
             },
@@ -632,27 +573,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn builder_reports_parse_and_blocks_patch() {
-        let ints: [i32; 17] = [
-            0, 400, 128, 61440, 13, 8, 4, 96, 168, 240, 312, 392, 104, 0, 4096, 8192, -1,
-        ];
-        let mut raw = [0u8; 68];
-        for (i, v) in ints.iter().enumerate() {
-            raw[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
-        }
-        let info = BuilderInfo::parse(&raw);
-        assert_eq!(info.block_bytes, 400);
-        assert_eq!(info.grid, [13, 8, 4]);
-        assert_eq!(info.offsets, [96, 168, 240, 312, 392]);
-        assert_eq!(info.zeroed_words, 104);
-        assert_eq!(
-            (
-                info.inputs_in_workspace,
-                info.zeroed_at,
-                info.output_in_workspace
-            ),
-            ([0, 4096], 8192, -1)
-        );
+    fn blocks_patch_the_callers_pointers_into_their_slots() {
         let mut bytes = heapless::Vec::new();
         bytes.resize(400, 0xAB).unwrap();
         let block = ParamBlock {

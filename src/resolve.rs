@@ -6,17 +6,17 @@
 //! 2. no record: the solver order and tuned perf configs of the nearest measured problem of the
 //!    same class ([`kiln_format::measured`]), when one lies within [`NEAR_DISTANCE`], times
 //!    scaled by the work ratio;
-//! 3. every other applicable solver by its cost model ([`Solver::estimated_ms`]).
+//! 3. every other applicable solver by its cost model ([`TunableSolver::estimate`]).
 //!
 //! Each solver's perf config is the problem's own perf-db record when there is one, else, of
 //! the configs the nearest measured problems ran it with (where they apply), and each one's
-//! counterpart shaped for the problem ([`Solver::refit`]: a narrow layer's 32-column tile for a
+//! counterpart shaped for the problem ([`TunableSolver::refit`]: a narrow layer's 32-column tile for a
 //! neighbour's 64-column one, a 160-column tile for 160 output channels), the one whose
 //! measured time scaled to the problem by the solver's cost model is smallest, else the
 //! solver's default.
 //!
-//! [`Solver::estimated_ms`]: crate::solvers::Solver::estimated_ms
-//! [`Solver::refit`]: crate::solvers::Solver::refit
+//! [`TunableSolver::estimate`]: crate::solvers::TunableSolver::estimate
+//! [`TunableSolver::refit`]: crate::solvers::TunableSolver::refit
 
 use kiln_format::measured::{macs, nearest_k, MeasuredProblem};
 
@@ -317,7 +317,7 @@ fn fallback(
                     near.first()?;
                     let (_, s, d) = kiln_format::measured::nearest_with(model, p, solver.id())?;
                     solver
-                        .usable_config(p, caps, s.params)
+                        .offered_config(p, caps, s.params)
                         .filter(|_| d <= NEAR_DISTANCE)
                 })
         };
@@ -342,11 +342,18 @@ fn fallback(
                 (d <= NEAR_DISTANCE)
                     .then(|| (s.time_ms as f64 * macs(p) / m.macs.max(1.0), m.key, d))
             })
-            .or_else(|| time_on(solver.imp.timed_like()?));
+            .or_else(|| time_on(solver.timed_like()?));
+        // The config was offered for `p`, so it plans; one that does not is left out.
+        let (Ok(plan), Ok(estimate)) = (
+            solver.plan(p, caps, params),
+            solver.estimate(p, caps, params),
+        ) else {
+            continue;
+        };
         let ranked = Ranked {
             variant: Variant { solver, params },
-            time_ms: measured.map_or_else(|| solver.imp.estimated_ms(p, params), |m| m.0),
-            workspace: solver.imp.launch_plan(p, params).workspace_bytes,
+            time_ms: measured.map_or(estimate, |m| m.0),
+            workspace: plan.workspace_bytes,
             provenance: match measured {
                 Some((_, key, distance)) => Provenance::Nearest { key, distance },
                 None => Provenance::CostModel,
@@ -380,9 +387,10 @@ fn fastest_neighbour_config(
         // The refit first: where the model cannot tell the two apart (both bound by memory,
         // say), the tile shaped for the problem stands.
         let refit = solver.refit(p, caps, s.params);
-        let as_run = solver.usable_config(p, caps, s.params);
+        let as_run = solver.offered_config(p, caps, s.params);
         for params in [refit, as_run].into_iter().flatten() {
-            let time = s.time_ms as f64 * scale_to(p, m, there.as_ref(), solver, s.params, params);
+            let time =
+                s.time_ms as f64 * scale_to(p, caps, m, there.as_ref(), solver, s.params, params);
             if best.is_none_or(|(_, t)| time < t) {
                 best = Some((params, time));
             }
@@ -396,6 +404,7 @@ fn fastest_neighbour_config(
 /// where both are finite, else the ratio of their work.
 fn scale_to(
     p: &ConvProblem,
+    caps: &TargetCaps,
     m: &MeasuredProblem<'static>,
     there: Option<&ConvProblem>,
     solver: SolverRef,
@@ -406,12 +415,12 @@ fn scale_to(
     let Some(there) = there else {
         return work;
     };
-    let ratio =
-        solver.imp.estimated_ms(p, params) / solver.imp.estimated_ms(there, measured_params);
-    if ratio.is_finite() && ratio > 0.0 {
-        ratio
-    } else {
-        work
+    match (
+        solver.estimate(p, caps, params),
+        solver.estimate(there, caps, measured_params),
+    ) {
+        (Ok(here), Ok(then)) if (here / then).is_finite() && here / then > 0.0 => here / then,
+        _ => work,
     }
 }
 
@@ -462,7 +471,7 @@ mod tests {
         // A 255-channel head: ConvCutlassIgemmFwd cannot run it, ConvGemm1x1Fwd was measured,
         // the scalar-store kernel was not, and ranks first on its kin's time.
         let head = ConvProblem::new(spec(255)).unwrap();
-        let caps = crate::solvers::H100_CAPS;
+        let caps = crate::solvers::devices::h100();
         let plan = rank_unmeasured(&head, &model, &caps, None).unwrap();
         assert_eq!(
             plan.best().variant.solver.id(),
@@ -510,7 +519,7 @@ mod tests {
         }];
         let model = [measured(near, &NEAR), measured(far, &FAR)];
         let p = problem(&key(160, 384, 14));
-        let caps = crate::solvers::H100_CAPS;
+        let caps = crate::solvers::devices::h100();
         let found = nearest_k::<NEIGHBOURS_FOR_PARAMS>(&model, &p);
         assert_eq!(found[0].0.key, near, "the 256-channel layer is the nearest");
         let parsed: Vec<_> = found
@@ -548,7 +557,7 @@ mod tests {
             macs: macs(&there),
             solvers: &SOLVERS,
         }];
-        let caps = crate::solvers::H100_CAPS;
+        let caps = crate::solvers::devices::h100();
         // The 1x1 wgmma solver's perf config in the fallback's plan for output channels k.
         let config_for = |k: u32| {
             let key = format!("528-14-14-1x1-{k}-14-14-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F");

@@ -8,6 +8,7 @@ use kiln_format::EmbeddedTarget;
 
 use crate::embedded::targets;
 use crate::error::{Error, Result};
+use crate::solvers::SmVersion;
 
 /// The outcome of target selection.
 #[derive(Clone, Copy, Debug)]
@@ -19,13 +20,6 @@ pub struct Selection {
     /// Whether the target's arch is the device's (false: a lower arch of the same NVIDIA major
     /// version, whose cubins the device runs).
     pub same_arch: bool,
-}
-
-/// `sm_86` -> (8, 6); `None` for anything else.
-fn nvidia_cc(arch: &str) -> Option<(u32, u32)> {
-    let digits = arch.strip_prefix("sm_")?;
-    let n: u32 = digits.parse().ok()?;
-    Some((n / 10, n % 10))
 }
 
 /// MIOpen's DbId of a device arch name: features after the first `:` dropped, `_xnack`
@@ -66,14 +60,13 @@ pub fn select_index(
         return Some((i, false, true));
     }
     // Same major, highest minor not above the device's: cubins of sm_XY run on sm_XZ, Z >= Y.
-    let (major, minor) = nvidia_cc(arch)?;
-    let best_minor = candidates
+    let device = SmVersion::parse(arch)?;
+    let best = candidates
         .iter()
-        .filter_map(|(a, _)| nvidia_cc(a))
-        .filter(|&(ma, mi)| ma == major && mi <= minor)
-        .map(|(_, mi)| mi)
+        .filter_map(|(a, _)| SmVersion::parse(a))
+        .filter(|v| v.major == device.major && v.minor <= device.minor)
         .max()?;
-    closest(&|a| nvidia_cc(a) == Some((major, best_minor))).map(|i| (i, false, false))
+    closest(&|a| SmVersion::parse(a) == Some(best)).map(|i| (i, false, false))
 }
 
 /// Selects among the targets compiled into this binary.

@@ -98,7 +98,7 @@ fn buffers_are_checked_and_invokers_cached() {
         };
         let inv = ctx.prepare(&p, &v).unwrap();
         assert_eq!(inv.variant.params, params);
-        let planned = igemm.imp.launch_plan(&p, params);
+        let planned = igemm.plan(&p, &ctx.caps(), params).unwrap();
         assert!(inv.launches().eq(planned.kernels.iter()));
     }
     assert!(igemm.entry.params.len() >= 2);
@@ -451,7 +451,7 @@ fn chained_layers_with_programmatic_launch_match_serial_launch_bit_for_bit() {
             .iter()
             .filter(|p| {
                 let plan = ctx.find_solutions(p).unwrap();
-                plan.best().variant.solver.imp.waits_on_predecessor()
+                plan.best().variant.solver.waits_on_predecessor()
             })
             .count();
         assert!(

@@ -755,7 +755,16 @@ fn choose(
     // planning handle from the solver's launch plan.
     info.workspace_bytes = match &invoker {
         Some(inv) => inv.workspace_bytes(),
-        None => variant.solver.imp.launch_plan(p, params).workspace_bytes,
+        None => {
+            let plan = variant.solver.plan(p, &caps, params).map_err(|why| {
+                bad(format!(
+                    "{solver} [{}] cannot plan {}: {why}",
+                    excerpt(params),
+                    p.find_db_key().as_str()
+                ))
+            })?;
+            plan.workspace_bytes
+        }
     };
     Ok(kiln_solution {
         shared: shared.clone(),

@@ -32,19 +32,6 @@ pub fn library() -> Result<&'static str, BackendError> {
     }
 }
 
-/// Why no CUDA device is usable, for messages.
-pub fn absence_reason() -> String {
-    if !driver_present() {
-        "the CUDA driver (libcuda.so) is not installed".into()
-    } else {
-        match count() {
-            Ok(0) => "the CUDA driver reports no device".into(),
-            Ok(n) => format!("{n} CUDA device(s)"),
-            Err(e) => e.to_string(),
-        }
-    }
-}
-
 fn check(call: &'static str, rc: sys::CUresult) -> Result<(), BackendError> {
     if rc == sys::CUresult::CUDA_SUCCESS {
         return Ok(());

@@ -76,11 +76,7 @@ impl std::error::Error for BackendError {}
 /// A raw driver handle or device address (`CUmodule`, `hipFunction_t`, `CUdeviceptr`, ...).
 pub type Raw = u64;
 
-/// A TMA tensor map: CUDA's opaque, 64-byte aligned 128-byte `CUtensorMap`, as a kernel
-/// argument carries it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C, align(64))]
-pub struct TensorMap(pub [u64; 16]);
+pub use kiln_format::abi::TensorMap;
 
 /// Element types TMA tensor maps are encoded for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -514,17 +514,6 @@ pub fn compare_special(dtype: DataType, gpu: &[f64], reference: &[f64]) -> Speci
     }
 }
 
-/// Runs `v` on problem `p` with [`special_values`] and compares with the f64 reference:
-/// passes when every output's class matches and the finite ones are within [`tolerance`].
-pub fn run_special_values(
-    ctx: &Context,
-    p: &ConvProblem,
-    v: &Variant,
-    seed: u64,
-) -> Result<(SpecialCheck, bool), RunError> {
-    ProblemCheck::special(ctx, p, seed)?.special_classes(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

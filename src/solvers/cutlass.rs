@@ -18,7 +18,7 @@
 use kiln_format::{ConvProblem, DataType, Layout};
 
 use super::params::{tile_fill, values};
-use super::{KernelLaunch, LaunchPlan, NotApplicable, Solver, TargetCaps};
+use super::{KernelLaunch, LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// A perf config, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,16 +71,6 @@ impl CutlassConfig {
     }
 }
 
-/// Dynamic shared memory one block may use on an NVIDIA arch (opt-in maximum).
-pub fn max_shared_per_block(arch: &str) -> u32 {
-    match arch {
-        "sm_80" | "sm_87" => 163 * 1024,
-        "sm_86" | "sm_89" => 99 * 1024,
-        "sm_90" | "sm_90a" => 227 * 1024,
-        _ => 48 * 1024,
-    }
-}
-
 /// The GEMM shape `[M, N, K]` of a forward convolution.
 fn gemm_shape(p: &ConvProblem) -> [u64; 3] {
     let [_, oh, ow] = p.output();
@@ -91,9 +81,6 @@ fn gemm_shape(p: &ConvProblem) -> [u64; 3] {
         p.c() as u64 * fh as u64 * fw as u64,
     ]
 }
-
-/// SMs the cost model assumes when it charges for a grid too small to fill the GPU.
-const NOMINAL_SMS: f64 = 132.0;
 
 /// One of the CUTLASS solvers.
 pub struct Cutlass {
@@ -133,8 +120,16 @@ fn transpose_tiles(batches: u64, rows: u64, cols: u64) -> u64 {
     batches * rows.div_ceil(32) * cols.div_ceil(32)
 }
 
-/// A layout transform launch of manifest function `kernel` over `tiles` tiles.
-fn transpose_launch(kernel: usize, tiles: u64) -> KernelLaunch {
+/// The library kernel, in every form.
+const FPROP: &str = "kiln_cutlass_fprop";
+/// The first layers' channel padding.
+const PAD_CHANNELS: &str = "kiln_cutlass_pad_channels";
+/// The NCHW forms' transforms into and out of NHWC.
+const NCHW_IN: &str = "kiln_cutlass_nchw_in";
+const NCHW_OUT: &str = "kiln_cutlass_nchw_out";
+
+/// A layout transform launch of `kernel` over `tiles` tiles.
+fn transpose_launch(kernel: &'static str, tiles: u64) -> KernelLaunch {
     KernelLaunch {
         kernel,
         grid: [tiles.clamp(1, TRANSPOSE_MAX_BLOCKS) as u32, 1, 1],
@@ -260,19 +255,20 @@ impl Cutlass {
     }
 }
 
-impl Solver for Cutlass {
+impl TunableSolver for Cutlass {
+    type Config = CutlassConfig;
+    const CONFIG_FORM: &'static str =
+        "perf config is not tb_m,tb_n,tb_k,warp_m,warp_n,stages,align,split_k";
+
     fn id(&self) -> &'static str {
         self.id
     }
 
-    fn applicable(
-        &self,
-        p: &ConvProblem,
-        target: &TargetCaps,
-        params: &str,
-    ) -> Result<(), NotApplicable> {
-        let cfg = CutlassConfig::parse(params)
-            .ok_or("perf config is not tb_m,tb_n,tb_k,warp_m,warp_n,stages,align,split_k")?;
+    fn parse(&self, params: &str) -> Option<CutlassConfig> {
+        CutlassConfig::parse(params)
+    }
+
+    fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
         if !self.types.contains(&p.data_types()[0]) {
             return Err("data type not built for this solver");
         }
@@ -286,22 +282,8 @@ impl Solver for Cutlass {
         if p.groups() != 1 {
             return Err("grouped convolution");
         }
-        if self.form == Form::PadChannels {
-            if p.c() > 4 {
-                return Err("more than 4 input channels (a first-layer solver)");
-            }
-            if !p.k().is_multiple_of(cfg.align) {
-                return Err("K is not a multiple of the config's vector width");
-            }
-        } else if self.form == Form::ScalarStores {
-            if !p.c().is_multiple_of(cfg.align) {
-                return Err("C is not a multiple of the config's vector width");
-            }
-            if p.k().is_multiple_of(cfg.align) {
-                return Err("K is a multiple of the vector width (vector stores serve it)");
-            }
-        } else if !p.c().is_multiple_of(cfg.align) || !p.k().is_multiple_of(cfg.align) {
-            return Err("C or K is not a multiple of the config's vector width");
+        if self.form == Form::PadChannels && p.c() > 4 {
+            return Err("more than 4 input channels (a first-layer solver)");
         }
         let [_, fh, fw] = p.filter();
         if fh > 32 || fw > 32 {
@@ -316,20 +298,46 @@ impl Solver for Cutlass {
         if p.element_counts().iter().any(|&e| e > int_max) {
             return Err("a tensor past 2^31 elements");
         }
-        let k_tiles = k.div_ceil(cfg.tile[2] as u64);
+        Ok(())
+    }
+
+    fn valid(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        cfg: &CutlassConfig,
+    ) -> Result<(), NotApplicable> {
+        match self.form {
+            Form::PadChannels => {
+                if !p.k().is_multiple_of(cfg.align) {
+                    return Err("K is not a multiple of the config's vector width");
+                }
+            }
+            Form::ScalarStores => {
+                if !p.c().is_multiple_of(cfg.align) {
+                    return Err("C is not a multiple of the config's vector width");
+                }
+                if p.k().is_multiple_of(cfg.align) {
+                    return Err("K is a multiple of the vector width (vector stores serve it)");
+                }
+            }
+            Form::Nhwc | Form::Nchw => {
+                if !p.c().is_multiple_of(cfg.align) || !p.k().is_multiple_of(cfg.align) {
+                    return Err("C or K is not a multiple of the config's vector width");
+                }
+            }
+        }
+        let k_tiles = gemm_shape(p)[2].div_ceil(cfg.tile[2] as u64);
         if cfg.split_k as u64 > k_tiles {
             return Err("more split-K slices than reduction tiles");
         }
-        if cfg.shared_bytes(Self::element_bytes(p)) > max_shared_per_block(target.arch) {
+        if cfg.shared_bytes(Self::element_bytes(p)) > caps.shared_per_block {
             return Err("tile needs more shared memory than this arch gives a block");
         }
         Ok(())
     }
 
-    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
-        let Some(cfg) = CutlassConfig::parse(params) else {
-            return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
-        };
+    fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &CutlassConfig) -> LaunchPlan {
         let [m, n, _] = gemm_shape(p);
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
         let tiles = [
@@ -337,8 +345,8 @@ impl Solver for Cutlass {
             n.div_ceil(cfg.tile[1] as u64),
         ];
         let e = Self::element_bytes(p);
-        let library = |kernel| KernelLaunch {
-            kernel,
+        let library = KernelLaunch {
+            kernel: FPROP,
             grid: [clamp(tiles[0]), clamp(tiles[1]), cfg.split_k],
             block: [cfg.threads(), 1, 1],
             shared_bytes: cfg.shared_bytes(e),
@@ -347,21 +355,21 @@ impl Solver for Cutlass {
         // The launches (capacity MAX_KERNELS >= 3), the library kernel's index among them, and
         // the workspace its copies take (before the split-K semaphores).
         let (launches, at, copies): (&[KernelLaunch], usize, u64) = match self.form {
-            Form::Nhwc | Form::ScalarStores => (&[library(0)], 0, 0),
+            Form::Nhwc | Form::ScalarStores => (&[library], 0, 0),
             Form::PadChannels => {
                 let (pixels, taps) = Self::positions(p);
                 let blocks = (pixels + taps)
                     .div_ceil(PAD_THREADS as u64)
                     .clamp(1, PAD_MAX_BLOCKS);
                 let pad = KernelLaunch {
-                    kernel: 0,
+                    kernel: PAD_CHANNELS,
                     grid: [blocks as u32, 1, 1],
                     block: [PAD_THREADS, 1, 1],
                     shared_bytes: 0,
                     cluster: 1,
                 };
                 (
-                    &[pad, library(1)],
+                    &[pad, library],
                     1,
                     padded_bytes(pixels, e) + padded_bytes(taps, e),
                 )
@@ -387,9 +395,9 @@ impl Solver for Cutlass {
                     .sum();
                 (
                     &[
-                        transpose_launch(0, into_nhwc),
-                        library(1),
-                        transpose_launch(2, out_of_nhwc),
+                        transpose_launch(NCHW_IN, into_nhwc),
+                        library,
+                        transpose_launch(NCHW_OUT, out_of_nhwc),
                     ],
                     1,
                     copies,
@@ -413,16 +421,14 @@ impl Solver for Cutlass {
         }
     }
 
-    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
-        let Some(cfg) = CutlassConfig::parse(params) else {
-            return f64::INFINITY;
-        };
+    fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &CutlassConfig) -> f64 {
         let [m, n, _] = gemm_shape(p);
         let fill =
             tile_fill(m as f64, cfg.tile[0] as f64) * tile_fill(n as f64, cfg.tile[1] as f64);
         let blocks = (m.div_ceil(cfg.tile[0] as u64) * n.div_ceil(cfg.tile[1] as u64)) as f64
             * cfg.split_k as f64;
-        let occupancy = (blocks / NOMINAL_SMS).min(1.0);
+        // A grid smaller than the GPU leaves SMs idle.
+        let occupancy = (blocks / caps.compute_units as f64).min(1.0);
         // The main loop reads each filter tap's channels in whole K tiles: 16 channels under a
         // 64-channel tile cost 64 (as in the wgmma model; it lowered the fallback's regret,
         // `benches/RESULTS.md` part 12).
@@ -434,7 +440,7 @@ impl Solver for Cutlass {
         // Each split-K slice after the first re-reads and re-writes the output.
         let split_bytes =
             (cfg.split_k as f64 - 1.0) * 2.0 * (m * n) as f64 * Self::element_bytes(p) as f64;
-        let compute_ms = flops / (self.gflops * fill * occupancy * 1e6);
+        let compute_ms = flops / (self.gflops * caps.throughput_scale() * fill * occupancy * 1e6);
         let memory_ms = (bytes + split_bytes) / 2.5e9;
         // The layout transforms read and write every tensor once more, in two more launches.
         let transform_ms = match self.form {
@@ -444,12 +450,17 @@ impl Solver for Cutlass {
         compute_ms.max(memory_ms) + transform_ms + 0.003 + 0.001 * (cfg.split_k as f64 - 1.0)
     }
 
-    fn default_params(
+    fn tile(&self, cfg: &CutlassConfig) -> u64 {
+        cfg.tile[0] as u64 * cfg.tile[1] as u64
+    }
+
+    fn default_config(
         &self,
         p: &ConvProblem,
-        candidates: &mut dyn Iterator<Item = &'static str>,
+        caps: &TargetCaps,
+        candidates: &mut dyn Iterator<Item = (&'static str, CutlassConfig)>,
     ) -> Option<&'static str> {
-        candidates.min_by(|a, b| self.estimated_ms(p, a).total_cmp(&self.estimated_ms(p, b)))
+        self.fastest(p, caps, candidates)
     }
 
     fn timed_like(&self) -> Option<&'static str> {
@@ -462,10 +473,11 @@ impl Solver for Cutlass {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solvers::Solver;
     use kiln_format::ConvSpec;
 
     fn h100() -> TargetCaps {
-        super::super::H100_CAPS
+        crate::solvers::devices::h100()
     }
 
     fn nhwc(n: u32, c: u32, k: u32, hw: u32, f: u32, t: DataType) -> ConvProblem {
@@ -502,11 +514,19 @@ mod tests {
         let params = "64,64,64,32,32,5,8,1";
         let x_tiles = transpose_tiles(1, 1024, 14 * 14);
         assert_eq!(
-            NCHW_IGEMM.launch_plan(&p(1), params).kernels[0].grid[0] as u64,
+            NCHW_IGEMM
+                .launch_plan(&p(1), &crate::solvers::devices::h100(), params)
+                .unwrap()
+                .kernels[0]
+                .grid[0] as u64,
             x_tiles
         );
         assert_eq!(
-            NCHW_IGEMM.launch_plan(&p(3), params).kernels[0].grid[0] as u64,
+            NCHW_IGEMM
+                .launch_plan(&p(3), &crate::solvers::devices::h100(), params)
+                .unwrap()
+                .kernels[0]
+                .grid[0] as u64,
             (x_tiles + transpose_tiles(2048, 1024, 9)).min(TRANSPOSE_MAX_BLOCKS)
         );
     }
@@ -525,60 +545,54 @@ mod tests {
     fn applicability_names_each_limit() {
         let caps = h100();
         let ok = nhwc(32, 64, 64, 56, 3, DataType::Fp16);
-        assert!(IGEMM
-            .applicable(&ok, &caps, "128,64,64,64,32,4,8,1")
-            .is_ok());
+        assert!(IGEMM.check(&ok, &caps, "128,64,64,64,32,4,8,1").is_ok());
         let nchw = ConvProblem::new(ConvSpec {
             layouts: [Layout::Nchw; 3],
             ..ok.spec()
         })
         .unwrap();
         assert_eq!(
-            IGEMM.applicable(&nchw, &caps, "128,64,64,64,32,4,8,1"),
+            IGEMM.check(&nchw, &caps, "128,64,64,64,32,4,8,1"),
             Err("needs 2-D NHWC tensors")
         );
         let fp32 = nhwc(32, 64, 64, 56, 3, DataType::Fp32);
-        assert!(IGEMM
-            .applicable(&fp32, &caps, "128,64,64,64,32,4,8,1")
-            .is_err());
+        assert!(IGEMM.check(&fp32, &caps, "128,64,64,64,32,4,8,1").is_err());
         assert!(THREE_TF32
-            .applicable(&fp32, &caps, "64,64,32,32,32,4,4,1")
+            .check(&fp32, &caps, "64,64,32,32,32,4,4,1")
             .is_ok());
         let odd = nhwc(1, 3, 64, 224, 7, DataType::Fp16);
         assert_eq!(
-            IGEMM.applicable(&odd, &caps, "64,64,64,32,32,4,2,1"),
+            IGEMM.check(&odd, &caps, "64,64,64,32,32,4,2,1"),
             Err("C or K is not a multiple of the config's vector width")
         );
         let six = nhwc(1, 6, 64, 32, 3, DataType::Fp16);
-        assert!(IGEMM
-            .applicable(&six, &caps, "64,64,64,32,32,4,2,1")
-            .is_ok());
+        assert!(IGEMM.check(&six, &caps, "64,64,64,32,32,4,2,1").is_ok());
         // 128x256x64 in 3 stages needs 144 KiB: an H100 block has it, an sm_89 block not.
         let big = "128,256,64,64,64,3,8,1";
-        assert!(IGEMM.applicable(&ok, &caps, big).is_ok());
-        let ada = TargetCaps {
-            arch: "sm_89",
-            ..caps
-        };
-        assert!(IGEMM.applicable(&ok, &ada, big).is_err());
+        assert!(IGEMM.check(&ok, &caps, big).is_ok());
+        let ada = TargetCaps::describe(kiln_format::Vendor::Nvidia, "sm_89", "sm_89", 142);
+        assert!(IGEMM.check(&ok, &ada, big).is_err());
         // 1x1 with C = 64: K = 64 has two 32-wide reduction tiles, not four.
         let one = nhwc(1, 64, 64, 7, 1, DataType::Fp32);
         assert!(THREE_TF32
-            .applicable(&one, &caps, "64,64,32,32,32,4,4,4")
+            .check(&one, &caps, "64,64,32,32,32,4,4,4")
             .is_err());
     }
 
     #[test]
     fn plans_match_cutlass_grids_and_workspace() {
         let p = nhwc(1, 512, 512, 7, 3, DataType::Fp16);
-        let plan = IGEMM.launch_plan(&p, "64,64,64,32,32,5,8,4");
+        let plan = IGEMM
+            .launch_plan(&p, &crate::solvers::devices::h100(), "64,64,64,32,32,5,8,4")
+            .unwrap();
         let k = &plan.kernels[0];
         assert_eq!(k.grid, [1, 8, 4]); // M = 49 pixels, N = 512 channels, 4 slices
         assert_eq!(k.block, [128, 1, 1]);
         assert_eq!(plan.workspace_bytes, 8 * 4);
         assert_eq!(
             IGEMM
-                .launch_plan(&p, "64,64,64,32,32,5,8,1")
+                .launch_plan(&p, &crate::solvers::devices::h100(), "64,64,64,32,32,5,8,1")
+                .unwrap()
                 .workspace_bytes,
             0
         );
@@ -601,13 +615,16 @@ mod tests {
         })
         .unwrap();
         let q = "128,64,32,64,32,3,4,1";
-        assert!(FIRST_LAYER.applicable(&conv1, &caps, q).is_ok());
-        assert!(IGEMM
-            .applicable(&conv1, &caps, "64,64,64,32,32,4,2,1")
-            .is_err());
-        let plan = FIRST_LAYER.launch_plan(&conv1, q);
+        assert!(FIRST_LAYER.check(&conv1, &caps, q).is_ok());
+        assert!(IGEMM.check(&conv1, &caps, "64,64,64,32,32,4,2,1").is_err());
+        let plan = FIRST_LAYER
+            .launch_plan(&conv1, &crate::solvers::devices::h100(), q)
+            .unwrap();
         assert_eq!(plan.kernels.len(), 2);
-        assert_eq!((plan.kernels[0].kernel, plan.kernels[1].kernel), (0, 1));
+        assert_eq!(
+            (plan.kernels[0].kernel, plan.kernels[1].kernel),
+            (PAD_CHANNELS, FPROP)
+        );
         // M = 32 x 112 x 112 output pixels in 128-row tiles, K = 64 channels in one 64 tile.
         assert_eq!(plan.kernels[1].grid, [3136, 1, 1]);
         let x4 = (32 * 224 * 224 * 4 * 2u64).div_ceil(256) * 256;
@@ -619,7 +636,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            FIRST_LAYER.applicable(&wide, &caps, q),
+            FIRST_LAYER.check(&wide, &caps, q),
             Err("more than 4 input channels (a first-layer solver)")
         );
     }
@@ -630,28 +647,28 @@ mod tests {
         let q8 = "64,64,64,32,32,5,8,1";
         // A decoder's RGB output: K = 3.
         let rgb = nhwc(1, 64, 3, 128, 3, DataType::Fp16);
-        assert!(IGEMM.applicable(&rgb, &caps, q8).is_err());
-        assert!(IGEMM_SCALAR_OUT.applicable(&rgb, &caps, q8).is_ok());
+        assert!(IGEMM.check(&rgb, &caps, q8).is_err());
+        assert!(IGEMM_SCALAR_OUT.check(&rgb, &caps, q8).is_ok());
         // YOLO's 255-channel head: odd K, C = 512.
         let head = nhwc(1, 512, 255, 11, 1, DataType::Bf16);
-        assert!(IGEMM_SCALAR_OUT.applicable(&head, &caps, q8).is_ok());
+        assert!(IGEMM_SCALAR_OUT.check(&head, &caps, q8).is_ok());
         assert!(IGEMM_SCALAR_OUT
-            .applicable(&head, &caps, "64,64,64,32,32,4,2,1")
+            .check(&head, &caps, "64,64,64,32,32,4,2,1")
             .is_ok());
         // K a multiple of the width: the vector-store solver's.
         let even = nhwc(1, 64, 64, 28, 3, DataType::Fp16);
         assert_eq!(
-            IGEMM_SCALAR_OUT.applicable(&even, &caps, q8),
+            IGEMM_SCALAR_OUT.check(&even, &caps, q8),
             Err("K is a multiple of the vector width (vector stores serve it)")
         );
         // Loads over C stay vectors.
         let odd_c = nhwc(1, 12, 3, 28, 3, DataType::Fp16);
         assert_eq!(
-            IGEMM_SCALAR_OUT.applicable(&odd_c, &caps, q8),
+            IGEMM_SCALAR_OUT.check(&odd_c, &caps, q8),
             Err("C is not a multiple of the config's vector width")
         );
         assert!(IGEMM_SCALAR_OUT
-            .applicable(&nhwc(1, 64, 3, 28, 3, DataType::Fp32), &caps, q8)
+            .check(&nhwc(1, 64, 3, 28, 3, DataType::Fp32), &caps, q8)
             .is_err());
     }
 
@@ -660,9 +677,11 @@ mod tests {
         let caps = h100();
         let conv1 = nhwc(32, 3, 64, 224, 7, DataType::Fp32);
         let q = "64,64,16,32,32,4,4,1";
-        assert!(FIRST_LAYER_3XTF32.applicable(&conv1, &caps, q).is_ok());
-        assert!(FIRST_LAYER.applicable(&conv1, &caps, q).is_err());
-        let plan = FIRST_LAYER_3XTF32.launch_plan(&conv1, q);
+        assert!(FIRST_LAYER_3XTF32.check(&conv1, &caps, q).is_ok());
+        assert!(FIRST_LAYER.check(&conv1, &caps, q).is_err());
+        let plan = FIRST_LAYER_3XTF32
+            .launch_plan(&conv1, &crate::solvers::devices::h100(), q)
+            .unwrap();
         assert_eq!(plan.kernels.len(), 2);
         let x4 = (32 * 224 * 224 * 4 * 4u64).div_ceil(256) * 256;
         let w4 = (64 * 7 * 7 * 4 * 4u64).div_ceil(256) * 256;
@@ -681,18 +700,20 @@ mod tests {
         };
         let (fp16, fp32) = (nchw(DataType::Fp16), nchw(DataType::Fp32));
         let q = "64,64,64,32,32,5,8,1";
-        assert!(NCHW_IGEMM.applicable(&fp16, &caps, q).is_ok());
+        assert!(NCHW_IGEMM.check(&fp16, &caps, q).is_ok());
         assert_eq!(
-            NCHW_IGEMM.applicable(&nhwc(32, 64, 128, 56, 3, DataType::Fp16), &caps, q),
+            NCHW_IGEMM.check(&nhwc(32, 64, 128, 56, 3, DataType::Fp16), &caps, q),
             Err("needs 2-D NCHW tensors (the NHWC solvers serve NHWC)")
         );
-        assert!(IGEMM.applicable(&fp16, &caps, q).is_err());
+        assert!(IGEMM.check(&fp16, &caps, q).is_err());
         assert!(NCHW_3XTF32
-            .applicable(&fp32, &caps, "64,64,32,32,32,4,4,1")
+            .check(&fp32, &caps, "64,64,32,32,32,4,4,1")
             .is_ok());
-        let plan = NCHW_IGEMM.launch_plan(&fp16, q);
-        let kernels: Vec<usize> = plan.kernels.iter().map(|k| k.kernel).collect();
-        assert_eq!(kernels, [0, 1, 2]);
+        let plan = NCHW_IGEMM
+            .launch_plan(&fp16, &crate::solvers::devices::h100(), q)
+            .unwrap();
+        let kernels: Vec<&str> = plan.kernels.iter().map(|k| k.kernel).collect();
+        assert_eq!(kernels, [NCHW_IN, FPROP, NCHW_OUT]);
         assert_eq!(plan.library, 1);
         // The library kernel: M = 32 x 56 x 56 pixels in 64-row tiles, K = 128 in 64.
         assert_eq!(plan.kernels[1].grid, [1568, 2, 1]);
@@ -707,25 +728,63 @@ mod tests {
         let round = |b: u64| b.div_ceil(256) * 256;
         assert_eq!(plan.workspace_bytes, round(x) + round(w) + round(y));
         // Split-K semaphores come after the copies.
-        let split = NCHW_IGEMM.launch_plan(&fp16, "64,64,64,32,32,5,8,4");
+        let split = NCHW_IGEMM
+            .launch_plan(
+                &fp16,
+                &crate::solvers::devices::h100(),
+                "64,64,64,32,32,5,8,4",
+            )
+            .unwrap();
         assert_eq!(split.workspace_bytes, plan.workspace_bytes + 1568 * 2 * 4);
         // The transforms cost time the NHWC solver does not pay.
         assert!(
-            NCHW_IGEMM.estimated_ms(&fp16, q)
-                > IGEMM.estimated_ms(&nhwc(32, 64, 128, 56, 3, DataType::Fp16), q)
+            NCHW_IGEMM
+                .estimated_ms(&fp16, &crate::solvers::devices::h100(), q)
+                .unwrap()
+                > IGEMM
+                    .estimated_ms(
+                        &nhwc(32, 64, 128, 56, 3, DataType::Fp16),
+                        &crate::solvers::devices::h100(),
+                        q
+                    )
+                    .unwrap()
         );
     }
 
     #[test]
     fn the_model_prefers_split_k_for_a_small_deep_layer_and_big_tiles_for_a_big_one() {
         let small = nhwc(1, 512, 512, 7, 3, DataType::Fp16);
-        let one = IGEMM.estimated_ms(&small, "64,64,64,32,32,5,8,1");
-        let four = IGEMM.estimated_ms(&small, "64,64,64,32,32,5,8,4");
+        let one = IGEMM
+            .estimated_ms(
+                &small,
+                &crate::solvers::devices::h100(),
+                "64,64,64,32,32,5,8,1",
+            )
+            .unwrap();
+        let four = IGEMM
+            .estimated_ms(
+                &small,
+                &crate::solvers::devices::h100(),
+                "64,64,64,32,32,5,8,4",
+            )
+            .unwrap();
         assert!(four < one, "{four} vs {one}");
         let big = nhwc(32, 256, 256, 28, 3, DataType::Fp16);
         assert!(
-            IGEMM.estimated_ms(&big, "128,128,64,64,64,3,8,1")
-                <= IGEMM.estimated_ms(&big, "64,64,64,32,32,5,8,4")
+            IGEMM
+                .estimated_ms(
+                    &big,
+                    &crate::solvers::devices::h100(),
+                    "128,128,64,64,64,3,8,1"
+                )
+                .unwrap()
+                <= IGEMM
+                    .estimated_ms(
+                        &big,
+                        &crate::solvers::devices::h100(),
+                        "64,64,64,32,32,5,8,4"
+                    )
+                    .unwrap()
         );
     }
 }

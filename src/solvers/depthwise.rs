@@ -8,7 +8,7 @@
 use kiln_format::ConvProblem;
 
 use super::params::{tile_fill, values};
-use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
+use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// The solver's id.
 pub const ID: &str = "ConvDirectDepthwiseFwd";
@@ -21,7 +21,7 @@ pub struct DirectDepthwise;
 
 /// A perf config, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Config {
+pub struct Config {
     vec: u32,
     threads: [u32; 2],
     /// Output pixels per thread, along a row.
@@ -65,25 +65,30 @@ fn slice_bytes(p: &ConvProblem, slice: u32) -> u64 {
     fh as u64 * fw as u64 * slice as u64 * 4
 }
 
-impl Solver for DirectDepthwise {
+impl TunableSolver for DirectDepthwise {
+    type Config = Config;
+    const CONFIG_FORM: &'static str =
+        "perf config is not vec,threads_x,threads_y,pixels,filter_w,stride_w";
+
     fn id(&self) -> &'static str {
         ID
     }
 
-    fn applicable(
-        &self,
-        p: &ConvProblem,
-        _: &TargetCaps,
-        params: &str,
-    ) -> Result<(), NotApplicable> {
-        let cfg = Config::parse(params)
-            .ok_or("perf config is not vec,threads_x,threads_y,pixels,filter_w,stride_w")?;
-        if p.groups() < 2 || p.groups() != p.c() || p.k() != p.c() {
+    fn parse(&self, params: &str) -> Option<Config> {
+        Config::parse(params)
+    }
+
+    fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
+        if !p.is_depthwise() {
             return Err("not a depthwise convolution (C = K = groups)");
         }
         if p.spatial_dims() != 2 || !p.layouts()[0].channels_last() {
             return Err("needs 2-D NHWC tensors");
         }
+        Ok(())
+    }
+
+    fn valid(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> Result<(), NotApplicable> {
         let [_, fh, fw] = p.filter();
         if fh != cfg.filter_w || fw != cfg.filter_w {
             return Err("built for another filter size (square filters)");
@@ -100,12 +105,10 @@ impl Solver for DirectDepthwise {
         Ok(())
     }
 
-    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
-        let Some(cfg) = Config::parse(params) else {
-            return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
-        };
+    fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> LaunchPlan {
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
         LaunchPlan::single_with_shared(
+            "conv_depthwise_nhwc_fwd",
             [
                 clamp(cfg.strips(p).div_ceil(cfg.threads[1] as u64)),
                 clamp((p.k() as u64).div_ceil(cfg.slice() as u64)),
@@ -116,10 +119,7 @@ impl Solver for DirectDepthwise {
         )
     }
 
-    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
-        let Some(cfg) = Config::parse(params) else {
-            return f64::INFINITY;
-        };
+    fn estimate(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> f64 {
         // Memory-bound at about 2.5 TB/s when the channels fill the slice; longer strips load
         // fewer pixels per output.
         let bytes =
@@ -128,11 +128,16 @@ impl Solver for DirectDepthwise {
         let reuse = 1.0 + 0.5 / cfg.pixels as f64;
         bytes * reuse / 2.5e9 / fill + 0.004
     }
+
+    fn tile(&self, cfg: &Config) -> u64 {
+        cfg.slice() as u64
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solvers::Solver;
     use kiln_format::{ConvSpec, DataType, Layout};
 
     fn depthwise(c: u32, hw: u32, f: u32, stride: u32) -> ConvProblem {
@@ -154,21 +159,21 @@ mod tests {
 
     #[test]
     fn applies_to_the_filter_width_and_stride_it_is_built_for() {
-        let caps = super::super::H100_CAPS;
+        let caps = crate::solvers::devices::h100();
         let s = &DirectDepthwise;
         // MobileNetV2's 144-channel 3x3 at 56x56.
         let p = depthwise(144, 56, 3, 1);
-        assert!(s.applicable(&p, &caps, "8,8,16,4,3,1").is_ok());
+        assert!(s.check(&p, &caps, "8,8,16,4,3,1").is_ok());
         assert_eq!(
-            s.applicable(&p, &caps, "8,8,16,2,3,2"),
+            s.check(&p, &caps, "8,8,16,2,3,2"),
             Err("built for another horizontal stride (or dilated)")
         );
         assert_eq!(
-            s.applicable(&p, &caps, "8,8,16,2,5,1"),
+            s.check(&p, &caps, "8,8,16,2,5,1"),
             Err("built for another filter size (square filters)")
         );
         assert_eq!(
-            s.applicable(&depthwise(36, 14, 3, 1), &caps, "8,8,16,4,3,1"),
+            s.check(&depthwise(36, 14, 3, 1), &caps, "8,8,16,4,3,1"),
             Err("C is not a multiple of the config's vector width")
         );
         let grouped = ConvProblem::new(ConvSpec {
@@ -177,10 +182,12 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            s.applicable(&grouped, &caps, "8,8,16,4,3,1"),
+            s.check(&grouped, &caps, "8,8,16,4,3,1"),
             Err("not a depthwise convolution (C = K = groups)")
         );
-        let plan = s.launch_plan(&p, "8,8,16,4,3,1");
+        let plan = s
+            .launch_plan(&p, &crate::solvers::devices::h100(), "8,8,16,4,3,1")
+            .unwrap();
         // 32 x 56 rows of 14 four-pixel strips, 16 strips a block; 144 channels in 64-channel
         // slices; 9 taps x 64 channels of FP32 filter.
         assert_eq!(plan.kernels[0].grid, [32 * 56 * 14 / 16, 3, 1]);
@@ -188,9 +195,12 @@ mod tests {
         assert_eq!(plan.kernels[0].shared_bytes, 9 * 64 * 4);
         // Stride 2: 28 output columns in strips of 2.
         let s2 = depthwise(144, 56, 3, 2);
-        assert!(s.applicable(&s2, &caps, "8,8,16,2,3,2").is_ok());
+        assert!(s.check(&s2, &caps, "8,8,16,2,3,2").is_ok());
         assert_eq!(
-            s.launch_plan(&s2, "8,8,16,2,3,2").kernels[0].grid,
+            s.launch_plan(&s2, &crate::solvers::devices::h100(), "8,8,16,2,3,2")
+                .unwrap()
+                .kernels[0]
+                .grid,
             [32 * 28 * 14 / 16, 3, 1]
         );
     }

@@ -8,7 +8,7 @@
 use kiln_format::{ConvProblem, Layout};
 
 use super::params::values;
-use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
+use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// The solver's id.
 pub const ID: &str = "ConvDot1x1Fwd";
@@ -21,7 +21,7 @@ pub struct Dot1x1;
 
 /// A perf config, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Config {
+pub struct Config {
     /// Channels per vector load.
     vec: u32,
     /// Output pixels and output channels per warp.
@@ -58,19 +58,20 @@ fn pixels(p: &ConvProblem) -> u64 {
     p.n() as u64 * h as u64 * w as u64
 }
 
-impl Solver for Dot1x1 {
+impl TunableSolver for Dot1x1 {
+    type Config = Config;
+    const CONFIG_FORM: &'static str =
+        "perf config is not vec,pixels,channels,warps (vec 1, 2, 4 or 8)";
+
     fn id(&self) -> &'static str {
         ID
     }
 
-    fn applicable(
-        &self,
-        p: &ConvProblem,
-        _: &TargetCaps,
-        params: &str,
-    ) -> Result<(), NotApplicable> {
-        let cfg = Config::parse(params)
-            .ok_or("perf config is not vec,pixels,channels,warps (vec 1, 2, 4 or 8)")?;
+    fn parse(&self, params: &str) -> Option<Config> {
+        Config::parse(params)
+    }
+
+    fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
         if p.spatial_dims() != 2 || p.groups() != 1 {
             return Err("needs a 2-D convolution with one group");
         }
@@ -89,43 +90,47 @@ impl Solver for Dot1x1 {
         if pixels(p) > MAX_PIXELS {
             return Err("more than 256 output pixels (a GEMM kernel's tiles fill there)");
         }
+        Ok(())
+    }
+
+    fn valid(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> Result<(), NotApplicable> {
         if !p.c().is_multiple_of(cfg.vec) {
             return Err("C is not a multiple of the config's vector width");
         }
         Ok(())
     }
 
-    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
-        let Some(cfg) = Config::parse(params) else {
-            return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
-        };
+    fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> LaunchPlan {
         let blocks = cfg.warp_tiles(p).div_ceil(cfg.warps as u64);
         LaunchPlan::single(
+            "conv_dot1x1_fwd",
             [blocks.min(u32::MAX as u64) as u32, 1, 1],
             [32 * cfg.warps, 1, 1],
         )
     }
 
-    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
-        let Some(cfg) = Config::parse(params) else {
-            return f64::INFINITY;
-        };
+    fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Config) -> f64 {
         // Each warp walks C in steps of 32 lanes x vec channels, one dependent step after
         // another (about 0.5 us each from L2, the first from memory); each SM runs up to 64
         // warps side by side. The weights are read once, from memory.
         let steps = (p.c() as u64).div_ceil(32 * cfg.vec as u64) as f64;
-        let waves = (cfg.warp_tiles(p) as f64 / (132.0 * 64.0)).ceil();
+        let waves = (cfg.warp_tiles(p) as f64 / (caps.compute_units as f64 * 64.0)).ceil();
         let [_, w, _] = p.element_counts();
         let weight_ms = (w * p.data_types()[0].size_bytes() as u64) as f64 / 2.5e9;
         // Lanes past C idle: 48 channels in 8-channel loads keep 6 of 32 busy.
         let lane_fill = p.c() as f64 / (steps * 32.0 * cfg.vec as f64);
         (waves * (0.001 + steps * 0.0005) / lane_fill.max(0.25)).max(weight_ms) + 0.002
     }
+
+    fn tile(&self, cfg: &Config) -> u64 {
+        cfg.vec as u64 * cfg.tile[0] as u64
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solvers::Solver;
     use kiln_format::{ConvSpec, DataType};
 
     fn squeeze(n: u32, c: u32, k: u32, hw: u32, layout: Layout) -> ConvProblem {
@@ -143,38 +148,40 @@ mod tests {
 
     #[test]
     fn plans_an_excitation_layer() {
-        let caps = super::super::H100_CAPS;
+        let caps = crate::solvers::devices::h100();
         // EfficientNet-B0's last excitation: 48 -> 1152 channels on 1x1 maps, batch 32.
         let p = squeeze(32, 48, 1152, 1, Layout::Nhwc);
-        assert!(Dot1x1.applicable(&p, &caps, "8,4,4,4").is_ok());
-        let plan = Dot1x1.launch_plan(&p, "8,4,4,4");
+        assert!(Dot1x1.check(&p, &caps, "8,4,4,4").is_ok());
+        let plan = Dot1x1
+            .launch_plan(&p, &crate::solvers::devices::h100(), "8,4,4,4")
+            .unwrap();
         // 8 pixel tiles x 288 channel tiles, 4 warps a block.
         assert_eq!(plan.kernels[0].grid, [8 * 288 / 4, 1, 1]);
         assert_eq!(plan.kernels[0].block, [128, 1, 1]);
         assert_eq!(plan.workspace_bytes, 0);
         // NCHW over 1x1 maps is the same bytes.
         assert!(Dot1x1
-            .applicable(&squeeze(32, 48, 1152, 1, Layout::Nchw), &caps, "8,4,4,4")
+            .check(&squeeze(32, 48, 1152, 1, Layout::Nchw), &caps, "8,4,4,4")
             .is_ok());
     }
 
     #[test]
     fn refuses_what_the_kernel_cannot_run() {
-        let caps = super::super::H100_CAPS;
+        let caps = crate::solvers::devices::h100();
         assert_eq!(
-            Dot1x1.applicable(&squeeze(1, 48, 64, 7, Layout::Nchw), &caps, "8,4,4,4"),
+            Dot1x1.check(&squeeze(1, 48, 64, 7, Layout::Nchw), &caps, "8,4,4,4"),
             Err("needs NHWC, or NCHW over 1x1 maps")
         );
         assert_eq!(
-            Dot1x1.applicable(&squeeze(32, 48, 64, 7, Layout::Nhwc), &caps, "8,4,4,4"),
+            Dot1x1.check(&squeeze(32, 48, 64, 7, Layout::Nhwc), &caps, "8,4,4,4"),
             Err("more than 256 output pixels (a GEMM kernel's tiles fill there)")
         );
         assert_eq!(
-            Dot1x1.applicable(&squeeze(32, 6, 144, 1, Layout::Nhwc), &caps, "8,4,4,4"),
+            Dot1x1.check(&squeeze(32, 6, 144, 1, Layout::Nhwc), &caps, "8,4,4,4"),
             Err("C is not a multiple of the config's vector width")
         );
         assert!(Dot1x1
-            .applicable(&squeeze(32, 6, 144, 1, Layout::Nhwc), &caps, "2,4,4,4")
+            .check(&squeeze(32, 6, 144, 1, Layout::Nhwc), &caps, "2,4,4,4")
             .is_ok());
         let padded = ConvProblem::new(ConvSpec {
             pad: [0, 1, 1],
@@ -182,7 +189,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            Dot1x1.applicable(&padded, &caps, "8,4,4,4"),
+            Dot1x1.check(&padded, &caps, "8,4,4,4"),
             Err("needs a 1x1 filter, stride 1, no padding or dilation")
         );
         assert!(Config::parse("3,4,4,4").is_none());

@@ -7,7 +7,7 @@
 use kiln_format::ConvProblem;
 
 use super::params::{three, tile_fill};
-use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
+use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 pub(super) const ID: &str = "ConvDirectGroupedFwd";
 
@@ -18,9 +18,9 @@ const MAX_SLICE_BYTES: u64 = 48 * 1024;
 /// The grouped / depthwise NHWC direct solver.
 pub struct DirectGrouped;
 
-/// `[vec, threads_x, threads_y]` and the channels one block covers.
-fn config(params: &str) -> Option<([u32; 3], u32)> {
-    three(params).map(|v| (v, v[0] * v[1]))
+/// Output channels one block covers: `vec x threads_x`.
+fn slice([vec, tx, _]: [u32; 3]) -> u32 {
+    vec * tx
 }
 
 /// Filter slice bytes in shared memory: taps x channels per group x slice, as FP32.
@@ -30,73 +30,82 @@ fn slice_bytes(p: &ConvProblem, slice: u32) -> u64 {
     fh as u64 * fw as u64 * cpg * slice as u64 * 4
 }
 
-impl Solver for DirectGrouped {
+impl TunableSolver for DirectGrouped {
+    /// `[vec, threads_x, threads_y]`.
+    type Config = [u32; 3];
+    const CONFIG_FORM: &'static str = "perf config is not vec,threads_x,threads_y";
+
     fn id(&self) -> &'static str {
         ID
     }
 
-    fn applicable(
-        &self,
-        p: &ConvProblem,
-        _: &TargetCaps,
-        params: &str,
-    ) -> Result<(), NotApplicable> {
-        let ([vec, _, _], slice) =
-            config(params).ok_or("perf config is not vec,threads_x,threads_y")?;
+    fn parse(&self, params: &str) -> Option<[u32; 3]> {
+        three(params).filter(|&[vec, tx, ty]| vec as u64 * tx as u64 * ty as u64 <= 1 << 20)
+    }
+
+    fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
         if p.groups() < 2 {
             return Err("not a grouped convolution");
         }
         if p.spatial_dims() != 2 || !p.layouts()[0].channels_last() {
             return Err("needs 2-D NHWC tensors");
         }
+        Ok(())
+    }
+
+    fn valid(&self, p: &ConvProblem, _: &TargetCaps, cfg: &[u32; 3]) -> Result<(), NotApplicable> {
+        let vec = cfg[0];
         if !p.c().is_multiple_of(vec) || !p.k().is_multiple_of(vec) {
             return Err("C or K is not a multiple of the config's vector width");
         }
-        if slice_bytes(p, slice) > MAX_SLICE_BYTES {
+        if slice_bytes(p, slice(*cfg)) > MAX_SLICE_BYTES {
             return Err("the block's filter slice does not fit in 48 KiB of shared memory");
         }
         Ok(())
     }
 
-    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
-        let Some(([_, tx, ty], slice)) = config(params) else {
-            return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
-        };
+    fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &[u32; 3]) -> LaunchPlan {
+        let [_, tx, ty] = *cfg;
         let [_, oh, ow] = p.output();
         let pixels = p.n() as u64 * oh as u64 * ow as u64;
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
         LaunchPlan::single_with_shared(
+            "conv_grouped_nhwc_fwd",
             [
                 clamp(pixels.div_ceil(ty as u64)),
-                clamp((p.k() as u64).div_ceil(slice as u64)),
+                clamp((p.k() as u64).div_ceil(slice(*cfg) as u64)),
                 1,
             ],
             [tx, ty, 1],
-            slice_bytes(p, slice) as u32,
+            slice_bytes(p, slice(*cfg)) as u32,
         )
     }
 
-    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
-        let Some(([vec, _, _], slice)) = config(params) else {
-            return f64::INFINITY;
-        };
+    fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &[u32; 3]) -> f64 {
         // Memory-bound at about 2 TB/s when the channels fill the slice; a wider vector
         // issues fewer instructions per channel.
+        let vec = cfg[0];
         let bytes =
             (p.element_counts().iter().sum::<u64>() * p.data_types()[0].size_bytes() as u64) as f64;
-        let fill = tile_fill(p.k() as f64, slice as f64);
-        let compute_ms = 2.0 * kiln_format::measured::macs(p) / (4000.0 * vec.min(8) as f64 * 1e6);
+        let fill = tile_fill(p.k() as f64, slice(*cfg) as f64);
+        let compute_ms = 2.0 * kiln_format::measured::macs(p)
+            / (4000.0 * caps.throughput_scale() * vec.min(8) as f64 * 1e6);
         (bytes / 2.0e9).max(compute_ms) / fill + 0.004
+    }
+
+    fn tile(&self, cfg: &[u32; 3]) -> u64 {
+        slice(*cfg) as u64
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solvers::Solver;
     use kiln_format::{ConvSpec, DataType, Layout};
 
     fn caps() -> TargetCaps {
-        super::super::H100_CAPS
+        crate::solvers::devices::h100()
     }
 
     fn depthwise(c: u32, hw: u32, f: u32, layout: Layout) -> ConvProblem {
@@ -118,13 +127,13 @@ mod tests {
     #[test]
     fn applies_to_grouped_nhwc_only_and_names_why_not() {
         let dw = depthwise(96, 112, 3, Layout::Nhwc);
-        assert!(DirectGrouped.applicable(&dw, &caps(), "8,8,32").is_ok());
+        assert!(DirectGrouped.check(&dw, &caps(), "8,8,32").is_ok());
         assert_eq!(
-            DirectGrouped.applicable(&depthwise(96, 112, 3, Layout::Nchw), &caps(), "8,8,32"),
+            DirectGrouped.check(&depthwise(96, 112, 3, Layout::Nchw), &caps(), "8,8,32"),
             Err("needs 2-D NHWC tensors")
         );
         assert_eq!(
-            DirectGrouped.applicable(&depthwise(36, 14, 3, Layout::Nhwc), &caps(), "8,8,32"),
+            DirectGrouped.check(&depthwise(36, 14, 3, Layout::Nhwc), &caps(), "8,8,32"),
             Err("C or K is not a multiple of the config's vector width")
         );
         let dense = ConvProblem::new(ConvSpec {
@@ -133,7 +142,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            DirectGrouped.applicable(&dense, &caps(), "8,8,32"),
+            DirectGrouped.check(&dense, &caps(), "8,8,32"),
             Err("not a grouped convolution")
         );
         // 128 channels per group, 3x3, a 64-channel slice: 288 KiB of filter.
@@ -144,13 +153,15 @@ mod tests {
             ..dw.spec()
         })
         .unwrap();
-        assert!(DirectGrouped.applicable(&wide, &caps(), "8,8,32").is_err());
+        assert!(DirectGrouped.check(&wide, &caps(), "8,8,32").is_err());
     }
 
     #[test]
     fn the_plan_covers_every_pixel_and_channel_slice() {
         let dw = depthwise(96, 112, 3, Layout::Nhwc);
-        let plan = DirectGrouped.launch_plan(&dw, "8,8,32");
+        let plan = DirectGrouped
+            .launch_plan(&dw, &crate::solvers::devices::h100(), "8,8,32")
+            .unwrap();
         let k = &plan.kernels[0];
         // 32 x 112 x 112 pixels in rows of 32; 96 channels in slices of 64.
         assert_eq!(k.grid, [12_544, 2, 1]);

@@ -5,7 +5,7 @@
 use kiln_format::ConvProblem;
 
 use super::params::{three, tile_fill};
-use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
+use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// Threads per block `igemm.h` is written for.
 pub(super) const BLOCK: u32 = 256;
@@ -13,9 +13,11 @@ pub(super) const BLOCK: u32 = 256;
 /// The implicit-GEMM solver.
 pub struct ImplicitGemm;
 
+/// How the GEMM solvers' perf configs are written.
+pub(super) const GEMM_CONFIG_FORM: &str = "perf config is not block_m,block_n,block_k";
+
 /// Applicability shared with the 1x1 GEMM (same kernel body, `igemm.h`).
-pub(super) fn gemm_applicable(p: &ConvProblem, params: &str) -> Result<(), NotApplicable> {
-    let [_, _, bk] = three(params).ok_or("perf config is not block_m,block_n,block_k")?;
+pub(super) fn gemm_applicable(p: &ConvProblem) -> Result<(), NotApplicable> {
     if p.groups() > 65_535 {
         return Err("more than 65535 groups (grid z)");
     }
@@ -25,23 +27,33 @@ pub(super) fn gemm_applicable(p: &ConvProblem, params: &str) -> Result<(), NotAp
     let [od, oh, ow] = p.output();
     let cpg = (p.c() / p.groups().max(1)) as u64;
     let int_max = i32::MAX as u64;
-    if cpg * product(&[fd, fh, fw]) + bk as u64 > int_max {
-        return Err("reduction length (channels per group x filter) past 32-bit indexing");
-    }
     if product(&[od, oh, ow]) > int_max {
         return Err("output pixels per image past 32-bit indexing");
+    }
+    // The main loop reads one block_k step past the reduction's end (at most 64).
+    if cpg * product(&[fd, fh, fw]) + 64 > int_max {
+        return Err("reduction length (channels per group x filter) past 32-bit indexing");
     }
     Ok(())
 }
 
+/// A GEMM config: `[block_m, block_n, block_k]`, each positive, block_k at most 64.
+pub(super) fn gemm_config(params: &str) -> Option<[u32; 3]> {
+    three(params).filter(|&[_, _, bk]| bk <= 64)
+}
+
 /// Launch shared with the 1x1 GEMM: x over output columns, y over channel tiles, z over groups.
-pub(super) fn gemm_plan(p: &ConvProblem, params: &str) -> LaunchPlan {
-    let [bm, bn, _] = three(params).unwrap_or([1, 1, 1]);
+pub(super) fn gemm_plan(
+    kernel: &'static str,
+    p: &ConvProblem,
+    [bm, bn, _]: [u32; 3],
+) -> LaunchPlan {
     let kpg = p.k() / p.groups().max(1);
     let output_pixels: u64 = p.output().iter().map(|&x| x as u64).product();
     let columns = p.n() as u64 * output_pixels;
     let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
     LaunchPlan::single(
+        kernel,
         [
             clamp(columns.div_ceil(bn as u64)),
             kpg.div_ceil(bm),
@@ -64,34 +76,68 @@ const GEMM_STEP_MS: f64 = 0.0021;
 
 /// Cost shared with the 1x1 GEMM: work / throughput, charging the unfilled share of M tiles,
 /// and never less than one block's serial walk over the reduction.
-pub(super) fn gemm_estimate(p: &ConvProblem, params: &str, gflops: f64) -> f64 {
+pub(super) fn gemm_estimate(p: &ConvProblem, [bm, _, bk]: [u32; 3], gflops: f64) -> f64 {
     let kpg = (p.k() / p.groups().max(1)).max(1) as f64;
-    let [bm, _, bk] = three(params).unwrap_or([1, 1, 1]);
     let throughput =
         2.0 * kiln_format::measured::macs(p) / (gflops * tile_fill(kpg, bm as f64) * 1e6);
     let steps = reduction_length(p).div_ceil(bk as u64) as f64;
     throughput.max(steps * GEMM_STEP_MS) + 0.004
 }
 
-impl Solver for ImplicitGemm {
+impl TunableSolver for ImplicitGemm {
+    type Config = [u32; 3];
+    const CONFIG_FORM: &'static str = GEMM_CONFIG_FORM;
+
     fn id(&self) -> &'static str {
         "ConvImplicitGemmFwd"
     }
 
-    fn applicable(
-        &self,
-        p: &ConvProblem,
-        _: &TargetCaps,
-        params: &str,
-    ) -> Result<(), NotApplicable> {
-        gemm_applicable(p, params)
+    fn parse(&self, params: &str) -> Option<[u32; 3]> {
+        gemm_config(params)
     }
 
-    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
-        gemm_plan(p, params)
+    fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
+        gemm_applicable(p)
     }
 
-    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
-        gemm_estimate(p, params, 6000.0)
+    fn valid(&self, _: &ConvProblem, _: &TargetCaps, _: &[u32; 3]) -> Result<(), NotApplicable> {
+        Ok(())
+    }
+
+    fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &[u32; 3]) -> LaunchPlan {
+        gemm_plan("conv_igemm_fwd", p, *cfg)
+    }
+
+    fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &[u32; 3]) -> f64 {
+        gemm_estimate(p, *cfg, 6000.0 * caps.throughput_scale())
+    }
+
+    fn tile(&self, &[bm, bn, _]: &[u32; 3]) -> u64 {
+        bm as u64 * bn as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solvers::{devices, Solver};
+
+    #[test]
+    fn a_block_is_the_256_threads_igemm_h_is_written_for() {
+        let p = ConvProblem::new(kiln_format::ConvSpec::default()).unwrap();
+        let plan = ImplicitGemm
+            .launch_plan(&p, &devices::h100(), "64,64,16")
+            .unwrap();
+        assert_eq!(plan.kernels[0].block, [256, 1, 1]);
+        assert_eq!(plan.kernels[0].kernel, "conv_igemm_fwd");
+        // A config that does not parse is one error, not a plan of [1, 1, 1] tiles.
+        assert_eq!(
+            ImplicitGemm.launch_plan(&p, &devices::h100(), "64,64"),
+            Err(GEMM_CONFIG_FORM)
+        );
+        assert_eq!(
+            ImplicitGemm.estimated_ms(&p, &devices::h100(), "64,x,16"),
+            Err(GEMM_CONFIG_FORM)
+        );
     }
 }

@@ -1,14 +1,17 @@
 //! kiln's convolution solvers: one type per solver, one file each, listed once in [`SOLVERS`].
 //!
 //! A solver's kernels and precompiled perf configs come from `kernels/manifest.toml` (compiled
-//! into every kdb); its behaviour lives here: which problems and targets it applies to, how its
-//! kernels are launched ([`LaunchPlan`]: one or more kernels in order, grid, block, dynamic
-//! shared memory, workspace), what it costs when nothing was measured, and its default perf
-//! config. The tests at the bottom fail when the manifest and [`SOLVERS`] disagree.
+//! into every kdb); its behaviour lives here, written against [`TunableSolver`]: which problems
+//! it applies to, which of its configs can run a problem on a device ([`TargetCaps`]) and which
+//! are worth trying there, how its kernels are launched ([`LaunchPlan`]), what it costs when
+//! nothing was measured, and its default perf config. Solver code sees a perf config only as
+//! its own typed `Config`, parsed once at the contract's edge; a config that does not parse is
+//! one error there. The tests at the bottom fail when the manifest and [`SOLVERS`] disagree.
 //!
 //! Adding a solver: a kernel in `kernels/`, a `[[solver]]` entry in the manifest, a file here
-//! implementing [`Solver`], and one line in [`SOLVERS`].
+//! implementing [`TunableSolver`] (its invariants tested there), and one line in [`SOLVERS`].
 
+mod caps;
 pub mod cutlass;
 mod depthwise;
 mod dot1x1;
@@ -18,249 +21,92 @@ mod igemm;
 mod naive;
 mod narrow;
 mod params;
+mod plan;
 mod tiled;
 mod wgmma;
 
-use kiln_format::{ConvProblem, DataType, Direction, EmbeddedTarget, SolverEntry, Vendor};
+use kiln_format::{ConvProblem, DataType, Direction, MathMode, SolverEntry};
 
-pub use params::{value_at, values};
+#[cfg(test)]
+pub(crate) use caps::devices;
+pub use caps::{SmVersion, TargetCaps, MEASURED_SMS};
+pub use plan::{
+    FirstLayerPacking, KernelLaunch, LaunchPlan, TmaArguments, TmaOperand, TmaView, MAX_KERNELS,
+};
 
 /// Why a solver does not apply.
 pub type NotApplicable = &'static str;
 
-/// What a solver may ask of the target it would run on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TargetCaps {
-    /// Vendor.
-    pub vendor: Vendor,
-    /// Arch whose limits apply (`sm_90`, `gfx942`): the device's.
-    pub arch: &'static str,
-    /// Arch the target's code objects were built for: the manifest's `archs` gate reads it. The
-    /// same as `arch`, except on a device running a lower arch's objects (sm_86 running sm_80).
-    pub code_arch: &'static str,
-    /// SM or CU count.
-    pub compute_units: u32,
-}
+/// A convolution solver as its file writes it: what MIOpen calls a tunable solver
+/// (`IsApplicable`, `IsValidPerformanceConfig`, `GetSolution`, a typed `PerformanceConfig`),
+/// for kiln's precompiled kernels. Every method but [`TunableSolver::parse`] receives the
+/// config parsed; [`Solver`] is implemented for every `TunableSolver` and is what the resolver
+/// and the context call.
+pub trait TunableSolver: Sync {
+    /// A perf config, parsed.
+    type Config: Copy + core::fmt::Debug;
 
-/// NVIDIA arches a device may report, as static names (a device description's arch is a
-/// `String`; caps hold `&'static str`).
-const NVIDIA_ARCHS: &[&str] = &[
-    "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100",
-    "sm_101", "sm_103", "sm_110", "sm_120", "sm_121",
-];
+    /// How a perf config is written, for the error when one does not parse
+    /// (`"perf config is not bm,bn,stages,splits"`).
+    const CONFIG_FORM: &'static str;
 
-impl TargetCaps {
-    /// The capabilities of an embedded target.
-    pub fn of(t: &EmbeddedTarget) -> TargetCaps {
-        TargetCaps {
-            vendor: t.vendor,
-            arch: t.arch,
-            code_arch: t.arch,
-            compute_units: t.compute_units,
-        }
-    }
-
-    /// What a device running target `t` gives: the target's caps, except that a device of a
-    /// higher arch of the same NVIDIA major version (an sm_86 running sm_80 objects) brings its
-    /// own limits (sm_86 gives a block 99 KiB of shared memory, sm_80 163 KiB) and SM count.
-    pub fn on_device(t: &EmbeddedTarget, device_arch: &str, compute_units: u32) -> TargetCaps {
-        match NVIDIA_ARCHS.iter().find(|a| **a == device_arch) {
-            Some(arch) if t.vendor == Vendor::Nvidia && *arch != t.arch => TargetCaps {
-                vendor: t.vendor,
-                arch,
-                code_arch: t.arch,
-                compute_units,
-            },
-            _ => TargetCaps::of(t),
-        }
-    }
-}
-
-/// An H100's caps: what the solver tests plan against.
-#[cfg(test)]
-pub(crate) const H100_CAPS: TargetCaps = TargetCaps {
-    vendor: Vendor::Nvidia,
-    arch: "sm_90",
-    code_arch: "sm_90",
-    compute_units: 132,
-};
-
-/// Most kernels one solution launches.
-pub const MAX_KERNELS: usize = 4;
-
-/// One kernel launch of a plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KernelLaunch {
-    /// Index into the solver's manifest `functions`.
-    pub kernel: usize,
-    /// Blocks in x, y, z.
-    pub grid: [u32; 3],
-    /// Threads per block in x, y, z.
-    pub block: [u32; 3],
-    /// Dynamic shared memory, bytes.
-    pub shared_bytes: u32,
-    /// Blocks per thread-block cluster along x (1: no clusters; CUDA sm_90 only, the grid a
-    /// whole number of clusters).
-    pub cluster: u32,
-}
-
-/// How a solution runs: its kernels in launch order, each receiving
-/// `(x, w, y, KernelArgs)`, and the workspace it needs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LaunchPlan {
-    /// Kernels, in order.
-    pub kernels: heapless::Vec<KernelLaunch, MAX_KERNELS>,
-    /// Workspace bytes the caller must provide.
-    pub workspace_bytes: u64,
-    /// Index in `kernels` of the launch a library's parameter builder describes (the library
-    /// kernel among layout or padding kernels; unused by solvers without a builder).
-    pub library: usize,
-}
-
-impl LaunchPlan {
-    /// A plan of one kernel (the manifest's first function) with no shared memory or workspace.
-    pub fn single(grid: [u32; 3], block: [u32; 3]) -> LaunchPlan {
-        LaunchPlan::single_with_shared(grid, block, 0)
-    }
-
-    /// A plan of one kernel with `shared_bytes` of dynamic shared memory and no workspace.
-    pub fn single_with_shared(grid: [u32; 3], block: [u32; 3], shared_bytes: u32) -> LaunchPlan {
-        let mut kernels = heapless::Vec::new();
-        // Capacity MAX_KERNELS >= 1.
-        let _ = kernels.push(KernelLaunch {
-            kernel: 0,
-            grid,
-            block,
-            shared_bytes,
-            cluster: 1,
-        });
-        LaunchPlan {
-            kernels,
-            workspace_bytes: 0,
-            library: 0,
-        }
-    }
-
-    /// Checks every launch against the grid and block limits both vendors share (grid x
-    /// below 2^31, y and z at most 65,535; at most 1,024 threads a block; no empty dimension).
-    pub fn within_launch_limits(&self) -> Result<(), NotApplicable> {
-        for k in &self.kernels {
-            if k.grid.contains(&0) || k.block.contains(&0) {
-                return Err("a launch dimension is 0");
-            }
-            if k.grid[0] > i32::MAX as u32 || k.grid[1] > 65_535 || k.grid[2] > 65_535 {
-                return Err("grid past the device limits (x < 2^31, y and z <= 65535)");
-            }
-            if k.block.iter().map(|&b| b as u64).product::<u64>() > 1024 {
-                return Err("more than 1024 threads per block");
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Which of the problem's tensors a TMA tensor map views.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TmaOperand {
-    /// The input.
-    X,
-    /// The filter.
-    W,
-    /// The input's packed copy in the workspace ([`FirstLayerPacking`]).
-    PackedX,
-    /// The filter's packed copy in the workspace.
-    PackedW,
-}
-
-/// Where a first-layer kernel packs x and w in the workspace, and how (`x_packed`, `w_packed`,
-/// `row_flags`, `in_h`, `in_w`, `row_elems`, `lead` of `KilnTmaConvParams`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FirstLayerPacking {
-    /// Byte offsets in the workspace of packed x, packed w and the per-input-row flags.
-    pub offsets: [u64; 3],
-    /// Input height and width.
-    pub input: [i32; 2],
-    /// Elements of one packed filter row (a multiple of 16).
-    pub row_elems: i32,
-    /// Zero taps before the filter's first in a packed row.
-    pub lead: i32,
-}
-
-/// One tensor map of a TMA kernel's argument: which tensor, and how it is viewed and loaded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TmaView {
-    /// The tensor.
-    pub operand: TmaOperand,
-    /// Its extents and boxes.
-    pub shape: crate::backend::TensorMapShape,
-}
-
-/// The argument of a kernel that takes host-built TMA tensor maps (`KilnTmaConvParams` in
-/// `kernels/nv/wgmma_conv.cu`): two maps, y's address, three sizes and the geometry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TmaArguments {
-    /// The maps, in the argument's order.
-    pub views: [TmaView; 2],
-    /// The kernel's `m, k, c`: GEMM rows, output channels, input channels.
-    pub sizes: [i32; 3],
-    /// Split-K slices (1: none).
-    pub splits: i32,
-    /// `out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w`.
-    pub geometry: [i32; 10],
-    /// First-layer kernels: their packed copies of x and w.
-    pub packing: Option<FirstLayerPacking>,
-    /// 32-bit words at the workspace's start to zero before each launch (stream-K's flags).
-    pub zeroed_words: u32,
-}
-
-/// A convolution solver: what MIOpen calls a solver (`IsApplicable`, `GetSolution`, a perf
-/// config), for kiln's precompiled kernels.
-pub trait Solver: Sync {
     /// The solver id: the manifest's `id` and the name in find-db and perf-db records.
     fn id(&self) -> &'static str;
 
-    /// Whether the solver applies to `p` on `target` with perf config `params` (one of its
-    /// manifest's `params`). Checks shared by every solver ([`common_checks`], the manifest's
-    /// `archs`, launch limits) are made by [`SolverRef::applicable`] around this.
-    fn applicable(
+    /// The config `params` (one of the manifest's `params`, or a database's) says; `None`
+    /// when it is malformed.
+    fn parse(&self, params: &str) -> Option<Self::Config>;
+
+    /// Whether the solver can run `p` on the device at all, whatever the config. Checks shared
+    /// by every solver ([`common_checks`], the manifest's `archs`, data types and math mode)
+    /// are made around this.
+    fn applicable(&self, p: &ConvProblem, caps: &TargetCaps) -> Result<(), NotApplicable>;
+
+    /// Whether config `cfg` can run `p` on the device (its code object computes the right
+    /// answer within the device's limits). Launch limits are checked on the plan around this.
+    fn valid(
         &self,
         p: &ConvProblem,
-        target: &TargetCaps,
-        params: &str,
+        caps: &TargetCaps,
+        cfg: &Self::Config,
     ) -> Result<(), NotApplicable>;
 
-    /// How to launch the solution (call only when applicable).
-    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan;
-
-    /// Estimated time in ms with perf config `params`, for ranking what was never measured.
-    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64;
-
-    /// A solver whose measured times stand in for this one's where this one was never
-    /// measured near a problem (the same main loop with another prologue or epilogue): the
-    /// fallback then ranks it by that solver's time on the nearest problem, not by the cost
-    /// model after every measured solver.
-    fn timed_like(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// A perf config to weigh beside `measured`, one a near problem ran, when `measured`'s
-    /// tiles would fit `p` badly and another of `candidates` (the applicable manifest configs)
-    /// is its counterpart shaped for `p`: the fallback scales `measured`'s time to it by the
-    /// cost model. A neighbour's best config answers for its own shape; without this, a config
-    /// no measured neighbour won (a narrow tile, say) is never tried. None by default.
-    fn refit(
+    /// Whether a valid `cfg` is worth trying on `p`: configs the solver knows to lose there are
+    /// pruned from tuning, the fallback's ranking and the default pick (a database record
+    /// naming one still runs it). Everything valid by default.
+    fn worth_trying(
         &self,
         _p: &ConvProblem,
-        _measured: &str,
-        _candidates: &mut dyn Iterator<Item = &'static str>,
-    ) -> Option<&'static str> {
-        None
+        _caps: &TargetCaps,
+        _cfg: &Self::Config,
+    ) -> Result<(), NotApplicable> {
+        Ok(())
     }
+
+    /// How to launch the solution (called only for a valid config).
+    fn plan(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Self::Config) -> LaunchPlan;
+
+    /// Estimated time in ms, for ranking what was never measured.
+    fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Self::Config) -> f64;
+
+    /// The output tile one block computes, in elements: the default pick orders configs by it.
+    fn tile(&self, cfg: &Self::Config) -> u64;
 
     /// For kernels whose argument is a block of TMA tensor maps the host encodes (sm_90a
     /// solvers): what the block holds. `None` for kiln's `(x, w, y, KilnConvArgs)` kernels and
     /// for library kernels with a device-side builder.
-    fn tma_arguments(&self, _p: &ConvProblem, _params: &str) -> Option<TmaArguments> {
+    fn tma_arguments(
+        &self,
+        _p: &ConvProblem,
+        _caps: &TargetCaps,
+        _cfg: &Self::Config,
+    ) -> Option<TmaArguments> {
+        None
+    }
+
+    /// A solver whose measured times stand in for this one's where this one was never
+    /// measured near a problem (the same main loop with another prologue or epilogue).
+    fn timed_like(&self) -> Option<&'static str> {
         None
     }
 
@@ -271,33 +117,225 @@ pub trait Solver: Sync {
         false
     }
 
-    /// The perf config to use when no perf-db record names one, among the applicable
-    /// `candidates` (the manifest's): by default the largest tile that still gives the GPU at
-    /// least 256 blocks (the last of equal tiles), else the smallest tile (the first).
-    fn default_params(
+    /// A config to weigh beside `measured`, one a near problem ran, when `measured`'s tiles
+    /// would fit `p` badly and another of `candidates` (the configs worth trying on `p`) is
+    /// its counterpart shaped for `p`: the fallback scales `measured`'s time to it by the cost
+    /// model. A neighbour's best config answers for its own shape; without this, a config no
+    /// measured neighbour won (a narrow tile, say) is never tried. None by default.
+    fn refit(
+        &self,
+        _p: &ConvProblem,
+        _caps: &TargetCaps,
+        _measured: &Self::Config,
+        _candidates: &mut dyn Iterator<Item = (&'static str, Self::Config)>,
+    ) -> Option<&'static str> {
+        None
+    }
+
+    /// The config to use when no perf-db record names one, among `candidates` (the configs
+    /// worth trying on `p`): by default the largest tile that still gives the GPU at least 256
+    /// blocks (the last of equal tiles), else the smallest tile (the first).
+    fn default_config(
         &self,
         p: &ConvProblem,
-        candidates: &mut dyn Iterator<Item = &'static str>,
+        caps: &TargetCaps,
+        candidates: &mut dyn Iterator<Item = (&'static str, Self::Config)>,
     ) -> Option<&'static str> {
-        let blocks = |q: &str| {
-            let plan = self.launch_plan(p, q);
+        let blocks = |c: &Self::Config| {
+            let plan = self.plan(p, caps, c);
             plan.kernels
                 .iter()
                 .map(|k| k.grid.iter().map(|&g| g as u64).product::<u64>())
                 .max()
                 .unwrap_or(0)
         };
-        let tile = |q: &str| values(q).iter().take(2).map(|&v| v as u64).product::<u64>();
-        let (mut big, mut small): (Option<&'static str>, Option<&'static str>) = (None, None);
-        for q in candidates {
-            if blocks(q) >= 256 && big.is_none_or(|b| tile(q) >= tile(b)) {
-                big = Some(q);
+        // (config, tile) of the largest tile with 256 blocks, and of the smallest tile.
+        let mut big: Option<(&'static str, u64)> = None;
+        let mut small: Option<(&'static str, u64)> = None;
+        for (q, c) in candidates {
+            let tile = self.tile(&c);
+            if blocks(&c) >= 256 && big.is_none_or(|(_, b)| tile >= b) {
+                big = Some((q, tile));
             }
-            if small.is_none_or(|s| tile(q) < tile(s)) {
-                small = Some(q);
+            if small.is_none_or(|(_, s)| tile < s) {
+                small = Some((q, tile));
             }
         }
-        big.or(small)
+        big.or(small).map(|(q, _)| q)
+    }
+
+    /// The candidate the cost model ranks fastest: the default pick of solvers whose model
+    /// is good enough to choose by.
+    fn fastest(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        candidates: &mut dyn Iterator<Item = (&'static str, Self::Config)>,
+    ) -> Option<&'static str> {
+        candidates
+            .map(|(q, c)| (q, self.estimate(p, caps, &c)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(q, _)| q)
+    }
+}
+
+/// A solver as the resolver, the context and the tools see it: perf configs as the manifest
+/// and the databases write them, each parsed once per call at this edge. Implemented for every
+/// [`TunableSolver`]; see there for what each method means.
+pub trait Solver: Sync {
+    /// The solver id.
+    fn id(&self) -> &'static str;
+
+    /// Whether config `params` can run `p` on the device (the solver's own checks: see
+    /// [`SolverRef::applicable`] for all of them).
+    fn check(&self, p: &ConvProblem, caps: &TargetCaps, params: &str) -> Result<(), NotApplicable>;
+
+    /// [`Solver::check`], and the config is worth trying on `p`.
+    fn check_offered(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable>;
+
+    /// The launch plan of config `params` (checked first).
+    fn launch_plan(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<LaunchPlan, NotApplicable>;
+
+    /// The cost model's time of config `params` (checked first).
+    fn estimated_ms(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<f64, NotApplicable>;
+
+    /// The TMA argument block of config `params`, for solvers whose kernels take one.
+    fn tma_block(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<Option<TmaArguments>, NotApplicable>;
+
+    /// See [`TunableSolver::timed_like`].
+    fn timed_like(&self) -> Option<&'static str>;
+
+    /// See [`TunableSolver::waits_on_predecessor`].
+    fn waits_on_predecessor(&self) -> bool;
+
+    /// See [`TunableSolver::refit`]; `None` when `measured` does not parse.
+    fn refit_params(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        measured: &str,
+        candidates: &mut dyn Iterator<Item = &'static str>,
+    ) -> Option<&'static str>;
+
+    /// See [`TunableSolver::default_config`].
+    fn default_params(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        candidates: &mut dyn Iterator<Item = &'static str>,
+    ) -> Option<&'static str>;
+}
+
+/// `params` parsed and checked: the solver applies to `p` on the device and the config is valid.
+fn checked<S: TunableSolver>(
+    s: &S,
+    p: &ConvProblem,
+    caps: &TargetCaps,
+    params: &str,
+) -> Result<S::Config, NotApplicable> {
+    let cfg = s.parse(params).ok_or(S::CONFIG_FORM)?;
+    s.applicable(p, caps)?;
+    s.valid(p, caps, &cfg)?;
+    Ok(cfg)
+}
+
+impl<S: TunableSolver> Solver for S {
+    fn id(&self) -> &'static str {
+        TunableSolver::id(self)
+    }
+
+    fn check(&self, p: &ConvProblem, caps: &TargetCaps, params: &str) -> Result<(), NotApplicable> {
+        checked(self, p, caps, params).map(|_| ())
+    }
+
+    fn check_offered(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable> {
+        let cfg = checked(self, p, caps, params)?;
+        self.worth_trying(p, caps, &cfg)
+    }
+
+    fn launch_plan(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<LaunchPlan, NotApplicable> {
+        let cfg = checked(self, p, caps, params)?;
+        Ok(self.plan(p, caps, &cfg))
+    }
+
+    fn estimated_ms(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<f64, NotApplicable> {
+        let cfg = checked(self, p, caps, params)?;
+        Ok(self.estimate(p, caps, &cfg))
+    }
+
+    fn tma_block(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<Option<TmaArguments>, NotApplicable> {
+        let cfg = checked(self, p, caps, params)?;
+        Ok(self.tma_arguments(p, caps, &cfg))
+    }
+
+    fn timed_like(&self) -> Option<&'static str> {
+        TunableSolver::timed_like(self)
+    }
+
+    fn waits_on_predecessor(&self) -> bool {
+        TunableSolver::waits_on_predecessor(self)
+    }
+
+    fn refit_params(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        measured: &str,
+        candidates: &mut dyn Iterator<Item = &'static str>,
+    ) -> Option<&'static str> {
+        let measured = self.parse(measured)?;
+        let mut parsed = candidates.filter_map(|q| Some((q, self.parse(q)?)));
+        self.refit(p, caps, &measured, &mut parsed)
+    }
+
+    fn default_params(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        candidates: &mut dyn Iterator<Item = &'static str>,
+    ) -> Option<&'static str> {
+        let mut parsed = candidates.filter_map(|q| Some((q, self.parse(q)?)));
+        self.default_config(p, caps, &mut parsed)
     }
 }
 
@@ -360,30 +398,30 @@ impl SolverRef {
         self.entry.id
     }
 
-    /// Every check: the shared ones, the manifest's `archs`, the solver's own, the kernels'
-    /// 32-bit argument block, and launch limits.
+    /// Whether config `params` can run `p` on the device: the shared checks, the manifest's
+    /// `archs`, data types and math mode, the solver's own, and on its plan the kernels it
+    /// names, the builder's 32-bit workspace offsets and the launch limits.
     pub fn applicable(
         &self,
         p: &ConvProblem,
-        target: &TargetCaps,
+        caps: &TargetCaps,
         params: &str,
     ) -> Result<(), NotApplicable> {
         common_checks(p)?;
-        if !self.entry.builds_for(target.code_arch) {
+        if !self.entry.builds_for(caps.code_arch) {
             return Err("not built for this arch");
         }
         if !self.entry.builds_type(p.data_types()[0].name()) {
             return Err("not built for this data type");
         }
-        if self.entry.math == "tf32" && p.math() != kiln_format::MathMode::AllowTf32 {
+        if self.entry.math_mode() == MathMode::AllowTf32 && p.math() != MathMode::AllowTf32 {
             return Err("TF32 math: only for problems that opt in (math mode tf32)");
         }
-        self.imp.applicable(p, target, params)?;
-        let plan = self.imp.launch_plan(p, params);
+        let plan = self.imp.launch_plan(p, caps, params)?;
         if plan
             .kernels
             .iter()
-            .any(|k| k.kernel >= self.entry.functions.len())
+            .any(|k| !self.entry.functions.contains(&k.kernel))
         {
             return Err("launch plan names a kernel the manifest lacks");
         }
@@ -394,59 +432,127 @@ impl SolverRef {
         plan.within_launch_limits()
     }
 
-    /// The manifest's perf configs that apply to `p` on `target`.
-    pub fn applicable_params<'a>(
+    /// [`SolverRef::applicable`], and the solver finds the config worth trying on `p`
+    /// ([`TunableSolver::worth_trying`]).
+    pub fn offered(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable> {
+        self.applicable(p, caps, params)?;
+        self.imp.check_offered(p, caps, params)
+    }
+
+    /// The manifest's perf configs worth trying on `p` on the device: what tuning measures and
+    /// the fallback and the default pick choose from.
+    pub fn offered_params<'a>(
         &'a self,
         p: &'a ConvProblem,
-        target: &'a TargetCaps,
+        caps: &'a TargetCaps,
     ) -> impl Iterator<Item = &'static str> + 'a {
         self.entry
             .params
             .iter()
             .copied()
-            .filter(move |q| self.applicable(p, target, q).is_ok())
+            .filter(move |q| self.offered(p, caps, q).is_ok())
     }
 
-    /// The manifest's copy of perf config `q`, if the manifest compiles it and it applies (a
-    /// config read from a database may be neither).
+    /// The manifest's copy of perf config `q`, if the manifest compiles it and it can run `p`
+    /// (a config read from a database may be neither).
     pub fn usable_config(
         &self,
         p: &ConvProblem,
-        target: &TargetCaps,
+        caps: &TargetCaps,
         q: &str,
     ) -> Option<&'static str> {
-        self.entry
-            .params
-            .iter()
-            .copied()
-            .find(|x| *x == q)
-            .filter(|x| self.applicable(p, target, x).is_ok())
+        self.compiled(q)
+            .filter(|x| self.applicable(p, caps, x).is_ok())
+    }
+
+    /// The manifest's copy of perf config `q`, if the manifest compiles it and it is worth
+    /// trying on `p` (a near problem's config: the fallback offers only what tuning would).
+    pub fn offered_config(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        q: &str,
+    ) -> Option<&'static str> {
+        self.compiled(q)
+            .filter(|x| self.offered(p, caps, x).is_ok())
+    }
+
+    /// The manifest's copy of perf config `q`, if it compiles one.
+    fn compiled(&self, q: &str) -> Option<&'static str> {
+        self.entry.params.iter().copied().find(|x| *x == q)
+    }
+
+    /// The launch plan of config `params`, checked as [`SolverRef::applicable`] checks it.
+    pub fn plan(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<LaunchPlan, NotApplicable> {
+        self.applicable(p, caps, params)?;
+        self.imp.launch_plan(p, caps, params)
+    }
+
+    /// The cost model's time of config `params` on `p`, in ms.
+    pub fn estimate(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<f64, NotApplicable> {
+        self.imp.estimated_ms(p, caps, params)
+    }
+
+    /// The TMA argument block of config `params`, for solvers whose kernels take one.
+    pub fn tma_arguments(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<Option<TmaArguments>, NotApplicable> {
+        self.imp.tma_block(p, caps, params)
+    }
+
+    /// See [`TunableSolver::timed_like`].
+    pub fn timed_like(&self) -> Option<&'static str> {
+        self.imp.timed_like()
+    }
+
+    /// See [`TunableSolver::waits_on_predecessor`].
+    pub fn waits_on_predecessor(&self) -> bool {
+        self.imp.waits_on_predecessor()
     }
 
     /// The counterpart of a near problem's config `measured` shaped for `p`, if the solver
-    /// offers one (see [`Solver::refit`]).
+    /// offers one (see [`TunableSolver::refit`]).
     pub fn refit(
         &self,
         p: &ConvProblem,
-        target: &TargetCaps,
+        caps: &TargetCaps,
         measured: &str,
     ) -> Option<&'static str> {
         self.imp
-            .refit(p, measured, &mut self.applicable_params(p, target))
+            .refit_params(p, caps, measured, &mut self.offered_params(p, caps))
     }
 
-    /// The default perf config among the applicable ones (see [`Solver::default_params`]).
-    pub fn default_params(&self, p: &ConvProblem, target: &TargetCaps) -> Option<&'static str> {
+    /// The default perf config among those worth trying (see
+    /// [`TunableSolver::default_config`]).
+    pub fn default_params(&self, p: &ConvProblem, caps: &TargetCaps) -> Option<&'static str> {
         self.imp
-            .default_params(p, &mut self.applicable_params(p, target))
+            .default_params(p, caps, &mut self.offered_params(p, caps))
     }
 
-    /// Why no perf config of this solver applies (the first config's reason).
-    pub fn why_not(&self, p: &ConvProblem, target: &TargetCaps) -> NotApplicable {
+    /// Why no perf config of this solver is offered for `p` (the first config's reason).
+    pub fn why_not(&self, p: &ConvProblem, caps: &TargetCaps) -> NotApplicable {
         self.entry
             .params
             .iter()
-            .find_map(|q| self.applicable(p, target, q).err())
+            .find_map(|q| self.offered(p, caps, q).err())
             .unwrap_or("no applicable perf config")
     }
 }
@@ -508,7 +614,7 @@ mod hostile_problems {
     use kiln_format::ConvSpec;
 
     fn caps() -> TargetCaps {
-        H100_CAPS
+        devices::h100()
     }
 
     fn spec2(n: u32, c: u32, k: u32, hw: [u32; 2], f: [u32; 2], dtype: DataType) -> ConvSpec {
@@ -579,7 +685,11 @@ mod hostile_problems {
         assert!(gemm.applicable(&p, &caps(), "64,128,8").is_err());
         let plan = crate::resolve::rank_unmeasured(&p, &[], &caps(), None).unwrap();
         for r in plan.iter() {
-            let launch = r.variant.solver.imp.launch_plan(&p, r.variant.params);
+            let launch = r
+                .variant
+                .solver
+                .plan(&p, &caps(), r.variant.params)
+                .unwrap();
             assert!(launch.within_launch_limits().is_ok(), "{:?}", r.variant);
             assert!(launch.kernels.iter().all(|k| k.grid[1] <= 65_535));
         }
@@ -592,7 +702,7 @@ mod tests {
     use kiln_format::ConvSpec;
 
     fn caps() -> TargetCaps {
-        H100_CAPS
+        devices::h100()
     }
 
     #[test]
@@ -721,11 +831,14 @@ mod tests {
         for s in registered() {
             let mut planned = 0;
             for p in &problems {
-                for q in s.applicable_params(p, &caps()) {
-                    let plan = s.imp.launch_plan(p, q);
+                for q in s.offered_params(p, &caps()) {
+                    let plan = s.plan(p, &caps(), q).unwrap();
                     assert!(!plan.kernels.is_empty(), "{} [{q}]", s.id());
                     assert!(plan.within_launch_limits().is_ok(), "{} [{q}]", s.id());
-                    let t = s.imp.estimated_ms(p, q);
+                    for k in &plan.kernels {
+                        assert!(s.entry.functions.contains(&k.kernel), "{} [{q}]", s.id());
+                    }
+                    let t = s.estimate(p, &caps(), q).unwrap();
                     assert!(t.is_finite() && t > 0.0, "{} [{q}]: {t}", s.id());
                     planned += 1;
                 }
@@ -776,53 +889,13 @@ mod tests {
         let plain = ConvProblem::new(spec).unwrap();
         let tf32 = plain.with_math(kiln_format::MathMode::AllowTf32);
         let s = by_id("ConvCutlassTf32Fwd").unwrap();
-        assert_eq!(s.applicable_params(&plain, &caps()).count(), 0);
+        assert_eq!(s.offered_params(&plain, &caps()).count(), 0);
         assert!(s.why_not(&plain, &caps()).contains("opt in"));
-        assert!(s.applicable_params(&tf32, &caps()).count() > 0);
+        assert!(s.offered_params(&tf32, &caps()).count() > 0);
         // The FP32-accurate solver serves both.
         let three = by_id("ConvCutlass3xTf32Fwd").unwrap();
-        assert!(three.applicable_params(&plain, &caps()).count() > 0);
+        assert!(three.offered_params(&plain, &caps()).count() > 0);
         assert_eq!(plain.find_db_key(), tf32.find_db_key());
-    }
-
-    #[test]
-    fn block_sizes_follow_the_compiled_tiles() {
-        let spec = ConvSpec {
-            n: 1,
-            c: 16,
-            k: 32,
-            input: [1, 32, 32],
-            filter: [1, 1, 1],
-            ..ConvSpec::default()
-        };
-        let nhwc16 = ConvSpec {
-            layouts: [kiln_format::Layout::Nhwc; 3],
-            data_types: [DataType::Fp16; 3],
-            ..spec
-        };
-        for p in [spec, nhwc16].map(|s| ConvProblem::new(s).unwrap()) {
-            for s in registered() {
-                for q in s.applicable_params(&p, &caps()) {
-                    // The main kernel: a library's is `plan.library` (a first layer pads
-                    // channels first, NCHW transposes around it); kiln's own run one.
-                    let plan = s.imp.launch_plan(&p, q);
-                    let block = plan.kernels[plan.library].block;
-                    let v = values(q);
-                    // conv_tiled.cpp runs TILE_H x TILE_W threads; igemm.h is written for
-                    // 256; CUTLASS one warp per warp tile (tb_m/warp_m x tb_n/warp_n).
-                    let want = match s.id() {
-                        "ConvDirectTiledFwd" => [v[0] * v[1], 1, 1],
-                        id if id.starts_with("ConvCutlass") => {
-                            [(v[0] / v[3]) * (v[1] / v[4]) * 32, 1, 1]
-                        }
-                        // A producer warpgroup and one consumer warpgroup per 64 rows.
-                        id if wgmma::IDS.contains(&id) => [(v[0] / 64 + 1) * 128, 1, 1],
-                        _ => [256, 1, 1],
-                    };
-                    assert_eq!(block, want, "{} [{q}]", s.id());
-                }
-            }
-        }
     }
 
     #[test]
@@ -843,11 +916,63 @@ mod tests {
             igemm.applicable(&p, &caps(), "64,64,16"),
             Err("grid past the device limits (x < 2^31, y and z <= 65535)")
         );
-        let plan = LaunchPlan::single([1, 70_000, 1], [256, 1, 1]);
+        let plan = LaunchPlan::single("k", [1, 70_000, 1], [256, 1, 1]);
         assert!(plan.within_launch_limits().is_err());
-        assert!(LaunchPlan::single([1, 1, 1], [32, 32, 2])
+        assert!(LaunchPlan::single("k", [1, 1, 1], [32, 32, 2])
             .within_launch_limits()
             .is_err());
+    }
+
+    #[test]
+    fn plans_and_estimates_use_the_device_s_own_sm_count_and_shared_memory() {
+        let (h100, a100, orin) = (devices::h100(), devices::a100(), devices::orin());
+        // ResNet-50's 3x3 layer at 14x14, batch 32, FP16 NHWC: compute-bound on every device.
+        let p = ConvProblem::new(ConvSpec {
+            n: 32,
+            c: 256,
+            k: 256,
+            input: [1, 14, 14],
+            filter: [1, 3, 3],
+            pad: [0, 1, 1],
+            layouts: [kiln_format::Layout::Nhwc; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        let s = by_id("ConvCutlassIgemmFwd").unwrap();
+        let q = "64,64,64,32,32,5,8,1";
+        let time = |caps: &TargetCaps| s.estimate(&p, caps, q).unwrap();
+        // 98 x 4 = 392 blocks fill every SM of each: time goes with the SM count
+        let ratio = time(&orin) / time(&a100);
+        // (less a fixed launch cost).
+        assert!(ratio > 6.0 && ratio <= 108.0 / 16.0, "Orin / A100: {ratio}");
+        assert!(time(&a100) > time(&h100));
+        // A grid of 98 blocks leaves 10 of the A100's SMs idle and none of the Orin's: the
+        // A100 is then less than 108/16 times faster.
+        let small = ConvProblem::new(ConvSpec { n: 8, ..p.spec() }).unwrap();
+        let q = "128,128,64,64,64,3,8,1";
+        let small_ratio =
+            s.estimate(&small, &orin, q).unwrap() / s.estimate(&small, &a100, q).unwrap();
+        assert!(small_ratio < 108.0 / 16.0 - 0.5, "{small_ratio}");
+        // Shared memory: 128 x 256 x 64 in 3 stages takes 144 KiB, which an A100 or Orin block
+        // has (163 KiB) and an sm_86 block, whose device runs the sm_80 objects, has not.
+        let big = "128,256,64,64,64,3,8,1";
+        assert!(s.applicable(&p, &a100, big).is_ok());
+        assert!(s.applicable(&p, &orin, big).is_ok());
+        let rtx3090 = TargetCaps::describe(kiln_format::Vendor::Nvidia, "sm_86", "sm_80", 82);
+        assert_eq!(
+            s.applicable(&p, &rtx3090, big),
+            Err("tile needs more shared memory than this arch gives a block")
+        );
+        // The whole fallback ranks by each device's own model: every solution it ranks for
+        // the Orin takes longer there than the same solution on the A100.
+        let plan = crate::resolve::rank_unmeasured(&p, &[], &orin, None).unwrap();
+        assert!(plan.len() >= 3);
+        for r in plan.iter() {
+            let v = r.variant;
+            let on_a100 = v.solver.estimate(&p, &a100, v.params).unwrap();
+            assert!(r.time_ms > on_a100, "{v:?}: {} vs {on_a100}", r.time_ms);
+        }
     }
 
     #[test]
@@ -872,12 +997,7 @@ mod tests {
         };
         let p = ConvProblem::new(ConvSpec::default()).unwrap();
         assert!(s.applicable(&p, &caps(), "").is_ok());
-        let amd = TargetCaps {
-            vendor: Vendor::Amd,
-            arch: "gfx942",
-            code_arch: "gfx942",
-            compute_units: 304,
-        };
+        let amd = TargetCaps::describe(kiln_format::Vendor::Amd, "gfx942", "gfx942", 304);
         assert_eq!(s.applicable(&p, &amd, ""), Err("not built for this arch"));
     }
 }

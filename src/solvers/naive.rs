@@ -3,35 +3,57 @@
 
 use kiln_format::ConvProblem;
 
-use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
+use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 pub(super) const ID: &str = "ConvDirectNaiveFwd";
 const BLOCK: u32 = 256;
+const KERNEL: &str = "conv_naive_fwd";
 
 /// The naive direct solver.
 pub struct DirectNaive;
 
-impl Solver for DirectNaive {
+impl TunableSolver for DirectNaive {
+    /// One object; its only config is empty.
+    type Config = ();
+    const CONFIG_FORM: &'static str = "perf config is not empty (the naive solver has none)";
+
     fn id(&self) -> &'static str {
         ID
     }
 
-    fn applicable(&self, p: &ConvProblem, _: &TargetCaps, _: &str) -> Result<(), NotApplicable> {
+    fn parse(&self, params: &str) -> Option<()> {
+        params.is_empty().then_some(())
+    }
+
+    fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
         if p.element_counts()[2].div_ceil(BLOCK as u64) > i32::MAX as u64 {
             return Err("too many output elements for one grid");
         }
         Ok(())
     }
 
-    fn launch_plan(&self, p: &ConvProblem, _: &str) -> LaunchPlan {
-        let blocks = p.element_counts()[2].div_ceil(BLOCK as u64);
-        LaunchPlan::single([blocks.min(u32::MAX as u64) as u32, 1, 1], [BLOCK, 1, 1])
+    fn valid(&self, _: &ConvProblem, _: &TargetCaps, _: &()) -> Result<(), NotApplicable> {
+        Ok(())
     }
 
-    fn estimated_ms(&self, p: &ConvProblem, _: &str) -> f64 {
+    fn plan(&self, p: &ConvProblem, _: &TargetCaps, _: &()) -> LaunchPlan {
+        let blocks = p.element_counts()[2].div_ceil(BLOCK as u64);
+        LaunchPlan::single(
+            KERNEL,
+            [blocks.min(u32::MAX as u64) as u32, 1, 1],
+            [BLOCK, 1, 1],
+        )
+    }
+
+    fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, _: &()) -> f64 {
         // One thread per output walks the whole reduction: at least 0.15 us per element on
         // the H100 (the least of 2,955 measurements, `benches/h100-find/find-log.tsv`).
         let serial = super::igemm::reduction_length(p) as f64 * 0.00015;
-        (2.0 * kiln_format::measured::macs(p) / (700.0 * 1e6)).max(serial) + 0.004
+        (2.0 * kiln_format::measured::macs(p) / (700.0 * caps.throughput_scale() * 1e6)).max(serial)
+            + 0.004
+    }
+
+    fn tile(&self, _: &()) -> u64 {
+        1
     }
 }

@@ -8,9 +8,8 @@
 
 use kiln_format::{ConvProblem, DataType};
 
-use super::cutlass::max_shared_per_block;
 use super::params::values;
-use super::{LaunchPlan, NotApplicable, Solver, TargetCaps};
+use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// The solver's id.
 pub const ID: &str = "ConvMmaNarrowFwd";
@@ -20,7 +19,7 @@ pub struct MmaNarrow;
 
 /// A perf config, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Config {
+pub struct Config {
     /// Output rows and columns of a block's tile.
     tile: [u32; 2],
     warps: u32,
@@ -83,19 +82,20 @@ impl Config {
     }
 }
 
-impl Solver for MmaNarrow {
+impl TunableSolver for MmaNarrow {
+    type Config = Config;
+    const CONFIG_FORM: &'static str =
+        "perf config is not tile_h,tile_w,warps,chunk,n_tiles (tile_w % 16 == 0)";
+
     fn id(&self) -> &'static str {
         ID
     }
 
-    fn applicable(
-        &self,
-        p: &ConvProblem,
-        target: &TargetCaps,
-        params: &str,
-    ) -> Result<(), NotApplicable> {
-        let cfg = Config::parse(params)
-            .ok_or("perf config is not tile_h,tile_w,warps,chunk,n_tiles (tile_w % 16 == 0)")?;
+    fn parse(&self, params: &str) -> Option<Config> {
+        Config::parse(params)
+    }
+
+    fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
         if !matches!(p.data_types()[0], DataType::Fp16 | DataType::Bf16) {
             return Err("FP16 or BF16 only");
         }
@@ -105,25 +105,27 @@ impl Solver for MmaNarrow {
         if p.groups() != 1 {
             return Err("grouped convolution");
         }
+        Ok(())
+    }
+
+    fn valid(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Config) -> Result<(), NotApplicable> {
         if p.k() > 8 * cfg.n_tiles {
             return Err("more output channels than the config's n8 tiles hold");
         }
         if !p.c().is_multiple_of(8) {
             return Err("C is not a multiple of 8 (16-byte channel granules)");
         }
-        if cfg.shared_bytes(p) > max_shared_per_block(target.arch) as u64 {
+        if cfg.shared_bytes(p) > caps.shared_per_block as u64 {
             return Err("the tile's input patch and filter do not fit in shared memory");
         }
         Ok(())
     }
 
-    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
-        let Some(cfg) = Config::parse(params) else {
-            return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
-        };
+    fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> LaunchPlan {
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
         let [tiles, images] = cfg.grid(p);
         LaunchPlan::single_with_shared(
+            "kiln_mma_narrow",
             [clamp(tiles), clamp(images), 1],
             [32 * cfg.warps, 1, 1],
             clamp(cfg.shared_bytes(p)),
@@ -134,10 +136,7 @@ impl Solver for MmaNarrow {
         true
     }
 
-    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
-        let Some(cfg) = Config::parse(params) else {
-            return f64::INFINITY;
-        };
+    fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Config) -> f64 {
         // Bound by reading the input (patches overlap by the filter's halo, mostly from L2)
         // and by ldmatrix's shared-memory traffic: 512 bytes per m16n8k16 product.
         let [rows, cols] = cfg.patch(p);
@@ -149,20 +148,25 @@ impl Solver for MmaNarrow {
             * (fh * fw) as u64
             * (c / 16)
             * cfg.n_tiles as u64;
-        let smem_ms = mmas as f64 * 512.0 / (132.0 * 128.0 * 1.7e9) * 1e3;
+        let smem_ms = mmas as f64 * 512.0 / (caps.compute_units as f64 * 128.0 * 1.7e9) * 1e3;
         let [_, _, y] = p.element_counts();
         let memory_ms = (patch_bytes / 2.0 + y as f64 * 2.0) / 2.5e9;
         // Each chunk of a block waits for its own loads once (about a microsecond); two
         // blocks of a wave share an SM.
-        let waves = (tiles * images).div_ceil(2 * 132) as f64;
+        let waves = (tiles * images).div_ceil(2 * caps.compute_units as u64) as f64;
         let latency_ms = waves * (c / cfg.chunk as u64) as f64 * 0.0008;
         memory_ms.max(smem_ms) + latency_ms + 0.003
+    }
+
+    fn tile(&self, cfg: &Config) -> u64 {
+        cfg.tile[0] as u64 * cfg.tile[1] as u64
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solvers::Solver;
     use kiln_format::{ConvSpec, Layout};
 
     fn head(c: u32, k: u32, hw: u32, n: u32) -> ConvProblem {
@@ -182,12 +186,14 @@ mod tests {
 
     #[test]
     fn plans_the_vae_rgb_head() {
-        let caps = super::super::H100_CAPS;
+        let caps = crate::solvers::devices::h100();
         let s = &MmaNarrow;
         // The VAE decoder's last layer: 64 -> 3 channels, 3x3, 128x128, batch 32.
         let p = head(64, 3, 128, 32);
-        assert!(s.applicable(&p, &caps, "4,64,4,32,1").is_ok());
-        let plan = s.launch_plan(&p, "4,64,4,32,1");
+        assert!(s.check(&p, &caps, "4,64,4,32,1").is_ok());
+        let plan = s
+            .launch_plan(&p, &crate::solvers::devices::h100(), "4,64,4,32,1")
+            .unwrap();
         // 32 x 2 tiles of 4 x 64 per image; patch 6 x 66 pixels x 32 channels plus 9 taps x
         // 8 rows x 32 channels, two stages of 2-byte elements.
         assert_eq!(plan.kernels[0].grid, [32 * 2, 32, 1]);
@@ -198,17 +204,15 @@ mod tests {
 
     #[test]
     fn refuses_what_the_kernel_cannot_run() {
-        let caps = super::super::H100_CAPS;
+        let caps = crate::solvers::devices::h100();
         let s = &MmaNarrow;
         assert_eq!(
-            s.applicable(&head(64, 9, 128, 1), &caps, "4,64,4,32,1"),
+            s.check(&head(64, 9, 128, 1), &caps, "4,64,4,32,1"),
             Err("more output channels than the config's n8 tiles hold")
         );
-        assert!(s
-            .applicable(&head(64, 9, 128, 1), &caps, "4,64,4,32,2")
-            .is_ok());
+        assert!(s.check(&head(64, 9, 128, 1), &caps, "4,64,4,32,2").is_ok());
         assert_eq!(
-            s.applicable(&head(20, 3, 64, 1), &caps, "4,64,4,32,1"),
+            s.check(&head(20, 3, 64, 1), &caps, "4,64,4,32,1"),
             Err("C is not a multiple of 8 (16-byte channel granules)")
         );
         let fp32 = ConvProblem::new(ConvSpec {
@@ -217,7 +221,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            s.applicable(&fp32, &caps, "4,64,4,32,1"),
+            s.check(&fp32, &caps, "4,64,4,32,1"),
             Err("FP16 or BF16 only")
         );
         // A 31x31 filter's patch cannot fit: refused, not launched.
@@ -228,7 +232,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            s.applicable(&huge, &caps, "8,64,4,64,1"),
+            s.check(&huge, &caps, "8,64,4,64,1"),
             Err("the tile's input patch and filter do not fit in shared memory")
         );
         assert!(Config::parse("4,60,4,32,1").is_none());

@@ -12,12 +12,6 @@ pub fn values(params: &str) -> heapless::Vec<u32, MAX_PARAM_VALUES> {
         .collect()
 }
 
-/// Value `i` of a perf config's values; 1 where it is missing or 0 (an applicable config has
-/// every value, and 1 keeps a malformed one from dividing by zero).
-pub fn value_at(values: &[u32], i: usize) -> u32 {
-    values.get(i).copied().unwrap_or(1).max(1)
-}
-
 /// `Some([a, b, c])` when the config is exactly three positive values.
 pub fn three(params: &str) -> Option<[u32; 3]> {
     match values(params).as_slice() {
@@ -42,7 +36,6 @@ mod tests {
         assert_eq!(three("64,32,8"), Some([64, 32, 8]));
         assert_eq!(three("64,0,8"), None);
         assert_eq!(three(""), None);
-        assert_eq!(value_at(&[], 2), 1);
         assert_eq!(tile_fill(1.0, 32.0), 1.0 / 32.0);
         assert_eq!(tile_fill(64.0, 32.0), 1.0);
     }

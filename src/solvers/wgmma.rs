@@ -26,9 +26,11 @@
 
 use kiln_format::{ConvProblem, DataType, Layout};
 
-use super::cutlass::max_shared_per_block;
 use super::params::{tile_fill, values};
-use super::{LaunchPlan, NotApplicable, Solver, TargetCaps, TmaArguments, TmaOperand, TmaView};
+use super::{
+    KernelLaunch, LaunchPlan, NotApplicable, TargetCaps, TmaArguments, TmaOperand, TmaView,
+    TunableSolver,
+};
 use crate::backend::{TensorMapShape, TmaBoxes};
 
 /// The 1x1 solver's id.
@@ -84,7 +86,7 @@ fn element_bytes(p: &ConvProblem) -> u32 {
 
 /// A perf config, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Config {
+pub struct Config {
     rows: u32,
     cols: u32,
     stages: u32,
@@ -165,38 +167,38 @@ impl Config {
         self.splits == 0
     }
 
-    /// Stream-K blocks: one per SM, at most one per reduction step.
-    fn stream_k_blocks(&self, p: &ConvProblem) -> u64 {
-        (self.tiles(p) * reduction_steps(p, self)).min(PERSISTENT_BLOCKS)
+    /// Stream-K blocks: one per SM (every block resident at once), at most one per
+    /// reduction step.
+    fn stream_k_blocks(&self, p: &ConvProblem, caps: &TargetCaps) -> u64 {
+        (self.tiles(p) * reduction_steps(p, self)).min(caps.compute_units as u64)
     }
 
-    /// Whether `p` runs a persistent entry: stream-K, or more work units than SMs.
-    fn persistent(&self, p: &ConvProblem) -> bool {
-        self.stream_k() || self.units(p) > PERSISTENT_BLOCKS
+    /// Whether `p` runs a persistent entry (one block per SM): stream-K, or more work units
+    /// than SMs. Else one block per unit, which measured about 10% faster where every unit
+    /// gets its own SM.
+    fn persistent(&self, p: &ConvProblem, caps: &TargetCaps) -> bool {
+        self.stream_k() || self.units(p) > caps.compute_units as u64
     }
 
     /// Whether `p`'s split-K slices are reduced in a thread-block cluster (one cluster per
     /// tile, one block per slice: the partials travel through distributed shared memory into
     /// the stages of the block that stores them) rather than through FP32 partials in the
     /// workspace and a second kernel. Where the one-tile kernel runs, the cluster is at most
-    /// 8 blocks (the portable size), the partials a block receives fit its stages (the block
+    /// the device's portable size (8 on sm_90), the partials a block receives fit its stages (the block
     /// ranked g % splits stores consumer warpgroup g's 64 rows and receives the other slices'
     /// partials of them), and the workspace's partials would be at least
     /// [`CLUSTER_MIN_PARTIAL_BYTES`].
-    fn cluster_split(&self, p: &ConvProblem) -> bool {
+    fn cluster_split(&self, p: &ConvProblem, caps: &TargetCaps) -> bool {
         let consumers = self.rows / 64;
         let splits = self.splits.max(1);
         let received = consumers.div_ceil(splits) * (splits - 1) * 64 * self.cols * 4;
         let partial_bytes = splits as u64 * gemm_rows(p) * p.k() as u64 * 4;
-        (2..=MAX_CLUSTER).contains(&splits)
-            && !self.persistent(p)
+        (2..=caps.max_cluster).contains(&splits)
+            && !self.persistent(p, caps)
             && received <= self.stages * (self.rows + self.cols) * self.row_bytes(element_bytes(p))
             && partial_bytes >= CLUSTER_MIN_PARTIAL_BYTES
     }
 }
-
-/// Blocks per cluster at most (the portable cluster size on sm_90).
-const MAX_CLUSTER: u32 = 8;
 
 /// Split-K partials (FP32, every slice) from which the cluster reduction replaces the
 /// workspace pass. Measured on the H100 over ResNet-50 NHWC (FP16, BF16, TF32; N = 1 and 32;
@@ -227,15 +229,22 @@ fn reduction_steps(p: &ConvProblem, cfg: &Config) -> u64 {
     r as u64 * s as u64 * (p.c() as u64).div_ceil(cfg.block_k(element_bytes(p)) as u64)
 }
 
-/// Blocks of the persistent kernel at most: one per SM of the target (sm_90_132: 132). A device
-/// with fewer SMs runs the extra blocks as a second, short wave. Problems with more work units
-/// than this run the persistent kernel (manifest function 2); the others one block per unit
-/// (function 0), which measured about 10% faster where every unit gets its own SM.
-const PERSISTENT_BLOCKS: u64 = 132;
-
-/// Threads per block of the split-K reduction, and most blocks it launches (it strides).
+/// Threads per block of the split-K reduction, and most blocks it launches per SM (it strides).
 const REDUCE_THREADS: u32 = 256;
-const REDUCE_MAX_BLOCKS: u64 = 132 * 8;
+const REDUCE_BLOCKS_PER_SM: u64 = 8;
+
+/// The kernel entries of a wgmma object (the manifest's `functions`, in this order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Entry {
+    /// One block per work unit.
+    OneTile,
+    /// Adds split-K slices' FP32 partials into y.
+    Reduce,
+    /// One block per SM, striding over the units.
+    Persistent,
+    /// One block per SM, each an even share of every tile's steps (TF32 objects only).
+    StreamK,
+}
 
 /// The im2col corners of dimension `i` (0 = h, 1 = w): `(-pad, pad - (R - 1) * dilation)`.
 fn corners(p: &ConvProblem, i: usize) -> (i64, i64) {
@@ -297,44 +306,35 @@ pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
     narrow: false,
 };
 
-impl Solver for Wgmma {
+impl Wgmma {
+    /// The manifest function of an entry of this solver's object.
+    fn kernel(&self, entry: Entry) -> &'static str {
+        match (entry, self.im2col) {
+            (Entry::Reduce, _) => "kiln_wgmma_splitk_reduce",
+            (Entry::OneTile, true) => "kiln_wgmma_implicit_gemm",
+            (Entry::OneTile, false) => "kiln_wgmma_gemm1x1",
+            (Entry::Persistent, true) => "kiln_wgmma_implicit_gemm_persistent",
+            (Entry::Persistent, false) => "kiln_wgmma_gemm1x1_persistent",
+            (Entry::StreamK, true) => "kiln_wgmma_implicit_gemm_streamk",
+            (Entry::StreamK, false) => "kiln_wgmma_gemm1x1_streamk",
+        }
+    }
+}
+
+impl TunableSolver for Wgmma {
+    type Config = Config;
+    const CONFIG_FORM: &'static str = "perf config is not bm,bn,stages[,channels],splits";
+
     fn id(&self) -> &'static str {
         self.id
     }
 
-    fn applicable(
-        &self,
-        p: &ConvProblem,
-        target: &TargetCaps,
-        params: &str,
-    ) -> Result<(), NotApplicable> {
-        let cfg =
-            Config::parse(params).ok_or("perf config is not bm,bn,stages[,channels],splits")?;
-        if cfg.step.is_some() != self.narrow {
-            return Err(if self.narrow {
-                "perf config does not name the channels per step"
-            } else {
-                "perf config names channels per step (the narrow-step solver's)"
-            });
-        }
-        if let Some(step) = cfg.step {
-            if p.c() > NARROW_MAX_CHANNELS {
-                return Err("narrow steps only for inputs of at most 32 channels");
-            }
-            // The one step that fits: 16 channels for inputs of up to 16, else 32 (16-channel
-            // steps on 32 channels pad nothing more and double the barrier rounds: measured
-            // slower on every such layer of the find log).
-            if step != if p.c() <= 16 { 16 } else { 32 } {
-                return Err("narrow steps of 16 channels for inputs of up to 16, else 32");
-            }
-            // A 1x1 layer is memory-bound: the 128-byte rows of ConvWgmmaGemm1x1Fwd load the
-            // same bytes in fewer steps (it matched or beat narrow steps on every 1x1 layer
-            // of the find log).
-            if p.filter()[1] * p.filter()[2] == 1 {
-                return Err("narrow steps only for filters of several taps");
-            }
-        }
-        if target.arch != "sm_90" {
+    fn parse(&self, params: &str) -> Option<Config> {
+        Config::parse(params)
+    }
+
+    fn applicable(&self, p: &ConvProblem, caps: &TargetCaps) -> Result<(), NotApplicable> {
+        if !caps.is_sm(9, 0) {
             return Err("sm_90a code: runs on compute capability 9.0 only");
         }
         if self.tf32 && p.data_types()[0] != DataType::Fp32 {
@@ -348,6 +348,9 @@ impl Solver for Wgmma {
         }
         if p.groups() != 1 {
             return Err("grouped convolution");
+        }
+        if self.narrow && p.c() > NARROW_MAX_CHANNELS {
+            return Err("narrow steps only for inputs of at most 32 channels");
         }
         if !self.im2col
             && (p.filter() != [1, 1, 1] || p.stride() != [1, 1, 1] || p.pad() != [0, 0, 0])
@@ -382,7 +385,18 @@ impl Solver for Wgmma {
         if gemm_rows(p) > i32::MAX as u64 {
             return Err("output pixels past 32-bit indexing");
         }
-        if cfg.splits as u64 > reduction_steps(p, &cfg) {
+        Ok(())
+    }
+
+    fn valid(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Config) -> Result<(), NotApplicable> {
+        if cfg.step.is_some() != self.narrow {
+            return Err(if self.narrow {
+                "perf config does not name the channels per step"
+            } else {
+                "perf config names channels per step (the narrow-step solver's)"
+            });
+        }
+        if cfg.splits as u64 > reduction_steps(p, cfg) {
             return Err("more split-K slices than reduction steps");
         }
         if cfg.stream_k() && !self.tf32 {
@@ -393,6 +407,32 @@ impl Solver for Wgmma {
         if cfg.stream_k() && cfg.rows > 128 {
             return Err("stream-K is built for tiles of at most 128 rows");
         }
+        if cfg.shared_bytes(cfg.persistent(p, caps), element_bytes(p)) > caps.shared_per_block {
+            return Err("tile needs more shared memory than this arch gives a block");
+        }
+        Ok(())
+    }
+
+    fn worth_trying(
+        &self,
+        p: &ConvProblem,
+        _: &TargetCaps,
+        cfg: &Config,
+    ) -> Result<(), NotApplicable> {
+        if let Some(step) = cfg.step {
+            // The one step that fits: 16 channels for inputs of up to 16, else 32 (16-channel
+            // steps on 32 channels pad nothing more and double the barrier rounds: measured
+            // slower on every such layer of the find log).
+            if step != if p.c() <= 16 { 16 } else { 32 } {
+                return Err("narrow steps of 16 channels for inputs of up to 16, else 32");
+            }
+            // A 1x1 layer is memory-bound: the 128-byte rows of ConvWgmmaGemm1x1Fwd load the
+            // same bytes in fewer steps (it matched or beat narrow steps on every 1x1 layer
+            // of the find log).
+            if p.filter()[1] * p.filter()[2] == 1 {
+                return Err("narrow steps only for filters of several taps");
+            }
+        }
         // 32-column tiles only where a 64-column tile would be at least half padding (16-48
         // output channels, or a remainder of 1-32 past a multiple of 64): elsewhere they read
         // each A tile twice as often for nothing.
@@ -402,38 +442,32 @@ impl Solver for Wgmma {
         if !cfg.cols.is_power_of_two() && !between_powers_fit(p.k(), cfg.cols) {
             return Err("96-, 160- and 192-column tiles only where they pad less than 128 columns and no more than 64");
         }
-        if cfg.shared_bytes(cfg.persistent(p), element_bytes(p)) > max_shared_per_block(target.arch)
-        {
-            return Err("tile needs more shared memory than this arch gives a block");
-        }
         Ok(())
     }
 
-    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
-        let Some(cfg) = Config::parse(params) else {
-            return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
-        };
+    fn plan(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Config) -> LaunchPlan {
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
-        let persistent = cfg.persistent(p);
-        let blocks = if cfg.stream_k() {
-            cfg.stream_k_blocks(p)
+        let persistent = cfg.persistent(p, caps);
+        let sms = caps.compute_units as u64;
+        let (blocks, entry) = if cfg.stream_k() {
+            (cfg.stream_k_blocks(p, caps), Entry::StreamK)
+        } else if persistent {
+            (sms, Entry::Persistent)
         } else {
-            cfg.units(p).min(PERSISTENT_BLOCKS)
+            (cfg.units(p), Entry::OneTile)
         };
         let mut plan = LaunchPlan::single_with_shared(
+            self.kernel(entry),
             [clamp(blocks), 1, 1],
             [cfg.threads(), 1, 1],
             cfg.shared_bytes(persistent, element_bytes(p)),
         );
         if cfg.stream_k() {
             // The flags, then one FP32 partial tile per block.
-            plan.kernels[0].kernel = 3;
             plan.workspace_bytes =
                 STREAM_K_FLAGS_BYTES + blocks * cfg.rows as u64 * cfg.cols as u64 * 4;
-        } else if persistent {
-            plan.kernels[0].kernel = 2;
         }
-        if cfg.cluster_split(p) {
+        if cfg.cluster_split(p, caps) {
             // One cluster per tile; no workspace, no second kernel.
             plan.kernels[0].cluster = cfg.splits;
         } else if cfg.splits > 1 {
@@ -442,9 +476,9 @@ impl Solver for Wgmma {
             plan.workspace_bytes = cfg.splits as u64 * outputs * 4;
             let blocks = (outputs / (16 / element_bytes(p)) as u64)
                 .div_ceil(REDUCE_THREADS as u64)
-                .clamp(1, REDUCE_MAX_BLOCKS);
-            let _ = plan.kernels.push(super::KernelLaunch {
-                kernel: 1,
+                .clamp(1, REDUCE_BLOCKS_PER_SM * sms);
+            let _ = plan.kernels.push(KernelLaunch {
+                kernel: self.kernel(Entry::Reduce),
                 grid: [blocks as u32, 1, 1],
                 block: [REDUCE_THREADS, 1, 1],
                 shared_bytes: 0,
@@ -458,52 +492,50 @@ impl Solver for Wgmma {
         true
     }
 
-    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
-        let Some(cfg) = Config::parse(params) else {
-            return f64::INFINITY;
-        };
+    fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Config) -> f64 {
+        let sms = caps.compute_units as f64;
         // Channels are read in whole `block_k` steps per tap: 144 FP16 channels cost 192.
         let (m, n, k) = (
             gemm_rows(p) as f64,
             p.k() as f64,
-            (reduction_steps(p, &cfg) * cfg.block_k(element_bytes(p)) as u64) as f64,
+            (reduction_steps(p, cfg) * cfg.block_k(element_bytes(p)) as u64) as f64,
         );
         let splits = cfg.splits.max(1) as f64;
         let blocks = (m / cfg.rows as f64).ceil() * (n / cfg.cols as f64).ceil() * splits;
         // Sustained wgmma rate on these small GEMMs (measured 300-600 TFLOP/s on ResNet-50's
         // 1x1 layers in FP16; TF32's peak is half FP16's), HBM3 bandwidth, and a launch.
-        let rate = if self.tf32 { 225_000.0 } else { 450_000.0 };
+        let rate = if self.tf32 { 225_000.0 } else { 450_000.0 } * caps.throughput_scale();
         let compute_ms = if cfg.stream_k() {
             let fill = tile_fill(m, cfg.rows as f64) * tile_fill(n, cfg.cols as f64);
-            let occupancy = (cfg.stream_k_blocks(p) as f64 / 132.0).min(1.0);
+            let occupancy = (cfg.stream_k_blocks(p, caps) as f64 / sms).min(1.0);
             2.0 * m * n * k / (rate * fill * occupancy * 1e6)
         } else {
-            // One block per SM (the stages fill its shared memory): blocks run in waves of 132,
+            // One block per SM (the stages fill its shared memory): blocks run in waves of SMs,
             // each a whole tile's work (padding included) plus, after the first, a fixed cost
             // (pipeline fill, epilogue). 64-column tiles run at 80% of the rate (each A tile
             // read from shared memory feeds half the columns). Both figures fitted on the find
             // log: they minimise the fallback's regret (`kiln-tools regret`).
-            let waves = (blocks / 132.0).ceil();
+            let waves = (blocks / sms).ceil();
             let column_rate = match cfg.cols {
                 32 => 0.6,
                 64 => 0.8,
                 _ => 1.0,
             };
-            let tile_ms = 2.0 * (cfg.rows * cfg.cols) as f64 * k
-                / splits
-                / (rate * column_rate * 1e6 / 132.0);
+            let tile_ms =
+                2.0 * (cfg.rows * cfg.cols) as f64 * k / splits / (rate * column_rate * 1e6 / sms);
             waves * tile_ms + (waves - 1.0) * 0.002
         };
         let bytes = (p.element_counts().iter().sum::<u64>() * element_bytes(p) as u64) as f64;
         // Split-K in a cluster: partials through distributed shared memory, two cluster
         // barriers. Else it writes and reads back FP32 partials, in a second launch.
-        let split_ms = if cfg.cluster_split(p) {
+        let split_ms = if cfg.cluster_split(p, caps) {
             0.001
         } else if cfg.splits > 1 {
             2.0 * splits * m * n * 4.0 / 2.8e9 + 0.002
         } else if cfg.stream_k() {
             // Partial tiles out and back in, and the flags' memset.
-            2.0 * (cfg.stream_k_blocks(p) * (cfg.rows * cfg.cols) as u64 * 4) as f64 / 2.8e9 + 0.001
+            2.0 * (cfg.stream_k_blocks(p, caps) * (cfg.rows * cfg.cols) as u64 * 4) as f64 / 2.8e9
+                + 0.001
         } else {
             0.0
         };
@@ -513,14 +545,17 @@ impl Solver for Wgmma {
     /// The config the cost model ranks fastest, stream-K left out: measured on ResNet-50 it
     /// won 3 of 138 layers (TF32 at batch 32, by 2-7%), so it runs only where a perf-db record
     /// names it.
-    fn default_params(
+    fn tile(&self, cfg: &Config) -> u64 {
+        cfg.rows as u64 * cfg.cols as u64
+    }
+
+    fn default_config(
         &self,
         p: &ConvProblem,
-        candidates: &mut dyn Iterator<Item = &'static str>,
+        caps: &TargetCaps,
+        candidates: &mut dyn Iterator<Item = (&'static str, Config)>,
     ) -> Option<&'static str> {
-        candidates
-            .filter(|q| Config::parse(q).is_some_and(|c| !c.stream_k()))
-            .min_by(|a, b| self.estimated_ms(p, a).total_cmp(&self.estimated_ms(p, b)))
+        self.fastest(p, caps, &mut candidates.filter(|(_, c)| !c.stream_k()))
     }
 
     /// For a power-of-two-column config whose tiles pad `p`'s output channels: the tile
@@ -535,17 +570,16 @@ impl Solver for Wgmma {
     fn refit(
         &self,
         p: &ConvProblem,
-        measured: &str,
-        candidates: &mut dyn Iterator<Item = &'static str>,
+        caps: &TargetCaps,
+        from: &Config,
+        candidates: &mut dyn Iterator<Item = (&'static str, Config)>,
     ) -> Option<&'static str> {
-        let from = Config::parse(measured)?;
         if !from.cols.is_power_of_two() {
             return None;
         }
-        // The candidates apply to `p`: 32-column and 96-192-column tiles are among them only
-        // where `applicable` found them fitting `p`'s output channels.
+        // The candidates are worth trying on `p`: 32-column and 96-192-column tiles are among
+        // them only where `worth_trying` found them fitting `p`'s output channels.
         candidates
-            .filter_map(|q| Some((q, Config::parse(q)?)))
             .filter(|(_, c)| c.splits == from.splits && c.step == from.step)
             .filter(|(_, c)| {
                 (from.cols == 64 && c.cols == 32 && c.rows == from.rows)
@@ -553,17 +587,16 @@ impl Solver for Wgmma {
             })
             // Ties (equal waves of equal tiles) to the fewer column tiles: each reads A once
             // more (192 channels at 14x14: 64 x 192 in 6.1 us, 128 x 96 in 6.3).
-            .min_by(|(a, ca), (b, cb)| {
+            .min_by(|(_, ca), (_, cb)| {
                 let column_tiles = |c: &Config| p.k().div_ceil(c.cols);
-                self.estimated_ms(p, a)
-                    .total_cmp(&self.estimated_ms(p, b))
+                self.estimate(p, caps, ca)
+                    .total_cmp(&self.estimate(p, caps, cb))
                     .then(column_tiles(ca).cmp(&column_tiles(cb)))
             })
             .map(|(q, _)| q)
     }
 
-    fn tma_arguments(&self, p: &ConvProblem, params: &str) -> Option<TmaArguments> {
-        let cfg = Config::parse(params)?;
+    fn tma_arguments(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> Option<TmaArguments> {
         let (m, c, k) = (gemm_rows(p), p.c() as u64, p.k() as u64);
         let [_, h, w] = p.input();
         let [_, r, s] = p.filter();
@@ -657,7 +690,7 @@ pub static FIRST_LAYER: WgmmaFirstLayer = WgmmaFirstLayer;
 
 /// A first-layer perf config, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct FirstLayerConfig {
+pub struct FirstLayerConfig {
     rows: u32,
     cols: u32,
     stages: u32,
@@ -736,9 +769,9 @@ impl FirstLayerConfig {
     }
 
     /// Blocks per SM the kernel is built for (`KILN_FL_BLOCKS_PER_SM`): two for 64-pixel units
-    /// when their shared memory fits twice in an SM's 228 KiB (1 KiB of it reserved per block).
-    fn blocks_per_sm(&self, p: &ConvProblem) -> u64 {
-        if self.rows == 64 && 2 * (self.shared_bytes(p) + 1024) <= 228 * 1024 {
+    /// when their shared memory fits twice in an SM's (1 KiB of it reserved per block).
+    fn blocks_per_sm(&self, p: &ConvProblem, caps: &TargetCaps) -> u64 {
+        if self.rows == 64 && 2 * (self.shared_bytes(p) + 1024) <= caps.shared_per_unit as u64 {
             2
         } else {
             1
@@ -768,20 +801,20 @@ impl FirstLayerConfig {
 const PACK_THREADS: u32 = 256;
 const PACK_ROWS: u64 = 8;
 
-impl Solver for WgmmaFirstLayer {
+impl TunableSolver for WgmmaFirstLayer {
+    type Config = FirstLayerConfig;
+    const CONFIG_FORM: &'static str = "perf config is not bm,bn,stages,stride,mmas (stride 1 or 2)";
+
     fn id(&self) -> &'static str {
         FIRST_LAYER_ID
     }
 
-    fn applicable(
-        &self,
-        p: &ConvProblem,
-        target: &TargetCaps,
-        params: &str,
-    ) -> Result<(), NotApplicable> {
-        let cfg = FirstLayerConfig::parse(params)
-            .ok_or("perf config is not bm,bn,stages,stride,mmas (stride 1 or 2)")?;
-        if target.arch != "sm_90" {
+    fn parse(&self, params: &str) -> Option<FirstLayerConfig> {
+        FirstLayerConfig::parse(params)
+    }
+
+    fn applicable(&self, p: &ConvProblem, caps: &TargetCaps) -> Result<(), NotApplicable> {
+        if !caps.is_sm(9, 0) {
             return Err("sm_90a code: runs on compute capability 9.0 only");
         }
         if !matches!(p.data_types()[0], DataType::Fp16 | DataType::Bf16) {
@@ -793,11 +826,23 @@ impl Solver for WgmmaFirstLayer {
         if p.groups() != 1 {
             return Err("grouped convolution");
         }
-        if p.stride()[2] != cfg.stride {
-            return Err("built for another horizontal stride");
-        }
         if p.dilation() != [1, 1, 1] {
             return Err("dilated filter");
+        }
+        if gemm_rows(p) > i32::MAX as u64 {
+            return Err("output pixels past 32-bit indexing");
+        }
+        Ok(())
+    }
+
+    fn valid(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        cfg: &FirstLayerConfig,
+    ) -> Result<(), NotApplicable> {
+        if p.stride()[2] != cfg.stride {
+            return Err("built for another horizontal stride");
         }
         let shape = cfg.shape(p);
         if p.filter()[1] * shape.row_elems / 16 != cfg.mmas {
@@ -813,33 +858,28 @@ impl Solver for WgmmaFirstLayer {
         if shape.blocks > 256 || p.filter()[1] > 256 {
             return Err("filter too wide or tall for one TMA box");
         }
-        if gemm_rows(p) > i32::MAX as u64 {
-            return Err("output pixels past 32-bit indexing");
-        }
-        if cfg.shared_bytes(p) > max_shared_per_block(target.arch) as u64 {
+        if cfg.shared_bytes(p) > caps.shared_per_block as u64 {
             return Err("tile needs more shared memory than this arch gives a block");
         }
         Ok(())
     }
 
-    fn launch_plan(&self, p: &ConvProblem, params: &str) -> LaunchPlan {
-        let Some(cfg) = FirstLayerConfig::parse(params) else {
-            return LaunchPlan::single([0, 0, 0], [0, 0, 0]);
-        };
+    fn plan(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &FirstLayerConfig) -> LaunchPlan {
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
         let shape = cfg.shape(p);
         let [_, h, _] = p.input();
         let w_elems = p.k() as u64 * p.filter()[1] as u64 * shape.row_elems as u64;
         let pack_blocks =
             (p.n() as u64 * h as u64).div_ceil(PACK_ROWS) + w_elems.div_ceil(PACK_THREADS as u64);
-        let mut plan = LaunchPlan::single([clamp(pack_blocks), 1, 1], [PACK_THREADS, 1, 1]);
-        let _ = plan.kernels.push(super::KernelLaunch {
-            kernel: 1,
-            grid: [
-                clamp(cfg.units(p).min(PERSISTENT_BLOCKS * cfg.blocks_per_sm(p))),
-                1,
-                1,
-            ],
+        let mut plan = LaunchPlan::single(
+            "kiln_wgmma_first_layer_pack",
+            [clamp(pack_blocks), 1, 1],
+            [PACK_THREADS, 1, 1],
+        );
+        let resident = caps.compute_units as u64 * cfg.blocks_per_sm(p, caps);
+        let _ = plan.kernels.push(KernelLaunch {
+            kernel: "kiln_wgmma_first_layer",
+            grid: [clamp(cfg.units(p).min(resident)), 1, 1],
             block: [(cfg.rows / 64 + 1) * 128, 1, 1],
             shared_bytes: clamp(cfg.shared_bytes(p)),
             cluster: 1,
@@ -853,15 +893,13 @@ impl Solver for WgmmaFirstLayer {
         true
     }
 
-    fn estimated_ms(&self, p: &ConvProblem, params: &str) -> f64 {
-        let Some(cfg) = FirstLayerConfig::parse(params) else {
-            return f64::INFINITY;
-        };
+    fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &FirstLayerConfig) -> f64 {
         let shape = cfg.shape(p);
         let m = cfg.units(p) as f64 * cfg.rows as f64;
         let k = p.filter()[1] as f64 * shape.row_elems as f64;
-        let occupancy = (cfg.units(p) as f64 / 132.0).min(1.0);
-        let compute_ms = 2.0 * m * cfg.cols as f64 * k / (450_000.0 * occupancy * 1e6);
+        let occupancy = (cfg.units(p) as f64 / caps.compute_units as f64).min(1.0);
+        let rate = 450_000.0 * caps.throughput_scale();
+        let compute_ms = 2.0 * m * cfg.cols as f64 * k / (rate * occupancy * 1e6);
         let [xn, _, yn] = p.element_counts();
         let packed = cfg.workspace(p).1 as f64;
         // Packing reads x and writes its copy; the main kernel reads the copy (mostly from
@@ -870,16 +908,25 @@ impl Solver for WgmmaFirstLayer {
         compute_ms.max((packed + yn as f64 * 2.0) / 2.8e9) + pack_ms + 0.0025
     }
 
-    fn default_params(
-        &self,
-        p: &ConvProblem,
-        candidates: &mut dyn Iterator<Item = &'static str>,
-    ) -> Option<&'static str> {
-        candidates.min_by(|a, b| self.estimated_ms(p, a).total_cmp(&self.estimated_ms(p, b)))
+    fn tile(&self, cfg: &FirstLayerConfig) -> u64 {
+        cfg.rows as u64 * cfg.cols as u64
     }
 
-    fn tma_arguments(&self, p: &ConvProblem, params: &str) -> Option<TmaArguments> {
-        let cfg = FirstLayerConfig::parse(params)?;
+    fn default_config(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        candidates: &mut dyn Iterator<Item = (&'static str, FirstLayerConfig)>,
+    ) -> Option<&'static str> {
+        self.fastest(p, caps, candidates)
+    }
+
+    fn tma_arguments(
+        &self,
+        p: &ConvProblem,
+        _: &TargetCaps,
+        cfg: &FirstLayerConfig,
+    ) -> Option<TmaArguments> {
         let shape = cfg.shape(p);
         let [_, h, w] = p.input();
         let [_, r, s] = p.filter();
@@ -934,11 +981,12 @@ impl Solver for WgmmaFirstLayer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solvers::Solver;
     use kiln_format::ConvSpec;
 
     #[test]
     fn thirty_two_column_tiles_apply_only_where_sixty_four_would_be_half_padding() {
-        let h100 = super::super::H100_CAPS;
+        let h100 = crate::solvers::devices::h100();
         for (k, applies) in [
             (16, true),
             (32, true),
@@ -949,12 +997,12 @@ mod tests {
         ] {
             let p = nhwc(32, 528, k, 14, 1);
             assert_eq!(
-                GEMM_1X1.applicable(&p, &h100, "128,32,8,1").is_ok(),
+                GEMM_1X1.check_offered(&p, &h100, "128,32,8,1").is_ok(),
                 applies,
                 "K = {k}"
             );
             assert!(
-                GEMM_1X1.applicable(&p, &h100, "128,64,6,1").is_ok(),
+                GEMM_1X1.check_offered(&p, &h100, "128,64,6,1").is_ok(),
                 "K = {k}"
             );
         }
@@ -962,36 +1010,41 @@ mod tests {
 
     #[test]
     fn narrow_steps_load_sixteen_or_thirty_two_channels_for_inputs_of_at_most_thirty_two() {
-        let h100 = super::super::H100_CAPS;
+        let h100 = crate::solvers::devices::h100();
         let narrow = &IMPLICIT_GEMM_NARROW;
         // GoogLeNet's 16 -> 32 3x3 layer at 28x28, batch 32.
         let p = strided(32, 16, 32, 28, 3, 1, 1);
-        assert!(narrow.applicable(&p, &h100, "64,32,8,16,1").is_ok());
+        assert!(narrow.check_offered(&p, &h100, "64,32,8,16,1").is_ok());
         // 16 channels take the 16-channel step only; 1x1 filters take none.
-        assert!(narrow.applicable(&p, &h100, "128,64,8,32,1").is_err());
+        assert!(narrow.check_offered(&p, &h100, "128,64,8,32,1").is_err());
         let thirty_two = strided(32, 32, 128, 7, 3, 1, 1);
         assert!(narrow
-            .applicable(&thirty_two, &h100, "128,64,8,32,1")
+            .check_offered(&thirty_two, &h100, "128,64,8,32,1")
             .is_ok());
         assert!(narrow
-            .applicable(&thirty_two, &h100, "128,64,8,16,1")
+            .check_offered(&thirty_two, &h100, "128,64,8,16,1")
             .is_err());
         assert!(narrow
-            .applicable(&nhwc(32, 16, 96, 56, 1), &h100, "64,64,8,16,1")
+            .check_offered(&nhwc(32, 16, 96, 56, 1), &h100, "64,64,8,16,1")
             .is_err());
         // Each solver takes only its own config shape.
-        assert!(narrow.applicable(&p, &h100, "64,64,8,1").is_err());
-        assert!(IMPLICIT_GEMM.applicable(&p, &h100, "64,64,8,16,1").is_err());
+        assert!(narrow.check_offered(&p, &h100, "64,64,8,1").is_err());
+        assert!(IMPLICIT_GEMM
+            .check_offered(&p, &h100, "64,64,8,16,1")
+            .is_err());
         assert!(
             Config::parse("64,64,8,24,1").is_none(),
             "steps of 16 or 32 channels"
         );
         // 48 channels: a 64-channel step is only a quarter padding.
         let wide = strided(32, 48, 128, 7, 3, 1, 1);
-        assert!(narrow.applicable(&wide, &h100, "64,64,8,16,1").is_err());
+        assert!(narrow.check_offered(&wide, &h100, "64,64,8,16,1").is_err());
         // 16 channels a step: 32-byte rows (TMA and wgmma swizzle 32 B), one step per tap.
         let cfg = "64,64,8,16,1";
-        let args = narrow.tma_arguments(&p, cfg).unwrap();
+        let args = narrow
+            .tma_block(&p, &crate::solvers::devices::h100(), cfg)
+            .unwrap()
+            .unwrap();
         match args.views[0].shape.boxes {
             TmaBoxes::Im2col {
                 channels, pixels, ..
@@ -1008,18 +1061,27 @@ mod tests {
         // Stages of 32-byte rows: 8 x (64 + 64) x 32 bytes, the persistent kernel's output
         // staging (392 tiles), the barriers, the alignment.
         assert_eq!(
-            narrow.launch_plan(&p, cfg).kernels[0].shared_bytes,
+            narrow
+                .launch_plan(&p, &crate::solvers::devices::h100(), cfg)
+                .unwrap()
+                .kernels[0]
+                .shared_bytes,
             8 * 128 * 32 + 64 * (64 * 2 / 4 + 4) * 4 + 128 + 1024
         );
         // The model counts the channels a step pads: 16 of 16, against 16 of 64.
         assert!(
-            narrow.estimated_ms(&p, "64,64,8,16,1") < IMPLICIT_GEMM.estimated_ms(&p, "64,64,8,1")
+            narrow
+                .estimated_ms(&p, &crate::solvers::devices::h100(), "64,64,8,16,1")
+                .unwrap()
+                < IMPLICIT_GEMM
+                    .estimated_ms(&p, &crate::solvers::devices::h100(), "64,64,8,1")
+                    .unwrap()
         );
     }
 
     #[test]
     fn tiles_between_the_powers_of_two_apply_where_they_pad_less() {
-        let h100 = super::super::H100_CAPS;
+        let h100 = crate::solvers::devices::h100();
         for (k, cols, applies) in [
             (160, 160, true),
             (160, 96, true),
@@ -1039,7 +1101,7 @@ mod tests {
             let p = nhwc(32, 512, k, 14, 1);
             let params = format!("64,{cols},6,1");
             assert_eq!(
-                GEMM_1X1.applicable(&p, &h100, &params).is_ok(),
+                GEMM_1X1.check_offered(&p, &h100, &params).is_ok(),
                 applies,
                 "K = {k}, {cols} columns"
             );
@@ -1048,7 +1110,7 @@ mod tests {
 
     #[test]
     fn power_of_two_tiles_refit_to_the_columns_that_fit() {
-        let h100 = super::super::H100_CAPS;
+        let h100 = crate::solvers::devices::h100();
         let solver = crate::solvers::by_id(ID).unwrap();
         for (k, from, to) in [
             (32, "64,64,8,1", Some("64,32,8,1")),
@@ -1094,22 +1156,102 @@ mod tests {
     }
 
     #[test]
+    fn a_block_is_a_producer_warpgroup_and_one_consumer_warpgroup_per_64_rows() {
+        let h100 = crate::solvers::devices::h100();
+        let tf32 = |p: ConvProblem| {
+            ConvProblem::new(ConvSpec {
+                data_types: [DataType::Fp32; 3],
+                ..p.spec()
+            })
+            .unwrap()
+            .with_math(kiln_format::MathMode::AllowTf32)
+        };
+        let problems = [
+            nhwc(8, 256, 64, 28, 1),
+            strided(8, 128, 128, 28, 3, 1, 1),
+            strided(8, 16, 64, 56, 3, 1, 1),
+            strided(8, 3, 64, 224, 7, 3, 2),
+            tf32(nhwc(8, 256, 64, 28, 1)),
+            tf32(strided(8, 128, 128, 28, 3, 1, 1)),
+        ];
+        for id in IDS {
+            let s = crate::solvers::by_id(id).unwrap();
+            let mut planned = 0;
+            for p in &problems {
+                for q in s.offered_params(p, &h100) {
+                    let plan = s.plan(p, &h100, q).unwrap();
+                    let rows = q.split(',').next().unwrap().parse::<u32>().unwrap();
+                    let block = plan.kernels[plan.library].block;
+                    assert_eq!(block, [(rows / 64 + 1) * 128, 1, 1], "{id} [{q}]");
+                    planned += 1;
+                }
+            }
+            assert!(planned > 0, "{id} planned nothing");
+        }
+    }
+
+    #[test]
+    fn persistent_grids_follow_the_device_sm_count() {
+        // 784 tiles of 128 x 64: one block per SM of whichever device plans them.
+        let p = nhwc(32, 256, 64, 56, 1);
+        for sms in [132, 114, 66] {
+            let caps = TargetCaps {
+                compute_units: sms,
+                ..crate::solvers::devices::h100()
+            };
+            let plan = GEMM_1X1.launch_plan(&p, &caps, "128,64,6,1").unwrap();
+            assert_eq!(plan.kernels[0].grid, [sms, 1, 1]);
+            assert_eq!(plan.kernels[0].kernel, "kiln_wgmma_gemm1x1_persistent");
+        }
+        // Stream-K: every block resident, so no more blocks than SMs.
+        let fp32 = ConvProblem::new(ConvSpec {
+            data_types: [DataType::Fp32; 3],
+            ..strided(32, 256, 256, 14, 3, 1, 1).spec()
+        })
+        .unwrap();
+        let caps = TargetCaps {
+            compute_units: 114,
+            ..crate::solvers::devices::h100()
+        };
+        let plan = IMPLICIT_GEMM_TF32
+            .launch_plan(&fp32, &caps, "128,128,4,0")
+            .unwrap();
+        assert_eq!(plan.kernels[0].grid, [114, 1, 1]);
+        // Fewer SMs, more waves: the model charges them.
+        let at = |sms| {
+            let caps = TargetCaps {
+                compute_units: sms,
+                ..crate::solvers::devices::h100()
+            };
+            IMPLICIT_GEMM
+                .estimated_ms(&strided(32, 256, 256, 28, 3, 1, 1), &caps, "128,128,4,1")
+                .unwrap()
+        };
+        assert!(at(66) > 1.8 * at(132), "{} vs {}", at(66), at(132));
+    }
+
+    #[test]
     fn plans_follow_the_kernel_and_refuse_what_it_cannot_run() {
-        let h100 = super::super::H100_CAPS;
+        let h100 = crate::solvers::devices::h100();
         let p = nhwc(32, 256, 64, 56, 1);
         let s = &GEMM_1X1;
-        assert!(s.applicable(&p, &h100, "128,64,6,1").is_ok());
-        let plan = s.launch_plan(&p, "128,64,6,1");
+        assert!(s.check(&p, &h100, "128,64,6,1").is_ok());
+        let plan = s
+            .launch_plan(&p, &crate::solvers::devices::h100(), "128,64,6,1")
+            .unwrap();
         // 32 * 56 * 56 = 100,352 rows in 128-row tiles; 64 channels in one 64-wide tile: 784
         // tiles for 132 blocks of the persistent kernel.
         assert_eq!(plan.kernels[0].grid, [132, 1, 1]);
-        assert_eq!(plan.kernels[0].kernel, 2);
+        assert_eq!(plan.kernels[0].kernel, s.kernel(Entry::Persistent));
         assert_eq!(plan.kernels[0].block, [384, 1, 1]);
         assert_eq!(
             plan.kernels[0].shared_bytes,
             6 * 192 * 128 + 128 * 36 * 4 + 96 + 1024
         );
-        let args = s.tma_arguments(&p, "128,64,6,1").unwrap();
+        let args = s
+            .tma_block(&p, &crate::solvers::devices::h100(), "128,64,6,1")
+            .unwrap()
+            .unwrap();
         assert_eq!(args.sizes, [100_352, 64, 256]);
         assert_eq!(args.views[0].shape.dims, [256, 100_352, 1, 1, 1]);
         assert_eq!(
@@ -1117,42 +1259,45 @@ mod tests {
             TmaBoxes::Tiled([64, 64, 1, 1, 1])
         );
 
-        let sm80 = TargetCaps {
-            arch: "sm_80",
-            code_arch: "sm_80",
-            ..h100
-        };
-        assert!(s.applicable(&p, &sm80, "128,64,6,1").is_err());
+        let sm80 = crate::solvers::devices::a100();
+        assert!(s.check(&p, &sm80, "128,64,6,1").is_err());
         assert!(s
-            .applicable(&nhwc(1, 64, 64, 56, 3), &h100, "64,64,8,1")
+            .check(&nhwc(1, 64, 64, 56, 3), &h100, "64,64,8,1")
             .is_err());
         assert!(s
-            .applicable(&nhwc(1, 60, 64, 56, 1), &h100, "64,64,8,1")
+            .check(&nhwc(1, 60, 64, 56, 1), &h100, "64,64,8,1")
             .is_err());
-        assert!(s.applicable(&p, &h100, "96,64,4,1").is_err());
-        assert!(s.applicable(&p, &h100, "128,192,4,1").is_err());
+        assert!(s.check(&p, &h100, "96,64,4,1").is_err());
+        // K = 64: a 192-column tile can run but is never offered (two thirds padding).
+        assert!(s.check(&p, &h100, "128,192,4,1").is_ok());
+        assert!(s.check_offered(&p, &h100, "128,192,4,1").is_err());
         // 256 x 256 tiles in 4 stages: 257 KiB of shared memory.
         assert_eq!(
-            s.applicable(&p, &h100, "256,256,4,1"),
+            s.check(&p, &h100, "256,256,4,1"),
             Err("tile needs more shared memory than this arch gives a block")
         );
     }
 
     #[test]
     fn im2col_maps_follow_the_convolution() {
-        let h100 = super::super::H100_CAPS;
+        let h100 = crate::solvers::devices::h100();
         // ResNet-50's stride-2 3x3: 128 channels, 56x56 -> 28x28, pad 1.
         let p = strided(2, 128, 128, 56, 3, 1, 2);
         let s = &IMPLICIT_GEMM;
-        assert!(s.applicable(&p, &h100, "128,128,4,1").is_ok());
-        assert!(GEMM_1X1.applicable(&p, &h100, "128,128,4,1").is_err());
-        let plan = s.launch_plan(&p, "128,128,4,1");
+        assert!(s.check(&p, &h100, "128,128,4,1").is_ok());
+        assert!(GEMM_1X1.check(&p, &h100, "128,128,4,1").is_err());
+        let plan = s
+            .launch_plan(&p, &crate::solvers::devices::h100(), "128,128,4,1")
+            .unwrap();
         // 2 * 28 * 28 = 1568 output pixels: 13 tiles of 128, one block each (the one-tile
         // kernel, whose staging reuses the stages).
         assert_eq!(plan.kernels[0].grid, [13, 1, 1]);
-        assert_eq!(plan.kernels[0].kernel, 0);
+        assert_eq!(plan.kernels[0].kernel, "kiln_wgmma_implicit_gemm");
         assert_eq!(plan.kernels[0].shared_bytes, 4 * 256 * 128 + 64 + 1024);
-        let args = s.tma_arguments(&p, "128,128,4,1").unwrap();
+        let args = s
+            .tma_block(&p, &crate::solvers::devices::h100(), "128,128,4,1")
+            .unwrap()
+            .unwrap();
         assert_eq!(args.sizes, [1568, 128, 128]);
         assert_eq!(args.geometry, [28, 28, 3, 3, 2, 2, 1, 1, 1, 1]);
         assert_eq!(args.views[0].shape.dims, [128, 56, 56, 2, 1]);
@@ -1174,14 +1319,14 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            s.applicable(&wide, &h100, "128,128,4,1"),
+            s.check(&wide, &h100, "128,128,4,1"),
             Err("padding or dilated filter extent past TMA's im2col corners")
         );
     }
 
     #[test]
     fn stream_k_runs_one_block_per_sm_with_flags_and_partials() {
-        let h100 = super::super::H100_CAPS;
+        let h100 = crate::solvers::devices::h100();
         // ResNet-50's 256 -> 256 3x3 at 14x14, batch 32, FP32 as TF32: 6272 rows, 49 x 2
         // tiles of 128 x 128, 72 steps of 32 channels each: 7056 steps over 132 blocks.
         let p = ConvProblem::new(ConvSpec {
@@ -1197,10 +1342,12 @@ mod tests {
         })
         .unwrap();
         let s = &IMPLICIT_GEMM_TF32;
-        assert!(s.applicable(&p, &h100, "128,128,4,0").is_ok());
-        let plan = s.launch_plan(&p, "128,128,4,0");
+        assert!(s.check(&p, &h100, "128,128,4,0").is_ok());
+        let plan = s
+            .launch_plan(&p, &crate::solvers::devices::h100(), "128,128,4,0")
+            .unwrap();
         assert_eq!(plan.kernels.len(), 1, "no reduction kernel");
-        assert_eq!(plan.kernels[0].kernel, 3);
+        assert_eq!(plan.kernels[0].kernel, "kiln_wgmma_implicit_gemm_streamk");
         assert_eq!(plan.kernels[0].grid, [132, 1, 1]);
         // The persistent entry's shared memory: stages plus the FP32 output staging tile.
         assert_eq!(
@@ -1208,12 +1355,21 @@ mod tests {
             4 * 256 * 128 + 128 * (128 + 4) * 4 + 64 + 1024
         );
         assert_eq!(plan.workspace_bytes, 4096 + 132 * 128 * 128 * 4);
-        let args = s.tma_arguments(&p, "128,128,4,0").unwrap();
+        let args = s
+            .tma_block(&p, &crate::solvers::devices::h100(), "128,128,4,0")
+            .unwrap()
+            .unwrap();
         assert_eq!((args.splits, args.zeroed_words), (0, 1024));
         // Split-K leaves the flags alone; 256-row tiles and the FP16 objects have no stream-K.
-        assert_eq!(s.tma_arguments(&p, "128,128,4,2").unwrap().zeroed_words, 0);
         assert_eq!(
-            s.applicable(&p, &h100, "256,128,3,0"),
+            s.tma_block(&p, &crate::solvers::devices::h100(), "128,128,4,2")
+                .unwrap()
+                .unwrap()
+                .zeroed_words,
+            0
+        );
+        assert_eq!(
+            s.check(&p, &h100, "256,128,3,0"),
             Err("stream-K is built for tiles of at most 128 rows")
         );
         let half = ConvProblem::new(ConvSpec {
@@ -1222,7 +1378,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            IMPLICIT_GEMM.applicable(&half, &h100, "128,128,4,0"),
+            IMPLICIT_GEMM.check(&half, &h100, "128,128,4,0"),
             Err("stream-K is built into the TF32 objects only")
         );
         // A 64-channel 1x1 over 49 pixels: one tile, two steps: two blocks.
@@ -1232,14 +1388,18 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            GEMM_1X1_TF32.launch_plan(&tiny, "128,128,4,0").kernels[0].grid,
+            GEMM_1X1_TF32
+                .launch_plan(&tiny, &crate::solvers::devices::h100(), "128,128,4,0")
+                .unwrap()
+                .kernels[0]
+                .grid,
             [2, 1, 1]
         );
     }
 
     #[test]
     fn split_k_adds_a_reduction_and_its_workspace() {
-        let h100 = super::super::H100_CAPS;
+        let h100 = crate::solvers::devices::h100();
         // ResNet-50's 512 -> 512 3x3 at 7x7, batch 1: 49 rows, 72 reduction steps.
         let p = ConvProblem::new(ConvSpec {
             c: 512,
@@ -1253,49 +1413,81 @@ mod tests {
         })
         .unwrap();
         let s = &IMPLICIT_GEMM;
-        let plan = s.launch_plan(&p, "64,64,8,8");
+        let plan = s
+            .launch_plan(&p, &crate::solvers::devices::h100(), "64,64,8,8")
+            .unwrap();
         // 1 x 8 tiles, 8 slices each: 64 work units; 0.8 MB of partials, too few for a
         // cluster: FP32 partials in the workspace and the reduction kernel.
         assert_eq!(
             (plan.kernels[0].grid, plan.kernels[0].cluster),
             ([64, 1, 1], 1)
         );
-        assert_eq!(plan.kernels[1].kernel, 1);
+        assert_eq!(plan.kernels[1].kernel, s.kernel(Entry::Reduce));
         assert_eq!(plan.workspace_bytes, 8 * 49 * 512 * 4);
-        assert_eq!(s.tma_arguments(&p, "64,64,8,8").unwrap().splits, 8);
-        assert_eq!(s.launch_plan(&p, "64,64,8,1").kernels.len(), 1);
+        assert_eq!(
+            s.tma_block(&p, &crate::solvers::devices::h100(), "64,64,8,8")
+                .unwrap()
+                .unwrap()
+                .splits,
+            8
+        );
+        assert_eq!(
+            s.launch_plan(&p, &crate::solvers::devices::h100(), "64,64,8,1")
+                .unwrap()
+                .kernels
+                .len(),
+            1
+        );
         // Batch 32: 1568 rows. 192 x 128 tiles, 3 slices: 108 blocks, 9.6 MB of partials:
         // a cluster per tile, each block storing one warpgroup's rows (receiving 2 x 32 KiB);
         // no workspace, no second kernel.
         let batch32 = ConvProblem::new(ConvSpec { n: 32, ..p.spec() }).unwrap();
-        let plan = s.launch_plan(&batch32, "192,128,4,3");
+        let plan = s
+            .launch_plan(&batch32, &crate::solvers::devices::h100(), "192,128,4,3")
+            .unwrap();
         assert_eq!(
             (plan.kernels[0].grid, plan.kernels[0].cluster),
             ([108, 1, 1], 3)
         );
         assert_eq!((plan.kernels.len(), plan.workspace_bytes), (1, 0));
         // 2 slices: 6.4 MB of partials, under the bound.
-        assert_eq!(s.launch_plan(&batch32, "192,128,4,2").kernels[0].cluster, 1);
+        assert_eq!(
+            s.launch_plan(&batch32, &crate::solvers::devices::h100(), "192,128,4,2")
+                .unwrap()
+                .kernels[0]
+                .cluster,
+            1
+        );
         // 128 x 256, 5 slices: 130 blocks, but the 4 partials of 64 KiB a block would receive
         // do not fit its 144 KiB of stages.
-        let plan = s.launch_plan(&batch32, "128,256,3,5");
-        assert_eq!((plan.kernels[0].cluster, plan.kernels[1].kernel), (1, 1));
+        let plan = s
+            .launch_plan(&batch32, &crate::solvers::devices::h100(), "128,256,3,5")
+            .unwrap();
+        assert_eq!(
+            (plan.kernels[0].cluster, plan.kernels[1].kernel),
+            (1, s.kernel(Entry::Reduce))
+        );
         // More work units than SMs run the persistent kernel: never clusters.
-        let plan = s.launch_plan(&batch32, "64,64,8,8");
-        assert_eq!((plan.kernels[0].kernel, plan.kernels[0].cluster), (2, 1));
+        let plan = s
+            .launch_plan(&batch32, &crate::solvers::devices::h100(), "64,64,8,8")
+            .unwrap();
+        assert_eq!(
+            (plan.kernels[0].kernel, plan.kernels[0].cluster),
+            ("kiln_wgmma_implicit_gemm_persistent", 1)
+        );
         assert_eq!(plan.workspace_bytes, 8 * 32 * 49 * 512 * 4);
-        assert!(s.applicable(&p, &h100, "64,64,8,64").is_ok());
+        assert!(s.check(&p, &h100, "64,64,8,64").is_ok());
         // A 1x1 with 64 channels has one reduction step: nothing to split.
         let q = nhwc(1, 64, 64, 7, 1);
         assert_eq!(
-            GEMM_1X1.applicable(&q, &h100, "64,64,8,2"),
+            GEMM_1X1.check(&q, &h100, "64,64,8,2"),
             Err("more split-K slices than reduction steps")
         );
     }
 
     #[test]
     fn tf32_solvers_take_fp32_in_32_channel_rows() {
-        let h100 = super::super::H100_CAPS;
+        let h100 = crate::solvers::devices::h100();
         let half = nhwc(32, 256, 64, 56, 1);
         let p = ConvProblem::new(ConvSpec {
             data_types: [DataType::Fp32; 3],
@@ -1303,17 +1495,20 @@ mod tests {
         })
         .unwrap();
         let s = &GEMM_1X1_TF32;
-        assert!(s.applicable(&p, &h100, "128,64,6,1").is_ok());
+        assert!(s.check(&p, &h100, "128,64,6,1").is_ok());
         assert_eq!(
-            s.applicable(&half, &h100, "128,64,6,1"),
+            s.check(&half, &h100, "128,64,6,1"),
             Err("FP32 only (TF32 math)")
         );
         assert_eq!(
-            GEMM_1X1.applicable(&p, &h100, "128,64,6,1"),
+            GEMM_1X1.check(&p, &h100, "128,64,6,1"),
             Err("FP16 or BF16 only")
         );
         // 128-byte rows: 32 FP32 channels per load; 256 channels in 8 steps.
-        let args = s.tma_arguments(&p, "128,64,6,1").unwrap();
+        let args = s
+            .tma_block(&p, &crate::solvers::devices::h100(), "128,64,6,1")
+            .unwrap()
+            .unwrap();
         assert_eq!(
             args.views[0].shape.boxes,
             TmaBoxes::Tiled([32, 128, 1, 1, 1])
@@ -1323,7 +1518,9 @@ mod tests {
             8
         );
         // Persistent (784 tiles): the staged output tile holds 64 FP32 values + 16 bytes a row.
-        let plan = s.launch_plan(&p, "128,64,6,1");
+        let plan = s
+            .launch_plan(&p, &crate::solvers::devices::h100(), "128,64,6,1")
+            .unwrap();
         assert_eq!(
             plan.kernels[0].shared_bytes,
             6 * 192 * 128 + 128 * (64 + 4) * 4 + 96 + 1024
@@ -1335,7 +1532,7 @@ mod tests {
             ..p.spec()
         })
         .unwrap();
-        assert!(s.applicable(&narrow, &h100, "64,64,8,1").is_ok());
+        assert!(s.check(&narrow, &h100, "64,64,8,1").is_ok());
         // Through the registry: only problems that opt in to TF32.
         let registered = super::super::by_id(TF32_ID).unwrap();
         assert!(registered.applicable(&p, &h100, "128,64,6,1").is_err());
@@ -1345,21 +1542,21 @@ mod tests {
 
     #[test]
     fn first_layer_packs_and_plans_resnet_conv1() {
-        let h100 = super::super::H100_CAPS;
+        let h100 = crate::solvers::devices::h100();
         // ResNet-50's conv1: 3 -> 64 channels, 7x7, stride 2, pad 3, 224 -> 112, batch 32.
         let p = strided(32, 3, 64, 224, 7, 3, 2);
         let s = &FIRST_LAYER;
-        assert!(s.applicable(&p, &h100, "128,64,4,2,14").is_ok());
+        assert!(s.check(&p, &h100, "128,64,4,2,14").is_ok());
         assert_eq!(
-            s.applicable(&p, &h100, "128,64,4,1,14"),
+            s.check(&p, &h100, "128,64,4,1,14"),
             Err("built for another horizontal stride")
         );
         assert_eq!(
-            s.applicable(&p, &h100, "128,64,4,2,12"),
+            s.check(&p, &h100, "128,64,4,2,12"),
             Err("built for another filter size (wgmma products per unit)")
         );
         assert_eq!(
-            s.applicable(&p, &h100, "128,32,4,2,14"),
+            s.check(&p, &h100, "128,32,4,2,14"),
             Err("K is not a multiple of 8 or exceeds the tile's output channels")
         );
         let cfg = FirstLayerConfig::parse("128,64,4,2,14").unwrap();
@@ -1375,7 +1572,9 @@ mod tests {
                 blocks: 18,
             }
         );
-        let plan = s.launch_plan(&p, "128,64,4,2,14");
+        let plan = s
+            .launch_plan(&p, &crate::solvers::devices::h100(), "128,64,4,2,14")
+            .unwrap();
         // Packing: 32 x 224 input rows, 8 a block, then 64 x 7 x 32 weights in 256-thread
         // blocks.
         assert_eq!(plan.kernels[0].grid, [32 * 224 / 8 + 56, 1, 1]);
@@ -1394,7 +1593,10 @@ mod tests {
         let w_at = (x_bytes as u64).next_multiple_of(256);
         let flags_at = (w_at + 64 * 7 * 32 * 2).next_multiple_of(256);
         assert_eq!(plan.workspace_bytes, flags_at + 32 * 224 * 4);
-        let args = s.tma_arguments(&p, "128,64,4,2,14").unwrap();
+        let args = s
+            .tma_block(&p, &crate::solvers::devices::h100(), "128,64,4,2,14")
+            .unwrap()
+            .unwrap();
         assert_eq!(args.views[0].operand, TmaOperand::PackedX);
         assert_eq!(args.views[0].shape.dims, [64, 14, 224, 32, 1]);
         assert_eq!(
@@ -1421,7 +1623,7 @@ mod tests {
             ..ConvSpec::default()
         })
         .unwrap();
-        assert!(s.applicable(&s1, &h100, "64,32,4,1,6").is_ok());
+        assert!(s.check(&s1, &h100, "64,32,4,1,6").is_ok());
         let shape = FirstLayerConfig::parse("64,32,4,1,6").unwrap().shape(&s1);
         assert_eq!((shape.cpad, shape.lead, shape.row_elems), (8, 0, 32));
         let odd = ConvProblem::new(ConvSpec {
@@ -1438,20 +1640,20 @@ mod tests {
             32
         );
         assert_eq!(
-            s.applicable(&s1, &h100, "64,32,4,2,6"),
+            s.check(&s1, &h100, "64,32,4,2,6"),
             Err("built for another horizontal stride")
         );
         let wide = ConvProblem::new(ConvSpec { c: 5, ..odd.spec() }).unwrap();
-        assert!(s.applicable(&wide, &h100, "64,32,4,2,6").is_err());
+        assert!(s.check(&wide, &h100, "64,32,4,2,6").is_err());
     }
 
     #[test]
     fn shared_memory_is_checked() {
-        let h100 = super::super::H100_CAPS;
+        let h100 = crate::solvers::devices::h100();
         let p = nhwc(32, 256, 64, 56, 1);
         let s = &GEMM_1X1;
         assert_eq!(
-            s.applicable(&p, &h100, "256,256,4,1"),
+            s.check(&p, &h100, "256,256,4,1"),
             Err("tile needs more shared memory than this arch gives a block")
         );
     }

@@ -71,12 +71,12 @@ pub fn measure(
     let caps = ctx.caps();
     let mut out = Vec::new();
     for solver in kiln::solvers::registered() {
-        for params in solver.applicable_params(p, &caps) {
+        for params in solver.offered_params(p, &caps) {
             let v = Variant { solver, params };
             let checked = run_once(&v, &xs[0]).map(|got| relative_error(&got, &reference));
             // TF32 solvers are held to the TF32 tolerance, every other to the type's own,
             // also when the problem allows TF32.
-            let limit = if solver.entry.math == "tf32" {
+            let limit = if solver.entry.math_mode() == kiln::MathMode::AllowTf32 {
                 tolerance(p)
             } else {
                 tolerance(&p.with_math(kiln::MathMode::Default))

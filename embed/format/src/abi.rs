@@ -79,6 +79,117 @@ impl KernelArgs {
     }
 }
 
+/// A TMA tensor map: CUDA's opaque, 64-byte aligned 128-byte `CUtensorMap`, as a kernel
+/// argument carries it (`KilnTensorMap` in `kernels/nv/wgmma_conv.cu`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct TensorMap(pub [u64; 16]);
+
+/// Mirror of `KilnTmaConvParams` (`kernels/nv/wgmma_conv.cu`): the one argument of the Hopper
+/// TMA kernels. Field names and order as in C; the header documents them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
+#[allow(missing_docs)]
+pub struct TmaConvParams {
+    pub x: TensorMap,
+    pub w: TensorMap,
+    pub y: u64,
+    pub m: i32,
+    pub k: i32,
+    pub c: i32,
+    pub splits: i32,
+    pub out_h: i32,
+    pub out_w: i32,
+    pub filter_h: i32,
+    pub filter_w: i32,
+    pub stride_h: i32,
+    pub stride_w: i32,
+    pub pad_h: i32,
+    pub pad_w: i32,
+    pub dil_h: i32,
+    pub dil_w: i32,
+    pub workspace: u64,
+    pub x_data: u64,
+    pub w_data: u64,
+    pub x_packed: u64,
+    pub w_packed: u64,
+    pub row_flags: u64,
+    pub in_h: i32,
+    pub in_w: i32,
+    pub row_elems: i32,
+    pub lead: i32,
+}
+
+/// Mirror of `KilnBuilderInfo` (`kernels/nv/cutlass_conv.cu`): what a library's parameter
+/// builder reports. Field names and order as in C; the header documents them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+#[allow(missing_docs)]
+pub struct BuilderInfo {
+    pub status: i32,
+    pub params_bytes: i32,
+    pub threads: i32,
+    pub shared_bytes: i32,
+    pub grid: [i32; 3],
+    pub offset_a: i32,
+    pub offset_b: i32,
+    pub offset_c: i32,
+    pub offset_d: i32,
+    pub offset_semaphore: i32,
+    pub semaphore_ints: i32,
+    pub a_in_workspace: i32,
+    pub b_in_workspace: i32,
+    pub semaphore_in_workspace: i32,
+    pub y_in_workspace: i32,
+}
+
+impl BuilderInfo {
+    /// Bytes the builder writes.
+    pub const BYTES: usize = core::mem::size_of::<BuilderInfo>();
+
+    /// The report as the device wrote it: 32-bit little-endian ints in field order.
+    pub fn from_bytes(bytes: &[u8; Self::BYTES]) -> BuilderInfo {
+        let mut ints = [0i32; Self::BYTES / 4];
+        for (v, b) in ints.iter_mut().zip(bytes.chunks_exact(4)) {
+            *v = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        let [status, params_bytes, threads, shared_bytes, g0, g1, g2, offset_a, offset_b, offset_c, offset_d, offset_semaphore, semaphore_ints, a_in_workspace, b_in_workspace, semaphore_in_workspace, y_in_workspace] =
+            ints;
+        BuilderInfo {
+            status,
+            params_bytes,
+            threads,
+            shared_bytes,
+            grid: [g0, g1, g2],
+            offset_a,
+            offset_b,
+            offset_c,
+            offset_d,
+            offset_semaphore,
+            semaphore_ints,
+            a_in_workspace,
+            b_in_workspace,
+            semaphore_in_workspace,
+            y_in_workspace,
+        }
+    }
+}
+
+/// Mirror of `KilnPointers` (`kernels/nv/cutlass_conv.cu`): the caller's buffers, passed to
+/// every library kernel beside its parameter block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct Pointers {
+    /// The input.
+    pub x: u64,
+    /// The filter.
+    pub w: u64,
+    /// The output.
+    pub y: u64,
+    /// The workspace (0: none).
+    pub workspace: u64,
+}
+
 /// One field of a C struct as the header declares it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CField {
@@ -86,27 +197,59 @@ pub struct CField {
     pub name: String,
     /// Byte offset under the C ABI (natural alignment).
     pub offset: usize,
+    /// Bytes (an array's whole extent).
+    pub size: usize,
 }
 
-/// A C struct's fields and size, read from a header.
+/// A C struct's fields, size and alignment, read from a header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CStruct {
     /// Fields in declaration order.
     pub fields: Vec<CField>,
-    /// `sizeof`, padded to the largest alignment.
+    /// `sizeof`, padded to the alignment.
     pub size: usize,
+    /// `alignof`: the largest field's, or the `__align__(N)` the declaration gives.
+    pub align: usize,
 }
 
-/// Reads `struct <name> { ... };` from C source: scalar fields of the types kiln's kernels use
-/// (`kiln_i32`, `kiln_u32`, `kiln_i64`, `kiln_u64`, `float`, `int`), several names per
+/// Reads `struct <name> { ... };` (or `struct __align__(N) <name> { ... };`) from C source:
+/// fields of the scalar types kiln's kernels use (`kiln_i32`, `kiln_u32`, `kiln_i64`,
+/// `kiln_u64`, `float`, `int`), pointers (`void*`, `const void*`), one-dimensional arrays of
+/// these (`kiln_i32 grid[3]`) and structs the same source declares, several names per
 /// declaration allowed, `//` comments ignored. Anything else is an error naming the
 /// declaration, so an unsupported field fails the build instead of being skipped.
 pub fn parse_c_struct(source: &str, name: &str) -> Result<CStruct, String> {
-    let open = format!("struct {name} {{");
-    let start = source
-        .find(&open)
-        .ok_or_else(|| format!("no `{open}` in the header"))?
-        + open.len();
+    parse_nested(source, name, 0)
+}
+
+/// Where `struct [__align__(N)] name {` opens in `source`: the body's start and the alignment.
+fn find_struct(source: &str, name: &str) -> Option<(usize, usize)> {
+    let mut from = 0;
+    while let Some(at) = source[from..].find("struct ") {
+        let rest = &source[from + at + "struct ".len()..];
+        let (align, rest) = match rest.strip_prefix("__align__(") {
+            Some(r) => {
+                let close = r.find(')')?;
+                (r[..close].trim().parse().ok()?, r[close + 1..].trim_start())
+            }
+            None => (1, rest),
+        };
+        if let Some(after) = rest.strip_prefix(name) {
+            if let Some(body) = after.trim_start().strip_prefix('{') {
+                return Some((source.len() - body.len(), align));
+            }
+        }
+        from += at + "struct ".len();
+    }
+    None
+}
+
+fn parse_nested(source: &str, name: &str, depth: usize) -> Result<CStruct, String> {
+    if depth > 4 {
+        return Err(format!("struct {name}: nested more than 4 deep"));
+    }
+    let (start, declared_align) =
+        find_struct(source, name).ok_or_else(|| format!("no `struct {name} {{` in the header"))?;
     let body_len = source[start..]
         .find("};")
         .ok_or_else(|| format!("struct {name} has no closing `}};`"))?;
@@ -115,18 +258,36 @@ pub fn parse_c_struct(source: &str, name: &str) -> Result<CStruct, String> {
         .map(|l| l.split("//").next().unwrap_or(""))
         .collect::<Vec<_>>()
         .join(" ");
-    let (mut fields, mut offset, mut align_max) = (Vec::new(), 0usize, 1usize);
+    let (mut fields, mut offset, mut align_max) = (Vec::new(), 0usize, declared_align);
     for decl in body.split(';').map(str::trim).filter(|d| !d.is_empty()) {
-        let (ty, names) = decl
+        let decl_type = decl.strip_prefix("const ").unwrap_or(decl).trim_start();
+        let (ty, names) = decl_type
             .split_once(char::is_whitespace)
             .ok_or_else(|| format!("struct {name}: cannot read `{decl}`"))?;
-        let size = match ty {
-            "kiln_i32" | "kiln_u32" | "float" | "int" => 4,
-            "kiln_i64" | "kiln_u64" => 8,
+        let (size, align) = match ty {
+            "kiln_i32" | "kiln_u32" | "float" | "int" => (4, 4),
+            "kiln_i64" | "kiln_u64" | "void*" => (8, 8),
+            _ if ty.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => {
+                let inner = parse_nested(source, ty, depth + 1).map_err(|e| {
+                    format!("struct {name}: field type `{ty}` is not supported ({e})")
+                })?;
+                (inner.size, inner.align)
+            }
             _ => return Err(format!("struct {name}: field type `{ty}` is not supported")),
         };
-        align_max = align_max.max(size);
+        align_max = align_max.max(align);
         for field in names.split(',').map(str::trim) {
+            let (field, count) = match field.split_once('[') {
+                Some((f, n)) => {
+                    let n = n
+                        .strip_suffix(']')
+                        .and_then(|n| n.trim().parse::<usize>().ok())
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| format!("struct {name}: cannot read array `{field}`"))?;
+                    (f.trim(), n)
+                }
+                None => (field, 1),
+            };
             if field.is_empty()
                 || !field
                     .bytes()
@@ -136,18 +297,50 @@ pub fn parse_c_struct(source: &str, name: &str) -> Result<CStruct, String> {
                     "struct {name}: cannot read field `{field}` of `{decl}`"
                 ));
             }
-            offset = offset.next_multiple_of(size);
+            offset = offset.next_multiple_of(align);
             fields.push(CField {
                 name: field.to_string(),
                 offset,
+                size: size * count,
             });
-            offset += size;
+            offset += size * count;
         }
     }
     Ok(CStruct {
         fields,
         size: offset.next_multiple_of(align_max),
+        align: align_max,
     })
+}
+
+/// Checks a Rust mirror against the C struct: the same field names in the same order at the
+/// same offsets, and the same size and alignment. `fields` are the mirror's names and offsets
+/// (`core::mem::offset_of!`).
+pub fn check_mirror(
+    c: &CStruct,
+    fields: &[(&str, usize)],
+    size: usize,
+    align: usize,
+) -> Result<(), String> {
+    let names: Vec<&str> = c.fields.iter().map(|f| f.name.as_str()).collect();
+    let mine: Vec<&str> = fields.iter().map(|f| f.0).collect();
+    if names != mine {
+        return Err(format!(
+            "fields differ: C has {names:?}, the mirror {mine:?}"
+        ));
+    }
+    for (cf, &(name, at)) in c.fields.iter().zip(fields) {
+        if cf.offset != at {
+            return Err(format!("{name} is at {at}, C puts it at {}", cf.offset));
+        }
+    }
+    if (c.size, c.align) != (size, align) {
+        return Err(format!(
+            "size and alignment {size}/{align}, C's {}/{}",
+            c.size, c.align
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -168,8 +361,88 @@ mod tests {
             .collect();
         assert_eq!(offs, [("a", 0), ("b", 4), ("c", 8), ("d", 16)]);
         assert_eq!(s.size, 24);
+        let nested = parse_c_struct(
+            "struct __align__(16) T { kiln_u64 o[2]; };\nstruct B { int n; T t; const void* p; void* q; kiln_i32 g[3]; };",
+            "B",
+        )
+        .unwrap();
+        let offs: Vec<(&str, usize, usize)> = nested
+            .fields
+            .iter()
+            .map(|f| (f.name.as_str(), f.offset, f.size))
+            .collect();
+        assert_eq!(
+            offs,
+            [
+                ("n", 0, 4),
+                ("t", 16, 16),
+                ("p", 32, 8),
+                ("q", 40, 8),
+                ("g", 48, 12)
+            ]
+        );
+        assert_eq!((nested.size, nested.align), (64, 16));
+        assert!(parse_c_struct("struct B { U u; };", "B").is_err());
+        assert!(parse_c_struct("struct B { int g[]; };", "B").is_err());
         assert!(parse_c_struct("struct A { double x; };", "A").is_err());
         assert!(parse_c_struct("struct B { int x; };", "A").is_err());
+    }
+
+    #[test]
+    fn every_mirror_matches_its_c_struct() {
+        use core::mem::{align_of, offset_of, size_of};
+        let wgmma = include_str!("../../../kernels/nv/wgmma_conv.cu");
+        let cutlass = include_str!("../../../kernels/nv/cutlass_conv.cu");
+        let check = |source: &str, name: &str, fields: &[(&str, usize)], size, align| {
+            let c = parse_c_struct(source, name).unwrap();
+            check_mirror(&c, fields, size, align).map_err(|e| format!("{name}: {e}"))
+        };
+        check(
+            wgmma,
+            "KilnTensorMap",
+            &[("opaque", offset_of!(TensorMap, 0))],
+            size_of::<TensorMap>(),
+            align_of::<TensorMap>(),
+        )
+        .unwrap();
+        macro_rules! fields {
+            ($t:ty: $($f:ident),*) => { [$((stringify!($f), offset_of!($t, $f))),*] };
+        }
+        let tma = fields!(TmaConvParams: x, w, y, m, k, c, splits, out_h, out_w, filter_h,
+            filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, workspace, x_data, w_data,
+            x_packed, w_packed, row_flags, in_h, in_w, row_elems, lead);
+        check(
+            wgmma,
+            "KilnTmaConvParams",
+            &tma,
+            size_of::<TmaConvParams>(),
+            64,
+        )
+        .unwrap();
+        let info = fields!(BuilderInfo: status, params_bytes, threads, shared_bytes, grid,
+            offset_a, offset_b, offset_c, offset_d, offset_semaphore, semaphore_ints,
+            a_in_workspace, b_in_workspace, semaphore_in_workspace, y_in_workspace);
+        check(cutlass, "KilnBuilderInfo", &info, BuilderInfo::BYTES, 4).unwrap();
+        let pointers = fields!(Pointers: x, w, y, workspace);
+        check(cutlass, "KilnPointers", &pointers, size_of::<Pointers>(), 8).unwrap();
+        // A drifted mirror is named.
+        let mut moved = pointers;
+        moved.swap(0, 1);
+        let e = check(cutlass, "KilnPointers", &moved, 32, 8).unwrap_err();
+        assert!(e.contains("fields differ"), "{e}");
+    }
+
+    #[test]
+    fn builder_reports_read_in_field_order() {
+        let mut raw = [0u8; BuilderInfo::BYTES];
+        for (i, b) in raw.chunks_exact_mut(4).enumerate() {
+            b.copy_from_slice(&(i as i32 - 1).to_le_bytes());
+        }
+        let info = BuilderInfo::from_bytes(&raw);
+        assert_eq!(
+            (info.status, info.grid, info.y_in_workspace),
+            (-1, [3, 4, 5], 15)
+        );
     }
 
     #[test]

@@ -39,6 +39,15 @@ pub struct SolverEntry {
 }
 
 impl SolverEntry {
+    /// The math mode the entry's `math` names: TF32 solvers run only problems that opt in.
+    pub fn math_mode(&self) -> crate::MathMode {
+        if self.math == "tf32" {
+            crate::MathMode::AllowTf32
+        } else {
+            crate::MathMode::Default
+        }
+    }
+
     /// Whether the manifest builds this solver for `arch` (`sm_90`, `gfx942`).
     pub fn builds_for(&self, arch: &str) -> bool {
         builds_for(self.archs, arch)

@@ -48,16 +48,17 @@ fuzz_target!(|d: &[u8]| {
     ];
     assert_eq!(p.element_counts().map(|c| c as u128), want, "counts wrapped");
     for caps in [
-        TargetCaps { vendor: Vendor::Nvidia, arch: "sm_90", code_arch: "sm_90", compute_units: 132 },
-        TargetCaps { vendor: Vendor::Amd, arch: "gfx90a", code_arch: "gfx90a", compute_units: 104 },
+        TargetCaps::describe(Vendor::Nvidia, "sm_90", "sm_90", 132),
+        TargetCaps::describe(Vendor::Nvidia, "sm_87", "sm_80", 16),
+        TargetCaps::describe(Vendor::Amd, "gfx90a", "gfx90a", 104),
     ] {
         for s in registered() {
             for q in s.entry.params {
                 if s.applicable(&p, &caps, q).is_ok() {
                     assert!(kiln_format::abi::KernelArgs::of(&p).is_some());
-                    let plan = s.imp.launch_plan(&p, q);
+                    let plan = s.plan(&p, &caps, q).unwrap();
                     assert!(plan.within_launch_limits().is_ok(), "{} [{q}]", s.id());
-                    assert!(s.imp.estimated_ms(&p, q).is_finite());
+                    assert!(s.estimate(&p, &caps, q).unwrap().is_finite());
                 }
             }
         }

@@ -104,7 +104,7 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
             a.force
                 || (a.refresh
                     && kiln::solvers::registered().any(|s| {
-                        s.applicable_params(p, &caps).next().is_some()
+                        s.offered_params(p, &caps).next().is_some()
                             && !r.items.iter().any(|i| i.solver == s.id())
                     }))
         }

@@ -227,7 +227,7 @@ fn evaluate(
     let tf32: std::collections::HashSet<&str> = manifest
         .solvers
         .iter()
-        .filter(|s| s.math == "tf32")
+        .filter(|s| kiln::MathMode::from_name(&s.math) == Some(kiln::MathMode::AllowTf32))
         .map(|s| s.id.as_str())
         .collect();
     let mut out = Vec::new();

@@ -211,7 +211,7 @@ pub fn run(a: &SelftestArgs) -> CliResult {
         let mut variants: Vec<Variant> = Vec::new();
         for solver in kiln::solvers::registered() {
             if chosen(solver.id()) && !(tf32 && solver.entry.math != "tf32") {
-                let params = solver.applicable_params(p, &caps);
+                let params = solver.offered_params(p, &caps);
                 variants.extend(params.map(|params| Variant { solver, params }));
             }
         }

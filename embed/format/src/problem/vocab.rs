@@ -87,15 +87,6 @@ impl Layout {
     pub const fn channels_last(self) -> bool {
         matches!(self, Layout::Nhwc | Layout::Ndhwc)
     }
-
-    /// The channels-first layout of `dims` spatial dimensions.
-    pub const fn channels_first_for(dims: u8) -> Layout {
-        if dims == 3 {
-            Layout::Ncdhw
-        } else {
-            Layout::Nchw
-        }
-    }
 }
 
 /// Element type of one tensor.

@@ -1,0 +1,138 @@
+//! What a solver's plan says: the kernels of a solution in launch order, each named by its
+//! manifest function, with grid, block, shared memory and cluster, the workspace, and for TMA
+//! kernels the tensor maps the host encodes.
+
+use super::NotApplicable;
+
+/// Most kernels one solution launches.
+pub const MAX_KERNELS: usize = 4;
+
+/// One kernel launch of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelLaunch {
+    /// The kernel: one of the solver's manifest `functions`.
+    pub kernel: &'static str,
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Dynamic shared memory, bytes.
+    pub shared_bytes: u32,
+    /// Blocks per thread-block cluster along x (1: no clusters; CUDA sm_90 only, the grid a
+    /// whole number of clusters).
+    pub cluster: u32,
+}
+
+/// How a solution runs: its kernels in launch order, each receiving
+/// `(x, w, y, KernelArgs)`, and the workspace it needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchPlan {
+    /// Kernels, in order.
+    pub kernels: heapless::Vec<KernelLaunch, MAX_KERNELS>,
+    /// Workspace bytes the caller must provide.
+    pub workspace_bytes: u64,
+    /// Index in `kernels` of the launch a library's parameter builder describes (the library
+    /// kernel among layout or padding kernels; unused by solvers without a builder).
+    pub library: usize,
+}
+
+impl LaunchPlan {
+    /// A plan of one kernel with no shared memory or workspace.
+    pub fn single(kernel: &'static str, grid: [u32; 3], block: [u32; 3]) -> LaunchPlan {
+        LaunchPlan::single_with_shared(kernel, grid, block, 0)
+    }
+
+    /// A plan of one kernel with `shared_bytes` of dynamic shared memory and no workspace.
+    pub fn single_with_shared(
+        kernel: &'static str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+    ) -> LaunchPlan {
+        let mut kernels = heapless::Vec::new();
+        // Capacity MAX_KERNELS >= 1.
+        let _ = kernels.push(KernelLaunch {
+            kernel,
+            grid,
+            block,
+            shared_bytes,
+            cluster: 1,
+        });
+        LaunchPlan {
+            kernels,
+            workspace_bytes: 0,
+            library: 0,
+        }
+    }
+
+    /// Checks every launch against the grid and block limits both vendors share (grid x
+    /// below 2^31, y and z at most 65,535; at most 1,024 threads a block; no empty dimension).
+    pub fn within_launch_limits(&self) -> Result<(), NotApplicable> {
+        for k in &self.kernels {
+            if k.grid.contains(&0) || k.block.contains(&0) {
+                return Err("a launch dimension is 0");
+            }
+            if k.grid[0] > i32::MAX as u32 || k.grid[1] > 65_535 || k.grid[2] > 65_535 {
+                return Err("grid past the device limits (x < 2^31, y and z <= 65535)");
+            }
+            if k.block.iter().map(|&b| b as u64).product::<u64>() > 1024 {
+                return Err("more than 1024 threads per block");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which of the problem's tensors a TMA tensor map views.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TmaOperand {
+    /// The input.
+    X,
+    /// The filter.
+    W,
+    /// The input's packed copy in the workspace ([`FirstLayerPacking`]).
+    PackedX,
+    /// The filter's packed copy in the workspace.
+    PackedW,
+}
+
+/// Where a first-layer kernel packs x and w in the workspace, and how (`x_packed`, `w_packed`,
+/// `row_flags`, `in_h`, `in_w`, `row_elems`, `lead` of `KilnTmaConvParams`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FirstLayerPacking {
+    /// Byte offsets in the workspace of packed x, packed w and the per-input-row flags.
+    pub offsets: [u64; 3],
+    /// Input height and width.
+    pub input: [i32; 2],
+    /// Elements of one packed filter row (a multiple of 16).
+    pub row_elems: i32,
+    /// Zero taps before the filter's first in a packed row.
+    pub lead: i32,
+}
+
+/// One tensor map of a TMA kernel's argument: which tensor, and how it is viewed and loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmaView {
+    /// The tensor.
+    pub operand: TmaOperand,
+    /// Its extents and boxes.
+    pub shape: crate::backend::TensorMapShape,
+}
+
+/// The argument of a kernel that takes host-built TMA tensor maps (`KilnTmaConvParams` in
+/// `kernels/nv/wgmma_conv.cu`): two maps, y's address, three sizes and the geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmaArguments {
+    /// The maps, in the argument's order.
+    pub views: [TmaView; 2],
+    /// The kernel's `m, k, c`: GEMM rows, output channels, input channels.
+    pub sizes: [i32; 3],
+    /// Split-K slices (1: none).
+    pub splits: i32,
+    /// `out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w`.
+    pub geometry: [i32; 10],
+    /// First-layer kernels: their packed copies of x and w.
+    pub packing: Option<FirstLayerPacking>,
+    /// 32-bit words at the workspace's start to zero before each launch (stream-K's flags).
+    pub zeroed_words: u32,
+}
