@@ -10,9 +10,9 @@
 //!
 //! Each solver's perf config is the problem's own perf-db record when there is one, else, of
 //! the configs the nearest measured problems ran it with (where they apply), and each one's
-//! counterpart shaped for the problem ([`TunableSolver::refit`]: a narrow layer's 32-column tile for a
-//! neighbour's 64-column one, a 160-column tile for 160 output channels), the one whose
-//! measured time scaled to the problem by the solver's cost model is smallest, else the
+//! counterpart shaped for the problem ([`TunableSolver::refit`]: a narrow layer's 32-column
+//! tile for a neighbour's 64-column one, a 160-column tile for 160 output channels), the one
+//! whose measured time scaled to the problem by the solver's cost model is smallest, else the
 //! solver's default.
 //!
 //! [`TunableSolver::estimate`]: crate::solvers::TunableSolver::estimate

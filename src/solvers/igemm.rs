@@ -130,6 +130,12 @@ mod tests {
             .unwrap();
         assert_eq!(plan.kernels[0].block, [256, 1, 1]);
         assert_eq!(plan.kernels[0].kernel, "conv_igemm_fwd");
+        // The 1x1 GEMM runs the same body.
+        let plan = super::super::gemm1x1::Gemm1x1
+            .launch_plan(&p, &devices::h100(), "64,128,8")
+            .unwrap();
+        assert_eq!(plan.kernels[0].block, [256, 1, 1]);
+        assert_eq!(plan.kernels[0].kernel, "conv_gemm1x1_fwd");
         // A config that does not parse is one error, not a plan of [1, 1, 1] tiles.
         assert_eq!(
             ImplicitGemm.launch_plan(&p, &devices::h100(), "64,64"),

@@ -190,13 +190,25 @@ pub trait Solver: Sync {
     /// [`SolverRef::applicable`] for all of them).
     fn check(&self, p: &ConvProblem, caps: &TargetCaps, params: &str) -> Result<(), NotApplicable>;
 
+    /// Whether config `params`, once it can run `p`, is worth trying there (see
+    /// [`TunableSolver::worth_trying`]).
+    fn worth_trying_params(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<(), NotApplicable>;
+
     /// [`Solver::check`], and the config is worth trying on `p`.
     fn check_offered(
         &self,
         p: &ConvProblem,
         caps: &TargetCaps,
         params: &str,
-    ) -> Result<(), NotApplicable>;
+    ) -> Result<(), NotApplicable> {
+        self.check(p, caps, params)?;
+        self.worth_trying_params(p, caps, params)
+    }
 
     /// The launch plan of config `params` (checked first).
     fn launch_plan(
@@ -268,13 +280,13 @@ impl<S: TunableSolver> Solver for S {
         checked(self, p, caps, params).map(|_| ())
     }
 
-    fn check_offered(
+    fn worth_trying_params(
         &self,
         p: &ConvProblem,
         caps: &TargetCaps,
         params: &str,
     ) -> Result<(), NotApplicable> {
-        let cfg = checked(self, p, caps, params)?;
+        let cfg = self.parse(params).ok_or(S::CONFIG_FORM)?;
         self.worth_trying(p, caps, &cfg)
     }
 
@@ -407,6 +419,17 @@ impl SolverRef {
         caps: &TargetCaps,
         params: &str,
     ) -> Result<(), NotApplicable> {
+        self.plan(p, caps, params).map(|_| ())
+    }
+
+    /// The launch plan of config `params`, made after every check [`SolverRef::applicable`]
+    /// names (the plan's own checks are made on it).
+    pub fn plan(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        params: &str,
+    ) -> Result<LaunchPlan, NotApplicable> {
         common_checks(p)?;
         if !self.entry.builds_for(caps.code_arch) {
             return Err("not built for this arch");
@@ -429,7 +452,8 @@ impl SolverRef {
         if !self.entry.builder.is_empty() && plan.workspace_bytes > i32::MAX as u64 {
             return Err("workspace past 2 GiB (the builder's offsets are 32-bit)");
         }
-        plan.within_launch_limits()
+        plan.within_launch_limits()?;
+        Ok(plan)
     }
 
     /// [`SolverRef::applicable`], and the solver finds the config worth trying on `p`
@@ -441,7 +465,7 @@ impl SolverRef {
         params: &str,
     ) -> Result<(), NotApplicable> {
         self.applicable(p, caps, params)?;
-        self.imp.check_offered(p, caps, params)
+        self.imp.worth_trying_params(p, caps, params)
     }
 
     /// The manifest's perf configs worth trying on `p` on the device: what tuning measures and
@@ -485,17 +509,6 @@ impl SolverRef {
     /// The manifest's copy of perf config `q`, if it compiles one.
     fn compiled(&self, q: &str) -> Option<&'static str> {
         self.entry.params.iter().copied().find(|x| *x == q)
-    }
-
-    /// The launch plan of config `params`, checked as [`SolverRef::applicable`] checks it.
-    pub fn plan(
-        &self,
-        p: &ConvProblem,
-        caps: &TargetCaps,
-        params: &str,
-    ) -> Result<LaunchPlan, NotApplicable> {
-        self.applicable(p, caps, params)?;
-        self.imp.launch_plan(p, caps, params)
     }
 
     /// The cost model's time of config `params` on `p`, in ms.
@@ -942,9 +955,9 @@ mod tests {
         let s = by_id("ConvCutlassIgemmFwd").unwrap();
         let q = "64,64,64,32,32,5,8,1";
         let time = |caps: &TargetCaps| s.estimate(&p, caps, q).unwrap();
-        // 98 x 4 = 392 blocks fill every SM of each: time goes with the SM count
+        // 98 x 4 = 392 blocks fill every SM of each: time goes with the SM count (less a
+        // fixed launch cost).
         let ratio = time(&orin) / time(&a100);
-        // (less a fixed launch cost).
         assert!(ratio > 6.0 && ratio <= 108.0 / 16.0, "Orin / A100: {ratio}");
         assert!(time(&a100) > time(&h100));
         // A grid of 98 blocks leaves 10 of the A100's SMs idle and none of the Orin's: the

@@ -57,3 +57,24 @@ impl TunableSolver for DirectNaive {
         1
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solvers::{devices, Solver};
+
+    #[test]
+    fn one_thread_per_output_in_blocks_of_256() {
+        let p = ConvProblem::new(kiln_format::ConvSpec::default()).unwrap();
+        let plan = DirectNaive.launch_plan(&p, &devices::h100(), "").unwrap();
+        assert_eq!(plan.kernels[0].block, [256, 1, 1]);
+        assert_eq!(
+            plan.kernels[0].grid[0] as u64,
+            p.element_counts()[2].div_ceil(256)
+        );
+        assert_eq!(
+            DirectNaive.launch_plan(&p, &devices::h100(), "1"),
+            Err(DirectNaive::CONFIG_FORM)
+        );
+    }
+}

@@ -184,9 +184,9 @@ impl Config {
     /// tile, one block per slice: the partials travel through distributed shared memory into
     /// the stages of the block that stores them) rather than through FP32 partials in the
     /// workspace and a second kernel. Where the one-tile kernel runs, the cluster is at most
-    /// the device's portable size (8 on sm_90), the partials a block receives fit its stages (the block
-    /// ranked g % splits stores consumer warpgroup g's 64 rows and receives the other slices'
-    /// partials of them), and the workspace's partials would be at least
+    /// the device's portable size (8 on sm_90), the partials a block receives fit its stages
+    /// (the block ranked g % splits stores consumer warpgroup g's 64 rows and receives the
+    /// other slices' partials of them), and the workspace's partials would be at least
     /// [`CLUSTER_MIN_PARTIAL_BYTES`].
     fn cluster_split(&self, p: &ConvProblem, caps: &TargetCaps) -> bool {
         let consumers = self.rows / 64;

@@ -149,28 +149,30 @@ impl BuilderInfo {
 
     /// The report as the device wrote it: 32-bit little-endian ints in field order.
     pub fn from_bytes(bytes: &[u8; Self::BYTES]) -> BuilderInfo {
-        let mut ints = [0i32; Self::BYTES / 4];
-        for (v, b) in ints.iter_mut().zip(bytes.chunks_exact(4)) {
-            *v = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
-        let [status, params_bytes, threads, shared_bytes, g0, g1, g2, offset_a, offset_b, offset_c, offset_d, offset_semaphore, semaphore_ints, a_in_workspace, b_in_workspace, semaphore_in_workspace, y_in_workspace] =
-            ints;
+        let v = |i: usize| {
+            i32::from_le_bytes([
+                bytes[4 * i],
+                bytes[4 * i + 1],
+                bytes[4 * i + 2],
+                bytes[4 * i + 3],
+            ])
+        };
         BuilderInfo {
-            status,
-            params_bytes,
-            threads,
-            shared_bytes,
-            grid: [g0, g1, g2],
-            offset_a,
-            offset_b,
-            offset_c,
-            offset_d,
-            offset_semaphore,
-            semaphore_ints,
-            a_in_workspace,
-            b_in_workspace,
-            semaphore_in_workspace,
-            y_in_workspace,
+            status: v(0),
+            params_bytes: v(1),
+            threads: v(2),
+            shared_bytes: v(3),
+            grid: [v(4), v(5), v(6)],
+            offset_a: v(7),
+            offset_b: v(8),
+            offset_c: v(9),
+            offset_d: v(10),
+            offset_semaphore: v(11),
+            semaphore_ints: v(12),
+            a_in_workspace: v(13),
+            b_in_workspace: v(14),
+            semaphore_in_workspace: v(15),
+            y_in_workspace: v(16),
         }
     }
 }
@@ -362,7 +364,10 @@ mod tests {
         assert_eq!(offs, [("a", 0), ("b", 4), ("c", 8), ("d", 16)]);
         assert_eq!(s.size, 24);
         let nested = parse_c_struct(
-            "struct __align__(16) T { kiln_u64 o[2]; };\nstruct B { int n; T t; const void* p; void* q; kiln_i32 g[3]; };",
+            concat!(
+                "struct __align__(16) T { kiln_u64 o[2]; };\n",
+                "struct B { int n; T t; const void* p; void* q; kiln_i32 g[3]; };"
+            ),
             "B",
         )
         .unwrap();

@@ -210,7 +210,9 @@ pub fn run(a: &SelftestArgs) -> CliResult {
         // A TF32 problem checks the TF32 solvers; every other solver ran it as FP32.
         let mut variants: Vec<Variant> = Vec::new();
         for solver in kiln::solvers::registered() {
-            if chosen(solver.id()) && !(tf32 && solver.entry.math != "tf32") {
+            if chosen(solver.id())
+                && !(tf32 && solver.entry.math_mode() != kiln::MathMode::AllowTf32)
+            {
                 let params = solver.offered_params(p, &caps);
                 variants.extend(params.map(|params| Variant { solver, params }));
             }
