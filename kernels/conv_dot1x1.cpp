@@ -12,7 +12,7 @@
 // memory. Needs a 1x1 filter, stride 1, no padding, one group, C % KILN_VEC == 0, and x, w, y
 // as [pixels][C], [K][C], [pixels][K]: NHWC, or NCHW over 1x1 maps (the same bytes). NVIDIA
 // only (warp shuffles of 32 lanes; the manifest's archs).
-#include "kiln_gpu.h"
+#include "epilogue.h"
 
 #if !defined(KILN_VEC) || !defined(KILN_TM) || !defined(KILN_TK) || !defined(KILN_WARPS)
 #error "the perf config defines KILN_VEC, KILN_TM, KILN_TK and KILN_WARPS"
@@ -21,8 +21,7 @@
 #error "a warp's tile holds at most 32 sums (one a lane)"
 #endif
 
-// KILN_VEC elements read by one load (conv_grouped.cpp has the same type: kernels/*.h are
-// hashed into every CUTLASS object's cache key, so a shared header would rebuild them all).
+// KILN_VEC elements read by one load (conv_grouped.cpp has the same type).
 struct alignas(KILN_VEC * sizeof(kiln_t)) kiln_dot_vec_t {
   kiln_t e[KILN_VEC];
 };
@@ -77,7 +76,8 @@ static __device__ KILN_INLINE void kiln_dot_halve(float (&v)[32], kiln_i32 lane)
 
 extern "C" __global__ void conv_dot1x1_fwd(const kiln_t* __restrict__ x,
                                            const kiln_t* __restrict__ w,
-                                           kiln_t* __restrict__ y, KilnConvArgs a) {
+                                           kiln_t* __restrict__ y, KilnConvArgs a,
+                                           KilnEpilogue e) {
   const kiln_i64 pixels = (kiln_i64)a.n * a.out_h * a.out_w;
   const kiln_i32 lane = (kiln_i32)(threadIdx.x & 31u);
   const kiln_i64 tile = (kiln_i64)blockIdx.x * KILN_WARPS + (threadIdx.x >> 5);
@@ -123,5 +123,6 @@ extern "C" __global__ void conv_dot1x1_fwd(const kiln_t* __restrict__ x,
   // Lane i holds sum i: pixel i / KILN_TK, output channel i % KILN_TK of the tile.
   const kiln_i64 m = m0 + lane / KILN_TK;
   const kiln_i32 k = k0 + lane % KILN_TK;
-  if (lane < KILN_TM * KILN_TK && m < pixels && k < a.k) kiln_dot_store(y + m * a.k + k, v[0]);
+  if (lane < KILN_TM * KILN_TK && m < pixels && k < a.k)
+    kiln_dot_store(y + m * e.y_ld + k, kiln_epilogue(v[0], k, m * e.z_ld + k, e));
 }

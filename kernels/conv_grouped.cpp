@@ -15,7 +15,7 @@
 //
 // Built with KILN_DW_S, this file is ConvDirectDepthwiseFwd instead (at its end; the two share
 // the vector type and the conversions).
-#include "kiln_gpu.h"
+#include "epilogue.h"
 
 #if !defined(KILN_VEC) || !defined(KILN_TX) || !defined(KILN_TY)
 #error "the perf config defines KILN_VEC, KILN_TX and KILN_TY"
@@ -60,7 +60,8 @@ static __device__ KILN_INLINE void kiln_stage_filter(float* slice, const kiln_t*
 #if !defined(KILN_DW_S)
 extern "C" __global__ void conv_grouped_nhwc_fwd(const kiln_t* __restrict__ x,
                                                  const kiln_t* __restrict__ w,
-                                                 kiln_t* __restrict__ y, KilnConvArgs a) {
+                                                 kiln_t* __restrict__ y, KilnConvArgs a,
+                                                 KilnEpilogue e) {
   extern __shared__ float kiln_w_slice[];  // [tap * cpg + cg][channel in slice]
   const kiln_i32 cpg = a.c / a.groups;     // input channels per group
   const kiln_i32 kpg = a.k / a.groups;     // output channels per group
@@ -104,8 +105,9 @@ extern "C" __global__ void conv_grouped_nhwc_fwd(const kiln_t* __restrict__ x,
     }
   }
   kiln_vec_t out;
-  for (int j = 0; j < KILN_VEC; ++j) kiln_store(out.e, j, acc[j]);
-  *reinterpret_cast<kiln_vec_t*>(y + pix * a.k + k0) = out;
+  for (int j = 0; j < KILN_VEC; ++j)
+    kiln_store(out.e, j, kiln_epilogue(acc[j], k0 + j, pix * e.z_ld + k0 + j, e));
+  *reinterpret_cast<kiln_vec_t*>(y + pix * e.y_ld + k0) = out;
 }
 #endif  // !KILN_DW_S
 
@@ -134,7 +136,8 @@ extern "C" __global__ void conv_grouped_nhwc_fwd(const kiln_t* __restrict__ x,
 
 extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
                                                    const kiln_t* __restrict__ w,
-                                                   kiln_t* __restrict__ y, KilnConvArgs a) {
+                                                   kiln_t* __restrict__ y, KilnConvArgs a,
+                                                   KilnEpilogue e) {
   extern __shared__ float kiln_w_slice[];  // [tap][channel in slice]
   const kiln_i32 taps = KILN_DW_S * KILN_DW_S;
   const kiln_i32 slice_base = (kiln_i32)blockIdx.y * KILN_SLICE;
@@ -191,14 +194,15 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
       }
     }
   }
-  kiln_t* out = y + (((kiln_i64)n * a.out_h + oh) * a.out_w + ow0) * a.k + k0;
+  const kiln_i64 pix0 = ((kiln_i64)n * a.out_h + oh) * a.out_w + ow0;
 #pragma unroll
   for (int p = 0; p < KILN_PW; ++p) {
     if (ow0 + p >= a.out_w) break;
     kiln_vec_t o;
 #pragma unroll
-    for (int j = 0; j < KILN_VEC; ++j) kiln_store(o.e, j, acc[p][j]);
-    *reinterpret_cast<kiln_vec_t*>(out + (kiln_i64)p * a.k) = o;
+    for (int j = 0; j < KILN_VEC; ++j)
+      kiln_store(o.e, j, kiln_epilogue(acc[p][j], k0 + j, (pix0 + p) * e.z_ld + k0 + j, e));
+    *reinterpret_cast<kiln_vec_t*>(y + (pix0 + p) * e.y_ld + k0) = o;
   }
 }
 #endif  // KILN_DW_S

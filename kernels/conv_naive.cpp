@@ -1,10 +1,11 @@
 // ConvDirectNaiveFwd: one thread per output element, FP32 accumulation. Valid for every
 // forward problem kiln describes (2-D/3-D, channels first/last, groups, pad/stride/dilation):
 // the universal fallback and the on-device reference.
-#include "kiln_gpu.h"
+#include "epilogue.h"
 
 extern "C" __global__ void conv_naive_fwd(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
-                                          kiln_t* __restrict__ y, KilnConvArgs a) {
+                                          kiln_t* __restrict__ y, KilnConvArgs a,
+                                          KilnEpilogue e) {
   const kiln_i64 total = (kiln_i64)a.n * a.k * a.out_d * a.out_h * a.out_w;
   const kiln_i64 idx = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= total) return;
@@ -52,5 +53,8 @@ extern "C" __global__ void conv_naive_fwd(const kiln_t* __restrict__ x, const ki
       }
     }
   }
-  kiln_store(y, idx, acc);
+  if (a.channels_last)
+    kiln_store_nhwc(y, idx / a.k, k, acc, e);
+  else
+    kiln_store_nchw(y, idx, k, acc, e);
 }

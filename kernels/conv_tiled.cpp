@@ -3,7 +3,7 @@
 // one image: it stages the input patch the tile needs and the KPB filters in shared memory, one
 // input channel at a time, and each thread accumulates KPB outputs in FP32.
 // Perf config (compile options): KILN_TILE_H, KILN_TILE_W, KILN_KPB.
-#include "kiln_gpu.h"
+#include "epilogue.h"
 
 #ifndef KILN_TILE_H
 #define KILN_TILE_H 8
@@ -20,7 +20,8 @@
 #define KILN_FILTER_MAX 1024
 
 extern "C" __global__ void conv_tiled_fwd(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
-                                          kiln_t* __restrict__ y, KilnConvArgs a) {
+                                          kiln_t* __restrict__ y, KilnConvArgs a,
+                                          KilnEpilogue e) {
   __shared__ float patch[KILN_PATCH_MAX];
   __shared__ float filt[KILN_FILTER_MAX];
   const kiln_i32 tid = threadIdx.x;
@@ -62,6 +63,6 @@ extern "C" __global__ void conv_tiled_fwd(const kiln_t* __restrict__ x, const ki
   if (oh >= a.out_h || ow >= a.out_w) return;
   for (int j = 0; j < KILN_KPB; ++j) {
     const kiln_i32 k = k0 + j;
-    if (k < g * kpg + kpg) kiln_store(y, (((kiln_i64)n * a.k + k) * a.out_h + oh) * a.out_w + ow, acc[j]);
+    if (k < g * kpg + kpg) kiln_store_nchw(y, (((kiln_i64)n * a.k + k) * a.out_h + oh) * a.out_w + ow, k, acc[j], e);
   }
 }

@@ -5,7 +5,7 @@
 // both operands staged in shared memory as FP32; each thread owns a (BM/16) x (BN/16) micro-tile.
 // Perf config (compile options): KILN_BM, KILN_BN, KILN_BK.
 #pragma once
-#include "kiln_gpu.h"
+#include "epilogue.h"
 
 #ifndef KILN_BM
 #define KILN_BM 64
@@ -25,7 +25,8 @@ static __device__ KILN_INLINE kiln_i64 kiln_x_index(const KilnConvArgs& a, kiln_
 }
 
 static __device__ KILN_INLINE void kiln_igemm_body(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
-                                                   kiln_t* __restrict__ y, const KilnConvArgs& a) {
+                                                   kiln_t* __restrict__ y, const KilnConvArgs& a,
+                                                   const KilnEpilogue& e) {
   __shared__ float As[KILN_BK][KILN_BM];
   __shared__ float Bs[KILN_BK][KILN_BN];
   const kiln_i32 tid = threadIdx.x;
@@ -101,8 +102,10 @@ static __device__ KILN_INLINE void kiln_igemm_body(const kiln_t* __restrict__ x,
       const kiln_i64 col = col0 + tcol + 16 * j;
       if (col >= cols) continue;
       const kiln_i32 n = (kiln_i32)(col / osp), sp = (kiln_i32)(col % osp);
-      const kiln_i64 yi = a.channels_last ? ((kiln_i64)n * osp + sp) * a.k + k : ((kiln_i64)n * a.k + k) * osp + sp;
-      kiln_store(y, yi, acc[i][j]);
+      if (a.channels_last)
+        kiln_store_nhwc(y, (kiln_i64)n * osp + sp, k, acc[i][j], e);
+      else
+        kiln_store_nchw(y, ((kiln_i64)n * a.k + k) * osp + sp, k, acc[i][j], e);
     }
   }
 }

@@ -479,7 +479,8 @@ impl Context {
 
     /// Runs an invoker on `x`, `w`, `y` (and `workspace`, when its plan needs one) on
     /// `stream`. Every buffer must be on this context's device and large enough for the
-    /// problem; both are checked before anything is launched.
+    /// problem; both are checked before anything is launched. A problem whose epilogue needs
+    /// tensors (scale, bias, residual) runs with [`Context::run_fused`].
     pub fn run(
         &self,
         inv: &Invoker,
@@ -489,9 +490,30 @@ impl Context {
         workspace: Option<&DeviceBuffer>,
         stream: &Stream,
     ) -> Result<(), RunError> {
+        let args = EpilogueArgs::defaults(&inv.problem);
+        self.run_fused(inv, x, w, y, workspace, stream, &args)
+    }
+
+    /// [`Context::run`] with the epilogue's values: the tensors the problem's fusion names
+    /// (and no others), the factors, the activation's parameter and y's (and z's) first
+    /// channel in the wider tensor a channel slice belongs to. All are checked against the
+    /// problem before anything is launched.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_fused(
+        &self,
+        inv: &Invoker,
+        x: &DeviceBuffer,
+        w: &DeviceBuffer,
+        y: &DeviceBuffer,
+        workspace: Option<&DeviceBuffer>,
+        stream: &Stream,
+        epilogue: &EpilogueArgs<'_>,
+    ) -> Result<(), RunError> {
         let p = &inv.problem;
         let bytes = p.byte_counts();
-        for (which, buf, needed) in [("x", x, bytes[0]), ("w", w, bytes[1]), ("y", y, bytes[2])] {
+        let (ep, y_offset) = epilogue.checked(p, &self.device)?;
+        let y_bytes = (p.y_extent() + y_offset) * p.data_types()[2].size_bytes() as u64;
+        for (which, buf, needed) in [("x", x, bytes[0]), ("w", w, bytes[1]), ("y", y, y_bytes)] {
             if !buf.device().same_as(&self.device) {
                 return Err(RunError::ForeignBuffer { which });
             }
@@ -515,7 +537,152 @@ impl Context {
             return Err(RunError::ForeignBuffer { which: "workspace" });
         }
         let programmatic = self.programmatic.load(std::sync::atomic::Ordering::Relaxed);
-        inv.launch(&self.device, x, w, y, workspace, stream, programmatic)
+        let element = p.data_types()[2].size_bytes() as u64;
+        inv.launch(
+            &self.device,
+            x,
+            w,
+            y.device_ptr() + y_offset * element,
+            &ep,
+            workspace,
+            stream,
+            programmatic,
+        )
+    }
+}
+
+/// The run-time values of a problem's fused epilogue
+/// (`y = act(alpha * conv * scale[k] + bias[k] + beta * z)`).
+#[derive(Clone, Copy, Debug)]
+pub struct EpilogueArgs<'a> {
+    /// `scale[K]`, FP32: given exactly when the problem's fusion has a scale.
+    pub scale: Option<&'a DeviceBuffer>,
+    /// `bias[K]`, FP32: given exactly when the fusion has a bias.
+    pub bias: Option<&'a DeviceBuffer>,
+    /// The residual z (y's type and shape; a channel slice when the fusion's `z_ld` is set):
+    /// given exactly when the fusion has a residual.
+    pub residual: Option<&'a DeviceBuffer>,
+    /// The sums' factor.
+    pub alpha: f32,
+    /// The residual's factor.
+    pub beta: f32,
+    /// The activation's parameter (ReLU6's ceiling, leaky ReLU's slope).
+    pub activation_param: f32,
+    /// y's first channel in the tensor its slice belongs to (a multiple of 8; 0 when dense).
+    pub y_channel_offset: u32,
+    /// z's first channel likewise.
+    pub z_channel_offset: u32,
+}
+
+impl<'a> EpilogueArgs<'a> {
+    /// No tensors, alpha = beta = 1, the activation's PyTorch default parameter, no offsets.
+    pub fn defaults(p: &ConvProblem) -> EpilogueArgs<'a> {
+        EpilogueArgs {
+            scale: None,
+            bias: None,
+            residual: None,
+            alpha: 1.0,
+            beta: 1.0,
+            activation_param: p.fusion().activation.default_param(),
+            y_channel_offset: 0,
+            z_channel_offset: 0,
+        }
+    }
+
+    /// The kernels' epilogue for `p` and y's channel offset, after checking every value
+    /// against the problem's fusion.
+    fn checked(
+        &self,
+        p: &ConvProblem,
+        device: &Device,
+    ) -> Result<(kiln_format::abi::Epilogue, u64), RunError> {
+        let f = p.fusion();
+        let fail = |reason: String| RunError::Epilogue {
+            problem: p.find_db_key().as_str().to_string(),
+            reason,
+        };
+        let element = p.data_types()[2].size_bytes() as u64;
+        let k = p.k() as u64;
+        let mut ep = kiln_format::abi::Epilogue::plain(p);
+        ep.alpha = self.alpha;
+        ep.beta = self.beta;
+        ep.act_a = self.activation_param;
+        for (name, wanted, given, slot) in [
+            ("scale", f.scale, self.scale, &mut ep.scale),
+            ("bias", f.bias, self.bias, &mut ep.bias),
+        ] {
+            match (wanted, given) {
+                (true, Some(b)) => {
+                    if !b.device().same_as(device) {
+                        return Err(RunError::ForeignBuffer { which: name });
+                    }
+                    if b.bytes() < 4 * k {
+                        return Err(RunError::BufferTooSmall {
+                            which: name,
+                            needed: 4 * k,
+                            given: b.bytes(),
+                        });
+                    }
+                    *slot = b.device_ptr();
+                }
+                (true, None) => {
+                    return Err(fail(format!("the problem fuses a {name}: none given")))
+                }
+                (false, Some(_)) => {
+                    return Err(fail(format!(
+                        "a {name} was given, but the problem does not fuse one"
+                    )))
+                }
+                (false, None) => {}
+            }
+        }
+        let offset = |name: &str, offset: u32, ld: u32| -> Result<u64, RunError> {
+            if offset == 0 {
+                return Ok(0);
+            }
+            if ld == 0 {
+                return Err(fail(format!(
+                    "{name} channel offset {offset} given, but {name} is not a slice (no ld in the fusion)"
+                )));
+            }
+            if !offset.is_multiple_of(8) || offset as u64 + k > ld as u64 {
+                return Err(fail(format!(
+                    "{name} channel offset {offset}: must be a multiple of 8 with offset + K ({k}) <= ld ({ld})"
+                )));
+            }
+            Ok(offset as u64)
+        };
+        let y_offset = offset("y", self.y_channel_offset, f.y_ld)?;
+        let z_offset = offset("z", self.z_channel_offset, f.z_ld)?;
+        match (f.residual, self.residual) {
+            (true, Some(z)) => {
+                if !z.device().same_as(device) {
+                    return Err(RunError::ForeignBuffer { which: "residual" });
+                }
+                let needed = (p.z_extent() + z_offset) * element;
+                if z.bytes() < needed {
+                    return Err(RunError::BufferTooSmall {
+                        which: "residual",
+                        needed,
+                        given: z.bytes(),
+                    });
+                }
+                ep.z = z.device_ptr() + z_offset * element;
+            }
+            (true, None) => return Err(fail("the problem fuses a residual: none given".into())),
+            (false, Some(_)) => {
+                return Err(fail(
+                    "a residual was given, but the problem does not fuse one".into(),
+                ))
+            }
+            (false, None) => {}
+        }
+        if !(self.alpha.is_finite() && self.beta.is_finite() && self.activation_param.is_finite()) {
+            return Err(fail(
+                "alpha, beta and the activation's parameter must be finite".into(),
+            ));
+        }
+        Ok((ep, y_offset))
     }
 }
 

@@ -137,6 +137,13 @@ pub enum RunError {
         /// `x`, `w`, `y` or `workspace`.
         which: &'static str,
     },
+    /// A fused problem's epilogue arguments do not match its fusion.
+    Epilogue {
+        /// The problem's find-db key.
+        problem: String,
+        /// What is wrong, naming the tensor or value.
+        reason: String,
+    },
     /// The GPU driver is older than the toolkit the target's code objects were built with.
     OldDriver {
         /// The target.
@@ -194,6 +201,9 @@ impl fmt::Display for RunError {
                 f,
                 "buffer {which} was allocated on another device than the context's"
             ),
+            RunError::Epilogue { problem, reason } => {
+                write!(f, "epilogue of {problem}: {reason}")
+            }
             RunError::OldDriver {
                 target,
                 driver,

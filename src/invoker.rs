@@ -17,7 +17,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use kiln_format::abi::{BuilderInfo, KernelArgs, Pointers, TmaConvParams};
+use kiln_format::abi::{BuilderInfo, Epilogue, KernelArgs, Pointers, TmaConvParams};
 use kiln_format::ConvProblem;
 
 use crate::backend::{Device, DeviceBuffer, Function, Module, Stream, TensorMap, TmaElement};
@@ -119,6 +119,7 @@ impl TmaInvocation {
                 in_w: tma.packing.map_or(0, |f| f.input[1]),
                 row_elems: tma.packing.map_or(0, |f| f.row_elems),
                 lead: tma.packing.map_or(0, |f| f.lead),
+                ep: Epilogue::plain(p),
             },
             packing: tma.packing,
             operands: tma.views.map(|v| v.operand),
@@ -133,6 +134,7 @@ impl TmaInvocation {
         device: &Device,
         solver: &'static str,
         [x, w, y, workspace]: [u64; 4],
+        epilogue: &Epilogue,
     ) -> Result<TmaConvParams, RunError> {
         // A first layer's maps point into the workspace.
         let workspace_check = if self.packing.is_some() { workspace } else { 0 };
@@ -158,6 +160,7 @@ impl TmaInvocation {
             device.replace_tensor_map_address(map, address)?;
         }
         block.y = y;
+        block.ep = *epilogue;
         block.workspace = workspace;
         block.x_data = x;
         block.w_data = w;
@@ -169,7 +172,7 @@ impl TmaInvocation {
 /// How an invoker passes its arguments.
 #[derive(Debug)]
 pub(crate) enum Arguments {
-    /// `(x, w, y, KilnConvArgs)`.
+    /// `(x, w, y, KilnConvArgs, KilnEpilogue)`.
     Kiln(KernelArgs),
     /// One library parameter block (boxed: 4 KiB beside a 100-byte variant).
     Block(Box<ParamBlock>),
@@ -300,19 +303,22 @@ impl Invoker {
 
     /// Launches every kernel on `stream` (with programmatic dependent launch when `programmatic`
     /// allows it and the kernels wait on their predecessor). The caller has checked that the
-    /// buffers are on `device` and large enough for the problem and the workspace.
+    /// buffers are on `device` and large enough for the problem, the epilogue and the
+    /// workspace; `yp` is y's address (a channel slice's first element).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn launch(
         &self,
         device: &Device,
         x: &DeviceBuffer,
         w: &DeviceBuffer,
-        y: &DeviceBuffer,
+        mut yp: u64,
+        epilogue: &Epilogue,
         workspace: Option<&DeviceBuffer>,
         stream: &Stream,
         programmatic: bool,
     ) -> Result<(), RunError> {
-        let (mut xp, mut wp, mut yp) = (x.device_ptr(), w.device_ptr(), y.device_ptr());
+        let (mut xp, mut wp) = (x.device_ptr(), w.device_ptr());
+        let mut ep = *epilogue;
         let (mut args, mut kiln_params);
         let (mut buf, mut pointers, mut block_params);
         let (mut tma, mut tma_params);
@@ -324,6 +330,7 @@ impl Invoker {
                     (&mut wp as *mut u64).cast(),
                     (&mut yp as *mut u64).cast(),
                     (&mut args as *mut KernelArgs).cast(),
+                    (&mut ep as *mut Epilogue).cast(),
                 ];
                 &mut kiln_params
             }
@@ -365,14 +372,19 @@ impl Invoker {
                     })?;
                     device.zero_async(buffer, 0, invocation.zeroed_words as u64, stream)?;
                 }
-                tma = invocation.for_buffers(device, self.variant.solver.id(), [xp, wp, yp, ws])?;
+                tma = invocation.for_buffers(
+                    device,
+                    self.variant.solver.id(),
+                    [xp, wp, yp, ws],
+                    &ep,
+                )?;
                 tma_params = [(&mut tma as *mut TmaConvParams).cast()];
                 &mut tma_params
             }
         };
         for (function, launch) in &self.kernels {
-            // SAFETY: kiln's own kernels take (x, w, y, KilnConvArgs) (the manifest's contract;
-            // KernelArgs is checked against the C struct at compile time); library kernels take
+            // SAFETY: kiln's own kernels take (x, w, y, KilnConvArgs, KilnEpilogue) (the
+            // manifest's contract; both mirrors are checked against their C structs); library kernels take
             // (parameter block, KilnPointers, KilnConvArgs), the block built for this problem by
             // the code object's own builder (its size and pointer slots checked against
             // MAX_PARAM_BLOCK at prepare); TMA kernels take their one KilnTmaConvParams, mirrored

@@ -51,7 +51,8 @@ pub use kiln_format as format;
 pub use embedded::{build_provenance, target, targets};
 pub use error::{Error, Result, RunError};
 pub use kiln_format::{
-    CodeObject, CodeObjectKind, ConvProblem, ConvSpec, DataType, Direction, EmbeddedTarget,
-    InputFile, Layout, MathMode, Solution, Solutions, TableKind, TargetId, Vendor,
+    Activation, CodeObject, CodeObjectKind, ConvProblem, ConvSpec, DataType, Direction,
+    EmbeddedTarget, Fusion, InputFile, Layout, MathMode, Solution, Solutions, TableKind, TargetId,
+    Vendor,
 };
 pub use select::{named_target, select_target, Selection};

@@ -145,9 +145,20 @@ pub fn resolve_on(
     p: &ConvProblem,
 ) -> Result<Plan, RunError> {
     let caps = *caps;
-    let tuned = target.perf_record(p)?;
+    // A fused problem never measured is ranked by its plain convolution's records: the
+    // epilogue adds the same per-element work to every solver that takes it, and the solvers
+    // that do not are left out below (their configs do not apply).
+    let plain = p.without_fusion();
+    let mut tuned = target.perf_record(p)?;
+    if tuned.is_empty() && plain != *p {
+        tuned = target.perf_record(&plain)?;
+    }
+    let mut record = target.find_record(p)?;
+    if record.is_none() && plain != *p {
+        record = target.find_record(&plain)?;
+    }
     let mut ranked = heapless::Vec::new();
-    if let Some(found) = target.find_record(p)? {
+    if let Some(found) = record {
         for s in found.iter() {
             let s = s?;
             let Some(solver) = crate::solvers::by_id(s.solver) else {
@@ -211,9 +222,14 @@ pub fn resolve_logged_on(
     let key = p.find_db_key();
     match plan.source {
         PlanSource::FindDb => log::debug!(
-            "{}: {} ranked by its find-db record",
+            "{}: {} ranked by its {}find-db record",
             target.basename,
-            key.as_str()
+            key.as_str(),
+            if p.fusion().is_none() || target.find_record(p).ok().flatten().is_some() {
+                ""
+            } else {
+                "convolution's "
+            }
         ),
         PlanSource::Nearest { key: near, distance } => log::info!(
             "{}: {} is not in the find-db; ranked by the nearest measured problem {near} (distance {distance:.1})",

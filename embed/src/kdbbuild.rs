@@ -235,11 +235,51 @@ fn jobs(manifest: &Manifest, arch: &str) -> Result<Vec<Job>> {
 /// cache keys.
 fn kiln_headers(kernels_dir: &Path) -> Result<Vec<(String, String)>> {
     let mut headers = Vec::new();
-    for h in ["kiln_gpu.h", "igemm.h"] {
+    for h in ["kiln_gpu.h", "igemm.h", "epilogue.h"] {
         let p = kernels_dir.join(h);
         headers.push((h.to_string(), crate::input::read_text(&p)?));
     }
     Ok(headers)
+}
+
+/// The headers of `headers` that `source` includes (`#include "name"`), directly or through
+/// another of them, in `headers`' order: a library object's cache key hashes exactly these,
+/// so an edit to a header it does not include does not rebuild it.
+fn included_headers(source: &str, headers: &[(String, String)]) -> Vec<(String, String)> {
+    let includes = |text: &str, name: &str| {
+        text.lines().any(|l| {
+            l.trim_start()
+                .strip_prefix("#include")
+                .is_some_and(|rest| rest.trim() == format!("\"{name}\""))
+        })
+    };
+    let mut taken = vec![false; headers.len()];
+    // Each pass adds the headers included by the source or by a header already taken.
+    loop {
+        let mut grew = false;
+        for (i, (name, _)) in headers.iter().enumerate() {
+            if taken[i] {
+                continue;
+            }
+            let by_taken = headers
+                .iter()
+                .zip(&taken)
+                .any(|((_, text), &t)| t && includes(text, name));
+            if includes(source, name) || by_taken {
+                taken[i] = true;
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    headers
+        .iter()
+        .zip(taken)
+        .filter(|(_, t)| *t)
+        .map(|(h, _)| h.clone())
+        .collect()
 }
 
 /// Compiles every variant for `arch` and returns the kdb entries, sorted by key. Objects are
@@ -281,13 +321,14 @@ pub fn build_entries(
                     target: arch.into(),
                     reason: "CUTLASS toolchain not found".into(),
                 })?;
+                let included = included_headers(&source, &headers);
                 library::build(
                     nvrtc,
                     tc,
                     &library::LibraryJob {
                         name: &job.source,
                         source: &source,
-                        headers: &headers,
+                        headers: &included,
                         kernels_dir,
                         arch: &job.compile_arch,
                         options: &job.options,
@@ -395,4 +436,32 @@ pub fn build_target_kdb(
     let n = entries.len();
     KernelDb { entries }.write(out)?;
     Ok((n, toolchain(manifest, cfg.vendor)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::included_headers;
+
+    #[test]
+    fn a_library_key_hashes_only_the_headers_its_source_reaches() {
+        let h = |n: &str, t: &str| (n.to_string(), t.to_string());
+        let headers = [
+            h("kiln_gpu.h", "#pragma once"),
+            h("igemm.h", "#include \"epilogue.h\""),
+            h("epilogue.h", "#include \"kiln_gpu.h\""),
+        ];
+        let names = |src: &str| -> Vec<String> {
+            included_headers(src, &headers)
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect()
+        };
+        assert_eq!(names("#include \"kiln_gpu.h\"\nint x;"), ["kiln_gpu.h"]);
+        // Through two levels, in the list's order.
+        assert_eq!(
+            names("  #include \"igemm.h\""),
+            ["kiln_gpu.h", "igemm.h", "epilogue.h"]
+        );
+        assert!(names("// #include \"igemm.h\" is not here").is_empty());
+    }
 }

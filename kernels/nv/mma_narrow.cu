@@ -21,7 +21,7 @@
 // Launch: grid (ceil(OW / KILN_BW) * ceil(OH / KILN_BH), N), block 32 * KILN_WARPS; dynamic
 // shared memory 2 * (patch + filter slice) bytes (src/solvers/narrow.rs computes the same).
 // Needs groups = 1, C % 8 == 0 (16-byte granules), K <= 8 * KILN_NT, channels_last, 2-D.
-#include "kiln_gpu.h"
+#include "epilogue.h"
 
 #if !defined(KILN_BH) || !defined(KILN_BW) || !defined(KILN_WARPS) || !defined(KILN_CC) || \
     !defined(KILN_NT)
@@ -106,7 +106,7 @@ static __device__ KILN_INLINE void kiln_stage_chunk(kiln_u32 patch, kiln_u32 fil
 
 extern "C" __global__ void __launch_bounds__(KILN_THREADS)
     kiln_mma_narrow(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
-                    kiln_t* __restrict__ y, KilnConvArgs a) {
+                    kiln_t* __restrict__ y, KilnConvArgs a, KilnEpilogue ep) {
   extern __shared__ __align__(128) unsigned char kiln_dyn_smem[];
 #if __CUDA_ARCH__ >= 900
   // Programmatic dependent launch (kiln launches this kernel with it on sm_90): let the next
@@ -213,13 +213,13 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS)
     for (int half = 0; half < 2; ++half) {
       const kiln_i32 ow = ow0 + (group % (KILN_BW / 16)) * 16 + (lane >> 2) + 8 * half;
       if (ow >= a.out_w) continue;
-      kiln_t* out = y + (((kiln_i64)n * a.out_h + oh) * a.out_w + ow) * a.k;
+      const kiln_i64 pixel = ((kiln_i64)n * a.out_h + oh) * a.out_w + ow;
 #pragma unroll
       for (int t = 0; t < KILN_NT; ++t) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const kiln_i32 k = 8 * t + 2 * (lane & 3) + e;
-          if (k < a.k) kiln_store(out, k, acc[q][t][2 * half + e]);
+          if (k < a.k) kiln_store_nhwc(y, pixel, k, acc[q][t][2 * half + e], ep);
         }
       }
     }

@@ -28,7 +28,7 @@
 // The 128-byte swizzle of the TMA loads is the layout wgmma's shared-memory descriptors name
 // (mode 1): rows of 128 B, 8-row atoms 1024 B apart; with -DKILN_STEP_CHANNELS (inputs of few
 // channels) rows of 64 or 32 B and the matching swizzle (modes 2, 3).
-#include "kiln_gpu.h"
+#include "epilogue.h"
 
 #ifndef KILN_BM
 #define KILN_BM 128
@@ -83,8 +83,6 @@
 // Elements of y per 16-byte store.
 #define KILN_VEC (16 / KILN_ELEM_BYTES)
 
-typedef unsigned long long kiln_u64;
-
 // CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded by the host.
 struct __align__(64) KilnTensorMap {
   kiln_u64 opaque[16];
@@ -113,7 +111,32 @@ struct __align__(64) KilnTmaConvParams {
   // filter row: its elements (a multiple of 16) and its leading zero taps.
   kiln_u64 x_data, w_data, x_packed, w_packed, row_flags;
   kiln_i32 in_h, in_w, row_elems, lead;
+  // The fused epilogue (epilogue.h); y's rows are ep.y_ld elements apart.
+  KilnEpilogue ep;
 };
+
+// The fused epilogue on one thread's accumulators in wgmma's register layout: acc[4j], acc[4j + 1]
+// are row row0, columns col0 + 8j and col0 + 8j + 1; acc[4j + 2], acc[4j + 3] the same columns
+// of row row0 + 8. Rows at or past rows_end and columns at or past p.k (never stored) are left
+// alone. A plain convolution returns at once.
+static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_BN / 2], const KilnTmaConvParams& p,
+                                                       kiln_i64 row0, kiln_i64 rows_end, int col0) {
+  const KilnEpilogue& e = p.ep;
+  if (e.alpha == 1.0f && !e.scale && !e.bias && !e.z && e.act == KILN_ACT_IDENTITY) return;
+#pragma unroll
+  for (int j = 0; j < KILN_BN / 8; ++j) {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int col = col0 + 8 * j + c;
+      if (col >= p.k) continue;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const kiln_i64 row = row0 + 8 * h;
+        if (row < rows_end) acc[4 * j + 2 * h + c] = kiln_epilogue(acc[4 * j + 2 * h + c], col, row * e.z_ld + col, e);
+      }
+    }
+  }
+}
 
 // The block's dynamic shared memory.
 static __device__ KILN_INLINE unsigned char* kiln_dyn_smem_base() {
@@ -388,7 +411,7 @@ static __device__ void kiln_first_layer_direct(const KilnTmaConvParams& p, int n
         for (int c = 0; c < p.c; ++c) acc += kiln_load(x, xi + c) * kiln_load(w, wi + c);
       }
     }
-    kiln_store(y, (m0 + r) * p.k + k, acc);
+    kiln_store_nhwc(y, m0 + r, k, acc, p.ep);
   }
 }
 
@@ -556,6 +579,7 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
       kiln_first_layer_direct(p, n, oy, ox0, m0);
       continue;
     }
+    kiln_wgmma_epilogue(acc, p, m0 + r0, m0 + (p.out_w - ox0), 2 * (lane % 4));
     // Stage this warpgroup's 64 rows (after its threads have stored the previous unit's).
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
     kiln_u32* tile =
@@ -575,7 +599,7 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
     for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
       const int r = i / chunks, ch = i % chunks;
       if (ox0 + r < p.out_w && ch * 8 < p.k)
-        *(uint4*)(y + (m0 + r) * p.k + ch * 8) = *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
+        *(uint4*)(y + (m0 + r) * p.ep.y_ld + ch * 8) = *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
     }
   }
 }
@@ -849,6 +873,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     }
     return;
   }
+  kiln_wgmma_epilogue(acc, p, t.m0 + warpgroup * 64 + r0, p.m, t.n0 + 2 * (lane % 4));
   // Staging: the persistent kernel's own tile (wait until the warpgroup's threads have stored
   // the previous unit's rows); the one-tile kernel's stages (wait until every consumer is past
   // its last wgmma).
@@ -882,7 +907,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     const int r = i / chunks, ch = i % chunks;
     const int row = t.m0 + warpgroup * 64 + r, col = t.n0 + ch * KILN_VEC;
     if (row < p.m && col < p.k) {
-      *(uint4*)(y + ((kiln_i64)row * p.k + col) * KILN_ELEM_BYTES) =
+      *(uint4*)(y + ((kiln_i64)row * p.ep.y_ld + col) * KILN_ELEM_BYTES) =
           *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
     }
   }
@@ -1011,7 +1036,11 @@ extern "C" __global__ void __launch_bounds__(256)
       const float4 a = part[(z * slice) / 4 + i];
       sum.x += a.x; sum.y += a.y; sum.z += a.z; sum.w += a.w;
     }
-    *((float4*)p.y + i) = sum;
+    const kiln_i64 row = i * 4 / p.k;
+    const int col = (int)(i * 4 - row * p.k);
+    float v[4] = {sum.x, sum.y, sum.z, sum.w};
+    for (int q = 0; q < 4; ++q) v[q] = kiln_epilogue(v[q], col + q, row * p.ep.z_ld + col + q, p.ep);
+    *(float4*)((float*)p.y + row * p.ep.y_ld + col) = make_float4(v[0], v[1], v[2], v[3]);
   }
 #else
   for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < total;
@@ -1022,12 +1051,16 @@ extern "C" __global__ void __launch_bounds__(256)
       lo.x += a.x; lo.y += a.y; lo.z += a.z; lo.w += a.w;
       hi.x += b.x; hi.y += b.y; hi.z += b.z; hi.w += b.w;
     }
+    const kiln_i64 row = i * 8 / p.k;
+    const int col = (int)(i * 8 - row * p.k);
+    float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    for (int q = 0; q < 8; ++q) v[q] = kiln_epilogue(v[q], col + q, row * p.ep.z_ld + col + q, p.ep);
     uint4 out;
-    asm(KILN_CVT_PAIR : "=r"(out.x) : "f"(lo.y), "f"(lo.x));
-    asm(KILN_CVT_PAIR : "=r"(out.y) : "f"(lo.w), "f"(lo.z));
-    asm(KILN_CVT_PAIR : "=r"(out.z) : "f"(hi.y), "f"(hi.x));
-    asm(KILN_CVT_PAIR : "=r"(out.w) : "f"(hi.w), "f"(hi.z));
-    *((uint4*)p.y + i) = out;
+    asm(KILN_CVT_PAIR : "=r"(out.x) : "f"(v[1]), "f"(v[0]));
+    asm(KILN_CVT_PAIR : "=r"(out.y) : "f"(v[3]), "f"(v[2]));
+    asm(KILN_CVT_PAIR : "=r"(out.z) : "f"(v[5]), "f"(v[4]));
+    asm(KILN_CVT_PAIR : "=r"(out.w) : "f"(v[7]), "f"(v[6]));
+    *(uint4*)((kiln_u16*)p.y + row * p.ep.y_ld + col) = out;
   }
 #endif
 }

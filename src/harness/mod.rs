@@ -3,6 +3,7 @@
 //! f64, checked runs, event timing, ResNet-50's conv layers and the cold-start measurement.
 
 pub mod coldstart;
+pub mod epilogue;
 pub mod networks;
 pub mod output;
 pub mod problem_list;

@@ -333,6 +333,7 @@ pub struct ProblemCheck<'a> {
     x: DeviceBuffer,
     w: DeviceBuffer,
     y: DeviceBuffer,
+    epilogue: Option<super::epilogue::EpilogueInputs>,
     reference: Vec<f64>,
 }
 
@@ -365,14 +366,21 @@ impl<'a> ProblemCheck<'a> {
         let dev = ctx.device();
         let (x, xv) = upload(dev, dtype, xs)?;
         let (w, wv) = upload(dev, dtype, ws)?;
-        let y = dev.alloc(p.element_counts()[2].saturating_mul(dtype.size_bytes() as u64))?;
+        let epilogue = super::epilogue::EpilogueInputs::new(dev, p, xs.len() as u64)?;
+        let y_offset = epilogue.as_ref().map_or(0, |e| e.y_offset as u64);
+        let y = dev.alloc((p.y_extent() + y_offset).saturating_mul(dtype.size_bytes() as u64))?;
+        let mut reference = reference(p, &xv, &wv);
+        if let Some(e) = &epilogue {
+            e.apply(p, &mut reference);
+        }
         Ok(ProblemCheck {
             ctx,
             problem: *p,
             x,
             w,
             y,
-            reference: reference(p, &xv, &wv),
+            epilogue,
+            reference,
         })
     }
 
@@ -383,15 +391,25 @@ impl<'a> ProblemCheck<'a> {
         poison(&self.y)?;
         let inv = self.ctx.prepare(&self.problem, v)?;
         let ws = workspace_for(self.ctx.device(), &inv)?;
-        self.ctx.run(
-            &inv,
-            &self.x,
-            &self.w,
-            &self.y,
-            ws.as_ref(),
-            &Stream::default(),
-        )?;
-        Ok((download(&self.y, dtype)?, Invoked { inv, ws }))
+        self.launch(&inv, ws.as_ref(), &Stream::default())?;
+        let offset = self.epilogue.as_ref().map_or(0, |e| e.y_offset);
+        let out = super::epilogue::gather_y(&self.problem, download(&self.y, dtype)?, offset);
+        Ok((out, Invoked { inv, ws }))
+    }
+
+    /// One run of `inv` on the check's buffers, with the epilogue's inputs when it has some.
+    fn launch(
+        &self,
+        inv: &crate::invoker::Invoker,
+        ws: Option<&DeviceBuffer>,
+        stream: &Stream,
+    ) -> Result<(), RunError> {
+        let args = match &self.epilogue {
+            Some(e) => e.args(),
+            None => crate::context::EpilogueArgs::defaults(&self.problem),
+        };
+        self.ctx
+            .run_fused(inv, &self.x, &self.w, &self.y, ws, stream, &args)
     }
 
     /// The relative error of `v`'s output against the reference (see [`relative_error`]).
@@ -429,7 +447,7 @@ pub fn run_checked(
     let (out, Invoked { inv, ws }) = check.run(v)?;
     let error = relative_error(&out, &check.reference);
     let time_ms = time_gpu_only_fitted(ctx.device(), repeats, |s, _| {
-        ctx.run(&inv, &check.x, &check.w, &check.y, ws.as_ref(), s)
+        check.launch(&inv, ws.as_ref(), s)
     })?
     .0
     .median_ms;

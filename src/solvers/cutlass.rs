@@ -269,6 +269,11 @@ impl TunableSolver for Cutlass {
     }
 
     fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
+        if !p.fusion().is_none() {
+            return Err(
+                "fused epilogue: CUTLASS's epilogue is compiled in, not a run-time argument",
+            );
+        }
         if !self.types.contains(&p.data_types()[0]) {
             return Err("data type not built for this solver");
         }

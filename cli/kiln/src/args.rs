@@ -279,6 +279,7 @@ fn problem_from_flags(a: &ResolveArgs) -> Result<ConvProblem, Box<dyn std::error
         direction,
         bias: 0,
         math: MathMode::Default,
+        fusion: kiln::Fusion::NONE,
     };
     Ok(ConvProblem::new(spec)?)
 }

@@ -87,7 +87,7 @@ pub struct TensorMap(pub [u64; 16]);
 
 /// Mirror of `KilnTmaConvParams` (`kernels/nv/wgmma_conv.cu`): the one argument of the Hopper
 /// TMA kernels. Field names and order as in C; the header documents them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C, align(64))]
 #[allow(missing_docs)]
 pub struct TmaConvParams {
@@ -118,6 +118,51 @@ pub struct TmaConvParams {
     pub in_w: i32,
     pub row_elems: i32,
     pub lead: i32,
+    pub ep: Epilogue,
+}
+
+/// Mirror of `KilnEpilogue` (`kernels/epilogue.h`): the fused epilogue's run-time values,
+/// `y = act(alpha * acc * scale[k] + bias[k] + beta * z)`. Field names and order as in C.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
+pub struct Epilogue {
+    /// Device address of `scale[K]` (FP32), or 0.
+    pub scale: u64,
+    /// Device address of `bias[K]` (FP32), or 0.
+    pub bias: u64,
+    /// Device address of the residual z (y's element type), or 0.
+    pub z: u64,
+    /// The sums' factor.
+    pub alpha: f32,
+    /// The residual's factor.
+    pub beta: f32,
+    /// The activation's parameter (clip ceiling, leaky slope).
+    pub act_a: f32,
+    /// The activation's code ([`crate::Activation::code`]).
+    pub act: i32,
+    /// Elements from one output pixel to the next (channels-last; K when dense).
+    pub y_ld: i32,
+    /// The same for z.
+    pub z_ld: i32,
+}
+
+impl Epilogue {
+    /// No epilogue: y is the sums, rounded once, dense.
+    pub fn plain(p: &ConvProblem) -> Epilogue {
+        let f = p.fusion();
+        Epilogue {
+            scale: 0,
+            bias: 0,
+            z: 0,
+            alpha: 1.0,
+            beta: 0.0,
+            act_a: 0.0,
+            act: f.activation.code(),
+            // Both below 2^24 (checked by ConvProblem::new).
+            y_ld: f.y_stride(p.k()) as i32,
+            z_ld: f.z_stride(p.k()) as i32,
+        }
+    }
 }
 
 /// Mirror of `KilnBuilderInfo` (`kernels/nv/cutlass_conv.cu`): what a library's parameter
@@ -396,7 +441,11 @@ mod tests {
     #[test]
     fn every_mirror_matches_its_c_struct() {
         use core::mem::{align_of, offset_of, size_of};
-        let wgmma = include_str!("../../../kernels/nv/wgmma_conv.cu");
+        let epilogue = include_str!("../../../kernels/epilogue.h");
+        let wgmma = &format!(
+            "{epilogue}\n{}",
+            include_str!("../../../kernels/nv/wgmma_conv.cu")
+        );
         let cutlass = include_str!("../../../kernels/nv/cutlass_conv.cu");
         let check = |source: &str, name: &str, fields: &[(&str, usize)], size, align| {
             let c = parse_c_struct(source, name).unwrap();
@@ -415,7 +464,9 @@ mod tests {
         }
         let tma = fields!(TmaConvParams: x, w, y, m, k, c, splits, out_h, out_w, filter_h,
             filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, workspace, x_data, w_data,
-            x_packed, w_packed, row_flags, in_h, in_w, row_elems, lead);
+            x_packed, w_packed, row_flags, in_h, in_w, row_elems, lead, ep);
+        let ep = fields!(Epilogue: scale, bias, z, alpha, beta, act_a, act, y_ld, z_ld);
+        check(epilogue, "KilnEpilogue", &ep, size_of::<Epilogue>(), 8).unwrap();
         check(
             wgmma,
             "KilnTmaConvParams",

@@ -31,6 +31,8 @@ pub use embedded::{CodeObjectKind, EmbeddedTarget, InputFile};
 pub use keybuf::KeyBuf;
 pub use lookup::{CodeObject, LookupError, Solution, Solutions};
 pub use manifest::SolverEntry;
-pub use problem::{ConvProblem, ConvSpec, DataType, Direction, Layout, MathMode, ProblemError};
+pub use problem::{
+    Activation, ConvProblem, ConvSpec, DataType, Direction, Fusion, Layout, MathMode, ProblemError,
+};
 pub use table::TableKind;
 pub use target::{TargetId, Vendor};

@@ -3,11 +3,13 @@
 //! three types, TF32 opt-in, groups, depthwise, padding, stride, dilation, odd sizes, deep
 //! reductions), each checked against the f64 reference on fresh inputs with the output
 //! poisoned; every variant also with IEEE special values (inf, NaN, subnormals, values near
-//! overflow) compared class by class. Non-zero exit on any failure.
+//! overflow) compared class by class; and every problem again with a fused epilogue (scale,
+//! bias, a residual, each activation in turn, channel-slice outputs). Non-zero exit on any
+//! failure.
 
 use kiln::harness::verify::{tolerance, ProblemCheck};
 use kiln::resolve::Variant;
-use kiln::{ConvProblem, ConvSpec, DataType, Layout, MathMode};
+use kiln::{Activation, ConvProblem, ConvSpec, DataType, Fusion, Layout, MathMode};
 
 use crate::args::SelftestArgs;
 use crate::json::Json;
@@ -140,16 +142,37 @@ pub fn problems() -> Vec<ConvProblem> {
                     ..base
                 };
                 if let Ok(p) = ConvProblem::new(spec) {
-                    out.push(p);
-                    // FP32 also with TF32 allowed (only the TF32 solvers run it).
-                    if dtype == DataType::Fp32 {
-                        out.push(p.with_math(MathMode::AllowTf32));
+                    let fused = p.with_fusion(fusion_for(out.len(), &p)).ok();
+                    for p in std::iter::once(p).chain(fused) {
+                        out.push(p);
+                        // FP32 also with TF32 allowed (only the TF32 solvers run it).
+                        if dtype == DataType::Fp32 {
+                            out.push(p.with_math(MathMode::AllowTf32));
+                        }
                     }
                 }
             }
         }
     }
     out
+}
+
+/// The epilogue the fused copy of the `i`-th problem gets: every activation in turn (with
+/// the problem set's order, each solver family meets all ten), scale and bias always (a folded
+/// batch norm), a residual on every other copy, and on channels-last outputs every third copy
+/// writes a channel slice of a wider tensor (its residual too, every sixth).
+fn fusion_for(i: usize, p: &ConvProblem) -> Fusion {
+    let residual = i.is_multiple_of(2);
+    let slice = p.layouts()[2].channels_last() && i.is_multiple_of(3);
+    let wide = p.k().next_multiple_of(8) + 16;
+    Fusion {
+        scale: true,
+        bias: true,
+        residual,
+        activation: Activation::ALL[i % Activation::ALL.len()],
+        y_ld: if slice { wide } else { 0 },
+        z_ld: if slice && residual { wide + 8 } else { 0 },
+    }
 }
 
 /// The problems of the lists given with `--problems`, in order, duplicates dropped; each FP32

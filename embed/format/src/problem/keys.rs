@@ -115,6 +115,7 @@ impl ConvProblem {
                 out.push_str(t.name());
             }
         }
+        self.fusion.write_key(&mut out);
         out
     }
 
@@ -159,6 +160,7 @@ impl ConvProblem {
         Self::write_types(&mut out, s.types);
         out.push_char('x');
         out.push_str(self.direction.key());
+        self.fusion.write_key(&mut out);
         out
     }
 
@@ -202,6 +204,7 @@ impl ConvProblem {
         out.push_char('x');
         out.push_str(self.direction.key());
         out.push_str("xDefault");
+        self.fusion.write_key(&mut out);
         out
     }
 }

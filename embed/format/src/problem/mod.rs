@@ -5,14 +5,17 @@
 //! - `vocab`: direction, layout and data type, as keys spell them;
 //! - this module: [`ConvSpec`] (what a caller describes), [`ConvProblem`] (validated) and its
 //!   sizes;
-//! - `keys`: the three key writers; `parse`: the two key parsers.
+//! - `keys`: the three key writers; `parse`: the two key parsers;
+//! - `fusion`: the fused epilogue a problem may carry, and its key suffix.
 
 use core::fmt;
 
+mod fusion;
 mod keys;
 mod parse;
 mod vocab;
 
+pub use fusion::{Activation, Fusion};
 pub use parse::parse_u32;
 pub use vocab::{DataType, Direction, Layout, MathMode};
 
@@ -94,6 +97,8 @@ pub struct ConvSpec {
     pub bias: u32,
     /// Whether FP32 data may be multiplied as TF32 (not part of any key).
     pub math: MathMode,
+    /// The fused epilogue (forward only); [`Fusion::NONE`] for a plain convolution.
+    pub fusion: Fusion,
 }
 
 impl Default for ConvSpec {
@@ -115,6 +120,7 @@ impl Default for ConvSpec {
             direction: Direction::Forward,
             bias: 0,
             math: MathMode::Default,
+            fusion: Fusion::NONE,
         }
     }
 }
@@ -172,6 +178,7 @@ pub struct ConvProblem {
     direction: Direction,
     bias: u32,
     math: MathMode,
+    fusion: Fusion,
 }
 
 fn out_size(input: u32, filter: u32, pad: u32, stride: u32, dilation: u32) -> Option<u32> {
@@ -264,6 +271,14 @@ impl ConvProblem {
         if spec.bias > 1 {
             return Err(ProblemError::new("bias", "must be 0 or 1"));
         }
+        if !spec.fusion.is_none() && spec.direction != Direction::Forward {
+            return Err(ProblemError::new(
+                "fusion",
+                "an epilogue fuses into forward convolutions only",
+            ));
+        }
+        spec.fusion
+            .validate(spec.k, spec.layouts[2].channels_last())?;
         let problem = ConvProblem {
             spatial_dims: dims,
             n: spec.n,
@@ -282,6 +297,7 @@ impl ConvProblem {
             direction: spec.direction,
             bias: spec.bias,
             math: spec.math,
+            fusion: spec.fusion,
         };
         // Every size below is then a plain u64 product: tensors are capped at 2^48 elements
         // (2^50 bytes: no device holds more), so no count or byte size can wrap.
@@ -327,6 +343,7 @@ impl ConvProblem {
             direction: self.direction,
             bias: self.bias,
             math: self.math,
+            fusion: self.fusion,
         }
     }
 
@@ -406,6 +423,40 @@ impl ConvProblem {
     pub fn element_counts(&self) -> [u64; 3] {
         // Exact: `new` refuses tensors above 2^48 elements.
         self.exact_element_counts().map(|c| c as u64)
+    }
+
+    /// The fused epilogue.
+    pub fn fusion(&self) -> Fusion {
+        self.fusion
+    }
+
+    /// The same convolution with another epilogue (checked as [`ConvProblem::new`] checks it).
+    pub fn with_fusion(&self, fusion: Fusion) -> Result<ConvProblem, ProblemError> {
+        ConvProblem::new(ConvSpec {
+            fusion,
+            ..self.spec()
+        })
+    }
+
+    /// The plain convolution under the epilogue.
+    pub fn without_fusion(&self) -> ConvProblem {
+        ConvProblem {
+            fusion: Fusion::NONE,
+            ..*self
+        }
+    }
+
+    /// Elements from y's first to its last, inclusive: the dense count, or with a channel
+    /// slice, `(pixels - 1) * y_ld + k` (the caller adds the slice's channel offset).
+    pub fn y_extent(&self) -> u64 {
+        let pixels = self.element_counts()[2] / self.k as u64;
+        (pixels - 1) * self.fusion.y_stride(self.k) as u64 + self.k as u64
+    }
+
+    /// The same for the residual z.
+    pub fn z_extent(&self) -> u64 {
+        let pixels = self.element_counts()[2] / self.k as u64;
+        (pixels - 1) * self.fusion.z_stride(self.k) as u64 + self.k as u64
     }
 
     /// Bytes of x, w and y in the problem's data types (below 2^51: exact).

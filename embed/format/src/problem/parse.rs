@@ -8,6 +8,11 @@ use super::{
 impl ConvProblem {
     /// Parses a find-db key back into a problem. Inverse of [`ConvProblem::find_db_key`].
     pub fn from_find_db_key(key: &str) -> Result<Self, ProblemError> {
+        let (conv, fusion) = super::Fusion::split_key(key)?;
+        Self::from_plain_find_db_key(conv)?.with_fusion(fusion)
+    }
+
+    fn from_plain_find_db_key(key: &str) -> Result<Self, ProblemError> {
         let mut fields: heapless::Vec<&str, 24> = heapless::Vec::new();
         for f in key.split('-') {
             fields
@@ -145,6 +150,7 @@ impl ConvProblem {
             direction,
             bias,
             math: MathMode::Default,
+            fusion: super::Fusion::NONE,
         };
         let problem = ConvProblem::new(spec)?;
         if problem.output != y_sp {
@@ -162,6 +168,11 @@ impl ConvProblem {
     /// Parses a perf-db text key (`2x...xNCHWxFP32xF`). The perf-db key carries one layout
     /// token (that of MIOpen's "in" tensor); it is applied to all three tensors.
     pub fn from_perf_db_key(key: &str) -> Result<Self, ProblemError> {
+        let (conv, fusion) = super::Fusion::split_key(key)?;
+        Self::from_plain_perf_db_key(conv)?.with_fusion(fusion)
+    }
+
+    fn from_plain_perf_db_key(key: &str) -> Result<Self, ProblemError> {
         let mut fields: heapless::Vec<&str, 24> = heapless::Vec::new();
         for f in key.split('x') {
             fields
@@ -266,6 +277,7 @@ impl ConvProblem {
             direction,
             bias: v[19],
             math: MathMode::Default,
+            fusion: super::Fusion::NONE,
         })?;
         // No x gives this dy (e.g. padding alone makes the output larger): not a real problem.
         if !fwd && problem.output != in_sp {

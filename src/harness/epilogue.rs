@@ -1,0 +1,198 @@
+//! The fused epilogue in kiln's checks: its inputs on the device and as stored, the f64
+//! reference `y = act(alpha * conv * scale[k] + bias[k] + beta * z)`, and reading a channel
+//! slice of a wider y back (every element outside the slice must still hold its poison).
+
+use kiln_format::{ConvProblem, DataType};
+
+use super::verify::{random_values, upload};
+use crate::backend::{Device, DeviceBuffer};
+use crate::context::EpilogueArgs;
+use crate::error::RunError;
+
+/// A fused problem's epilogue inputs: each tensor on the device and as stored (f64).
+pub struct EpilogueInputs {
+    scale: Option<(DeviceBuffer, Vec<f64>)>,
+    bias: Option<(DeviceBuffer, Vec<f64>)>,
+    /// z as a whole buffer (the slice's wider tensor when z is a slice).
+    residual: Option<(DeviceBuffer, Vec<f64>)>,
+    alpha: f32,
+    beta: f32,
+    param: f32,
+    /// y's first channel in its wider tensor.
+    pub y_offset: u32,
+    z_offset: u32,
+}
+
+/// The channel offset checks use for a slice `ld` wide holding `k` channels: the last
+/// multiple of 8 that fits, so that both edges of the slice are exercised.
+pub fn slice_offset(ld: u32, k: u32) -> u32 {
+    if ld == 0 {
+        0
+    } else {
+        (ld - k) / 8 * 8
+    }
+}
+
+impl EpilogueInputs {
+    /// Seeded inputs for `p`'s fusion: scale in [0.5, 1.5), bias in [-0.5, 0.5), z in
+    /// [-1, 1) in y's type; alpha 0.75 and beta 0.5 so that neither factor can be dropped
+    /// unnoticed. `None` for a plain convolution.
+    pub fn new(device: &Device, p: &ConvProblem, seed: u64) -> Result<Option<Self>, RunError> {
+        let f = p.fusion();
+        if f.is_none() {
+            return Ok(None);
+        }
+        let k = p.k() as usize;
+        let shifted = |values: Vec<f32>, by: f32, times: f32| -> Vec<f32> {
+            values.into_iter().map(|v| v * times + by).collect()
+        };
+        let scale = if f.scale {
+            Some(upload(
+                device,
+                DataType::Fp32,
+                &shifted(random_values(k, seed ^ 0x5CA1E), 1.0, 0.5),
+            )?)
+        } else {
+            None
+        };
+        let bias = if f.bias {
+            Some(upload(
+                device,
+                DataType::Fp32,
+                &shifted(random_values(k, seed ^ 0xB1A5), 0.0, 0.5),
+            )?)
+        } else {
+            None
+        };
+        let z_offset = slice_offset(f.z_ld, p.k());
+        let residual = if f.residual {
+            let n = (p.z_extent() + z_offset as u64) as usize;
+            Some(upload(
+                device,
+                p.data_types()[2],
+                &random_values(n, seed ^ 0x2E51D),
+            )?)
+        } else {
+            None
+        };
+        Ok(Some(EpilogueInputs {
+            scale,
+            bias,
+            residual,
+            alpha: 0.75,
+            beta: 0.5,
+            param: f.activation.default_param(),
+            y_offset: slice_offset(f.y_ld, p.k()),
+            z_offset,
+        }))
+    }
+
+    /// The run's arguments.
+    pub fn args(&self) -> EpilogueArgs<'_> {
+        EpilogueArgs {
+            scale: self.scale.as_ref().map(|(b, _)| b),
+            bias: self.bias.as_ref().map(|(b, _)| b),
+            residual: self.residual.as_ref().map(|(b, _)| b),
+            alpha: self.alpha,
+            beta: self.beta,
+            activation_param: self.param,
+            y_channel_offset: self.y_offset,
+            z_channel_offset: self.z_offset,
+        }
+    }
+
+    /// Applies the epilogue to `conv`, the f64 convolution in y's dense layout.
+    pub fn apply(&self, p: &ConvProblem, conv: &mut [f64]) {
+        let f = p.fusion();
+        let k = p.k() as usize;
+        let channels_last = p.layouts()[2].channels_last();
+        let plane = conv.len() / (p.n() as usize * k);
+        let z_stride = f.z_stride(p.k()) as usize;
+        for (e, v) in conv.iter_mut().enumerate() {
+            let (pixel, ch) = if channels_last {
+                (e / k, e % k)
+            } else {
+                (e, (e / plane) % k)
+            };
+            let mut out = self.alpha as f64 * *v;
+            if let Some((_, s)) = &self.scale {
+                out *= s[ch];
+            }
+            if let Some((_, b)) = &self.bias {
+                out += b[ch];
+            }
+            if let Some((_, z)) = &self.residual {
+                let zi = if channels_last {
+                    pixel * z_stride + self.z_offset as usize + ch
+                } else {
+                    e
+                };
+                out += self.beta as f64 * z[zi];
+            }
+            *v = f.activation.apply(out, self.param as f64);
+        }
+    }
+}
+
+/// y's elements in dense order from the whole buffer `wide` a run wrote (a channel slice at
+/// `offset` when `p`'s fusion sets `y_ld`). An element outside the slice that no longer holds
+/// the poison (NaN) was overwritten: the result then holds NaN there, which fails every check.
+pub fn gather_y(p: &ConvProblem, wide: Vec<f64>, offset: u32) -> Vec<f64> {
+    let f = p.fusion();
+    if f.y_ld == 0 {
+        return wide;
+    }
+    let (k, ld, offset) = (p.k() as usize, f.y_ld as usize, offset as usize);
+    let pixels = (p.element_counts()[2] / p.k() as u64) as usize;
+    let mut out = Vec::with_capacity(pixels * k);
+    let mut intact = true;
+    for (i, v) in wide.iter().enumerate() {
+        let ch = i % ld;
+        if ch >= offset && ch < offset + k {
+            if i / ld < pixels {
+                out.push(*v);
+            }
+        } else if !v.is_nan() {
+            intact = false;
+        }
+    }
+    if !intact {
+        if let Some(first) = out.first_mut() {
+            *first = f64::NAN;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_format::{Activation, ConvSpec, Fusion, Layout};
+
+    #[test]
+    fn a_slice_is_read_back_and_a_write_outside_it_is_caught() {
+        let p = ConvProblem::new(ConvSpec {
+            k: 8,
+            input: [1, 1, 2],
+            layouts: [Layout::Nhwc; 3],
+            fusion: Fusion {
+                y_ld: 24,
+                activation: Activation::Relu,
+                ..Fusion::NONE
+            },
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        assert_eq!(slice_offset(24, 8), 16);
+        let mut wide = vec![f64::NAN; 2 * 24];
+        for px in 0..2 {
+            for c in 0..8 {
+                wide[px * 24 + 16 + c] = (px * 8 + c) as f64;
+            }
+        }
+        let got = gather_y(&p, wide.clone(), 16);
+        assert_eq!(got, (0..16).map(|v| v as f64).collect::<Vec<_>>());
+        wide[3] = 0.0;
+        assert!(gather_y(&p, wide, 16)[0].is_nan());
+    }
+}
