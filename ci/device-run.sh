@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Packs what the H100 needs into device-pack/ (git-ignored): the release `kiln` (appliance) and
 # `kiln-tools` (find, bench) binaries, the GPU test binaries (tests/gpu.rs and the backend
-# conformance suite) and the examples (C against libkiln.a, Rust). Everything kiln needs at run time is inside the binary. Then, with the
-# device tool: carry device-pack and run `bash device-pack/on-device.sh`; results land in $OUT.
+# conformance suite) and the examples (C against libkiln.a, Rust). Everything kiln needs at run time is inside the binary. Then, on
+# a machine with the GPU, copy device-pack there and run `bash device-pack/on-device.sh`; results land in $OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf device-pack && mkdir -p device-pack

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes kiln's problem lists from network definitions: every Conv2d a forward pass runs, as
 MIOpen find-db keys, at batch 1 and 32, FP32 and FP16, NCHW and NHWC, and BF16 NHWC. Runs where PyTorch and
-torchvision are installed (the device machine): no shape is typed by hand. ResNet-50,
+torchvision are installed (on a machine with the GPU): no shape is typed by hand. ResNet-50,
 MobileNetV2 and MobileNetV3-Large's squeeze-and-excitation layers come from torchvision; the VAE-style decoder and the YOLO-style detector are built
 below from their usual blocks. Usage: gen_problems.py OUT_DIR [--held-out]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the device machine: `kiln-tools bench` (cold start vs NVRTC, lookup cost, every ResNet-50
+# Runs on a machine with the GPU: `kiln-tools bench` (cold start vs NVRTC, lookup cost, every ResNet-50
 # layer against cuDNN) and three fresh-process cold starts. cuDNN and NVRTC are not part of kiln:
 # they are found in the machine's PyTorch install and loaded at run time. Results land in $OUT.
 # PROBLEM_LISTS="mobilenet_v2 vae_decoder yolo_detector": the problem lists instead of ResNet-50

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the device machine: generates the problem lists from the network definitions
+# Runs on a machine with the GPU: generates the problem lists from the network definitions
 # (PyTorch/torchvision there), then measures them with `kiln-tools find` into $OUT, continuing from
 # the sm_90_132 DBs already in the repo (resumable: measured problems are skipped; the DBs are
 # saved after every problem, so a stop loses nothing). FIND_SECONDS bounds the measuring.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the device machine, after a kernel change: the measuring half of a re-tune of
+# Runs on a machine with the GPU, after a kernel change: the measuring half of a re-tune of
 # sm_90_132, in steps ordered by what the bars need, each under its own time limit so one slow
 # step cannot starve the rest (the DBs are saved after every problem; what a step did not reach
 # keeps its older record; a step given 0 seconds is skipped):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the device machine: `kiln selftest` over every solver and perf config (FIRST, so a
+# Runs on a machine with the GPU: `kiln selftest` over every solver and perf config (FIRST, so a
 # broken kernel is seen before hours of tuning), then the re-tune of sm_90_132 with
 # `kiln-tools find --refresh`: every problem whose find-db record lacks a solver that applies
 # to it now is measured again (NHWC problems, FP32 ones with TF32 allowed so their records also

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the device machine (see ci/device-run.sh). Writes every result under $OUT.
+# Runs on a machine with the GPU (see ci/device-run.sh). Writes every result under $OUT.
 set -uo pipefail
 P=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/kiln-out}

@@ -2,7 +2,7 @@
 network through PyTorch
 (cudnn.benchmark = True), timed GPU-only the way kiln bench times both runtimes: a CUDA graph of
 20 calls (inputs rotated over 3 copies), replayed; median per call over 7 replays. Runs on the
-device machine (PyTorch is there, not in kiln). Prints a Markdown table.
+a machine with the GPU (PyTorch is there, not in kiln). Prints a Markdown table.
 Usage: python3 ci/torch_conv_bench.py > torch-bench.md
 
 With --kiln-report BENCH_MD (a `kiln-tools bench --problems` report): every layer of every list

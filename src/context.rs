@@ -514,16 +514,7 @@ impl Context {
         let (ep, y_offset) = epilogue.checked(p, &self.device)?;
         let y_bytes = (p.y_extent() + y_offset) * p.data_types()[2].size_bytes() as u64;
         for (which, buf, needed) in [("x", x, bytes[0]), ("w", w, bytes[1]), ("y", y, y_bytes)] {
-            if !buf.device().same_as(&self.device) {
-                return Err(RunError::ForeignBuffer { which });
-            }
-            if buf.bytes() < needed {
-                return Err(RunError::BufferTooSmall {
-                    which,
-                    needed,
-                    given: buf.bytes(),
-                });
-            }
+            check_buffer(&self.device, which, buf, needed)?;
         }
         let ws_given = workspace.map_or(0, |b| b.bytes());
         if inv.workspace_bytes > ws_given {
@@ -607,35 +598,26 @@ impl<'a> EpilogueArgs<'a> {
         ep.alpha = self.alpha;
         ep.beta = self.beta;
         ep.act_a = self.activation_param;
-        for (name, wanted, given, slot) in [
-            ("scale", f.scale, self.scale, &mut ep.scale),
-            ("bias", f.bias, self.bias, &mut ep.bias),
-        ] {
+        // The address of a tensor the fusion names, checked; 0 for one it does not.
+        let tensor = |name: &'static str,
+                      wanted: bool,
+                      given: Option<&DeviceBuffer>,
+                      needed: u64|
+         -> Result<u64, RunError> {
             match (wanted, given) {
                 (true, Some(b)) => {
-                    if !b.device().same_as(device) {
-                        return Err(RunError::ForeignBuffer { which: name });
-                    }
-                    if b.bytes() < 4 * k {
-                        return Err(RunError::BufferTooSmall {
-                            which: name,
-                            needed: 4 * k,
-                            given: b.bytes(),
-                        });
-                    }
-                    *slot = b.device_ptr();
+                    check_buffer(device, name, b, needed)?;
+                    Ok(b.device_ptr())
                 }
-                (true, None) => {
-                    return Err(fail(format!("the problem fuses a {name}: none given")))
-                }
-                (false, Some(_)) => {
-                    return Err(fail(format!(
-                        "a {name} was given, but the problem does not fuse one"
-                    )))
-                }
-                (false, None) => {}
+                (true, None) => Err(fail(format!("the problem fuses a {name}: none given"))),
+                (false, Some(_)) => Err(fail(format!(
+                    "a {name} was given, but the problem does not fuse one"
+                ))),
+                (false, None) => Ok(0),
             }
-        }
+        };
+        ep.scale = tensor("scale", f.scale, self.scale, 4 * k)?;
+        ep.bias = tensor("bias", f.bias, self.bias, 4 * k)?;
         let offset = |name: &str, offset: u32, ld: u32| -> Result<u64, RunError> {
             if offset == 0 {
                 return Ok(0);
@@ -654,29 +636,11 @@ impl<'a> EpilogueArgs<'a> {
         };
         let y_offset = offset("y", self.y_channel_offset, f.y_ld)?;
         let z_offset = offset("z", self.z_channel_offset, f.z_ld)?;
-        match (f.residual, self.residual) {
-            (true, Some(z)) => {
-                if !z.device().same_as(device) {
-                    return Err(RunError::ForeignBuffer { which: "residual" });
-                }
-                let needed = (p.z_extent() + z_offset) * element;
-                if z.bytes() < needed {
-                    return Err(RunError::BufferTooSmall {
-                        which: "residual",
-                        needed,
-                        given: z.bytes(),
-                    });
-                }
-                ep.z = z.device_ptr() + z_offset * element;
-            }
-            (true, None) => return Err(fail("the problem fuses a residual: none given".into())),
-            (false, Some(_)) => {
-                return Err(fail(
-                    "a residual was given, but the problem does not fuse one".into(),
-                ))
-            }
-            (false, None) => {}
-        }
+        let z_needed = (p.z_extent() + z_offset) * element;
+        ep.z = match tensor("residual", f.residual, self.residual, z_needed)? {
+            0 => 0,
+            z => z + z_offset * element,
+        };
         if !(self.alpha.is_finite() && self.beta.is_finite() && self.activation_param.is_finite()) {
             return Err(fail(
                 "alpha, beta and the activation's parameter must be finite".into(),
@@ -684,6 +648,26 @@ impl<'a> EpilogueArgs<'a> {
         }
         Ok((ep, y_offset))
     }
+}
+
+/// Checks that `buf` (named `which` in errors) is on `device` and holds `needed` bytes.
+fn check_buffer(
+    device: &Device,
+    which: &'static str,
+    buf: &DeviceBuffer,
+    needed: u64,
+) -> Result<(), RunError> {
+    if !buf.device().same_as(device) {
+        return Err(RunError::ForeignBuffer { which });
+    }
+    if buf.bytes() < needed {
+        return Err(RunError::BufferTooSmall {
+            which,
+            needed,
+            given: buf.bytes(),
+        });
+    }
+    Ok(())
 }
 
 /// The CUDA version of the NVRTC that built a target's cubins, from its toolchain line

@@ -43,27 +43,20 @@ impl EpilogueInputs {
             return Ok(None);
         }
         let k = p.k() as usize;
-        let shifted = |values: Vec<f32>, by: f32, times: f32| -> Vec<f32> {
-            values.into_iter().map(|v| v * times + by).collect()
+        // k FP32 values in [centre - 0.5, centre + 0.5), uploaded where the fusion has them.
+        let per_channel = |wanted: bool, seed: u64, centre: f32| {
+            wanted
+                .then(|| {
+                    let values: Vec<f32> = random_values(k, seed)
+                        .into_iter()
+                        .map(|v| v * 0.5 + centre)
+                        .collect();
+                    upload(device, DataType::Fp32, &values)
+                })
+                .transpose()
         };
-        let scale = if f.scale {
-            Some(upload(
-                device,
-                DataType::Fp32,
-                &shifted(random_values(k, seed ^ 0x5CA1E), 1.0, 0.5),
-            )?)
-        } else {
-            None
-        };
-        let bias = if f.bias {
-            Some(upload(
-                device,
-                DataType::Fp32,
-                &shifted(random_values(k, seed ^ 0xB1A5), 0.0, 0.5),
-            )?)
-        } else {
-            None
-        };
+        let scale = per_channel(f.scale, seed ^ 0x5CA1E, 1.0)?;
+        let bias = per_channel(f.bias, seed ^ 0xB1A5, 0.0)?;
         let z_offset = slice_offset(f.z_ld, p.k());
         let residual = if f.residual {
             let n = (p.z_extent() + z_offset as u64) as usize;

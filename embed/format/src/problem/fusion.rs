@@ -173,20 +173,12 @@ impl Fusion {
 
     /// y's pixel stride in elements for `k` output channels.
     pub fn y_stride(&self, k: u32) -> u32 {
-        if self.y_ld == 0 {
-            k
-        } else {
-            self.y_ld
-        }
+        dense_or(self.y_ld, k)
     }
 
     /// z's pixel stride in elements for `k` output channels.
     pub fn z_stride(&self, k: u32) -> u32 {
-        if self.z_ld == 0 {
-            k
-        } else {
-            self.z_ld
-        }
+        dense_or(self.z_ld, k)
     }
 
     /// Checks the fusion against the problem it belongs to: slices only of channels-last
@@ -300,6 +292,15 @@ impl Fusion {
             last = rank;
         }
         Ok((&key[..at], f))
+    }
+}
+
+/// A slice's stride `ld`, or `k` where there is no slice (0).
+fn dense_or(ld: u32, k: u32) -> u32 {
+    if ld == 0 {
+        k
+    } else {
+        ld
     }
 }
 

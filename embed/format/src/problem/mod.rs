@@ -449,14 +449,18 @@ impl ConvProblem {
     /// Elements from y's first to its last, inclusive: the dense count, or with a channel
     /// slice, `(pixels - 1) * y_ld + k` (the caller adds the slice's channel offset).
     pub fn y_extent(&self) -> u64 {
-        let pixels = self.element_counts()[2] / self.k as u64;
-        (pixels - 1) * self.fusion.y_stride(self.k) as u64 + self.k as u64
+        self.extent(self.fusion.y_stride(self.k))
     }
 
     /// The same for the residual z.
     pub fn z_extent(&self) -> u64 {
+        self.extent(self.fusion.z_stride(self.k))
+    }
+
+    /// Elements an output-shaped tensor spans with pixels `stride` elements apart.
+    fn extent(&self, stride: u32) -> u64 {
         let pixels = self.element_counts()[2] / self.k as u64;
-        (pixels - 1) * self.fusion.z_stride(self.k) as u64 + self.k as u64
+        (pixels - 1) * stride as u64 + self.k as u64
     }
 
     /// Bytes of x, w and y in the problem's data types (below 2^51: exact).
