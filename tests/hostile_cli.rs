@@ -161,6 +161,7 @@ fn cases() -> Vec<Case> {
     ));
     // Keys: every malformation of the review's list, and more.
     let good = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F";
+    let nhwc = good.replace("NCHW", "NHWC-NHWC-NHWC");
     let long = "1".repeat(120_000);
     let many = vec!["1"; 1000].join("-");
     let keys: Vec<(&str, String)> = vec![
@@ -226,6 +227,25 @@ fn cases() -> Vec<Case> {
         ("only dashes", "--------------".into()),
         ("cast order", format!("{good}_ciFP8_cwFP8")),
         ("unknown cast", format!("{good}_cxFP8")),
+        // Fused epilogues (the key's `+` ops).
+        ("fusion out of order", format!("{nhwc}+relu+bias")),
+        ("fusion repeated", format!("{nhwc}+bias+bias")),
+        ("fusion unknown op", format!("{nhwc}+swish")),
+        ("fusion identity", format!("{nhwc}+identity")),
+        ("fusion empty op", format!("{nhwc}+")),
+        ("fusion slice of NCHW", format!("{good}+ld128")),
+        ("fusion ld below k", format!("{nhwc}+ld8")),
+        ("fusion ld not 8-aligned", format!("{nhwc}+ld100")),
+        ("fusion ld overflow", format!("{nhwc}+ld99999999999")),
+        ("fusion zld without add", format!("{nhwc}+zld128")),
+        (
+            "fusion backward",
+            format!("{}+relu", good.replace("-F", "-B")),
+        ),
+        (
+            "fusion 10000 ops",
+            format!("{nhwc}{}", "+relu".repeat(10_000)),
+        ),
     ];
     for (name, key) in keys {
         let expect = if key.starts_with('-') && key.len() > 1 {
