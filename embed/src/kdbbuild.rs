@@ -231,11 +231,14 @@ fn jobs(manifest: &Manifest, arch: &str) -> Result<Vec<Job>> {
     Ok(jobs)
 }
 
+/// kiln's own kernel headers (`kernels/*.h`).
+pub const KILN_HEADERS: [&str; 3] = ["kiln_gpu.h", "igemm.h", "epilogue.h"];
+
 /// kiln's own headers (`kernels/*.h`), passed to NVRTC in memory and hashed into library
 /// cache keys.
-fn kiln_headers(kernels_dir: &Path) -> Result<Vec<(String, String)>> {
+pub fn kiln_headers(kernels_dir: &Path) -> Result<Vec<(String, String)>> {
     let mut headers = Vec::new();
-    for h in ["kiln_gpu.h", "igemm.h", "epilogue.h"] {
+    for h in KILN_HEADERS {
         let p = kernels_dir.join(h);
         headers.push((h.to_string(), crate::input::read_text(&p)?));
     }

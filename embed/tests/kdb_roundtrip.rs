@@ -28,13 +28,17 @@ fn real_objects() -> Vec<KdbEntry> {
         });
     }
     let nvrtc = Nvrtc::load().expect("NVRTC wheel present (run ci/setup.sh)");
-    let header = std::fs::read_to_string(kernels().join("kiln_gpu.h")).unwrap();
+    let headers = kiln_embed::kdbbuild::kiln_headers(&kernels()).unwrap();
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
     let source = std::fs::read_to_string(&src).unwrap();
     let cubin = nvrtc
         .compile_cubin(
             "conv_naive.cpp",
             &source,
-            &[("kiln_gpu.h", &header)],
+            &headers,
             "sm_90",
             &["-DKILN_DTYPE_FP32".to_string()],
         )

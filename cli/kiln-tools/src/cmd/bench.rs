@@ -120,10 +120,16 @@ fn random_tensor(
     Ok(upload(ctx.device(), p.data_types()[0], &random_values(n, seed))?.0)
 }
 
-/// Kernel sources, for compiling the cold-start kernel with NVRTC as a JIT runtime would.
-const KERNEL_SOURCES: [(&str, &str); 6] = [
+/// kiln's kernel headers, every one a kernel source may include (`kiln_embed::kdbbuild`
+/// passes the same three to NVRTC).
+const KERNEL_HEADERS: [(&str, &str); 3] = [
     ("kiln_gpu.h", include_str!("../../../../kernels/kiln_gpu.h")),
     ("igemm.h", include_str!("../../../../kernels/igemm.h")),
+    ("epilogue.h", include_str!("../../../../kernels/epilogue.h")),
+];
+
+/// Kernel sources, for compiling the cold-start kernel with NVRTC as a JIT runtime would.
+const KERNEL_SOURCES: [(&str, &str); 4] = [
     (
         "conv_naive.cpp",
         include_str!("../../../../kernels/conv_naive.cpp"),
@@ -194,13 +200,8 @@ fn jit_start(
     let t0 = Instant::now();
     let nvrtc = kiln_embed::compile::Nvrtc::load()?;
     let t1 = Instant::now();
-    let cubin = nvrtc.compile_cubin(
-        entry.source,
-        source,
-        &KERNEL_SOURCES[..2],
-        target.arch,
-        &options,
-    )?;
+    let cubin =
+        nvrtc.compile_cubin(entry.source, source, &KERNEL_HEADERS, target.arch, &options)?;
     let t2 = Instant::now();
     // SAFETY: NVRTC just compiled this cubin for this device from kiln's own kernel source,
     // with the options of the variant it is used for.
@@ -1048,4 +1049,15 @@ fn bench_lists(a: &BenchArgs, ctx: &Context, mut r: String) -> CliResult {
         return Err(format!("{failed} layers: kiln and cuDNN outputs disagree").into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod header_tests {
+    #[test]
+    fn the_jit_path_has_every_kernel_header_the_kdb_build_has() {
+        assert_eq!(
+            super::KERNEL_HEADERS.map(|(name, _)| name),
+            kiln_embed::kdbbuild::KILN_HEADERS
+        );
+    }
 }
