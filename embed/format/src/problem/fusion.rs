@@ -241,7 +241,7 @@ impl Fusion {
     }
 
     /// Splits a key into the convolution's key and its fusion (the inverse of the suffix
-    /// [`Fusion::write_key`] writes). Ops out of order, repeated or unknown are errors.
+    /// `Fusion::write_key` writes). Ops out of order, repeated or unknown are errors.
     pub fn split_key(key: &str) -> Result<(&str, Fusion), ProblemError> {
         let Some(at) = key.find('+') else {
             return Ok((key, Fusion::NONE));
