@@ -17,7 +17,7 @@ REPO=$(cd "$P/.." && pwd)
 OUT=${OUT:-/tmp/kiln-out}
 mkdir -p "$OUT"
 cp "$REPO"/targets/sm_90_132/sm_90_132.HIP.fdb.txt "$REPO"/targets/sm_90_132/sm_90_132.db.txt "$OUT/"
-cp "$REPO"/benches/h100-find/find-log.tsv "$OUT/"
+# $OUT/find-log.tsv gets this run's lines only: ci/append-find-log.sh adds them to the committed log.
 lists() { for f in "$@"; do echo "$REPO/ci/problems/$f"; done; }
 step() { # step NAME SECONDS FIND-ARGS... (0 seconds: skipped)
   local name=$1 seconds=$2; shift 2

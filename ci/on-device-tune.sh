@@ -16,7 +16,7 @@ if [ "${SKIP_SELFTEST:-0}" != 1 ]; then
   tail -n 12 "$OUT/selftest.txt"
 fi
 cp "$REPO"/targets/sm_90_132/sm_90_132.HIP.fdb.txt "$REPO"/targets/sm_90_132/sm_90_132.db.txt "$OUT/"
-cp "$REPO"/benches/h100-find/find-log.tsv "$OUT/"
+# $OUT/find-log.tsv gets this run's lines only: ci/append-find-log.sh adds them to the committed log.
 # FIND_FLAGS replaces the selection, e.g. "--force --layout NHWC --type FP32 --tf32" to measure
 # again every FP32 NHWC problem after a kernel change.
 # PROBLEMS (file names under ci/problems/) limits the lists, e.g. "resnet50.txt vae_decoder.txt".

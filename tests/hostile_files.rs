@@ -210,7 +210,7 @@ fn every_hostile_database_file_gets_a_clear_error() {
     let repo_path = |p: &str| repo.join(p).display().to_string();
     std::fs::write(dir.join("empty-list.txt"), "# nothing\n").unwrap();
     let (log, target, manifest) = (
-        repo_path("benches/h100-find/find-log.tsv"),
+        repo_path("data/find-logs/sm_90_132.tsv.zst"),
         repo_path("targets/sm_90_132"),
         repo_path("kernels/manifest.toml"),
     );

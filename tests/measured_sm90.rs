@@ -40,7 +40,8 @@ fn every_listed_problem_is_measured_and_agrees_with_the_log() {
     // (the re-tune with new solvers) keeps its latest figures, as the find-db does: a run
     // measures every candidate, so the latest run's lines replace the earlier run's.
     let log =
-        std::fs::read_to_string(common::repo().join("benches/h100-find/find-log.tsv")).unwrap();
+        kiln_embed::input::read_text(&common::repo().join("data/find-logs/sm_90_132.tsv.zst"))
+            .unwrap();
     type Run<'a> = HashMap<(&'a str, &'a str), (f64, bool)>;
     let mut latest: HashMap<&str, Run> = HashMap::new();
     let mut last_key = "";

@@ -27,9 +27,39 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>> {
     file::read_capped(path, MAX_INPUT_BYTES).map_err(|e| file_error(path, e))
 }
 
-/// Reads a regular file as UTF-8 text; a decoding error names the line.
+/// Reads a regular file as UTF-8 text; a decoding error names the line. A file named `*.zst`
+/// is zstd-decompressed first (the committed find logs are), to at most [`MAX_INPUT_BYTES`].
 pub fn read_text(path: &Path) -> Result<String> {
-    file::utf8(read_input(path)?).map_err(|e| file_error(path, e))
+    let mut bytes = read_input(path)?;
+    if path.extension().is_some_and(|e| e == "zst") {
+        bytes = decompress_capped(path, &bytes)?;
+    }
+    file::utf8(bytes).map_err(|e| file_error(path, e))
+}
+
+/// zstd frames decompressed to at most [`MAX_INPUT_BYTES`]: a small bomb is refused, not
+/// inflated until memory runs out.
+fn decompress_capped(path: &Path, compressed: &[u8]) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let corrupt = |e: std::io::Error| {
+        Error::io(
+            path,
+            std::io::Error::other(format!("not a zstd stream: {e}")),
+        )
+    };
+    let decoder = zstd::stream::read::Decoder::new(compressed).map_err(corrupt)?;
+    let mut out = Vec::new();
+    decoder
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut out)
+        .map_err(corrupt)?;
+    if out.len() as u64 > MAX_INPUT_BYTES {
+        return Err(Error::io(
+            path,
+            std::io::Error::other(format!("decompresses to more than {MAX_INPUT_BYTES} bytes")),
+        ));
+    }
+    Ok(out)
 }
 
 /// kiln-embed's error for a file that was not read: the line of a decoding error, else an I/O
@@ -249,6 +279,25 @@ mod tests {
         write_atomic(&link, "new").unwrap();
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         assert_eq!(std::fs::read(&link).unwrap(), b"new");
+    }
+
+    #[test]
+    fn zst_text_is_decompressed_and_a_bad_stream_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("log.tsv.zst");
+        std::fs::write(&good, zstd::encode_all(&b"a\tb\n"[..], 3).unwrap()).unwrap();
+        assert_eq!(read_text(&good).unwrap(), "a\tb\n");
+        let bad = dir.path().join("bad.tsv.zst");
+        std::fs::write(&bad, b"a\tb\n").unwrap();
+        let e = read_text(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("bad.tsv.zst") && e.contains("not a zstd stream"),
+            "{e}"
+        );
+        // The same bytes without the extension are plain text.
+        let plain = dir.path().join("plain.tsv");
+        std::fs::write(&plain, b"a\tb\n").unwrap();
+        assert_eq!(read_text(&plain).unwrap(), "a\tb\n");
     }
 
     #[test]

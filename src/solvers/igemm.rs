@@ -69,7 +69,7 @@ pub(super) fn reduction_length(p: &ConvProblem) -> u64 {
 }
 
 /// The least time one `block_k` step of `igemm.h`'s main loop took on the H100 over 18,224
-/// measurements (`benches/h100-find/find-log.tsv`): 2.12 us, whatever the problem. A block
+/// measurements (`data/find-logs/sm_90_132.tsv.zst`): 2.12 us, whatever the problem. A block
 /// walks its reduction serially, so a deep reduction over few outputs (a squeeze-excite 1x1 at
 /// one pixel, 1152 channels: 72 steps, 147 us measured) costs at least steps x this.
 const GEMM_STEP_MS: f64 = 0.0021;

@@ -47,7 +47,7 @@ impl TunableSolver for DirectNaive {
 
     fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, _: &()) -> f64 {
         // One thread per output walks the whole reduction: at least 0.15 us per element on
-        // the H100 (the least of 2,955 measurements, `benches/h100-find/find-log.tsv`).
+        // the H100 (the least of 2,955 measurements, `data/find-logs/sm_90_132.tsv.zst`).
         let serial = super::igemm::reduction_length(p) as f64 * 0.00015;
         (2.0 * kiln_format::measured::macs(p) / (700.0 * caps.throughput_scale() * 1e6)).max(serial)
             + 0.004

@@ -70,7 +70,7 @@ impl TunableSolver for DirectTiled {
     fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, &[_, _, kpb]: &[u32; 3]) -> f64 {
         let kpg = (p.k() / p.groups().max(1)).max(1) as f64;
         // Each thread walks the whole reduction: at least 0.128 us per element on the H100
-        // (the least of 2,816 measurements, `benches/h100-find/find-log.tsv`).
+        // (the least of 2,816 measurements, `data/find-logs/sm_90_132.tsv.zst`).
         let serial = super::igemm::reduction_length(p) as f64 * 0.000128;
         (2.0 * kiln_format::measured::macs(p)
             / (2500.0 * caps.throughput_scale() * tile_fill(kpg, kpb as f64) * 1e6))

@@ -14,7 +14,7 @@
 //! And networks never measured into the DBs (`--unseen`, DenseNet-121, EfficientNet-B0 and
 //! GoogLeNet): their problems ranked with every committed problem in the model, as a device
 //! running these DBs ranks them, their picks looked up in the log of a find run on them into
-//! a scratch DB (`benches/h100-heldout-find/`).
+//! a scratch DB (`data/heldout/`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -37,7 +37,7 @@ use crate::CliResult;
 #[derive(Args)]
 pub struct RegretArgs {
     /// The find run's log (problem, solver, params, time ms, error, ok; tab-separated).
-    #[arg(long, default_value = "benches/h100-find/find-log.tsv")]
+    #[arg(long, default_value = "data/find-logs/sm_90_132.tsv.zst")]
     log: PathBuf,
     /// Target folder holding the measured find-db and perf-db.
     #[arg(long, default_value = "targets/sm_90_132")]
@@ -48,10 +48,10 @@ pub struct RegretArgs {
     /// Networks never measured into the DBs (their problem lists) and the log of a find run on
     /// them into a scratch DB: their problems are ranked by the fallback with every committed
     /// problem in the model, as a device with these DBs would rank them.
-    #[arg(long, num_args = 1.., default_values = ["benches/h100-heldout-find/densenet121.txt", "benches/h100-heldout-find/efficientnet_b0.txt", "benches/h100-heldout-find/googlenet.txt"])]
+    #[arg(long, num_args = 1.., default_values = ["data/heldout/densenet121.txt", "data/heldout/efficientnet_b0.txt", "data/heldout/googlenet.txt"])]
     unseen: Vec<PathBuf>,
     /// The find log of the `--unseen` networks.
-    #[arg(long, default_value = "benches/h100-heldout-find/find-log.tsv")]
+    #[arg(long, default_value = "data/find-logs/heldout.tsv.zst")]
     unseen_log: PathBuf,
     /// kernels/manifest.toml.
     #[arg(long, default_value = "kernels/manifest.toml")]
