@@ -94,6 +94,8 @@ pub struct Context {
     launch_warmup_s: f64,
     /// Launch kernels that wait on their predecessor with programmatic dependent launch.
     programmatic: std::sync::atomic::AtomicBool,
+    /// The standalone operators' code object of each data type, loaded on first use.
+    op_modules: Mutex<Vec<(kiln_format::DataType, Arc<crate::backend::Module>)>>,
 }
 
 /// How a context opens.
@@ -178,6 +180,7 @@ impl Context {
             warmup_s,
             launch_warmup_s: 0.0,
             programmatic: std::sync::atomic::AtomicBool::new(true),
+            op_modules: Mutex::new(Vec::new()),
         };
         if options.warm_up {
             let t1 = std::time::Instant::now();
@@ -539,6 +542,141 @@ impl Context {
             stream,
             programmatic,
         )
+    }
+}
+
+impl Context {
+    /// An invoker for a standalone operator: the problem validated, its data type's code object
+    /// (`ops.cpp`, embedded once per type) checked and loaded on first use.
+    pub fn prepare_op(
+        &self,
+        op: &crate::ops::OpProblem,
+    ) -> Result<crate::ops::OpInvoker, RunError> {
+        op.validate()?;
+        let module = self.op_module(op.data_type)?;
+        let function = module.function(op.function())?;
+        Ok(crate::ops::OpInvoker {
+            op: *op,
+            function,
+            args: op.args(),
+        })
+    }
+
+    /// The operators' module for `dtype`, loaded once.
+    fn op_module(
+        &self,
+        dtype: kiln_format::DataType,
+    ) -> Result<Arc<crate::backend::Module>, RunError> {
+        let mut modules = self
+            .op_modules
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, m)) = modules.iter().find(|(d, _)| *d == dtype) {
+            return Ok(m.clone());
+        }
+        let (name, args) = kiln_format::manifest::kdb_key(
+            crate::ops::SOURCE,
+            "",
+            dtype.name(),
+            "",
+            self.target.arch,
+        )
+        .map_err(|e| RunError::Solver {
+            solver: "operators",
+            reason: e.to_string(),
+        })?;
+        let key = format!("'{name}' '{args}'");
+        let bytes = match self.target.code_object(&name, &args)? {
+            Some(object) => object.bytes,
+            None => {
+                return Err(RunError::MissingKernel {
+                    target: self.target.basename,
+                    key,
+                })
+            }
+        };
+        let checked = crate::codeobject::check_for_device(bytes, &self.device.info().arch)
+            .map_err(|source| RunError::CodeObject {
+                solver: "operators",
+                key,
+                source,
+            })?;
+        let module = self.device.load_module(checked)?;
+        modules.push((dtype, module.clone()));
+        Ok(module)
+    }
+
+    /// Runs an operator: `a` its input, `b` the second input of an elementwise add or
+    /// multiply (else `None`), `y` the output (its first channel `y_channel_offset` when it is
+    /// a channel slice), on `stream`. Buffers are checked against the
+    /// problem (present, large enough, on this device) before anything is launched.
+    pub fn run_op(
+        &self,
+        inv: &crate::ops::OpInvoker,
+        a: &DeviceBuffer,
+        b: Option<&DeviceBuffer>,
+        y: &DeviceBuffer,
+        y_channel_offset: u32,
+        stream: &Stream,
+    ) -> Result<(), RunError> {
+        let op = &inv.op;
+        let element = op.data_type.size_bytes() as u64;
+        let y_ld = if op.y_ld == 0 { op.c } else { op.y_ld };
+        if u64::from(y_channel_offset) + u64::from(op.c) > u64::from(y_ld) {
+            return Err(RunError::Operator(crate::ops::OpError {
+                op: op.describe(),
+                reason: format!(
+                    "y's channel offset {y_channel_offset} + c = {} passes its stride y_ld = {y_ld}",
+                    op.c
+                ),
+            }));
+        }
+        let y_offset = u64::from(y_channel_offset) * element;
+        check_buffer(&self.device, "a", a, op.a_elements() * element)?;
+        check_buffer(&self.device, "y", y, op.y_elements() * element + y_offset)?;
+        let b_needed = op.b_elements() * element;
+        let mut bp = match (b, b_needed) {
+            (Some(b), n) if n > 0 => {
+                check_buffer(&self.device, "b", b, n)?;
+                b.device_ptr()
+            }
+            (None, 0) => 0,
+            (Some(_), _) => {
+                return Err(RunError::Operator(crate::ops::OpError {
+                    op: op.describe(),
+                    reason: "takes no second input b".into(),
+                }))
+            }
+            (None, _) => {
+                return Err(RunError::Operator(crate::ops::OpError {
+                    op: op.describe(),
+                    reason: "needs its second input b".into(),
+                }))
+            }
+        };
+        let (mut ap, mut yp, mut args) = (a.device_ptr(), y.device_ptr() + y_offset, inv.args);
+        let mut params: [*mut core::ffi::c_void; 4] = [
+            (&mut ap as *mut u64).cast(),
+            (&mut bp as *mut u64).cast(),
+            (&mut yp as *mut u64).cast(),
+            (&mut args as *mut kiln_format::abi::OpArgs).cast(),
+        ];
+        // SAFETY: the operators take (a, b, y, KilnOpArgs), mirrored by abi::OpArgs (checked
+        // against ops.cpp); the problem is validated, so its indices fit the kernels' types, and
+        // the buffers are on this device and hold the extents the arguments address.
+        unsafe {
+            self.device.launch(
+                false,
+                &inv.function,
+                [op.blocks(), 1, 1],
+                [crate::ops::BLOCK_THREADS, 1, 1],
+                0,
+                stream,
+                &mut params,
+                1,
+            )
+        }?;
+        Ok(())
     }
 }
 

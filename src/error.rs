@@ -144,6 +144,8 @@ pub enum RunError {
         /// What is wrong, naming the tensor or value.
         reason: String,
     },
+    /// A standalone operator cannot run as described (its shape, type, layout or buffers).
+    Operator(crate::ops::OpError),
     /// The GPU driver is older than the toolkit the target's code objects were built with.
     OldDriver {
         /// The target.
@@ -204,6 +206,7 @@ impl fmt::Display for RunError {
             RunError::Epilogue { problem, reason } => {
                 write!(f, "epilogue of {problem}: {reason}")
             }
+            RunError::Operator(e) => write!(f, "{e}"),
             RunError::OldDriver {
                 target,
                 driver,
@@ -229,6 +232,12 @@ impl From<Error> for RunError {
 impl From<LookupError> for RunError {
     fn from(e: LookupError) -> Self {
         RunError::Kiln(Error::Lookup(e))
+    }
+}
+
+impl From<crate::ops::OpError> for RunError {
+    fn from(e: crate::ops::OpError) -> Self {
+        RunError::Operator(e)
     }
 }
 

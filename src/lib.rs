@@ -34,12 +34,15 @@
 pub mod backend;
 pub mod codeobject;
 pub mod context;
+pub mod elements;
 pub mod embedded;
 pub mod error;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod invoker;
 pub mod logging;
+pub mod net;
+pub mod ops;
 pub mod resolve;
 pub mod select;
 pub mod solvers;

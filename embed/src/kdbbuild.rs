@@ -92,6 +92,20 @@ pub struct Manifest {
     /// Solvers.
     #[serde(rename = "solver")]
     pub solvers: Vec<ManifestSolver>,
+    /// Standalone operators (pooling, resizing, elementwise, softmax): no perf configs.
+    #[serde(rename = "operator", default)]
+    pub operators: Vec<ManifestOperator>,
+}
+
+/// One `[[operator]]` of the manifest: a kernel file of standalone operators, compiled once per
+/// data type on every arch (kdb key: the file + `.o`, `-DKILN_DTYPE_<type> -mcpu=<arch>`).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestOperator {
+    /// Kernel source file in `kernels/`.
+    pub source: String,
+    /// Its `extern "C"` entry points.
+    pub functions: Vec<String>,
 }
 
 impl Manifest {
@@ -106,6 +120,22 @@ impl Manifest {
             target: "kernels".into(),
             reason: format!("{}: {reason}", path.display()),
         };
+        for (i, op) in m.operators.iter().enumerate() {
+            if op.functions.is_empty() {
+                return Err(bad(format!(
+                    "operator {} names no kernel function",
+                    op.source
+                )));
+            }
+            if m.operators[..i].iter().any(|o| o.source == op.source)
+                || m.solvers.iter().any(|s| s.source == op.source)
+            {
+                return Err(bad(format!(
+                    "operator source {} is listed twice or shared with a solver",
+                    op.source
+                )));
+            }
+        }
         for (i, s) in m.solvers.iter().enumerate() {
             if m.solvers[..i].iter().any(|o| o.id == s.id) {
                 return Err(bad(format!("solver {} is listed twice", s.id)));
@@ -225,6 +255,22 @@ fn jobs(manifest: &Manifest, arch: &str) -> Result<Vec<Job>> {
                     },
                 });
             }
+        }
+    }
+    for op in &manifest.operators {
+        for dt in &manifest.data_types {
+            let opts = compile_options("", dt, "").map_err(|e| Error::Target {
+                target: arch.into(),
+                reason: format!("operator {}: {e}", op.source),
+            })?;
+            jobs.push(Job {
+                kernel_name: kernel_name(&op.source),
+                kernel_args: kernel_args(&opts, arch),
+                source: op.source.clone(),
+                options: opts.split(' ').map(String::from).collect(),
+                library: String::new(),
+                compile_arch: arch.to_string(),
+            });
         }
     }
     jobs.sort_by(|a, b| (&a.kernel_name, &a.kernel_args).cmp(&(&b.kernel_name, &b.kernel_args)));

@@ -5,6 +5,7 @@
 pub mod coldstart;
 pub mod epilogue;
 pub mod networks;
+pub mod ops;
 pub mod output;
 pub mod problem_list;
 pub mod timing;

@@ -36,6 +36,45 @@ pub enum Command {
     Coldstart(ColdstartArgs),
     /// The main job: every ResNet-50 conv layer through kiln (on a GPU: run and verify; without: resolve and verify code objects).
     Demo(DemoArgs),
+    /// Run a whole network (weights from a safetensors file) on the GPU, as one captured graph.
+    #[command(subcommand)]
+    Net(NetCommand),
+}
+
+#[derive(Subcommand)]
+pub enum NetCommand {
+    /// Build a network for a batch size, run it once on the given or random input, time the
+    /// captured forward pass (GPU-only) and write the output.
+    Run(NetRunArgs),
+}
+
+#[derive(Args)]
+pub struct NetRunArgs {
+    /// The network: resnet50.
+    pub model: String,
+    /// Weights: a safetensors file of the network's PyTorch state_dict (torchvision names).
+    #[arg(long)]
+    pub weights: std::path::PathBuf,
+    /// Batch size.
+    #[arg(long, default_value_t = 1)]
+    pub batch: u32,
+    /// Data type of activations and weights: FP16, BF16, FP32.
+    #[arg(long = "type", default_value = "FP16")]
+    pub dtype: String,
+    /// Input: raw NHWC values of the data type, batch x h x w x c (default: random in [-1, 1)).
+    #[arg(long)]
+    pub input: Option<std::path::PathBuf>,
+    /// Write the output here: raw values of the data type, batch x c.
+    #[arg(long)]
+    pub output: Option<std::path::PathBuf>,
+    /// Timed replays of the captured forward pass.
+    #[arg(long, default_value_t = 50)]
+    pub repeats: usize,
+    /// List each convolution's solver too.
+    #[arg(long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub device: DeviceArgs,
 }
 
 #[derive(Args)]
@@ -59,7 +98,8 @@ pub struct JsonArgs {
 pub struct SelftestArgs {
     #[command(flatten)]
     pub device: DeviceArgs,
-    /// Check only these solvers (repeatable; default: every registered solver), e.g. to run
+    /// Check only these solvers (repeatable; default: every registered solver and the
+    /// standalone operators, `operators`), e.g. to run
     /// the new ones under compute-sanitizer within its time.
     #[arg(long = "solver", value_name = "ID")]
     pub solvers: Vec<String>,

@@ -73,5 +73,6 @@ fn dispatch(cli: Cli) -> CliResult {
         Command::Selftest(a) => cmd::selftest::run(&a),
         Command::Coldstart(a) => cmd::coldstart::run(&a),
         Command::Demo(a) => cmd::demo::run(&a),
+        Command::Net(args::NetCommand::Run(a)) => cmd::net::run(&a),
     }
 }

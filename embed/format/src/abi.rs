@@ -121,6 +121,34 @@ pub struct TmaConvParams {
     pub ep: Epilogue,
 }
 
+/// Mirror of `KilnOpArgs` (`kernels/ops.cpp`): one standalone operator's shapes and modes.
+/// Field names and order as in C; the kernel file documents each.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[allow(missing_docs)] // the names are the C struct's; ops.cpp documents them
+pub struct OpArgs {
+    pub n: i32,
+    pub c: i32,
+    pub in_h: i32,
+    pub in_w: i32,
+    pub out_h: i32,
+    pub out_w: i32,
+    pub win_h: i32,
+    pub win_w: i32,
+    pub stride_h: i32,
+    pub stride_w: i32,
+    pub pad_h: i32,
+    pub pad_w: i32,
+    pub mode: i32,
+    pub channels_last: i32,
+    pub a_ld: i32,
+    pub y_ld: i32,
+    pub b_ld: i32,
+    pub act: i32,
+    pub act_a: f32,
+    pub grid_threads: i32,
+}
+
 /// Mirror of `KilnEpilogue` (`kernels/epilogue.h`): the fused epilogue's run-time values,
 /// `y = act(alpha * acc * scale[k] + bias[k] + beta * z)`. Field names and order as in C.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -481,6 +509,11 @@ mod tests {
         check(cutlass, "KilnBuilderInfo", &info, BuilderInfo::BYTES, 4).unwrap();
         let pointers = fields!(Pointers: x, w, y, workspace);
         check(cutlass, "KilnPointers", &pointers, size_of::<Pointers>(), 8).unwrap();
+        let ops = include_str!("../../../kernels/ops.cpp");
+        let op = fields!(OpArgs: n, c, in_h, in_w, out_h, out_w, win_h, win_w, stride_h,
+            stride_w, pad_h, pad_w, mode, channels_last, a_ld, y_ld, b_ld, act, act_a,
+            grid_threads);
+        check(ops, "KilnOpArgs", &op, size_of::<OpArgs>(), 4).unwrap();
         // A drifted mirror is named.
         let mut moved = pointers;
         moved.swap(0, 1);

@@ -4,6 +4,7 @@ pub mod coldstart;
 pub mod demo;
 pub mod devices;
 pub mod info;
+pub mod net;
 pub mod resolve;
 pub mod run;
 pub mod selftest;

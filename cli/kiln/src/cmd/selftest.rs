@@ -200,6 +200,9 @@ fn listed_problems(files: &[std::path::PathBuf]) -> Result<Vec<ConvProblem>, Str
     Ok(out)
 }
 
+/// The `--solver` name of the standalone operators (pooling, resizing, elementwise, softmax).
+const OPERATORS: &str = "operators";
+
 pub fn run(a: &SelftestArgs) -> CliResult {
     let json = a.output.json;
     // The lists are read before the device opens: a bad one fails fast, GPU or not.
@@ -221,7 +224,7 @@ pub fn run(a: &SelftestArgs) -> CliResult {
     if let Some(unknown) = a
         .solvers
         .iter()
-        .find(|id| kiln::solvers::by_id(id).is_none())
+        .find(|id| kiln::solvers::by_id(id).is_none() && *id != OPERATORS)
     {
         return Err(format!("selftest: no solver {unknown:?} is registered").into());
     }
@@ -290,6 +293,42 @@ pub fn run(a: &SelftestArgs) -> CliResult {
                     c.class_mismatches, c.non_finite, c.error
                 ))?,
                 Err(err) => fail(format!("with special values: {err}"))?,
+            }
+        }
+    }
+    // The standalone operators (not with --problems: those lists are convolutions).
+    if chosen(OPERATORS) && a.problems.is_empty() {
+        let e = per_solver.entry(OPERATORS).or_default();
+        for dtype in [DataType::Fp32, DataType::Fp16, DataType::Bf16] {
+            for (i, op) in kiln::harness::ops::problems(dtype).iter().enumerate() {
+                for special in [false, true] {
+                    runs += 1;
+                    e.0 += 1;
+                    let what = match kiln::harness::ops::check(&ctx, op, 1 + i as u64, special) {
+                        Ok(c) if c.passed => continue,
+                        Ok(c) => format!(
+                            "relative error {:.3e}, {} outputs of another class, {} written outside the slice",
+                            c.error, c.class_mismatches, c.written_outside
+                        ),
+                        Err(err) => err.to_string(),
+                    };
+                    let what = if special {
+                        format!("with special values: {what}")
+                    } else {
+                        what
+                    };
+                    failures += 1;
+                    e.1 += 1;
+                    if json {
+                        failed_runs.push(Json::obj([
+                            ("solver", Json::str(OPERATORS)),
+                            ("problem", Json::str(op.describe())),
+                            ("error", Json::str(what)),
+                        ]));
+                    } else {
+                        kiln::outln!("FAIL {}: {what}", op.describe());
+                    }
+                }
             }
         }
     }

@@ -1,0 +1,119 @@
+//! `kiln net run`: a whole network on the GPU, from its safetensors weights, as one captured
+//! graph; timed GPU-only (graph replays between device events).
+
+use kiln::harness::timing::time_device;
+use kiln::net::{models, Network, Weights};
+use kiln::DataType;
+
+use super::human;
+use crate::args::NetRunArgs;
+use crate::CliResult;
+
+pub fn run(a: &NetRunArgs) -> CliResult {
+    let def = models::by_name(&a.model).ok_or_else(|| {
+        format!(
+            "net: no network {:?} (known: {})",
+            a.model,
+            models::NAMES.join(", ")
+        )
+    })?;
+    let dtype = DataType::ALL
+        .into_iter()
+        .find(|d| d.name() == a.dtype)
+        .ok_or_else(|| format!("net: --type {:?}: expected FP16, BF16 or FP32", a.dtype))?;
+    // Files are read before the device opens: a bad one fails fast, GPU or not.
+    let bytes = kiln::format::file::read_capped(&a.weights, 4 << 30)
+        .map_err(|e| format!("net: --weights {}: {e}", a.weights.display()))?;
+    let weights = Weights::from_safetensors(&bytes)
+        .map_err(|e| format!("net: --weights {}: {e}", a.weights.display()))?;
+    drop(bytes);
+    let input = match &a.input {
+        Some(path) => Some(
+            kiln::format::file::read_capped(path, 4 << 30)
+                .map_err(|e| format!("net: --input {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    let ctx = a.device.context()?;
+    let t0 = std::time::Instant::now();
+    let net = Network::new(&ctx, &def, &weights, a.batch, dtype)?;
+    let build_s = t0.elapsed().as_secs_f64();
+    let s = net.input_shape();
+    let in_bytes = u64::from(a.batch) * u64::from(s.c * s.h * s.w) * dtype.size_bytes() as u64;
+    let image = match input {
+        Some(b) if b.len() as u64 == in_bytes => b,
+        Some(b) => {
+            return Err(format!(
+                "net: --input holds {} B; {} x {}x{}x{} (NHWC) {} needs {in_bytes} B",
+                b.len(),
+                a.batch,
+                s.h,
+                s.w,
+                s.c,
+                dtype.name()
+            )
+            .into())
+        }
+        None => {
+            let values =
+                kiln::harness::verify::random_values((in_bytes as usize) / dtype.size_bytes(), 7);
+            kiln::elements::encode(dtype, &values).0
+        }
+    };
+    net.input().upload(&image)?;
+    net.run()?;
+    let o = net.output_shape();
+    let mut out =
+        vec![0u8; (u64::from(a.batch) * u64::from(o.c * o.h * o.w)) as usize * dtype.size_bytes()];
+    net.output().download(&mut out)?;
+    let graph = net.graph().ok_or("net: no captured graph")?;
+    let timing = time_device(ctx.device(), 3, a.repeats, |_| {
+        Ok(graph.launch(&kiln::backend::Stream::default())?)
+    })?;
+    if let Some(path) = &a.output {
+        std::fs::write(path, &out).map_err(|e| format!("net: --output {}: {e}", path.display()))?;
+    }
+    let values = kiln::elements::decode(dtype, &out);
+    let top1: Vec<usize> = values
+        .chunks(o.c as usize)
+        .map(|row| {
+            row.iter()
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |best, (i, &v)| {
+                    if v > best.1 {
+                        (i, v)
+                    } else {
+                        best
+                    }
+                })
+                .0
+        })
+        .collect();
+    kiln::outln!(
+        "{} {} N={} on {}: {} launches in one graph, {} weights tensors, activations {}, built in {:.1} s",
+        def.name,
+        dtype.name(),
+        a.batch,
+        ctx.describe(),
+        net.launches(),
+        weights.len(),
+        human(net.activation_bytes()),
+        build_s
+    );
+    if a.verbose {
+        for (key, solver, params) in net.solvers() {
+            kiln::outln!("  {key}: {solver} [{params}]");
+        }
+    }
+    kiln::outln!(
+        "forward pass: {:.4} ms GPU-only (graph replay, median of {}; min {:.4} ms)",
+        timing.median_ms,
+        timing.repeats,
+        timing.min_ms
+    );
+    kiln::outln!(
+        "top-1 of the first samples: {:?}",
+        &top1[..top1.len().min(8)]
+    );
+    Ok(())
+}

@@ -1,0 +1,199 @@
+// kiln's standalone operators: the work around the convolutions of a network that no epilogue
+// absorbs. One code object per data type holds them all; they need no find-db (one kernel
+// each, memory-bound). Every entry takes (a, b, y, KilnOpArgs): a is the input, b the second
+// input of the elementwise op (else unused), y the output; FP32 arithmetic, one rounding.
+#include "epilogue.h"
+
+#define KILN_OP_POOL_MAX 0
+#define KILN_OP_POOL_AVG 1          // the padding counts in the divisor (PyTorch's default)
+#define KILN_OP_POOL_AVG_EXCLUDE 2  // only the elements inside the input count
+#define KILN_OP_RESIZE_NEAREST 0
+#define KILN_OP_RESIZE_BILINEAR 1   // half-pixel centres (align_corners false)
+#define KILN_OP_ELTWISE_COPY 0      // y = act(a)
+#define KILN_OP_ELTWISE_ADD 1       // y = act(a + b)
+#define KILN_OP_ELTWISE_MUL 2       // y = act(a * b)
+
+// One operator's shapes and modes. Mirrored by kiln_format::abi::OpArgs; a test checks the size
+// and every field offset of the mirror against this definition.
+struct KilnOpArgs {
+  kiln_i32 n, c, in_h, in_w;  // a's shape
+  kiln_i32 out_h, out_w;      // y's spatial size (y has n and c of a)
+  kiln_i32 win_h, win_w, stride_h, stride_w, pad_h, pad_w;  // pooling
+  kiln_i32 mode;              // KILN_OP_* of the entry
+  kiln_i32 channels_last;     // 1: NHWC; 0: NCHW
+  kiln_i32 a_ld, y_ld;        // NHWC: elements from one pixel to the next (>= c: a channel slice)
+  kiln_i32 b_ld;              // NHWC eltwise: b's pixel stride; 0: b holds one value per (n, c)
+  kiln_i32 act;               // KILN_ACT_* applied to the result
+  float act_a;                // the activation's parameter
+  kiln_i32 grid_threads;      // threads launched (blocks x threads), the grid-stride step
+};
+
+// Element (n, ch, y, x) of a tensor of c channels and h x w pixels, `ld` apart when channels-last.
+static __device__ KILN_INLINE kiln_i64 kiln_op_index(const KilnOpArgs& a, kiln_i32 n, kiln_i32 ch, kiln_i32 y,
+                                                     kiln_i32 x, kiln_i32 h, kiln_i32 w, kiln_i32 ld) {
+  if (a.channels_last) return (((kiln_i64)n * h + y) * w + x) * ld + ch;
+  return (((kiln_i64)n * a.c + ch) * h + y) * w + x;
+}
+
+// Output element i (in y's dense order: channel fastest when channels-last) as (n, ch, y, x).
+static __device__ KILN_INLINE void kiln_op_coords(const KilnOpArgs& a, kiln_i64 i, kiln_i32& n, kiln_i32& ch,
+                                                  kiln_i32& oy, kiln_i32& ox) {
+  if (a.channels_last) {
+    ch = (kiln_i32)(i % a.c); i /= a.c;
+    ox = (kiln_i32)(i % a.out_w); i /= a.out_w;
+    oy = (kiln_i32)(i % a.out_h); i /= a.out_h;
+  } else {
+    ox = (kiln_i32)(i % a.out_w); i /= a.out_w;
+    oy = (kiln_i32)(i % a.out_h); i /= a.out_h;
+    ch = (kiln_i32)(i % a.c); i /= a.c;
+  }
+  n = (kiln_i32)i;
+}
+
+static __device__ KILN_INLINE float kiln_op_act(float v, const KilnOpArgs& a) {
+  if (a.act == KILN_ACT_IDENTITY) return v;
+  return kiln_act_apply(v, kiln_act_params(a.act, a.act_a));
+}
+
+// Threads walk the outputs in a grid-stride loop, so any size launches with a bounded grid (the
+// step comes from the host: kiln's AMD dialect has no gridDim).
+#define KILN_OP_FOR_EACH_OUTPUT(a, i)                                                           \
+  const kiln_i64 kiln_total = (kiln_i64)(a).n * (a).c * (a).out_h * (a).out_w;                  \
+  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < kiln_total;            \
+       i += (a).grid_threads)
+
+// Max and average pooling (window, stride, padding; ceil mode is the host's choice of out_h
+// and out_w), global average pooling as the window that covers the input. A NaN under the
+// window gives NaN, as PyTorch's max pooling does.
+extern "C" __global__ void kiln_pool2d(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused,
+                                       kiln_t* __restrict__ y, KilnOpArgs a) {
+  KILN_OP_FOR_EACH_OUTPUT(a, i) {
+    kiln_i32 n, ch, oy, ox;
+    kiln_op_coords(a, i, n, ch, oy, ox);
+    kiln_i32 y0 = oy * a.stride_h - a.pad_h, x0 = ox * a.stride_w - a.pad_w;
+    kiln_i32 y1 = y0 + a.win_h, x1 = x0 + a.win_w;
+    // The divisor with padding counted: the window clipped to the padded input.
+    if (y1 > a.in_h + a.pad_h) y1 = a.in_h + a.pad_h;
+    if (x1 > a.in_w + a.pad_w) x1 = a.in_w + a.pad_w;
+    const kiln_i32 padded = (y1 - y0) * (x1 - x0);
+    if (y0 < 0) y0 = 0;
+    if (x0 < 0) x0 = 0;
+    if (y1 > a.in_h) y1 = a.in_h;
+    if (x1 > a.in_w) x1 = a.in_w;
+    float acc = a.mode == KILN_OP_POOL_MAX ? -kiln_bits_to_float(0x7f800000u) : 0.0f;
+    for (kiln_i32 iy = y0; iy < y1; ++iy) {
+      for (kiln_i32 ix = x0; ix < x1; ++ix) {
+        const float v = kiln_load(x, kiln_op_index(a, n, ch, iy, ix, a.in_h, a.in_w, a.a_ld));
+        if (a.mode == KILN_OP_POOL_MAX) {
+          acc = (v > acc || v != v) && acc == acc ? v : acc;
+        } else {
+          acc += v;
+        }
+      }
+    }
+    if (a.mode == KILN_OP_POOL_AVG) acc /= (float)padded;
+    if (a.mode == KILN_OP_POOL_AVG_EXCLUDE) acc /= (float)((y1 - y0) * (x1 - x0));
+    kiln_store(y, kiln_op_index(a, n, ch, oy, ox, a.out_h, a.out_w, a.y_ld), kiln_op_act(acc, a));
+  }
+}
+
+// Resizing by the ratio of out to in (2x upsampling in the networks kiln runs): nearest
+// (PyTorch's `nearest`: source floor(dst * in / out)) or bilinear with half-pixel centres.
+extern "C" __global__ void kiln_resize(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused,
+                                       kiln_t* __restrict__ y, KilnOpArgs a) {
+  const float sy = (float)a.in_h / (float)a.out_h, sx = (float)a.in_w / (float)a.out_w;
+  KILN_OP_FOR_EACH_OUTPUT(a, i) {
+    kiln_i32 n, ch, oy, ox;
+    kiln_op_coords(a, i, n, ch, oy, ox);
+    float v;
+    if (a.mode == KILN_OP_RESIZE_NEAREST) {
+      kiln_i32 iy = (kiln_i32)((float)oy * sy), ix = (kiln_i32)((float)ox * sx);
+      if (iy > a.in_h - 1) iy = a.in_h - 1;
+      if (ix > a.in_w - 1) ix = a.in_w - 1;
+      v = kiln_load(x, kiln_op_index(a, n, ch, iy, ix, a.in_h, a.in_w, a.a_ld));
+    } else {
+      float fy = ((float)oy + 0.5f) * sy - 0.5f, fx = ((float)ox + 0.5f) * sx - 0.5f;
+      if (fy < 0.0f) fy = 0.0f;
+      if (fx < 0.0f) fx = 0.0f;
+      const kiln_i32 y0 = (kiln_i32)fy, x0 = (kiln_i32)fx;
+      const kiln_i32 y1 = y0 + 1 < a.in_h ? y0 + 1 : a.in_h - 1;
+      const kiln_i32 x1 = x0 + 1 < a.in_w ? x0 + 1 : a.in_w - 1;
+      const float ly = fy - (float)y0, lx = fx - (float)x0;
+      const float v00 = kiln_load(x, kiln_op_index(a, n, ch, y0, x0, a.in_h, a.in_w, a.a_ld));
+      const float v01 = kiln_load(x, kiln_op_index(a, n, ch, y0, x1, a.in_h, a.in_w, a.a_ld));
+      const float v10 = kiln_load(x, kiln_op_index(a, n, ch, y1, x0, a.in_h, a.in_w, a.a_ld));
+      const float v11 = kiln_load(x, kiln_op_index(a, n, ch, y1, x1, a.in_h, a.in_w, a.a_ld));
+      v = (1.0f - ly) * ((1.0f - lx) * v00 + lx * v01) + ly * ((1.0f - lx) * v10 + lx * v11);
+    }
+    kiln_store(y, kiln_op_index(a, n, ch, oy, ox, a.out_h, a.out_w, a.y_ld), kiln_op_act(v, a));
+  }
+}
+
+// Elementwise: y = act(a), act(a + b) or act(a * b); b is y's shape (b_ld apart when
+// channels-last) or, with b_ld = 0, one value per (n, c) broadcast over the pixels
+// (squeeze-and-excitation's channel scale).
+extern "C" __global__ void kiln_eltwise(const kiln_t* __restrict__ x, const kiln_t* __restrict__ b,
+                                        kiln_t* __restrict__ y, KilnOpArgs a) {
+  KILN_OP_FOR_EACH_OUTPUT(a, i) {
+    kiln_i32 n, ch, oy, ox;
+    kiln_op_coords(a, i, n, ch, oy, ox);
+    float v = kiln_load(x, kiln_op_index(a, n, ch, oy, ox, a.in_h, a.in_w, a.a_ld));
+    if (a.mode != KILN_OP_ELTWISE_COPY) {
+      const kiln_i64 bi = a.b_ld == 0 ? (kiln_i64)n * a.c + ch
+                                      : kiln_op_index(a, n, ch, oy, ox, a.in_h, a.in_w, a.b_ld);
+      const float w = kiln_load(b, bi);
+      v = a.mode == KILN_OP_ELTWISE_ADD ? v + w : v * w;
+    }
+    kiln_store(y, kiln_op_index(a, n, ch, oy, ox, a.out_h, a.out_w, a.y_ld), kiln_op_act(v, a));
+  }
+}
+
+#define KILN_SOFTMAX_THREADS 256
+
+// Softmax over the channels of each pixel: one block of KILN_SOFTMAX_THREADS per pixel, its
+// threads striding over the channels, max and sum reduced in shared memory (no wavefront-size assumption).
+extern "C" __global__ void
+    kiln_softmax(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused, kiln_t* __restrict__ y,
+                 KilnOpArgs a) {
+  __shared__ float red[KILN_SOFTMAX_THREADS];
+  const kiln_i64 pixels = (kiln_i64)a.n * a.in_h * a.in_w;
+  for (kiln_i64 p = blockIdx.x; p < pixels; p += a.grid_threads / KILN_SOFTMAX_THREADS) {
+    const kiln_i32 n = (kiln_i32)(p / ((kiln_i64)a.in_h * a.in_w));
+    const kiln_i32 rest = (kiln_i32)(p % ((kiln_i64)a.in_h * a.in_w));
+    const kiln_i32 py = rest / a.in_w, px = rest % a.in_w;
+    float m = -kiln_bits_to_float(0x7f800000u);
+    for (kiln_i32 ch = threadIdx.x; ch < a.c; ch += blockDim.x) {
+      const float v = kiln_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
+      m = (v > m || v != v) && m == m ? v : m;
+    }
+    red[threadIdx.x] = m;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s) {
+        const float o = red[threadIdx.x + s];
+        if ((o > red[threadIdx.x] || o != o) && red[threadIdx.x] == red[threadIdx.x]) red[threadIdx.x] = o;
+      }
+      __syncthreads();
+    }
+    m = red[0];
+    __syncthreads();
+    float sum = 0.0f;
+    for (kiln_i32 ch = threadIdx.x; ch < a.c; ch += blockDim.x) {
+      const float v = kiln_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
+      sum += kiln_exp2((v - m) * 1.4426950408889634f);
+    }
+    red[threadIdx.x] = sum;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];
+      __syncthreads();
+    }
+    const float inv = 1.0f / red[0];
+    __syncthreads();
+    for (kiln_i32 ch = threadIdx.x; ch < a.c; ch += blockDim.x) {
+      const float v = kiln_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
+      kiln_store(y, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.y_ld),
+                 kiln_exp2((v - m) * 1.4426950408889634f) * inv);
+    }
+  }
+}

@@ -1,0 +1,523 @@
+//! The standalone operators' CPU reference (f64) and their checked runs: the selftest's
+//! operator set, fresh random inputs and inputs with inf/NaN/subnormal/near-overflow values,
+//! outputs poisoned first, and a channel-slice output checked for writes outside its slice.
+
+use kiln_format::{Activation, DataType, Layout};
+
+use super::verify::{compare_special, decode, poisoned, random_values, relative_error, upload};
+use crate::backend::Stream;
+use crate::context::Context;
+use crate::error::RunError;
+use crate::ops::{EltwiseOp, OpKind, OpProblem, PoolMode, ResizeMode};
+
+/// Where element (n, ch, y, x) of a tensor with `c` channels and `h x w` pixels lies, with
+/// pixels `ld` apart when channels-last (as the kernels index it).
+fn index(layout: Layout, c: u32, [h, w]: [u32; 2], ld: u32, [n, ch, y, x]: [u32; 4]) -> usize {
+    let (c, h, w, ld) = (c as usize, h as usize, w as usize, ld as usize);
+    let (n, ch, y, x) = (n as usize, ch as usize, y as usize, x as usize);
+    if layout.channels_last() {
+        ((n * h + y) * w + x) * if ld == 0 { c } else { ld } + ch
+    } else {
+        ((n * c + ch) * h + y) * w + x
+    }
+}
+
+/// `max` as the kernels take it: NaN wins, and stays.
+fn nan_max(acc: f64, v: f64) -> f64 {
+    if acc.is_nan() || v.is_nan() {
+        f64::NAN
+    } else {
+        acc.max(v)
+    }
+}
+
+/// The operator's output in f64: a buffer of `op.y_elements()` values, NaN where the
+/// operator writes nothing (between the pixels of a channel slice). `a` and `b` are the
+/// inputs as stored (rounded to the data type), in their buffers' layout.
+pub fn reference(op: &OpProblem, a: &[f64], b: Option<&[f64]>) -> Vec<f64> {
+    let [oh, ow] = op.output();
+    let mut y = vec![f64::NAN; op.y_elements() as usize];
+    let at = |ch, yy, xx, n| a[index(op.layout, op.c, op.input, op.a_ld, [n, ch, yy, xx])];
+    let act = |v: f64| match op.activation {
+        Activation::Identity => v,
+        act => act.apply(v, op.activation_param as f64),
+    };
+    for n in 0..op.n {
+        if op.kind == OpKind::Softmax {
+            for yy in 0..oh {
+                for xx in 0..ow {
+                    let vals: Vec<f64> = (0..op.c).map(|ch| at(ch, yy, xx, n)).collect();
+                    let m = vals.iter().copied().fold(f64::NEG_INFINITY, nan_max);
+                    let sum: f64 = vals.iter().map(|v| (v - m).exp()).sum();
+                    for (ch, v) in vals.iter().enumerate() {
+                        let i = index(op.layout, op.c, [oh, ow], op.y_ld, [n, ch as u32, yy, xx]);
+                        y[i] = (v - m).exp() / sum;
+                    }
+                }
+            }
+            continue;
+        }
+        for ch in 0..op.c {
+            for yy in 0..oh {
+                for xx in 0..ow {
+                    let v = match op.kind {
+                        OpKind::Pool {
+                            mode,
+                            window,
+                            stride,
+                            pad,
+                            ..
+                        } => pool(op, &at, [n, ch, yy, xx], mode, window, stride, pad),
+                        OpKind::GlobalAveragePool => {
+                            let [h, w] = op.input;
+                            pool(
+                                op,
+                                &at,
+                                [n, ch, 0, 0],
+                                PoolMode::Average,
+                                [h, w],
+                                [1, 1],
+                                [0, 0],
+                            )
+                        }
+                        OpKind::Resize { mode, out } => resize(op, &at, [n, ch, yy, xx], mode, out),
+                        OpKind::Eltwise { op: e, broadcast } => {
+                            let v = at(ch, yy, xx, n);
+                            let other = || {
+                                let b = b.unwrap_or(&[]);
+                                if broadcast {
+                                    b[(n * op.c + ch) as usize]
+                                } else {
+                                    b[index(op.layout, op.c, op.input, 0, [n, ch, yy, xx])]
+                                }
+                            };
+                            match e {
+                                EltwiseOp::Copy => v,
+                                EltwiseOp::Add => v + other(),
+                                EltwiseOp::Mul => v * other(),
+                            }
+                        }
+                        OpKind::Softmax => unreachable!("handled above"),
+                    };
+                    y[index(op.layout, op.c, [oh, ow], op.y_ld, [n, ch, yy, xx])] = act(v);
+                }
+            }
+        }
+    }
+    y
+}
+
+/// One pooled output (PyTorch's window and divisor rules).
+fn pool(
+    op: &OpProblem,
+    at: &dyn Fn(u32, u32, u32, u32) -> f64,
+    [n, ch, oy, ox]: [u32; 4],
+    mode: PoolMode,
+    window: [u32; 2],
+    stride: [u32; 2],
+    pad: [u32; 2],
+) -> f64 {
+    let span = |o: u32, i: usize| {
+        let start = i64::from(o) * i64::from(stride[i]) - i64::from(pad[i]);
+        let end = (start + i64::from(window[i])).min(i64::from(op.input[i]) + i64::from(pad[i]));
+        (start, end)
+    };
+    let ((y0, y1), (x0, x1)) = (span(oy, 0), span(ox, 1));
+    let padded = ((y1 - y0) * (x1 - x0)) as f64;
+    let (y0, x0) = (y0.max(0), x0.max(0));
+    let (y1, x1) = (y1.min(op.input[0].into()), x1.min(op.input[1].into()));
+    let mut acc = if mode == PoolMode::Max {
+        f64::NEG_INFINITY
+    } else {
+        0.0
+    };
+    for iy in y0..y1 {
+        for ix in x0..x1 {
+            let v = at(ch, iy as u32, ix as u32, n);
+            acc = if mode == PoolMode::Max {
+                nan_max(acc, v)
+            } else {
+                acc + v
+            };
+        }
+    }
+    match mode {
+        PoolMode::Max => acc,
+        PoolMode::Average => acc / padded,
+        PoolMode::AverageExcludePad => acc / ((y1 - y0) * (x1 - x0)) as f64,
+    }
+}
+
+/// One resized output: nearest (floor of dst * in / out) or bilinear with half-pixel centres.
+fn resize(
+    op: &OpProblem,
+    at: &dyn Fn(u32, u32, u32, u32) -> f64,
+    [n, ch, oy, ox]: [u32; 4],
+    mode: ResizeMode,
+    out: [u32; 2],
+) -> f64 {
+    let scale = |i: usize| f64::from(op.input[i]) / f64::from(out[i]);
+    let last = |i: usize| op.input[i] - 1;
+    match mode {
+        ResizeMode::Nearest => {
+            let iy = ((f64::from(oy) * scale(0)) as u32).min(last(0));
+            let ix = ((f64::from(ox) * scale(1)) as u32).min(last(1));
+            at(ch, iy, ix, n)
+        }
+        ResizeMode::Bilinear => {
+            let src = |o: u32, i: usize| ((f64::from(o) + 0.5) * scale(i) - 0.5).max(0.0);
+            let (fy, fx) = (src(oy, 0), src(ox, 1));
+            let (y0, x0) = (fy as u32, fx as u32);
+            let (y1, x1) = ((y0 + 1).min(last(0)), (x0 + 1).min(last(1)));
+            let (ly, lx) = (fy - f64::from(y0), fx - f64::from(x0));
+            (1.0 - ly) * ((1.0 - lx) * at(ch, y0, x0, n) + lx * at(ch, y0, x1, n))
+                + ly * ((1.0 - lx) * at(ch, y1, x0, n) + lx * at(ch, y1, x1, n))
+        }
+    }
+}
+
+/// The operator set `kiln selftest` checks: every kind and mode, both layouts, with
+/// activations, channel slices and ragged sizes, in `dtype`.
+pub fn problems(dtype: DataType) -> Vec<OpProblem> {
+    let pool = |mode, window: u32, stride: u32, pad: u32, ceil_mode| OpKind::Pool {
+        mode,
+        window: [window; 2],
+        stride: [stride; 2],
+        pad: [pad; 2],
+        ceil_mode,
+    };
+    let mut out = Vec::new();
+    for layout in [Layout::Nhwc, Layout::Nchw] {
+        let op = |kind, n, c, hw: [u32; 2]| OpProblem::new(kind, n, c, hw, layout, dtype);
+        out.extend([
+            // ResNet's stem pool, GoogLeNet's ceil-mode pools, YOLO's SPPF pool.
+            op(pool(PoolMode::Max, 3, 2, 1, false), 2, 64, [28, 28]),
+            op(pool(PoolMode::Max, 3, 2, 0, true), 1, 24, [13, 13]),
+            op(pool(PoolMode::Max, 5, 1, 2, false), 1, 32, [10, 10]),
+            op(pool(PoolMode::Average, 3, 1, 1, false), 2, 16, [9, 7]),
+            op(
+                pool(PoolMode::AverageExcludePad, 3, 2, 1, true),
+                1,
+                8,
+                [10, 10],
+            ),
+            op(OpKind::GlobalAveragePool, 3, 40, [7, 7]),
+            op(OpKind::GlobalAveragePool, 1, 1280, [7, 7]),
+            op(
+                OpKind::Resize {
+                    mode: ResizeMode::Nearest,
+                    out: [20, 26],
+                },
+                2,
+                16,
+                [10, 13],
+            ),
+            op(
+                OpKind::Resize {
+                    mode: ResizeMode::Bilinear,
+                    out: [14, 14],
+                },
+                1,
+                24,
+                [7, 7],
+            ),
+            op(
+                OpKind::Eltwise {
+                    op: EltwiseOp::Add,
+                    broadcast: false,
+                },
+                2,
+                24,
+                [5, 6],
+            )
+            .with_activation(Activation::Relu),
+            op(
+                OpKind::Eltwise {
+                    op: EltwiseOp::Mul,
+                    broadcast: true,
+                },
+                2,
+                96,
+                [7, 7],
+            ),
+            op(
+                OpKind::Eltwise {
+                    op: EltwiseOp::Copy,
+                    broadcast: false,
+                },
+                1,
+                72,
+                [4, 4],
+            )
+            .with_activation(Activation::HardSwish),
+            op(
+                OpKind::Eltwise {
+                    op: EltwiseOp::Copy,
+                    broadcast: false,
+                },
+                1,
+                16,
+                [3, 3],
+            )
+            .with_activation(Activation::Sigmoid),
+            op(OpKind::Softmax, 4, 1000, [1, 1]),
+            op(OpKind::Softmax, 1, 19, [6, 5]),
+        ]);
+    }
+    // Channel slices (NHWC): a concatenation's part read and written in place.
+    let mut sliced = OpProblem::new(
+        OpKind::Pool {
+            mode: PoolMode::Max,
+            window: [5; 2],
+            stride: [1; 2],
+            pad: [2; 2],
+            ceil_mode: false,
+        },
+        1,
+        16,
+        [6, 6],
+        Layout::Nhwc,
+        dtype,
+    );
+    sliced.y_ld = 64;
+    sliced.a_ld = 32;
+    out.push(sliced);
+    let mut copy = OpProblem::new(
+        OpKind::Eltwise {
+            op: EltwiseOp::Copy,
+            broadcast: false,
+        },
+        2,
+        24,
+        [4, 4],
+        Layout::Nhwc,
+        dtype,
+    )
+    .with_activation(Activation::LeakyRelu);
+    copy.y_ld = 40;
+    out.push(copy);
+    out
+}
+
+/// What one checked operator run found.
+#[derive(Clone, Debug)]
+pub struct OpCheck {
+    /// Relative error over the outputs written (random inputs), or of the finite outputs
+    /// (special inputs).
+    pub error: f64,
+    /// Outputs whose class (NaN, +inf, -inf, finite) differs from the reference's.
+    pub class_mismatches: usize,
+    /// Elements between the pixels of a channel-slice output that the kernel changed.
+    pub written_outside: usize,
+    /// Within tolerance, classes match, nothing written outside the slice.
+    pub passed: bool,
+}
+
+/// Tolerance of an operator's result: one rounding to the data type, plus FP32 sums.
+pub fn tolerance(dtype: DataType) -> f64 {
+    match dtype {
+        DataType::Fp16 | DataType::Bf16 => 1e-2,
+        _ => 1e-5,
+    }
+}
+
+/// Runs `op` once on inputs seeded by `seed` (with inf/NaN/subnormal/near-overflow values
+/// when `special`) and checks it against [`reference`].
+pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<OpCheck, RunError> {
+    let inv = ctx.prepare_op(op)?;
+    let dtype = op.data_type;
+    let values = |n: u64, seed: u64| {
+        if special {
+            super::verify::special_values(n as usize, 0, seed).0
+        } else {
+            random_values(n as usize, seed)
+        }
+    };
+    let (a, a_vals) = upload(ctx.device(), dtype, &values(op.a_elements(), seed))?;
+    let b = match op.b_elements() {
+        0 => None,
+        n => Some(upload(ctx.device(), dtype, &values(n, seed ^ 0x5bd1))?),
+    };
+    let y = poisoned(ctx.device(), dtype, op.y_elements())?;
+    ctx.run_op(
+        &inv,
+        &a,
+        b.as_ref().map(|b| &b.0),
+        &y,
+        0,
+        &Stream::default(),
+    )?;
+    let mut raw = vec![0u8; y.bytes() as usize];
+    ctx.device().synchronize()?;
+    y.download(&mut raw)?;
+    let gpu = decode(dtype, &raw);
+    let expected = reference(op, &a_vals, b.as_ref().map(|b| b.1.as_slice()));
+    // Elements the operator must not write hold the poison (0xFF bytes) still.
+    let poison_bytes = dtype.size_bytes();
+    let written_outside = expected
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| {
+            e.is_nan()
+                && !raw[i * poison_bytes..(i + 1) * poison_bytes]
+                    .iter()
+                    .all(|&b| b == 0xFF)
+        })
+        .count();
+    // Only the written elements count (a NaN in the reference between slice pixels is "none").
+    let written: Vec<usize> = if op.y_ld == 0 || op.y_ld == op.c {
+        (0..expected.len()).collect()
+    } else {
+        let [oh, ow] = op.output();
+        let pixels = (op.n * oh * ow) as usize;
+        (0..pixels)
+            .flat_map(|p| (0..op.c as usize).map(move |ch| p * op.y_ld as usize + ch))
+            .collect()
+    };
+    let (g, r): (Vec<f64>, Vec<f64>) = written.iter().map(|&i| (gpu[i], expected[i])).unzip();
+    let (error, class_mismatches) = if special {
+        let s = compare_special(dtype, &g, &r);
+        (s.error, s.class_mismatches)
+    } else {
+        (relative_error(&g, &r), 0)
+    };
+    Ok(OpCheck {
+        error,
+        class_mismatches,
+        written_outside,
+        passed: error <= tolerance(dtype) && class_mismatches == 0 && written_outside == 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nhwc(kind: OpKind, c: u32, hw: [u32; 2]) -> OpProblem {
+        OpProblem::new(kind, 1, c, hw, Layout::Nhwc, DataType::Fp32)
+    }
+
+    #[test]
+    fn max_pool_takes_the_window_maximum_and_keeps_nan() {
+        // 1 channel, 4x4 input 0..16, 2x2 s2: the maxima of the four quadrants.
+        let op = nhwc(
+            OpKind::Pool {
+                mode: PoolMode::Max,
+                window: [2, 2],
+                stride: [2, 2],
+                pad: [0, 0],
+                ceil_mode: false,
+            },
+            1,
+            [4, 4],
+        );
+        let a: Vec<f64> = (0..16).map(f64::from).collect();
+        assert_eq!(reference(&op, &a, None), vec![5.0, 7.0, 13.0, 15.0]);
+        let mut with_nan = a.clone();
+        with_nan[4] = f64::NAN;
+        let y = reference(&op, &with_nan, None);
+        assert!(y[0].is_nan() && y[1] == 7.0);
+    }
+
+    #[test]
+    fn average_pool_divisors_follow_pytorch() {
+        // 3x3 s1 p1 on a 2x2 map of ones: counting the padding, each window holds 4 of 9.
+        let mk = |mode| {
+            nhwc(
+                OpKind::Pool {
+                    mode,
+                    window: [3, 3],
+                    stride: [1, 1],
+                    pad: [1, 1],
+                    ceil_mode: false,
+                },
+                1,
+                [2, 2],
+            )
+        };
+        let ones = vec![1.0; 4];
+        assert_eq!(
+            reference(&mk(PoolMode::Average), &ones, None),
+            vec![4.0 / 9.0; 4]
+        );
+        assert_eq!(
+            reference(&mk(PoolMode::AverageExcludePad), &ones, None),
+            vec![1.0; 4]
+        );
+        let g = nhwc(OpKind::GlobalAveragePool, 2, [2, 2]);
+        // Channels interleaved (NHWC): channel 0 holds 0, 2, 4, 6; channel 1 holds 1, 3, 5, 7.
+        let a: Vec<f64> = (0..8).map(f64::from).collect();
+        assert_eq!(reference(&g, &a, None), vec![3.0, 4.0]);
+    }
+
+    #[test]
+    fn resizes_match_pytorchs_sampling() {
+        let a = vec![1.0, 2.0, 3.0, 4.0]; // 2x2, one channel
+        let near = nhwc(
+            OpKind::Resize {
+                mode: ResizeMode::Nearest,
+                out: [4, 4],
+            },
+            1,
+            [2, 2],
+        );
+        assert_eq!(
+            reference(&near, &a, None),
+            vec![1., 1., 2., 2., 1., 1., 2., 2., 3., 3., 4., 4., 3., 3., 4., 4.]
+        );
+        let bil = nhwc(
+            OpKind::Resize {
+                mode: ResizeMode::Bilinear,
+                out: [4, 4],
+            },
+            1,
+            [2, 2],
+        );
+        // torch.nn.functional.interpolate(x, scale_factor=2, mode="bilinear"), first row.
+        let y = reference(&bil, &a, None);
+        assert_eq!(&y[..4], &[1.0, 1.25, 1.75, 2.0]);
+        assert_eq!(y[5], 1.25 + 0.25 * 2.0);
+    }
+
+    #[test]
+    fn eltwise_broadcasts_per_channel_and_softmax_sums_to_one() {
+        let mut se = nhwc(
+            OpKind::Eltwise {
+                op: EltwiseOp::Mul,
+                broadcast: true,
+            },
+            2,
+            [1, 2],
+        );
+        se.activation = Activation::Relu;
+        let y = reference(&se, &[1.0, -2.0, 3.0, 4.0], Some(&[10.0, 0.5]));
+        assert_eq!(y, vec![10.0, 0.0, 30.0, 2.0]);
+        let sm = nhwc(OpKind::Softmax, 3, [1, 1]);
+        let y = reference(&sm, &[0.0, (2f64).ln(), 1000.0], None);
+        assert!((y.iter().sum::<f64>() - 1.0).abs() < 1e-12 && y[2] > 0.999);
+        // A slice output: the 8 elements between pixels stay unwritten (NaN).
+        let mut sliced = nhwc(
+            OpKind::Eltwise {
+                op: EltwiseOp::Copy,
+                broadcast: false,
+            },
+            8,
+            [1, 2],
+        );
+        sliced.y_ld = 16;
+        let y = reference(&sliced, &[1.0; 16], None);
+        assert_eq!(y.len(), 24);
+        assert!(y[..8].iter().all(|&v| v == 1.0) && y[8..16].iter().all(|v| v.is_nan()));
+    }
+
+    #[test]
+    fn the_selftest_set_is_valid_in_every_type() {
+        for dt in [DataType::Fp32, DataType::Fp16, DataType::Bf16] {
+            let set = problems(dt);
+            assert!(set.len() >= 30);
+            for op in &set {
+                op.validate().unwrap();
+            }
+        }
+    }
+}

@@ -1,0 +1,660 @@
+//! Whole networks: a list of operators over named tensors, validated when it is built, its
+//! activation memory planned, its weights loaded from safetensors bytes (batch norm folded
+//! into the convolutions' epilogues), and every launch on one stream, captured into one
+//! CUDA graph per batch size ([`Network`]).
+//!
+//! A definition ([`NetworkDef`]) is per sample: batch, data type and layout are chosen when a
+//! [`Network`] is built on a device. Tensors are NHWC; each is written once (by the node that
+//! names it as its output) and read by later nodes. Convolutions carry their batch norm or
+//! bias, a residual and an activation, which run in the convolution's fused epilogue; the
+//! operators of [`crate::ops`] run what is left. A classifier's head is [`Op::Linear`]: a 1x1
+//! convolution on a 1x1 map with a fused bias.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::ops::{PoolMode, ResizeMode};
+use crate::Activation;
+
+pub mod models;
+mod runner;
+pub mod weights;
+
+pub use runner::Network;
+pub use weights::Weights;
+
+/// A tensor's per-sample shape: channels, height, width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Channels.
+    pub c: u32,
+    /// Height.
+    pub h: u32,
+    /// Width.
+    pub w: u32,
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}x{}", self.c, self.h, self.w)
+    }
+}
+
+/// What follows a convolution's sums, per output channel, before the residual and activation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Norm {
+    /// Nothing.
+    None,
+    /// A bias, the weight named.
+    Bias(String),
+    /// An inference batch norm whose `<prefix>.weight`, `.bias`, `.running_mean` and
+    /// `.running_var` are folded into a scale and bias when the weights load.
+    BatchNorm {
+        /// The weights' name prefix (PyTorch's module path, e.g. `layer1.0.bn1`).
+        prefix: String,
+        /// Added to the variance.
+        eps: f32,
+    },
+}
+
+/// A convolution and what its epilogue fuses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conv {
+    /// The filter's name in the weights (`[K, C/groups, R, S]`, PyTorch's layout).
+    pub weight: String,
+    /// Output channels.
+    pub out: u32,
+    /// Filter `[h, w]`.
+    pub kernel: [u32; 2],
+    /// Stride `[h, w]`.
+    pub stride: [u32; 2],
+    /// Zero padding `[h, w]`.
+    pub pad: [u32; 2],
+    /// Groups (`groups == c == out`: depthwise).
+    pub groups: u32,
+    /// Scale and bias.
+    pub norm: Norm,
+    /// A tensor of the output's shape added before the activation.
+    pub residual: Option<String>,
+}
+
+/// What a node computes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// A convolution with a fused epilogue; one input.
+    Conv(Conv),
+    /// A fully connected layer on a `c x 1 x 1` input: `weight` `[out, c]`, optional bias.
+    Linear {
+        /// The weight's name.
+        weight: String,
+        /// The bias's name.
+        bias: Option<String>,
+        /// Output features.
+        out: u32,
+    },
+    /// 2-D pooling; one input.
+    Pool {
+        /// Max or average.
+        mode: PoolMode,
+        /// Window `[h, w]`.
+        window: [u32; 2],
+        /// Stride `[h, w]`.
+        stride: [u32; 2],
+        /// Padding `[h, w]`.
+        pad: [u32; 2],
+        /// PyTorch's `ceil_mode`.
+        ceil_mode: bool,
+    },
+    /// Mean over the pixels: a `c x 1 x 1` output.
+    GlobalAvgPool,
+    /// Upsampling by an integer factor.
+    Resize {
+        /// Nearest or bilinear.
+        mode: ResizeMode,
+        /// The factor (2 for the usual 2x upsample).
+        factor: u32,
+    },
+    /// The sum of two tensors of one shape.
+    Add,
+    /// The product of a tensor and a `c x 1 x 1` one, broadcast over the pixels
+    /// (squeeze-and-excitation); inputs `[x, scale]`.
+    ChannelMul,
+    /// The node's activation alone; one input.
+    Activation,
+    /// Softmax over channels; one input.
+    Softmax,
+    /// The inputs' channels, concatenated in order (same height and width).
+    Concat,
+}
+
+/// One operator of a network.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    /// The node's name, for messages (PyTorch's module path, where it has one).
+    pub name: String,
+    /// What it computes.
+    pub op: Op,
+    /// The tensors it reads.
+    pub inputs: Vec<String>,
+    /// The tensor it writes (a new name).
+    pub output: String,
+    /// Applied last (fused where the op has an epilogue).
+    pub activation: Activation,
+}
+
+/// A network, per sample: its input, nodes in execution order, and output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkDef {
+    /// The network's name.
+    pub name: String,
+    /// The input tensor's name and shape.
+    pub input: (String, Shape),
+    /// The nodes, each reading only tensors written before it.
+    pub nodes: Vec<Node>,
+    /// The tensor the network returns.
+    pub output: String,
+}
+
+/// Why a network cannot be built or run, naming the node and tensor.
+#[derive(Debug)]
+pub enum NetError {
+    /// The definition is inconsistent.
+    Definition {
+        /// The node (or `input`/`output`).
+        node: String,
+        /// What is wrong, naming the tensor.
+        reason: String,
+    },
+    /// A weight is missing, of the wrong shape or type, or the file is not safetensors.
+    Weights {
+        /// The node that needs it (or the file).
+        node: String,
+        /// What is wrong, naming the weight.
+        reason: String,
+    },
+    /// A node's problem has no solver, or the device refused something.
+    Run {
+        /// The node.
+        node: String,
+        /// The error.
+        source: crate::RunError,
+    },
+}
+
+impl fmt::Display for NetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NetError::Definition { node, reason } => write!(f, "node {node}: {reason}"),
+            NetError::Weights { node, reason } => write!(f, "node {node}: {reason}"),
+            NetError::Run { node, source } => write!(f, "node {node}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for NetError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NetError::Run { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<crate::backend::BackendError> for NetError {
+    fn from(e: crate::backend::BackendError) -> Self {
+        NetError::Run {
+            node: "graph".into(),
+            source: e.into(),
+        }
+    }
+}
+
+fn bad(node: &str, reason: String) -> NetError {
+    NetError::Definition {
+        node: node.to_string(),
+        reason,
+    }
+}
+
+impl NetworkDef {
+    /// Every tensor's shape, in the order written; checks that each node reads tensors
+    /// written before it, writes a new one, and fits its inputs' shapes.
+    pub fn shapes(&self) -> Result<HashMap<&str, Shape>, NetError> {
+        let mut shapes: HashMap<&str, Shape> = HashMap::new();
+        let (input, s0) = (&self.input.0, self.input.1);
+        if s0.c == 0 || s0.h == 0 || s0.w == 0 {
+            return Err(bad(
+                "input",
+                format!("tensor {input} has an empty shape {s0}"),
+            ));
+        }
+        shapes.insert(input, s0);
+        for node in &self.nodes {
+            let name = node.name.as_str();
+            let mut ins = Vec::with_capacity(node.inputs.len());
+            for t in &node.inputs {
+                match shapes.get(t.as_str()) {
+                    Some(s) => ins.push(*s),
+                    None => {
+                        return Err(bad(
+                            name,
+                            format!("reads tensor {t}, which no earlier node writes"),
+                        ))
+                    }
+                }
+            }
+            let arity = |n: usize| -> Result<(), NetError> {
+                if ins.len() == n {
+                    Ok(())
+                } else {
+                    Err(bad(
+                        name,
+                        format!("takes {n} input(s), {} given", ins.len()),
+                    ))
+                }
+            };
+            let out = match &node.op {
+                Op::Conv(c) => {
+                    arity(1)?;
+                    let x = ins[0];
+                    if c.groups == 0 || x.c % c.groups != 0 || c.out % c.groups != 0 {
+                        return Err(bad(
+                            name,
+                            format!(
+                                "groups {} must divide the input's {} and the output's {} channels",
+                                c.groups, x.c, c.out
+                            ),
+                        ));
+                    }
+                    if c.out == 0 || c.kernel.contains(&0) || c.stride.contains(&0) {
+                        return Err(bad(
+                            name,
+                            "output channels, kernel and stride must be at least 1".into(),
+                        ));
+                    }
+                    let dim = |i: usize, size: u32| {
+                        let span = u64::from(size) + 2 * u64::from(c.pad[i]);
+                        span.checked_sub(u64::from(c.kernel[i]))
+                            .map(|r| (r / u64::from(c.stride[i]) + 1) as u32)
+                    };
+                    let (Some(h), Some(w)) = (dim(0, x.h), dim(1, x.w)) else {
+                        return Err(bad(
+                            name,
+                            format!("kernel {:?} is larger than the padded input {x}", c.kernel),
+                        ));
+                    };
+                    let y = Shape { c: c.out, h, w };
+                    if let Some(r) = &c.residual {
+                        match shapes.get(r.as_str()) {
+                            Some(s) if *s == y => {}
+                            Some(s) => {
+                                return Err(bad(
+                                    name,
+                                    format!("residual {r} is {s}, the output is {y}"),
+                                ))
+                            }
+                            None => {
+                                return Err(bad(
+                                    name,
+                                    format!("residual {r} is written by no earlier node"),
+                                ))
+                            }
+                        }
+                    }
+                    y
+                }
+                Op::Linear { out, .. } => {
+                    arity(1)?;
+                    if ins[0].h != 1 || ins[0].w != 1 {
+                        return Err(bad(
+                            name,
+                            format!("a linear layer takes a Cx1x1 input, {} given", ins[0]),
+                        ));
+                    }
+                    Shape {
+                        c: *out,
+                        h: 1,
+                        w: 1,
+                    }
+                }
+                Op::Pool {
+                    mode,
+                    window,
+                    stride,
+                    pad,
+                    ceil_mode,
+                } => {
+                    arity(1)?;
+                    let p = self
+                        .op_problem(node, ins[0])
+                        .ok_or_else(|| bad(name, "not an operator".into()))?;
+                    let _ = (mode, window, stride, pad, ceil_mode);
+                    p.validate().map_err(|e| bad(name, e.reason))?;
+                    let [h, w] = p.output();
+                    Shape { c: ins[0].c, h, w }
+                }
+                Op::GlobalAvgPool => {
+                    arity(1)?;
+                    Shape {
+                        c: ins[0].c,
+                        h: 1,
+                        w: 1,
+                    }
+                }
+                Op::Resize { factor, .. } => {
+                    arity(1)?;
+                    if *factor == 0 {
+                        return Err(bad(name, "resize factor must be at least 1".into()));
+                    }
+                    Shape {
+                        c: ins[0].c,
+                        h: ins[0].h.saturating_mul(*factor),
+                        w: ins[0].w.saturating_mul(*factor),
+                    }
+                }
+                Op::Add => {
+                    arity(2)?;
+                    if ins[0] != ins[1] {
+                        return Err(bad(
+                            name,
+                            format!(
+                                "adds {} ({}) and {} ({}): shapes differ",
+                                node.inputs[0], ins[0], node.inputs[1], ins[1]
+                            ),
+                        ));
+                    }
+                    ins[0]
+                }
+                Op::ChannelMul => {
+                    arity(2)?;
+                    let s = ins[1];
+                    if s.c != ins[0].c || s.h != 1 || s.w != 1 {
+                        return Err(bad(
+                            name,
+                            format!(
+                                "scales {} ({}) by {} ({}): the scale must be {}x1x1",
+                                node.inputs[0], ins[0], node.inputs[1], s, ins[0].c
+                            ),
+                        ));
+                    }
+                    ins[0]
+                }
+                Op::Activation | Op::Softmax => {
+                    arity(1)?;
+                    ins[0]
+                }
+                Op::Concat => {
+                    if ins.is_empty() {
+                        return Err(bad(name, "concatenates nothing".into()));
+                    }
+                    if ins.iter().any(|s| s.h != ins[0].h || s.w != ins[0].w) {
+                        return Err(bad(
+                            name,
+                            "concatenated tensors differ in height or width".into(),
+                        ));
+                    }
+                    let c = ins.iter().map(|s| u64::from(s.c)).sum::<u64>();
+                    Shape {
+                        c: u32::try_from(c).map_err(|_| bad(name, "too many channels".into()))?,
+                        h: ins[0].h,
+                        w: ins[0].w,
+                    }
+                }
+            };
+            if node.op == Op::Softmax && node.activation != Activation::Identity {
+                return Err(bad(name, "softmax takes no activation".into()));
+            }
+            if shapes.insert(node.output.as_str(), out).is_some() {
+                return Err(bad(
+                    name,
+                    format!("writes tensor {}, which is already written", node.output),
+                ));
+            }
+        }
+        if !shapes.contains_key(self.output.as_str()) {
+            return Err(bad(
+                "output",
+                format!("tensor {} is written by no node", self.output),
+            ));
+        }
+        Ok(shapes)
+    }
+
+    /// The standalone operator a pooling, resizing, elementwise or softmax node runs on an
+    /// input of shape `x` (batch 1, NHWC FP32: the caller sets those); `None` for the others.
+    fn op_problem(&self, node: &Node, x: Shape) -> Option<crate::ops::OpProblem> {
+        use crate::ops::{EltwiseOp, OpKind, OpProblem};
+        let kind = match node.op {
+            Op::Pool {
+                mode,
+                window,
+                stride,
+                pad,
+                ceil_mode,
+            } => OpKind::Pool {
+                mode,
+                window,
+                stride,
+                pad,
+                ceil_mode,
+            },
+            Op::GlobalAvgPool => OpKind::GlobalAveragePool,
+            Op::Resize { mode, factor } => OpKind::Resize {
+                mode,
+                out: [x.h.saturating_mul(factor), x.w.saturating_mul(factor)],
+            },
+            Op::Add => OpKind::Eltwise {
+                op: EltwiseOp::Add,
+                broadcast: false,
+            },
+            Op::ChannelMul => OpKind::Eltwise {
+                op: EltwiseOp::Mul,
+                broadcast: true,
+            },
+            Op::Activation | Op::Concat => OpKind::Eltwise {
+                op: EltwiseOp::Copy,
+                broadcast: false,
+            },
+            Op::Softmax => OpKind::Softmax,
+            Op::Conv(_) | Op::Linear { .. } => return None,
+        };
+        let mut p = OpProblem::new(
+            kind,
+            1,
+            x.c,
+            [x.h, x.w],
+            crate::Layout::Nhwc,
+            crate::DataType::Fp32,
+        );
+        p.activation = node.activation;
+        p.activation_param = node.activation.default_param();
+        Some(p)
+    }
+
+    /// For each tensor, the index of the last node that reads it (the network's output and
+    /// input live to the end).
+    fn last_reads(&self) -> HashMap<&str, usize> {
+        let mut last: HashMap<&str, usize> = HashMap::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            for t in node.inputs.iter().chain(match &node.op {
+                Op::Conv(Conv {
+                    residual: Some(r), ..
+                }) => Some(r),
+                _ => None,
+            }) {
+                last.insert(t.as_str(), i);
+            }
+        }
+        last.insert(self.output.as_str(), usize::MAX);
+        last.insert(self.input.0.as_str(), usize::MAX);
+        last
+    }
+}
+
+/// Where each tensor lives: activation memory reused once a tensor is dead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryPlan {
+    /// Each buffer's bytes.
+    pub buffers: Vec<u64>,
+    /// The buffer of each tensor, by name.
+    pub placement: HashMap<String, usize>,
+}
+
+impl MemoryPlan {
+    /// Plans `def`'s tensors, `bytes(shape)` each: a tensor takes the smallest free buffer
+    /// that holds it (growing the largest free one if none does), and its buffer is free
+    /// again after the last node that reads it. A tensor is never placed where a node's
+    /// input lies, so no node reads and writes one buffer.
+    pub fn plan(def: &NetworkDef, bytes: impl Fn(Shape) -> u64) -> Result<MemoryPlan, NetError> {
+        let shapes = def.shapes()?;
+        let last = def.last_reads();
+        let mut buffers: Vec<u64> = Vec::new();
+        let mut free: Vec<usize> = Vec::new();
+        let mut placement: HashMap<String, usize> = HashMap::new();
+        let take = |size: u64, free: &mut Vec<usize>, buffers: &mut Vec<u64>| {
+            let fit = free
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| buffers[b] >= size)
+                .min_by_key(|(_, &b)| buffers[b])
+                .map(|(i, _)| i);
+            let grow = free
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, &b)| buffers[b])
+                .map(|(i, _)| i);
+            match fit.or(grow) {
+                Some(i) => {
+                    let b = free.swap_remove(i);
+                    buffers[b] = buffers[b].max(size);
+                    b
+                }
+                None => {
+                    buffers.push(size);
+                    buffers.len() - 1
+                }
+            }
+        };
+        let input = &def.input.0;
+        placement.insert(
+            input.clone(),
+            take(bytes(def.input.1), &mut free, &mut buffers),
+        );
+        for (i, node) in def.nodes.iter().enumerate() {
+            let b = take(bytes(shapes[node.output.as_str()]), &mut free, &mut buffers);
+            placement.insert(node.output.clone(), b);
+            // Tensors read for the last time here free their buffers for the next node.
+            for t in node.inputs.iter().chain(match &node.op {
+                Op::Conv(Conv {
+                    residual: Some(r), ..
+                }) => Some(r),
+                _ => None,
+            }) {
+                if last.get(t.as_str()) == Some(&i) {
+                    let b = placement[t.as_str()];
+                    if !free.contains(&b) {
+                        free.push(b);
+                    }
+                }
+            }
+            // A tensor nobody reads (and not the output) is dead at once.
+            if !last.contains_key(node.output.as_str()) {
+                free.push(b);
+            }
+        }
+        Ok(MemoryPlan { buffers, placement })
+    }
+
+    /// Bytes of activation memory the plan needs.
+    pub fn total_bytes(&self) -> u64 {
+        self.buffers.iter().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conv(name: &str, input: &str, out: u32, k: u32, s: u32, residual: Option<&str>) -> Node {
+        Node {
+            name: name.into(),
+            op: Op::Conv(Conv {
+                weight: format!("{name}.weight"),
+                out,
+                kernel: [k, k],
+                stride: [s, s],
+                pad: [k / 2, k / 2],
+                groups: 1,
+                norm: Norm::None,
+                residual: residual.map(String::from),
+            }),
+            inputs: vec![input.into()],
+            output: name.into(),
+            activation: Activation::Relu,
+        }
+    }
+
+    fn chain() -> NetworkDef {
+        NetworkDef {
+            name: "t".into(),
+            input: ("x".into(), Shape { c: 8, h: 16, w: 16 }),
+            nodes: vec![
+                conv("a", "x", 16, 3, 2, None),
+                conv("b", "a", 16, 3, 1, None),
+                conv("c", "b", 16, 3, 1, Some("a")),
+                conv("d", "c", 16, 1, 1, None),
+            ],
+            output: "d".into(),
+        }
+    }
+
+    #[test]
+    fn shapes_follow_the_nodes() {
+        let def = chain();
+        let s = def.shapes().unwrap();
+        assert_eq!(s["a"], Shape { c: 16, h: 8, w: 8 });
+        assert_eq!(s["d"], Shape { c: 16, h: 8, w: 8 });
+    }
+
+    #[test]
+    fn bad_definitions_name_the_node_and_tensor() {
+        let mut def = chain();
+        def.nodes[1].inputs[0] = "nope".into();
+        let e = def.shapes().unwrap_err().to_string();
+        assert!(e.contains("node b") && e.contains("tensor nope"), "{e}");
+        let mut def = chain();
+        if let Op::Conv(c) = &mut def.nodes[2].op {
+            c.residual = Some("x".into());
+        }
+        let e = def.shapes().unwrap_err().to_string();
+        assert!(
+            e.contains("node c") && e.contains("residual x is 8x16x16"),
+            "{e}"
+        );
+        let mut def = chain();
+        def.nodes[3].output = "a".into();
+        assert!(def
+            .shapes()
+            .unwrap_err()
+            .to_string()
+            .contains("already written"));
+        let mut def = chain();
+        def.output = "z".into();
+        assert!(def.shapes().unwrap_err().to_string().contains("tensor z"));
+    }
+
+    #[test]
+    fn memory_is_reused_once_a_tensor_is_dead() {
+        let def = chain();
+        let plan = MemoryPlan::plan(&def, |s| u64::from(s.c * s.h * s.w) * 2).unwrap();
+        // x lives to the end (the caller's input); a lives until c (its residual) reads it;
+        // b's buffer is free after c, so d takes it.
+        let p = &plan.placement;
+        assert_ne!(p["a"], p["b"]);
+        assert_ne!(p["c"], p["a"]);
+        assert_ne!(p["c"], p["b"]);
+        assert!(p["d"] == p["a"] || p["d"] == p["b"], "{p:?}");
+        assert_eq!(plan.buffers.len(), 4);
+        assert_eq!(plan.total_bytes(), 8 * 16 * 16 * 2 + 3 * 16 * 8 * 8 * 2);
+    }
+}

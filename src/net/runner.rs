@@ -1,0 +1,452 @@
+//! A network built on a device for one batch size: every node resolved to a solver or an
+//! operator, weights uploaded, activation memory allocated as planned, and the whole forward
+//! pass captured into one graph.
+
+use std::sync::Arc;
+
+use kiln_format::{Activation, ConvProblem, ConvSpec, DataType, Fusion, Layout};
+
+use super::weights::{krsc_from_kcrs, Weights};
+use super::{Conv, MemoryPlan, NetError, NetworkDef, Norm, Op, Shape};
+use crate::backend::{DeviceBuffer, Graph, Stream};
+use crate::context::{Context, EpilogueArgs};
+use crate::invoker::Invoker;
+use crate::ops::OpInvoker;
+
+/// One launch of the forward pass.
+enum Step {
+    Conv {
+        inv: Arc<Invoker>,
+        x: usize,
+        y: usize,
+        residual: Option<usize>,
+        weight: DeviceBuffer,
+        scale: Option<DeviceBuffer>,
+        bias: Option<DeviceBuffer>,
+        activation_param: f32,
+    },
+    Op {
+        inv: OpInvoker,
+        a: usize,
+        b: Option<usize>,
+        y: usize,
+        y_channel_offset: u32,
+    },
+}
+
+/// A network ready to run on one device at one batch size.
+pub struct Network<'c> {
+    ctx: &'c Context,
+    name: String,
+    batch: u32,
+    data_type: DataType,
+    steps: Vec<Step>,
+    buffers: Vec<DeviceBuffer>,
+    workspace: Option<DeviceBuffer>,
+    input: (usize, Shape),
+    output: (usize, Shape),
+    plan: MemoryPlan,
+    graph: Option<Graph>,
+    stream: crate::backend::OwnedStream,
+}
+
+/// Converts a `crate::RunError` of `node` into a [`NetError`].
+fn at(node: &str) -> impl Fn(crate::RunError) -> NetError + '_ {
+    move |source| NetError::Run {
+        node: node.to_string(),
+        source,
+    }
+}
+
+/// Uploads f32 values as `dtype` (weights) or as FP32 (scales and biases).
+fn upload(
+    ctx: &Context,
+    node: &str,
+    dtype: DataType,
+    values: &[f32],
+) -> Result<DeviceBuffer, NetError> {
+    let (bytes, _) = crate::elements::encode(dtype, values);
+    let b = ctx
+        .device()
+        .alloc(bytes.len() as u64)
+        .map_err(|e| at(node)(e.into()))?;
+    b.upload(&bytes).map_err(|e| at(node)(e.into()))?;
+    Ok(b)
+}
+
+impl<'c> Network<'c> {
+    /// Builds `def` for `batch` samples of `data_type` (FP16, BF16 or FP32; NHWC) on `ctx`:
+    /// validates it, resolves every convolution (fused with its batch norm, residual and
+    /// activation) and operator, converts and uploads `weights`, allocates the planned
+    /// activation memory and captures the forward pass into a graph. Errors name the node.
+    pub fn new(
+        ctx: &'c Context,
+        def: &NetworkDef,
+        weights: &Weights,
+        batch: u32,
+        data_type: DataType,
+    ) -> Result<Network<'c>, NetError> {
+        if batch == 0 {
+            return Err(NetError::Definition {
+                node: "input".into(),
+                reason: "batch must be at least 1".into(),
+            });
+        }
+        if !matches!(data_type, DataType::Fp16 | DataType::Bf16 | DataType::Fp32) {
+            return Err(NetError::Definition {
+                node: "input".into(),
+                reason: format!(
+                    "data type {}: networks run in FP16, BF16 or FP32",
+                    data_type.name()
+                ),
+            });
+        }
+        let shapes = def.shapes()?;
+        let element = data_type.size_bytes() as u64;
+        let bytes = |s: Shape| {
+            u64::from(batch) * u64::from(s.c) * u64::from(s.h) * u64::from(s.w) * element
+        };
+        let plan = MemoryPlan::plan(def, bytes)?;
+        let buffer_of = |t: &str| plan.placement[t];
+        let mut steps = Vec::with_capacity(def.nodes.len());
+        let mut workspace = 0u64;
+        for node in &def.nodes {
+            let name = node.name.as_str();
+            let x = shapes[node.inputs[0].as_str()];
+            let y = shapes[node.output.as_str()];
+            let conv = match &node.op {
+                Op::Conv(c) => Some(c.clone()),
+                Op::Linear { weight, bias, out } => Some(Conv {
+                    weight: weight.clone(),
+                    out: *out,
+                    kernel: [1, 1],
+                    stride: [1, 1],
+                    pad: [0, 0],
+                    groups: 1,
+                    norm: bias.clone().map_or(Norm::None, Norm::Bias),
+                    residual: None,
+                }),
+                _ => None,
+            };
+            if let Some(c) = conv {
+                let buffers = [buffer_of(&node.inputs[0]), buffer_of(&node.output)];
+                let residual = c.residual.as_deref().map(buffer_of);
+                let step = conv_step(
+                    ctx,
+                    name,
+                    &c,
+                    node.activation,
+                    x,
+                    batch,
+                    data_type,
+                    weights,
+                    buffers,
+                    residual,
+                )?;
+                if let Step::Conv { inv, .. } = &step {
+                    workspace = workspace.max(inv.workspace_bytes());
+                }
+                steps.push(step);
+                continue;
+            }
+            if node.op == Op::Concat {
+                // Each part copied into its channel slice of the output.
+                let mut offset = 0;
+                for t in &node.inputs {
+                    let s = shapes[t.as_str()];
+                    let mut p = def
+                        .op_problem(node, s)
+                        .ok_or_else(|| NetError::Definition {
+                            node: name.into(),
+                            reason: "not an operator".into(),
+                        })?;
+                    (p.n, p.data_type, p.y_ld) = (batch, data_type, y.c);
+                    let inv = ctx.prepare_op(&p).map_err(at(name))?;
+                    steps.push(Step::Op {
+                        inv,
+                        a: buffer_of(t),
+                        b: None,
+                        y: buffer_of(&node.output),
+                        y_channel_offset: offset,
+                    });
+                    offset += s.c;
+                }
+                continue;
+            }
+            let mut p = def
+                .op_problem(node, x)
+                .ok_or_else(|| NetError::Definition {
+                    node: name.into(),
+                    reason: "not an operator".into(),
+                })?;
+            (p.n, p.data_type) = (batch, data_type);
+            let inv = ctx.prepare_op(&p).map_err(at(name))?;
+            steps.push(Step::Op {
+                inv,
+                a: buffer_of(&node.inputs[0]),
+                b: node.inputs.get(1).map(|t| buffer_of(t)),
+                y: buffer_of(&node.output),
+                y_channel_offset: 0,
+            });
+        }
+        let mut buffers = Vec::with_capacity(plan.buffers.len());
+        for &b in &plan.buffers {
+            buffers.push(
+                ctx.device()
+                    .alloc(b)
+                    .map_err(|e| at("activations")(e.into()))?,
+            );
+        }
+        let workspace = match workspace {
+            0 => None,
+            n => Some(
+                ctx.device()
+                    .alloc(n)
+                    .map_err(|e| at("workspace")(e.into()))?,
+            ),
+        };
+        let stream = ctx
+            .device()
+            .create_stream()
+            .map_err(|e| at("stream")(e.into()))?;
+        let mut net = Network {
+            ctx,
+            name: def.name.clone(),
+            batch,
+            data_type,
+            steps,
+            buffers,
+            workspace,
+            input: (buffer_of(&def.input.0), def.input.1),
+            output: (buffer_of(&def.output), shapes[def.output.as_str()]),
+            plan,
+            graph: None,
+            stream,
+        };
+        let graph = ctx.device().capture(&net.stream, |s| net.enqueue(s))?;
+        net.graph = Some(graph);
+        Ok(net)
+    }
+
+    /// Launches every step on `stream`, in order (what the graph holds).
+    pub fn enqueue(&self, stream: &Stream) -> Result<(), NetError> {
+        for step in &self.steps {
+            match step {
+                Step::Conv {
+                    inv,
+                    x,
+                    y,
+                    residual,
+                    weight,
+                    scale,
+                    bias,
+                    activation_param,
+                } => {
+                    let args = EpilogueArgs {
+                        scale: scale.as_ref(),
+                        bias: bias.as_ref(),
+                        residual: residual.map(|r| &self.buffers[r]),
+                        activation_param: *activation_param,
+                        ..EpilogueArgs::defaults(&inv.problem)
+                    };
+                    self.ctx
+                        .run_fused(
+                            inv,
+                            &self.buffers[*x],
+                            weight,
+                            &self.buffers[*y],
+                            self.workspace.as_ref(),
+                            stream,
+                            &args,
+                        )
+                        .map_err(at(&inv.problem.find_db_key().to_string()))?;
+                }
+                Step::Op {
+                    inv,
+                    a,
+                    b,
+                    y,
+                    y_channel_offset,
+                } => {
+                    self.ctx
+                        .run_op(
+                            inv,
+                            &self.buffers[*a],
+                            b.map(|b| &self.buffers[b]),
+                            &self.buffers[*y],
+                            *y_channel_offset,
+                            stream,
+                        )
+                        .map_err(at(&inv.problem().describe()))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the forward pass: the captured graph, on the network's own stream, waiting for
+    /// it to finish.
+    pub fn run(&self) -> Result<(), NetError> {
+        let graph = self.graph.as_ref().ok_or_else(|| NetError::Definition {
+            node: self.name.clone(),
+            reason: "the forward pass was not captured".into(),
+        })?;
+        graph
+            .launch(&self.stream)
+            .map_err(|e| at("graph")(e.into()))?;
+        self.ctx
+            .device()
+            .synchronize()
+            .map_err(|e| at("graph")(e.into()))
+    }
+
+    /// The captured forward pass, to replay or time.
+    pub fn graph(&self) -> Option<&Graph> {
+        self.graph.as_ref()
+    }
+
+    /// The input buffer (`batch x h x w x c`, the network's data type): write images here.
+    pub fn input(&self) -> &DeviceBuffer {
+        &self.buffers[self.input.0]
+    }
+
+    /// The output buffer (read after [`Network::run`]).
+    pub fn output(&self) -> &DeviceBuffer {
+        &self.buffers[self.output.0]
+    }
+
+    /// The input's per-sample shape.
+    pub fn input_shape(&self) -> Shape {
+        self.input.1
+    }
+
+    /// The output's per-sample shape.
+    pub fn output_shape(&self) -> Shape {
+        self.output.1
+    }
+
+    /// Bytes of activation memory (the plan's buffers, input and output included).
+    pub fn activation_bytes(&self) -> u64 {
+        self.plan.total_bytes()
+    }
+
+    /// Launches per forward pass.
+    pub fn launches(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// The batch size.
+    pub fn batch(&self) -> u32 {
+        self.batch
+    }
+
+    /// The data type.
+    pub fn data_type(&self) -> DataType {
+        self.data_type
+    }
+
+    /// Each convolution's solver and perf config, in order (for reports).
+    pub fn solvers(&self) -> Vec<(String, &'static str, &'static str)> {
+        self.steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Conv { inv, .. } => Some((
+                    inv.problem.find_db_key().to_string(),
+                    inv.variant.solver.id(),
+                    inv.variant.params,
+                )),
+                Step::Op { .. } => None,
+            })
+            .collect()
+    }
+}
+
+/// A convolution's step: the fused problem resolved (the best ranked solution this device
+/// can load), its filter converted to KRSC in `dtype`, its norm folded.
+#[allow(clippy::too_many_arguments)]
+fn conv_step(
+    ctx: &Context,
+    name: &str,
+    c: &Conv,
+    activation: Activation,
+    x: Shape,
+    batch: u32,
+    dtype: DataType,
+    weights: &Weights,
+    [xb, yb]: [usize; 2],
+    residual: Option<usize>,
+) -> Result<Step, NetError> {
+    let (k, cpg) = (c.out as usize, (x.c / c.groups) as usize);
+    let [r, s] = [c.kernel[0] as usize, c.kernel[1] as usize];
+    let filter = weights.get(name, &c.weight, &[k, cpg, r, s])?;
+    let krsc = krsc_from_kcrs(&filter.values, [k, cpg, r, s]);
+    let (scale, bias) = match &c.norm {
+        Norm::None => (None, None),
+        Norm::Bias(b) => (None, Some(weights.get(name, b, &[k])?.values.clone())),
+        Norm::BatchNorm { prefix, eps } => {
+            let (s, b) = weights.folded_batch_norm(name, prefix, k, *eps)?;
+            (Some(s), Some(b))
+        }
+    };
+    let fusion = Fusion {
+        scale: scale.is_some(),
+        bias: bias.is_some(),
+        residual: c.residual.is_some(),
+        activation,
+        ..Fusion::NONE
+    };
+    let problem = ConvProblem::new(ConvSpec {
+        n: batch,
+        c: x.c,
+        k: c.out,
+        input: [1, x.h, x.w],
+        filter: [1, c.kernel[0], c.kernel[1]],
+        pad: [0, c.pad[0], c.pad[1]],
+        stride: [1, c.stride[0], c.stride[1]],
+        groups: c.groups,
+        layouts: [Layout::Nhwc; 3],
+        data_types: [dtype; 3],
+        fusion,
+        ..ConvSpec::default()
+    })
+    .map_err(|e| NetError::Definition {
+        node: name.into(),
+        reason: e.to_string(),
+    })?;
+    let plan = ctx.find_solutions(&problem).map_err(at(name))?;
+    let mut last = None;
+    let mut inv = None;
+    for ranked in plan.iter() {
+        match ctx.prepare(&problem, &ranked.variant) {
+            Ok(i) => {
+                inv = Some(i);
+                break;
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    let inv = match (inv, last) {
+        (Some(i), _) => i,
+        (None, Some(e)) => return Err(at(name)(e)),
+        (None, None) => {
+            return Err(NetError::Definition {
+                node: name.into(),
+                reason: format!("no solver applies to {}", problem.find_db_key()),
+            })
+        }
+    };
+    Ok(Step::Conv {
+        inv,
+        x: xb,
+        y: yb,
+        residual,
+        weight: upload(ctx, name, dtype, &krsc)?,
+        scale: scale
+            .map(|v| upload(ctx, name, DataType::Fp32, &v))
+            .transpose()?,
+        bias: bias
+            .map(|v| upload(ctx, name, DataType::Fp32, &v))
+            .transpose()?,
+        activation_param: activation.default_param(),
+    })
+}

@@ -1,0 +1,265 @@
+//! A network's weights: tensors read from safetensors bytes (the format PyTorch and Hugging
+//! Face export), kept as f32 on the host until a [`super::Network`] converts them: filters to
+//! kiln's channels-last `KRSC` layout in the network's data type, batch norms folded into an
+//! FP32 scale and bias per output channel.
+
+use std::collections::HashMap;
+
+use super::NetError;
+
+/// One weight tensor: its shape (PyTorch's order) and values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    /// Dimensions, outermost first.
+    pub shape: Vec<usize>,
+    /// Values, row-major.
+    pub values: Vec<f32>,
+}
+
+/// Named weight tensors.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Weights {
+    tensors: HashMap<String, Tensor>,
+}
+
+/// Largest safetensors header kiln reads (the format's own parsers cap it at 100 MB).
+const MAX_HEADER_BYTES: u64 = 100 << 20;
+
+impl Weights {
+    /// Reads safetensors bytes: every F32, F16 and BF16 tensor (other types are refused,
+    /// naming the tensor). Errors name what is malformed.
+    pub fn from_safetensors(bytes: &[u8]) -> Result<Weights, NetError> {
+        let fail = |reason: String| NetError::Weights {
+            node: "weights".into(),
+            reason,
+        };
+        if bytes.len() >= 8 {
+            let header = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
+            if header > MAX_HEADER_BYTES {
+                return Err(fail(format!(
+                    "not a safetensors file: its header of {header} B is over the 100 MB limit"
+                )));
+            }
+        }
+        let st = safetensors::SafeTensors::deserialize(bytes)
+            .map_err(|e| fail(format!("not a safetensors file: {e}")))?;
+        let mut tensors = HashMap::new();
+        for (name, view) in st.tensors() {
+            let data = view.data();
+            let values: Vec<f32> = match view.dtype() {
+                safetensors::Dtype::F32 => data
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+                safetensors::Dtype::F16 => data
+                    .chunks_exact(2)
+                    .map(|c| crate::elements::f16_to_f32(u16::from_le_bytes([c[0], c[1]])))
+                    .collect(),
+                safetensors::Dtype::BF16 => data
+                    .chunks_exact(2)
+                    .map(|c| crate::elements::bf16_to_f32(u16::from_le_bytes([c[0], c[1]])))
+                    .collect(),
+                // Batch norms' step counters and the like are not weights.
+                safetensors::Dtype::I64 if name.ends_with("num_batches_tracked") => continue,
+                other => {
+                    return Err(fail(format!(
+                        "tensor {name} is {other:?}: weights must be F32, F16 or BF16"
+                    )))
+                }
+            };
+            tensors.insert(
+                name.to_string(),
+                Tensor {
+                    shape: view.shape().to_vec(),
+                    values,
+                },
+            );
+        }
+        Ok(Weights { tensors })
+    }
+
+    /// Adds (or replaces) a tensor.
+    pub fn insert(&mut self, name: impl Into<String>, tensor: Tensor) {
+        self.tensors.insert(name.into(), tensor);
+    }
+
+    /// How many tensors there are.
+    pub fn len(&self) -> usize {
+        self.tensors.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
+    /// The tensor `name`, which `node` needs with exactly `shape`.
+    pub fn get(&self, node: &str, name: &str, shape: &[usize]) -> Result<&Tensor, NetError> {
+        let fail = |reason: String| NetError::Weights {
+            node: node.to_string(),
+            reason,
+        };
+        let t = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| fail(format!("weight {name} is missing")))?;
+        if t.shape != shape {
+            return Err(fail(format!(
+                "weight {name} has shape {:?}, expected {shape:?}",
+                t.shape
+            )));
+        }
+        if t.values.len() != shape.iter().product::<usize>() {
+            return Err(fail(format!(
+                "weight {name} holds the wrong number of values"
+            )));
+        }
+        if let Some(i) = t.values.iter().position(|v| !v.is_finite()) {
+            return Err(fail(format!(
+                "weight {name} holds a non-finite value at {i}"
+            )));
+        }
+        Ok(t)
+    }
+
+    /// A batch norm folded for inference: `scale = gamma / sqrt(var + eps)`,
+    /// `bias = beta - mean * scale`, from `<prefix>.weight`, `.bias`, `.running_mean` and
+    /// `.running_var` of `k` channels.
+    pub fn folded_batch_norm(
+        &self,
+        node: &str,
+        prefix: &str,
+        k: usize,
+        eps: f32,
+    ) -> Result<(Vec<f32>, Vec<f32>), NetError> {
+        let get = |what: &str| self.get(node, &format!("{prefix}.{what}"), &[k]);
+        let (gamma, beta) = (get("weight")?, get("bias")?);
+        let (mean, var) = (get("running_mean")?, get("running_var")?);
+        let mut scale = Vec::with_capacity(k);
+        let mut bias = Vec::with_capacity(k);
+        for i in 0..k {
+            let v = f64::from(var.values[i]) + f64::from(eps);
+            if v <= 0.0 {
+                return Err(NetError::Weights {
+                    node: node.to_string(),
+                    reason: format!("{prefix}.running_var[{i}] + eps is not positive"),
+                });
+            }
+            let s = f64::from(gamma.values[i]) / v.sqrt();
+            scale.push(s as f32);
+            bias.push((f64::from(beta.values[i]) - f64::from(mean.values[i]) * s) as f32);
+        }
+        Ok((scale, bias))
+    }
+}
+
+/// PyTorch's `[K, C, R, S]` filter as kiln's channels-last `[K, R, S, C]`.
+pub fn krsc_from_kcrs(values: &[f32], [k, c, r, s]: [usize; 4]) -> Vec<f32> {
+    let mut out = vec![0.0; values.len()];
+    for ki in 0..k {
+        for ci in 0..c {
+            for ri in 0..r {
+                for si in 0..s {
+                    out[((ki * r + ri) * s + si) * c + ci] =
+                        values[((ki * c + ci) * r + ri) * s + si];
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A safetensors file written by hand (8-byte header length, JSON header, data), as
+    /// Python's `safetensors.torch.save_file` writes it.
+    fn file(tensors: &[(&str, &str, &[usize], Vec<u8>)]) -> Vec<u8> {
+        let mut header = String::from("{");
+        let mut data = Vec::new();
+        for (i, (name, dtype, shape, bytes)) in tensors.iter().enumerate() {
+            let start = data.len();
+            data.extend_from_slice(bytes);
+            header += &format!(
+                "{}\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":{shape:?},\"data_offsets\":[{start},{}]}}",
+                if i > 0 { "," } else { "" },
+                data.len()
+            );
+        }
+        header.push('}');
+        let mut out = (header.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(&data);
+        out
+    }
+
+    fn f32s(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn batch_norm_folds_into_scale_and_bias() {
+        let bytes = file(&[
+            ("bn.weight", "F32", &[2], f32s(&[2.0, 1.0])),
+            ("bn.bias", "F32", &[2], f32s(&[0.5, -1.0])),
+            ("bn.running_mean", "F32", &[2], f32s(&[1.0, 0.0])),
+            ("bn.running_var", "F32", &[2], f32s(&[3.0, 0.0])),
+            (
+                "bn.num_batches_tracked",
+                "I64",
+                &[],
+                7i64.to_le_bytes().to_vec(),
+            ),
+            ("half", "F16", &[1], 0x3c00u16.to_le_bytes().to_vec()),
+        ]);
+        let w = Weights::from_safetensors(&bytes).unwrap();
+        assert_eq!(w.len(), 5);
+        let (scale, bias) = w.folded_batch_norm("conv", "bn", 2, 1.0).unwrap();
+        // gamma / sqrt(var + eps) = 2 / 2 = 1 and 1 / 1 = 1; beta - mean * scale.
+        assert_eq!(scale, vec![1.0, 1.0]);
+        assert_eq!(bias, vec![-0.5, -1.0]);
+        assert_eq!(w.get("n", "half", &[1]).unwrap().values, vec![1.0]);
+    }
+
+    #[test]
+    fn missing_and_misshaped_weights_are_named() {
+        let bytes = file(&[("w", "F32", &[2, 1, 1, 1], f32s(&[1.0, 2.0]))]);
+        let w = Weights::from_safetensors(&bytes).unwrap();
+        let e = w.get("conv1", "w", &[4, 1, 1, 1]).unwrap_err().to_string();
+        assert!(
+            e.contains("node conv1") && e.contains("weight w has shape [2, 1, 1, 1]"),
+            "{e}"
+        );
+        let e = w.get("conv1", "v", &[1]).unwrap_err().to_string();
+        assert!(e.contains("weight v is missing"), "{e}");
+        let e = w
+            .folded_batch_norm("conv1", "bn", 2, 1e-5)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bn.weight is missing"), "{e}");
+        let e = Weights::from_safetensors(b"not a file")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a safetensors file"), "{e}");
+        let ints = file(&[("i", "I32", &[1], 1i32.to_le_bytes().to_vec())]);
+        let e = Weights::from_safetensors(&ints).unwrap_err().to_string();
+        assert!(e.contains("tensor i is I32"), "{e}");
+        let nan = file(&[("n", "F32", &[1], f32s(&[f32::NAN]))]);
+        let w = Weights::from_safetensors(&nan).unwrap();
+        assert!(w
+            .get("x", "n", &[1])
+            .unwrap_err()
+            .to_string()
+            .contains("non-finite"));
+    }
+
+    #[test]
+    fn filters_become_channels_last() {
+        // K=1, C=2, R=1, S=2: [[c0s0, c0s1], [c1s0, c1s1]] -> [s0c0, s0c1, s1c0, s1c1].
+        assert_eq!(
+            krsc_from_kcrs(&[1.0, 2.0, 3.0, 4.0], [1, 2, 1, 2]),
+            vec![1.0, 3.0, 2.0, 4.0]
+        );
+    }
+}

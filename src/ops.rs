@@ -1,0 +1,616 @@
+//! Standalone operators: the work around a network's convolutions that no fused epilogue
+//! absorbs. Max and average pooling (window, stride, padding, ceil mode), global average
+//! pooling, nearest and bilinear resizing (2x upsampling), elementwise copy/add/multiply with
+//! an optional per-(n, c) broadcast (squeeze-and-excitation), and softmax over channels.
+//!
+//! Like MIOpen's pooling, activation and softmax primitives they need no find-db: each is one
+//! memory-bound kernel of `kernels/ops.cpp`, compiled once per data type into every target's
+//! kdb. Tensors are 2-D (`NCHW` or `NHWC`) in FP32, FP16 or BF16; channels-last tensors may be
+//! channel slices of wider ones (`a_ld`, `y_ld`), so a concatenation's parts are written in
+//! place. A fully connected layer is a 1x1 convolution on a 1x1 map with a fused bias
+//! ([`crate::Fusion`]), ranked and run like every convolution.
+
+use core::fmt;
+
+use kiln_format::abi::OpArgs;
+use kiln_format::{Activation, DataType, Layout};
+
+/// The kernel file of the operators (`kernels/manifest.toml`'s `[[operator]]`).
+pub const SOURCE: &str = "ops.cpp";
+
+/// The kernel file's entry points, in the manifest's order.
+pub const FUNCTIONS: [&str; 4] = ["kiln_pool2d", "kiln_resize", "kiln_eltwise", "kiln_softmax"];
+
+/// Threads per block of every operator (the softmax kernel's reduction assumes it).
+pub const BLOCK_THREADS: u32 = 256;
+
+/// Most blocks an operator launches; the kernels stride over what remains.
+const MAX_BLOCKS: u64 = 1 << 16;
+
+/// How a pooling window reduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolMode {
+    /// The window's maximum (NaN if it holds one).
+    Max,
+    /// The window's mean, padding counted in the divisor (PyTorch's default).
+    Average,
+    /// The window's mean over the input elements it covers.
+    AverageExcludePad,
+}
+
+/// How a resize samples its input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResizeMode {
+    /// Source element `floor(dst * in / out)` (PyTorch's `nearest`).
+    Nearest,
+    /// Bilinear with half-pixel centres (`align_corners` false).
+    Bilinear,
+}
+
+/// An elementwise operation of the input `a` and the second input `b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EltwiseOp {
+    /// `a` alone (a standalone activation, or a copy into a channel slice).
+    Copy,
+    /// `a + b`.
+    Add,
+    /// `a * b`.
+    Mul,
+}
+
+/// What an operator computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// 2-D pooling.
+    Pool {
+        /// Max or average.
+        mode: PoolMode,
+        /// Window `[h, w]`.
+        window: [u32; 2],
+        /// Stride `[h, w]`.
+        stride: [u32; 2],
+        /// Padding on each side `[h, w]` (at most half the window, as PyTorch requires).
+        pad: [u32; 2],
+        /// Output size rounded up, as PyTorch's `ceil_mode` (a window that would start in the
+        /// right or bottom padding is dropped).
+        ceil_mode: bool,
+    },
+    /// Mean over all pixels: an `n x c x 1 x 1` output.
+    GlobalAveragePool,
+    /// Resizing to `out` `[h, w]`.
+    Resize {
+        /// Nearest or bilinear.
+        mode: ResizeMode,
+        /// Output size `[h, w]`.
+        out: [u32; 2],
+    },
+    /// `y = act(a op b)`.
+    Eltwise {
+        /// The operation.
+        op: EltwiseOp,
+        /// `b` holds one value per (n, c), broadcast over the pixels (squeeze-and-excitation);
+        /// else `b` has the output's shape.
+        broadcast: bool,
+    },
+    /// Softmax over the channels of each pixel.
+    Softmax,
+}
+
+/// One operator on one input shape.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpProblem {
+    /// What it computes.
+    pub kind: OpKind,
+    /// Batch.
+    pub n: u32,
+    /// Channels (of the input and the output).
+    pub c: u32,
+    /// Input `[h, w]`.
+    pub input: [u32; 2],
+    /// `Nchw` or `Nhwc`, for every tensor.
+    pub layout: Layout,
+    /// FP32, FP16 or BF16, for every tensor.
+    pub data_type: DataType,
+    /// Applied to the result (not with softmax).
+    pub activation: Activation,
+    /// The activation's parameter (ReLU6's ceiling, leaky ReLU's slope).
+    pub activation_param: f32,
+    /// Channels-last only: elements from one input pixel to the next, when the input is a
+    /// channel slice of a wider tensor (0: dense, `c`).
+    pub a_ld: u32,
+    /// The same for the output.
+    pub y_ld: u32,
+}
+
+/// Why an operator cannot run as described.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpError {
+    /// The operator ([`OpProblem::describe`]).
+    pub op: String,
+    /// What is wrong, naming the field.
+    pub reason: String,
+}
+
+impl fmt::Display for OpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "operator {}: {}", self.op, self.reason)
+    }
+}
+
+impl std::error::Error for OpError {}
+
+impl OpProblem {
+    /// An operator on a dense `n x c x h x w` input, identity activation.
+    pub fn new(
+        kind: OpKind,
+        n: u32,
+        c: u32,
+        input: [u32; 2],
+        layout: Layout,
+        data_type: DataType,
+    ) -> Self {
+        OpProblem {
+            kind,
+            n,
+            c,
+            input,
+            layout,
+            data_type,
+            activation: Activation::Identity,
+            activation_param: Activation::Identity.default_param(),
+            a_ld: 0,
+            y_ld: 0,
+        }
+    }
+
+    /// The same operator with `activation` (its default parameter) applied to the result.
+    pub fn with_activation(mut self, activation: Activation) -> Self {
+        self.activation = activation;
+        self.activation_param = activation.default_param();
+        self
+    }
+
+    /// A short name for messages: `maxpool 3x3 s2 p1 on 32x64x112x112 NHWC FP16`.
+    pub fn describe(&self) -> String {
+        let what = match self.kind {
+            OpKind::Pool {
+                mode,
+                window,
+                stride,
+                pad,
+                ceil_mode,
+            } => format!(
+                "{} {}x{} s{}x{} p{}x{}{}",
+                match mode {
+                    PoolMode::Max => "maxpool",
+                    PoolMode::Average => "avgpool",
+                    PoolMode::AverageExcludePad => "avgpool-exclude-pad",
+                },
+                window[0],
+                window[1],
+                stride[0],
+                stride[1],
+                pad[0],
+                pad[1],
+                if ceil_mode { " ceil" } else { "" }
+            ),
+            OpKind::GlobalAveragePool => "global-avgpool".into(),
+            OpKind::Resize { mode, out } => format!(
+                "resize-{} to {}x{}",
+                match mode {
+                    ResizeMode::Nearest => "nearest",
+                    ResizeMode::Bilinear => "bilinear",
+                },
+                out[0],
+                out[1]
+            ),
+            OpKind::Eltwise { op, broadcast } => format!(
+                "{}{}",
+                match op {
+                    EltwiseOp::Copy => "copy",
+                    EltwiseOp::Add => "add",
+                    EltwiseOp::Mul => "mul",
+                },
+                if broadcast { "-broadcast" } else { "" }
+            ),
+            OpKind::Softmax => "softmax".into(),
+        };
+        let act = match self.activation {
+            Activation::Identity => String::new(),
+            a => format!("+{}", a.name()),
+        };
+        format!(
+            "{what}{act} on {}x{}x{}x{} {} {}",
+            self.n,
+            self.c,
+            self.input[0],
+            self.input[1],
+            self.layout.name(),
+            self.data_type.name()
+        )
+    }
+
+    /// The output's `[h, w]` (its batch and channels are the input's). Valid only for a
+    /// problem [`OpProblem::validate`] accepts.
+    pub fn output(&self) -> [u32; 2] {
+        match self.kind {
+            OpKind::Pool {
+                window,
+                stride,
+                pad,
+                ceil_mode,
+                ..
+            } => {
+                let dim = |i: usize| {
+                    let span = u64::from(self.input[i]) + 2 * u64::from(pad[i]);
+                    let (k, s) = (u64::from(window[i]), u64::from(stride[i]).max(1));
+                    let reach = span.saturating_sub(k);
+                    let mut out = if ceil_mode {
+                        reach.div_ceil(s)
+                    } else {
+                        reach / s
+                    } + 1;
+                    // A window starting in the trailing padding is dropped (PyTorch's rule).
+                    if ceil_mode && (out - 1) * s >= u64::from(self.input[i]) + u64::from(pad[i]) {
+                        out -= 1;
+                    }
+                    u32::try_from(out).unwrap_or(u32::MAX)
+                };
+                [dim(0), dim(1)]
+            }
+            OpKind::GlobalAveragePool => [1, 1],
+            OpKind::Resize { out, .. } => out,
+            OpKind::Eltwise { .. } | OpKind::Softmax => self.input,
+        }
+    }
+
+    /// Checks the problem; the error names the field that is wrong.
+    pub fn validate(&self) -> Result<(), OpError> {
+        let fail = |reason: String| {
+            Err(OpError {
+                op: self.describe(),
+                reason,
+            })
+        };
+        if !matches!(self.layout, Layout::Nchw | Layout::Nhwc) {
+            return fail(format!(
+                "layout {}: operators take NCHW or NHWC",
+                self.layout.name()
+            ));
+        }
+        if !matches!(
+            self.data_type,
+            DataType::Fp32 | DataType::Fp16 | DataType::Bf16
+        ) {
+            return fail(format!(
+                "data type {}: operators take FP32, FP16 or BF16",
+                self.data_type.name()
+            ));
+        }
+        if self.n == 0 || self.c == 0 || self.input[0] == 0 || self.input[1] == 0 {
+            return fail("n, c, h and w must be at least 1".into());
+        }
+        for (name, ld) in [("a_ld", self.a_ld), ("y_ld", self.y_ld)] {
+            if ld != 0 && (!self.layout.channels_last() || ld < self.c) {
+                return fail(format!(
+                    "{name} {ld}: a channel slice needs NHWC and a stride of at least c = {}",
+                    self.c
+                ));
+            }
+        }
+        if !self.activation_param.is_finite() {
+            return fail("the activation's parameter must be finite".into());
+        }
+        match self.kind {
+            OpKind::Pool {
+                window,
+                stride,
+                pad,
+                ..
+            } => {
+                for i in 0..2 {
+                    let axis = ["h", "w"][i];
+                    if window[i] == 0 || stride[i] == 0 {
+                        return fail(format!("window and stride ({axis}) must be at least 1"));
+                    }
+                    if 2 * u64::from(pad[i]) > u64::from(window[i]) {
+                        return fail(format!(
+                            "pad {} ({axis}) is more than half the window {}",
+                            pad[i], window[i]
+                        ));
+                    }
+                    if u64::from(window[i]) > u64::from(self.input[i]) + 2 * u64::from(pad[i]) {
+                        return fail(format!(
+                            "window {} ({axis}) is larger than the padded input {}",
+                            window[i],
+                            u64::from(self.input[i]) + 2 * u64::from(pad[i])
+                        ));
+                    }
+                }
+            }
+            OpKind::Resize { out, .. } => {
+                if out[0] == 0 || out[1] == 0 {
+                    return fail("resize output must be at least 1x1".into());
+                }
+            }
+            OpKind::Eltwise { op, broadcast } => {
+                if broadcast && op == EltwiseOp::Copy {
+                    return fail("a broadcast needs a second input (add or mul)".into());
+                }
+            }
+            OpKind::Softmax => {
+                if self.activation != Activation::Identity {
+                    return fail("softmax takes no activation".into());
+                }
+            }
+            OpKind::GlobalAveragePool => {}
+        }
+        let [oh, ow] = self.output();
+        let fits = |v: u64| v <= i32::MAX as u64;
+        let pixels_in = u64::from(self.input[0]) * u64::from(self.input[1]);
+        let pixels_out = u64::from(oh) * u64::from(ow);
+        let widest = u64::from(self.c.max(self.a_ld).max(self.y_ld));
+        if !fits(u64::from(oh))
+            || !fits(u64::from(ow))
+            || !fits(widest)
+            || !fits(self.input[0].into())
+            || !fits(self.input[1].into())
+            || u64::from(self.n)
+                .checked_mul(pixels_in.max(pixels_out))
+                .and_then(|v| v.checked_mul(widest))
+                .is_none_or(|v| v > 1 << 40)
+        {
+            return fail("a size exceeds what the kernels index (i32 dims, 2^40 elements)".into());
+        }
+        Ok(())
+    }
+
+    /// Elements of the input (a's extent: up to its last element, slices included).
+    pub fn a_elements(&self) -> u64 {
+        self.extent(self.input, self.a_ld)
+    }
+
+    /// Elements of the second input `b` (0 when the operator takes none).
+    pub fn b_elements(&self) -> u64 {
+        match self.kind {
+            OpKind::Eltwise {
+                op: EltwiseOp::Add | EltwiseOp::Mul,
+                broadcast,
+            } => {
+                if broadcast {
+                    u64::from(self.n) * u64::from(self.c)
+                } else {
+                    self.dense(self.input)
+                }
+            }
+            _ => 0,
+        }
+    }
+
+    /// Elements of the output's extent.
+    pub fn y_elements(&self) -> u64 {
+        self.extent(self.output(), self.y_ld)
+    }
+
+    /// Elements of a dense tensor of this batch and channels.
+    fn dense(&self, [h, w]: [u32; 2]) -> u64 {
+        u64::from(self.n) * u64::from(self.c) * u64::from(h) * u64::from(w)
+    }
+
+    /// Elements from the first to one past the last of a tensor whose pixels are `ld` apart.
+    fn extent(&self, [h, w]: [u32; 2], ld: u32) -> u64 {
+        if ld == 0 || ld == self.c {
+            return self.dense([h, w]);
+        }
+        let pixels = u64::from(self.n) * u64::from(h) * u64::from(w);
+        (pixels - 1) * u64::from(ld) + u64::from(self.c)
+    }
+
+    /// The operator's entry point.
+    pub fn function(&self) -> &'static str {
+        match self.kind {
+            OpKind::Pool { .. } | OpKind::GlobalAveragePool => FUNCTIONS[0],
+            OpKind::Resize { .. } => FUNCTIONS[1],
+            OpKind::Eltwise { .. } => FUNCTIONS[2],
+            OpKind::Softmax => FUNCTIONS[3],
+        }
+    }
+
+    /// The launch: blocks of [`BLOCK_THREADS`] threads (one block per pixel for softmax, one
+    /// thread per output element otherwise), at most 65,536 blocks.
+    pub fn blocks(&self) -> u32 {
+        let [oh, ow] = self.output();
+        let work = match self.kind {
+            OpKind::Softmax => u64::from(self.n) * u64::from(oh) * u64::from(ow),
+            _ => self.dense([oh, ow]).div_ceil(u64::from(BLOCK_THREADS)),
+        };
+        work.clamp(1, MAX_BLOCKS) as u32
+    }
+
+    /// The kernel's argument block (of a validated problem).
+    pub fn args(&self) -> OpArgs {
+        let [oh, ow] = self.output();
+        let ld = |v: u32| if v == 0 { self.c } else { v } as i32;
+        let (mut win, mut stride, mut pad, mut mode) = ([1, 1], [1, 1], [0, 0], 0);
+        let mut b_ld = 0;
+        match self.kind {
+            OpKind::Pool {
+                mode: m,
+                window,
+                stride: s,
+                pad: p,
+                ..
+            } => {
+                (win, stride, pad) = (window, s, p);
+                mode = match m {
+                    PoolMode::Max => 0,
+                    PoolMode::Average => 1,
+                    PoolMode::AverageExcludePad => 2,
+                };
+            }
+            OpKind::GlobalAveragePool => {
+                win = self.input;
+                mode = 1;
+            }
+            OpKind::Resize { mode: m, .. } => mode = (m == ResizeMode::Bilinear) as i32,
+            OpKind::Eltwise { op, broadcast } => {
+                mode = match op {
+                    EltwiseOp::Copy => 0,
+                    EltwiseOp::Add => 1,
+                    EltwiseOp::Mul => 2,
+                };
+                b_ld = if broadcast { 0 } else { self.c as i32 };
+            }
+            OpKind::Softmax => {}
+        }
+        OpArgs {
+            n: self.n as i32,
+            c: self.c as i32,
+            in_h: self.input[0] as i32,
+            in_w: self.input[1] as i32,
+            out_h: oh as i32,
+            out_w: ow as i32,
+            win_h: win[0] as i32,
+            win_w: win[1] as i32,
+            stride_h: stride[0] as i32,
+            stride_w: stride[1] as i32,
+            pad_h: pad[0] as i32,
+            pad_w: pad[1] as i32,
+            mode,
+            channels_last: self.layout.channels_last() as i32,
+            a_ld: ld(self.a_ld),
+            y_ld: ld(self.y_ld),
+            b_ld,
+            act: self.activation.code(),
+            act_a: self.activation_param,
+            grid_threads: (self.blocks() * BLOCK_THREADS) as i32,
+        }
+    }
+}
+
+/// A standalone operator ready to launch ([`crate::context::Context::prepare_op`]); run it
+/// with [`crate::context::Context::run_op`].
+pub struct OpInvoker {
+    pub(crate) op: OpProblem,
+    pub(crate) function: crate::backend::Function,
+    pub(crate) args: OpArgs,
+}
+
+impl OpInvoker {
+    /// The operator it runs.
+    pub fn problem(&self) -> &OpProblem {
+        &self.op
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(window: u32, stride: u32, pad: u32, ceil_mode: bool, input: u32) -> OpProblem {
+        OpProblem::new(
+            OpKind::Pool {
+                mode: PoolMode::Max,
+                window: [window; 2],
+                stride: [stride; 2],
+                pad: [pad; 2],
+                ceil_mode,
+            },
+            1,
+            8,
+            [input; 2],
+            Layout::Nhwc,
+            DataType::Fp16,
+        )
+    }
+
+    #[test]
+    fn pooled_sizes_follow_pytorch() {
+        // ResNet's stem pool, GoogLeNet's ceil-mode pools, YOLO's SPPF (5x5 s1 p2).
+        assert_eq!(pool(3, 2, 1, false, 112).output(), [56, 56]);
+        assert_eq!(pool(3, 2, 0, true, 112).output(), [56, 56]);
+        assert_eq!(pool(3, 2, 0, false, 112).output(), [55, 55]);
+        assert_eq!(pool(2, 2, 0, true, 7).output(), [4, 4]);
+        assert_eq!(pool(5, 1, 2, false, 20).output(), [20, 20]);
+        // ceil mode drops a window that would start in the padding: torch gives 3, not 4.
+        assert_eq!(pool(2, 2, 1, true, 5).output(), [3, 3]);
+        let g = OpProblem::new(
+            OpKind::GlobalAveragePool,
+            2,
+            4,
+            [7, 7],
+            Layout::Nchw,
+            DataType::Fp32,
+        );
+        assert_eq!(g.output(), [1, 1]);
+        assert_eq!(g.args().win_h, 7);
+    }
+
+    #[test]
+    fn bad_operators_are_refused_naming_the_field() {
+        let e = pool(3, 2, 2, false, 8).validate().unwrap_err();
+        assert!(e.reason.contains("more than half the window"), "{e}");
+        assert!(e.to_string().contains("maxpool 3x3 s2x2 p2x2"), "{e}");
+        let e = pool(9, 1, 0, false, 8).validate().unwrap_err();
+        assert!(e.reason.contains("larger than the padded input"), "{e}");
+        let mut p = pool(3, 2, 1, false, 8);
+        p.layout = Layout::Nchw;
+        p.y_ld = 16;
+        assert!(p.validate().unwrap_err().reason.contains("y_ld 16"));
+        p.layout = Layout::Nhwc;
+        p.y_ld = 4;
+        assert!(p.validate().unwrap_err().reason.contains("at least c = 8"));
+        p.y_ld = 16;
+        p.validate().unwrap();
+        p.data_type = DataType::Int8;
+        assert!(p.validate().unwrap_err().reason.contains("INT8"));
+        let s = OpProblem::new(OpKind::Softmax, 1, 10, [1, 1], Layout::Nhwc, DataType::Fp32)
+            .with_activation(Activation::Relu);
+        assert!(s.validate().unwrap_err().reason.contains("no activation"));
+        let b = OpProblem::new(
+            OpKind::Eltwise {
+                op: EltwiseOp::Copy,
+                broadcast: true,
+            },
+            1,
+            8,
+            [4, 4],
+            Layout::Nhwc,
+            DataType::Fp32,
+        );
+        assert!(b.validate().unwrap_err().reason.contains("second input"));
+        let huge = OpProblem::new(
+            OpKind::Softmax,
+            u32::MAX,
+            1 << 20,
+            [1 << 15, 1 << 15],
+            Layout::Nhwc,
+            DataType::Fp32,
+        );
+        assert!(huge.validate().unwrap_err().reason.contains("exceeds"));
+    }
+
+    #[test]
+    fn extents_count_channel_slices() {
+        let mut p = OpProblem::new(
+            OpKind::Eltwise {
+                op: EltwiseOp::Mul,
+                broadcast: true,
+            },
+            2,
+            8,
+            [3, 3],
+            Layout::Nhwc,
+            DataType::Fp16,
+        );
+        assert_eq!(
+            (p.a_elements(), p.b_elements(), p.y_elements()),
+            (144, 16, 144)
+        );
+        p.y_ld = 24;
+        assert_eq!(p.y_elements(), 17 * 24 + 8);
+        let a = p.args();
+        assert_eq!((a.y_ld, a.a_ld, a.b_ld, a.mode), (24, 8, 0, 2));
+        assert_eq!(a.grid_threads, 256);
+    }
+}
