@@ -58,6 +58,9 @@ def build(name):
         for _ in range(4):
             m(torch.randn(16, 3, 224, 224))
     m.eval()
+    eps = {mod.eps for mod in m.modules() if isinstance(mod, torch.nn.BatchNorm2d)}
+    if eps != {1e-5}:
+        raise SystemExit(f"{name}: batch-norm eps {eps}; kiln's definition folds with 1e-5")
     return m
 
 

@@ -154,6 +154,17 @@ static __device__ KILN_INLINE void kiln_wgmma_act(float (&acc)[KILN_BN / 2], con
   }
 }
 
+// ReLU and clipped ReLU: max (and min) that keep a NaN, as kiln_clamp does, one instruction
+// each.
+template <bool kHi>
+static __device__ KILN_INLINE void kiln_wgmma_clip(float (&acc)[KILN_BN / 2], const KilnAct& c) {
+#pragma unroll
+  for (int i = 0; i < KILN_BN / 2; ++i) {
+    asm("max.NaN.f32 %0, %0, %1;" : "+f"(acc[i]) : "f"(c.lo));
+    if (kHi) asm("min.NaN.f32 %0, %0, %1;" : "+f"(acc[i]) : "f"(c.hi));
+  }
+}
+
 // The fused epilogue on one thread's accumulators in wgmma's register layout: acc[4j], acc[4j + 1]
 // are row row0, columns col0 + 8j and col0 + 8j + 1; acc[4j + 2], acc[4j + 3] the same columns
 // of row row0 + 8. Rows at or past rows_end and columns at or past p.k (never stored) read no
@@ -170,14 +181,16 @@ static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_BN / 2]
     // K is a multiple of the 16-byte store: a pair is wholly in or out.
     const int col = col0 + 8 * j;
     if (col >= p.k) continue;
-    const float2 s = e.scale ? __ldg((const float2*)e.scale + col / 2) : make_float2(1.0f, 1.0f);
+    float2 s = e.scale ? __ldg((const float2*)e.scale + col / 2) : make_float2(1.0f, 1.0f);
     const float2 b = e.bias ? __ldg((const float2*)e.bias + col / 2) : make_float2(0.0f, 0.0f);
+    s.x *= e.alpha;  // once per column, not per element
+    s.y *= e.alpha;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float& v0 = acc[4 * j + 2 * h];
       float& v1 = acc[4 * j + 2 * h + 1];
-      v0 = v0 * e.alpha * s.x + b.x;
-      v1 = v1 * e.alpha * s.y + b.y;
+      v0 = v0 * s.x + b.x;
+      v1 = v1 * s.y + b.y;
       if (has_z && row0 + 8 * h < rows_end) {
         const float2 z = kiln_wgmma_z_pair(e.z, (row0 + 8 * h) * e.z_ld + col);
         v0 += e.beta * z.x;
@@ -197,8 +210,12 @@ static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_BN / 2]
     }
   } else if (c.use_v) {
     kiln_wgmma_act<0, true>(acc, c);  // hard-swish
+  } else if (c.m != 1.0f || c.b != 0.0f) {
+    kiln_wgmma_act<0, false>(acc, c);  // hard-sigmoid
+  } else if (c.hi == kiln_bits_to_float(0x7f800000u)) {
+    kiln_wgmma_clip<false>(acc, c);  // ReLU: one instruction per element
   } else {
-    kiln_wgmma_act<0, false>(acc, c);  // ReLU, clipped ReLU, hard-sigmoid
+    kiln_wgmma_clip<true>(acc, c);  // clipped ReLU
   }
 }
 

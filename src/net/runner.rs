@@ -142,6 +142,7 @@ impl<'c> Network<'c> {
                     weights,
                     buffers,
                     residual,
+                    matches!(node.op, Op::Linear { .. }),
                 )?;
                 if let Step::Conv { inv, .. } = &step {
                     workspace = workspace.max(inv.workspace_bytes());
@@ -375,10 +376,13 @@ fn conv_step(
     weights: &Weights,
     [xb, yb]: [usize; 2],
     residual: Option<usize>,
+    linear: bool,
 ) -> Result<Step, NetError> {
     let (k, cpg) = (c.out as usize, (x.c / c.groups) as usize);
     let [r, s] = [c.kernel[0] as usize, c.kernel[1] as usize];
-    let filter = weights.get(name, &c.weight, &[k, cpg, r, s])?;
+    // A linear layer's weight is [out, in] (a 1x1 filter without its unit dimensions).
+    let shape: &[usize] = if linear { &[k, cpg] } else { &[k, cpg, r, s] };
+    let filter = weights.get(name, &c.weight, shape)?;
     let krsc = krsc_from_kcrs(&filter.values, [k, cpg, r, s]);
     let (scale, bias) = match &c.norm {
         Norm::None => (None, None),
