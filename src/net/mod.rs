@@ -491,6 +491,85 @@ impl NetworkDef {
     }
 }
 
+/// The fused convolution problem a convolution node (or a linear layer, as `c`) runs on an
+/// input of shape `x`: NHWC, `batch` samples of `dtype`, its norm, residual and activation
+/// in the epilogue.
+pub fn conv_problem(
+    node: &str,
+    c: &Conv,
+    activation: Activation,
+    x: Shape,
+    batch: u32,
+    dtype: crate::DataType,
+) -> Result<crate::ConvProblem, NetError> {
+    let (scale, bias) = match c.norm {
+        Norm::None => (false, false),
+        Norm::Bias(_) => (false, true),
+        Norm::BatchNorm { .. } => (true, true),
+    };
+    let fusion = crate::Fusion {
+        scale,
+        bias,
+        residual: c.residual.is_some(),
+        activation,
+        ..crate::Fusion::NONE
+    };
+    crate::ConvProblem::new(crate::ConvSpec {
+        n: batch,
+        c: x.c,
+        k: c.out,
+        input: [1, x.h, x.w],
+        filter: [1, c.kernel[0], c.kernel[1]],
+        pad: [0, c.pad[0], c.pad[1]],
+        stride: [1, c.stride[0], c.stride[1]],
+        groups: c.groups,
+        layouts: [crate::Layout::Nhwc; 3],
+        data_types: [dtype; 3],
+        fusion,
+        ..crate::ConvSpec::default()
+    })
+    .map_err(|e| bad(node, e.to_string()))
+}
+
+impl NetworkDef {
+    /// The convolution node `node` as a [`Conv`] (a linear layer as a 1x1 convolution with a
+    /// bias); `None` for the other operators.
+    pub fn as_conv(node: &Node) -> Option<Conv> {
+        match &node.op {
+            Op::Conv(c) => Some(c.clone()),
+            Op::Linear { weight, bias, out } => Some(Conv {
+                weight: weight.clone(),
+                out: *out,
+                kernel: [1, 1],
+                stride: [1, 1],
+                pad: [0, 0],
+                groups: 1,
+                norm: bias.clone().map_or(Norm::None, Norm::Bias),
+                residual: None,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Every convolution's fused problem at `batch` and `dtype`, with its node's name, in
+    /// order (what a device resolves, and what tuning for this network measures).
+    pub fn conv_problems(
+        &self,
+        batch: u32,
+        dtype: crate::DataType,
+    ) -> Result<Vec<(String, crate::ConvProblem)>, NetError> {
+        let shapes = self.shapes()?;
+        let mut out = Vec::new();
+        for node in &self.nodes {
+            if let Some(c) = Self::as_conv(node) {
+                let x = shapes[node.inputs[0].as_str()];
+                out.push((node.name.clone(), conv_problem(&node.name, &c, node.activation, x, batch, dtype)?));
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// Where each tensor lives: activation memory reused once a tensor is dead.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryPlan {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use kiln_format::{Activation, ConvProblem, ConvSpec, DataType, Fusion, Layout};
+use kiln_format::{Activation, DataType};
 
 use super::weights::{krsc_from_kcrs, Weights};
 use super::{Conv, MemoryPlan, NetError, NetworkDef, Norm, Op, Shape};
@@ -114,20 +114,7 @@ impl<'c> Network<'c> {
             let name = node.name.as_str();
             let x = shapes[node.inputs[0].as_str()];
             let y = shapes[node.output.as_str()];
-            let conv = match &node.op {
-                Op::Conv(c) => Some(c.clone()),
-                Op::Linear { weight, bias, out } => Some(Conv {
-                    weight: weight.clone(),
-                    out: *out,
-                    kernel: [1, 1],
-                    stride: [1, 1],
-                    pad: [0, 0],
-                    groups: 1,
-                    norm: bias.clone().map_or(Norm::None, Norm::Bias),
-                    residual: None,
-                }),
-                _ => None,
-            };
+            let conv = NetworkDef::as_conv(node);
             if let Some(c) = conv {
                 let buffers = [buffer_of(&node.inputs[0]), buffer_of(&node.output)];
                 let residual = c.residual.as_deref().map(buffer_of);
@@ -392,31 +379,7 @@ fn conv_step(
             (Some(s), Some(b))
         }
     };
-    let fusion = Fusion {
-        scale: scale.is_some(),
-        bias: bias.is_some(),
-        residual: c.residual.is_some(),
-        activation,
-        ..Fusion::NONE
-    };
-    let problem = ConvProblem::new(ConvSpec {
-        n: batch,
-        c: x.c,
-        k: c.out,
-        input: [1, x.h, x.w],
-        filter: [1, c.kernel[0], c.kernel[1]],
-        pad: [0, c.pad[0], c.pad[1]],
-        stride: [1, c.stride[0], c.stride[1]],
-        groups: c.groups,
-        layouts: [Layout::Nhwc; 3],
-        data_types: [dtype; 3],
-        fusion,
-        ..ConvSpec::default()
-    })
-    .map_err(|e| NetError::Definition {
-        node: name.into(),
-        reason: e.to_string(),
-    })?;
+    let problem = super::conv_problem(name, c, activation, x, batch, dtype)?;
     let plan = ctx.find_solutions(&problem).map_err(at(name))?;
     let mut last = None;
     let mut inv = None;

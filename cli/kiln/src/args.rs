@@ -46,11 +46,32 @@ pub enum NetCommand {
     /// Build a network for a batch size, run it once on the given or random input, time the
     /// captured forward pass (GPU-only) and write the output.
     Run(NetRunArgs),
+    /// Resolve every convolution of a network on an embedded target, without a GPU: each
+    /// node's fused problem and the solver kiln would run.
+    Plan(NetPlanArgs),
+}
+
+#[derive(Args)]
+pub struct NetPlanArgs {
+    /// The network: resnet50, mobilenet_v2, efficientnet_b0.
+    pub model: String,
+    /// Batch size.
+    #[arg(long, default_value_t = 1)]
+    pub batch: u32,
+    /// Data type: FP16, BF16, FP32.
+    #[arg(long = "type", default_value = "FP16")]
+    pub dtype: String,
+    /// Target basename or alias (default: every embedded target).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Print only the distinct fused problems' find-db keys (a problem list for `kiln-tools find`).
+    #[arg(long)]
+    pub keys: bool,
 }
 
 #[derive(Args)]
 pub struct NetRunArgs {
-    /// The network: resnet50.
+    /// The network: resnet50, mobilenet_v2, efficientnet_b0.
     pub model: String,
     /// Weights: a safetensors file of the network's PyTorch state_dict (torchvision names).
     #[arg(long)]

@@ -74,5 +74,6 @@ fn dispatch(cli: Cli) -> CliResult {
         Command::Coldstart(a) => cmd::coldstart::run(&a),
         Command::Demo(a) => cmd::demo::run(&a),
         Command::Net(args::NetCommand::Run(a)) => cmd::net::run(&a),
+        Command::Net(args::NetCommand::Plan(a)) => cmd::net::plan(&a),
     }
 }

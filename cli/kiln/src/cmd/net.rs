@@ -6,21 +6,76 @@ use kiln::net::{models, Network, Weights};
 use kiln::DataType;
 
 use super::human;
-use crate::args::NetRunArgs;
+use crate::args::{NetPlanArgs, NetRunArgs};
 use crate::CliResult;
 
-pub fn run(a: &NetRunArgs) -> CliResult {
-    let def = models::by_name(&a.model).ok_or_else(|| {
+/// The network `model` names and the data type `dtype` names; errors list what exists.
+fn network(model: &str, dtype: &str) -> Result<(kiln::net::NetworkDef, DataType), String> {
+    let def = models::by_name(model).ok_or_else(|| {
         format!(
-            "net: no network {:?} (known: {})",
-            a.model,
+            "net: no network {model:?} (known: {})",
             models::NAMES.join(", ")
         )
     })?;
-    let dtype = DataType::ALL
+    let dtype = [DataType::Fp16, DataType::Bf16, DataType::Fp32]
         .into_iter()
-        .find(|d| d.name() == a.dtype)
-        .ok_or_else(|| format!("net: --type {:?}: expected FP16, BF16 or FP32", a.dtype))?;
+        .find(|d| d.name() == dtype)
+        .ok_or_else(|| format!("net: --type {dtype:?}: expected FP16, BF16 or FP32"))?;
+    Ok((def, dtype))
+}
+
+/// `kiln net plan`: every convolution resolved on each target, no GPU needed. Fails when a
+/// node has no solution on a target.
+pub fn plan(a: &NetPlanArgs) -> CliResult {
+    let (def, dtype) = network(&a.model, &a.dtype)?;
+    let problems = def.conv_problems(a.batch, dtype)?;
+    if a.keys {
+        let mut seen = std::collections::BTreeSet::new();
+        for (_, p) in &problems {
+            let key = p.find_db_key().to_string();
+            if seen.insert(key.clone()) {
+                kiln::outln!("{key}");
+            }
+        }
+        return Ok(());
+    }
+    let targets: Vec<&'static kiln::EmbeddedTarget> = match &a.target {
+        Some(t) => vec![kiln::named_target(t)?],
+        None => kiln::targets().iter().collect(),
+    };
+    for target in targets {
+        let mut measured = 0;
+        kiln::outln!(
+            "{} {} N={} on {}: {} convolutions, {} other operators",
+            def.name,
+            dtype.name(),
+            a.batch,
+            target.basename,
+            problems.len(),
+            def.nodes.len() - problems.len()
+        );
+        for (node, p) in &problems {
+            let plan = kiln::resolve::resolve(target, p)
+                .map_err(|e| format!("net plan: {}: node {node}: {e}", target.basename))?;
+            let best = plan.best();
+            if best.provenance.name() != "cost model" {
+                measured += 1;
+            }
+            kiln::outln!(
+                "  {node:<28} {}: {} [{}] ({})",
+                p.find_db_key(),
+                best.variant.solver.id(),
+                best.variant.params,
+                best.provenance.name()
+            );
+        }
+        kiln::outln!("  {measured} of {} ranked from measurements", problems.len());
+    }
+    Ok(())
+}
+
+pub fn run(a: &NetRunArgs) -> CliResult {
+    let (def, dtype) = network(&a.model, &a.dtype)?;
     // Files are read before the device opens: a bad one fails fast, GPU or not.
     let bytes = kiln::format::file::read_capped(&a.weights, 4 << 30)
         .map_err(|e| format!("net: --weights {}: {e}", a.weights.display()))?;
