@@ -5,7 +5,8 @@
 //! perf-db records in MIOpen's formats, as data (written by kiln-embed's writers).
 
 use kiln::backend::{DeviceBuffer, Stream};
-use kiln::context::Context;
+use kiln::context::{Context, EpilogueArgs};
+use kiln::harness::epilogue::EpilogueInputs;
 use kiln::harness::timing::time_gpu_only_fitted;
 use kiln::harness::verify::{
     download, poison, random_values, relative_error, tolerance, upload, workspace_for,
@@ -47,14 +48,22 @@ pub fn measure(
         xs.push(upload(dev, dtype, &random_values(xn as usize, seed + r as u64))?.0);
     }
     let (w, _) = upload(dev, dtype, &random_values(wn as usize, seed ^ 0x5EED))?;
-    let y = dev.alloc(p.byte_counts()[2])?;
+    // A fused problem runs with its epilogue's tensors (the same for every candidate and the
+    // reference), into y's slice when y is one.
+    let epilogue = EpilogueInputs::new(dev, p, seed)?;
+    let args = epilogue
+        .as_ref()
+        .map_or_else(|| EpilogueArgs::defaults(p), |e| e.args());
+    let y_offset = epilogue.as_ref().map_or(0, |e| e.y_offset);
+    let y_elements = p.y_extent() + u64::from(y_offset);
+    let y = dev.alloc(y_elements * p.data_types()[2].size_bytes() as u64)?;
 
     let run_once = |v: &Variant, x: &DeviceBuffer| -> Result<Vec<f64>, RunError> {
         poison(&y)?;
         let inv = ctx.prepare(p, v)?;
         let ws = workspace_for(ctx.device(), &inv)?;
-        ctx.run(&inv, x, &w, &y, ws.as_ref(), &Stream::default())?;
-        download(&y, dtype)
+        ctx.run_fused(&inv, x, &w, &y, ws.as_ref(), &Stream::default(), &args)?;
+        Ok(kiln::harness::epilogue::gather_y(p, download(&y, dtype)?, y_offset))
     };
     let reference_solver = kiln::solvers::by_id(REFERENCE_SOLVER).ok_or(RunError::NoSolution {
         problem: p.find_db_key().as_str().to_string(),
@@ -90,7 +99,7 @@ pub fn measure(
                 }
             };
             let time_ms = if ok {
-                time(ctx, p, &v, &xs, &w, &y, repeats)?
+                time(ctx, p, &v, &xs, &w, &y, &args, repeats)?
             } else {
                 f64::INFINITY
             };
@@ -105,6 +114,7 @@ pub fn measure(
     Ok(out)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn time(
     ctx: &Context,
     p: &ConvProblem,
@@ -112,11 +122,13 @@ fn time(
     xs: &[DeviceBuffer],
     w: &DeviceBuffer,
     y: &DeviceBuffer,
+    args: &EpilogueArgs<'_>,
     repeats: usize,
 ) -> Result<f64, RunError> {
     let inv = ctx.prepare(p, v)?;
     let ws = workspace_for(ctx.device(), &inv)?;
-    let launch = |s: &Stream, i: usize| ctx.run(&inv, &xs[i % xs.len()], w, y, ws.as_ref(), s);
+    let launch =
+        |s: &Stream, i: usize| ctx.run_fused(&inv, &xs[i % xs.len()], w, y, ws.as_ref(), s, args);
     // GPU-only: a graph of back-to-back calls, replayed.
     Ok(time_gpu_only_fitted(ctx.device(), repeats, launch)?
         .0
