@@ -115,10 +115,11 @@ struct __align__(64) KilnTmaConvParams {
   KilnEpilogue ep;
 };
 
-// Two adjacent elements of z (a residual in y's type), read-only, converted by the hardware.
-static __device__ KILN_INLINE float2 kiln_wgmma_z_pair(kiln_u64 z, kiln_i64 i) {
+// Two adjacent elements of z (a residual in y's type) at p, read-only, converted by the
+// hardware.
+static __device__ KILN_INLINE float2 kiln_wgmma_z_pair(const void* p) {
 #if KILN_ELEM_BYTES == 2
-  const unsigned int bits = __ldg((const unsigned int*)((const kiln_u16*)z + i));
+  const unsigned int bits = __ldg((const unsigned int*)p);
 #if defined(KILN_DTYPE_FP16)
   float2 r;
   asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %2; cvt.f32.f16 %0, lo; cvt.f32.f16 %1, hi; }"
@@ -129,8 +130,61 @@ static __device__ KILN_INLINE float2 kiln_wgmma_z_pair(kiln_u64 z, kiln_i64 i) {
   return make_float2(kiln_bits_to_float(bits << 16), kiln_bits_to_float(bits & 0xffff0000u));
 #endif
 #else
-  return __ldg((const float2*)((const float*)z + i));
+  return __ldg((const float2*)p);
 #endif
+}
+
+// Column pairs whose scale and bias load together (BN / 8 is a multiple of it); more spills
+// the accumulators of the widest tiles.
+#ifndef KILN_EP_AHEAD
+#define KILN_EP_AHEAD 1
+#endif
+
+// y = alpha * acc * scale + bias (+ beta * z), the usual folded batch norm: one straight loop,
+// every address a base and a constant offset, scale and bias loaded KILN_EP_AHEAD column pairs
+// ahead. Columns at or past K and rows past rows_end read nothing.
+template <bool kZ>
+static __device__ KILN_INLINE void kiln_wgmma_scale_bias(float (&acc)[KILN_BN / 2], const KilnEpilogue& e,
+                                                         kiln_i64 row0, kiln_i64 rows_end, int col0, int k) {
+  const float2* scale = (const float2*)e.scale + col0 / 2;
+  const float2* bias = (const float2*)e.bias + col0 / 2;
+  const unsigned char* z0 = (const unsigned char*)e.z + (row0 * e.z_ld + col0) * KILN_ELEM_BYTES;
+  const unsigned char* z1 = z0 + (kiln_i64)8 * e.z_ld * KILN_ELEM_BYTES;
+  const bool rows_in[2] = {row0 < rows_end, row0 + 8 < rows_end};
+#pragma unroll
+  for (int j0 = 0; j0 < KILN_BN / 8; j0 += KILN_EP_AHEAD) {
+    float2 s[KILN_EP_AHEAD], b[KILN_EP_AHEAD];
+#pragma unroll
+    for (int q = 0; q < KILN_EP_AHEAD; ++q) {
+      const int j = j0 + q;
+      if (col0 + 8 * j < k) {
+        // Volatile: loaded here, in order, not all hoisted to the top by the compiler (which
+        // would hold them in registers the accumulators need).
+        asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(s[q].x), "=f"(s[q].y) : "l"(scale + 4 * j));
+        asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(b[q].x), "=f"(b[q].y) : "l"(bias + 4 * j));
+      } else {
+        s[q] = b[q] = make_float2(0.0f, 0.0f);
+      }
+      s[q].x *= e.alpha;
+      s[q].y *= e.alpha;
+    }
+#pragma unroll
+    for (int q = 0; q < KILN_EP_AHEAD; ++q) {
+      const int j = j0 + q;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float& v0 = acc[4 * j + 2 * h];
+        float& v1 = acc[4 * j + 2 * h + 1];
+        v0 = v0 * s[q].x + b[q].x;
+        v1 = v1 * s[q].y + b[q].y;
+        if (kZ && rows_in[h] && col0 + 8 * j < k) {
+          const float2 z = kiln_wgmma_z_pair((h ? z1 : z0) + 8 * j * KILN_ELEM_BYTES);
+          v0 += e.beta * z.x;
+          v1 += e.beta * z.y;
+        }
+      }
+    }
+  }
 }
 
 // The activation on every accumulator, one loop per form and use of v, so that no element
@@ -176,25 +230,37 @@ static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_BN / 2]
   const KilnEpilogue& e = p.ep;
   if (e.alpha == 1.0f && !e.scale && !e.bias && !e.z && e.act == KILN_ACT_IDENTITY) return;
   const bool has_z = e.z != 0;
+  if (e.scale && e.bias) {
+    // Column checks stay even in tiles wholly below K: unconditional loads let the compiler
+    // hoist all of them ahead, which spills the accumulators.
+    if (has_z) {
+      kiln_wgmma_scale_bias<true>(acc, e, row0, rows_end, col0, p.k);
+    } else {
+      kiln_wgmma_scale_bias<false>(acc, e, row0, rows_end, col0, p.k);
+    }
+  } else {
+    // Any other combination (a bias alone, alpha alone, a residual without a norm).
 #pragma unroll
-  for (int j = 0; j < KILN_BN / 8; ++j) {
-    // K is a multiple of the 16-byte store: a pair is wholly in or out.
-    const int col = col0 + 8 * j;
-    if (col >= p.k) continue;
-    float2 s = e.scale ? __ldg((const float2*)e.scale + col / 2) : make_float2(1.0f, 1.0f);
-    const float2 b = e.bias ? __ldg((const float2*)e.bias + col / 2) : make_float2(0.0f, 0.0f);
-    s.x *= e.alpha;  // once per column, not per element
-    s.y *= e.alpha;
+    for (int j = 0; j < KILN_BN / 8; ++j) {
+      // K is a multiple of the 16-byte store: a pair is wholly in or out.
+      const int col = col0 + 8 * j;
+      if (col >= p.k) continue;
+      float2 s = e.scale ? __ldg((const float2*)e.scale + col / 2) : make_float2(1.0f, 1.0f);
+      const float2 b = e.bias ? __ldg((const float2*)e.bias + col / 2) : make_float2(0.0f, 0.0f);
+      s.x *= e.alpha;  // once per column, not per element
+      s.y *= e.alpha;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float& v0 = acc[4 * j + 2 * h];
-      float& v1 = acc[4 * j + 2 * h + 1];
-      v0 = v0 * s.x + b.x;
-      v1 = v1 * s.y + b.y;
-      if (has_z && row0 + 8 * h < rows_end) {
-        const float2 z = kiln_wgmma_z_pair(e.z, (row0 + 8 * h) * e.z_ld + col);
-        v0 += e.beta * z.x;
-        v1 += e.beta * z.y;
+      for (int h = 0; h < 2; ++h) {
+        float& v0 = acc[4 * j + 2 * h];
+        float& v1 = acc[4 * j + 2 * h + 1];
+        v0 = v0 * s.x + b.x;
+        v1 = v1 * s.y + b.y;
+        if (has_z && row0 + 8 * h < rows_end) {
+          const float2 z = kiln_wgmma_z_pair((const unsigned char*)e.z +
+                                             ((row0 + 8 * h) * e.z_ld + col) * KILN_ELEM_BYTES);
+          v0 += e.beta * z.x;
+          v1 += e.beta * z.y;
+        }
       }
     }
   }

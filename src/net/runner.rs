@@ -218,7 +218,29 @@ impl<'c> Network<'c> {
 
     /// Launches every step on `stream`, in order (what the graph holds).
     pub fn enqueue(&self, stream: &Stream) -> Result<(), NetError> {
-        for step in &self.steps {
+        for i in 0..self.steps.len() {
+            self.enqueue_step(i, stream)?;
+        }
+        Ok(())
+    }
+
+    /// What step `i` runs: the convolution's fused problem and solver, or the operator (for
+    /// profiles); `None` past the last step.
+    pub fn step_name(&self, i: usize) -> Option<String> {
+        self.steps.get(i).map(|s| match s {
+            Step::Conv { inv, .. } => format!(
+                "{} {} [{}]",
+                inv.problem.find_db_key(),
+                inv.variant.solver.id(),
+                inv.variant.params
+            ),
+            Step::Op { inv, .. } => inv.problem().describe(),
+        })
+    }
+
+    /// Launches step `i` alone on `stream` (a profile times each step so).
+    pub fn enqueue_step(&self, i: usize, stream: &Stream) -> Result<(), NetError> {
+        if let Some(step) = self.steps.get(i) {
             match step {
                 Step::Conv {
                     inv,

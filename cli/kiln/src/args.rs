@@ -94,6 +94,9 @@ pub struct NetRunArgs {
     /// List each convolution's solver too.
     #[arg(long)]
     pub verbose: bool,
+    /// Time every launch alone too (GPU-only, median of 20) and list the slowest.
+    #[arg(long)]
+    pub profile: bool,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

@@ -45,7 +45,9 @@ pub struct MeasuredProblem<'a> {
     pub solvers: &'a [MeasuredSolver<'a>],
 }
 
-/// Problems of one class may be compared: same direction, data types and layout.
+/// Problems of one class may be compared: same direction, data types and layout, and both
+/// plain or both fused (an epilogue's cost is the output's, not the product's: a plain
+/// problem's fallback never takes a fused one's ranking, nor the reverse).
 pub fn class(p: &ConvProblem) -> u32 {
     let dir = match p.direction() {
         Direction::Forward => 0,
@@ -60,7 +62,8 @@ pub fn class(p: &ConvProblem) -> u32 {
         .iter()
         .position(|&l| l == p.layouts()[0])
         .unwrap_or(0) as u32;
-    dir | dtype << 2 | layout << 6
+    let fused = !p.fusion().is_none() as u32;
+    dir | dtype << 2 | layout << 6 | fused << 9
 }
 
 fn log2(v: u64) -> f32 {

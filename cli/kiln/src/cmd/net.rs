@@ -160,6 +160,26 @@ pub fn run(a: &NetRunArgs) -> CliResult {
             kiln::outln!("  {key}: {solver} [{params}]");
         }
     }
+    if a.profile {
+        let mut steps = Vec::with_capacity(net.launches());
+        for i in 0..net.launches() {
+            let t = time_device(ctx.device(), 2, 20, |_| {
+                net.enqueue_step(i, &kiln::backend::Stream::default())
+                    .map_err(|e| kiln::RunError::Backend(kiln::backend::BackendError::kiln("profile", e.to_string())))
+            })?;
+            steps.push((t.median_ms, net.step_name(i).unwrap_or_default()));
+        }
+        let total: f64 = steps.iter().map(|s| s.0).sum();
+        let convs: f64 = steps.iter().filter(|s| s.1.contains('[')).map(|s| s.0).sum();
+        kiln::outln!(
+            "profile: launches alone sum to {total:.4} ms: convolutions {convs:.4} ms, other operators {:.4} ms; slowest:",
+            total - convs
+        );
+        steps.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (ms, name) in steps.iter().take(12) {
+            kiln::outln!("  {ms:.4} ms  {name}");
+        }
+    }
     kiln::outln!(
         "forward pass: {:.4} ms GPU-only (graph replay, median of {}; min {:.4} ms)",
         timing.median_ms,
