@@ -1,7 +1,8 @@
 // kiln's standalone operators: the work around the convolutions of a network that no epilogue
-// absorbs. One code object per data type holds them all; they need no find-db (one kernel
-// each, memory-bound). Every entry takes (a, b, y, KilnOpArgs): a is the input, b the second
-// input of the elementwise op (else unused), y the output; FP32 arithmetic, one rounding.
+// absorbs. One code object per data type holds them all; they need no find-db (memory-bound,
+// one or two kernels each). Every entry takes (a, b, y, KilnOpArgs): a is the input, b the
+// second input of the elementwise op or the global pool's workspace (else unused), y the
+// output; FP32 arithmetic, one rounding.
 #include "epilogue.h"
 
 #define KILN_OP_POOL_MAX 0
@@ -26,28 +27,32 @@ struct KilnOpArgs {
   kiln_i32 act;               // KILN_ACT_* applied to the result
   float act_a;                // the activation's parameter
   kiln_i32 grid_threads;      // threads launched (blocks x threads), the grid-stride step
+  kiln_i32 splits;            // global pooling: pixel ranges summed apart (kiln_global_pool_*)
 };
 
 // Element (n, ch, y, x) of a tensor of c channels and h x w pixels, `ld` apart when channels-last.
-static __device__ KILN_INLINE kiln_i64 kiln_op_index(const KilnOpArgs& a, kiln_i32 n, kiln_i32 ch, kiln_i32 y,
-                                                     kiln_i32 x, kiln_i32 h, kiln_i32 w, kiln_i32 ld) {
-  if (a.channels_last) return (((kiln_i64)n * h + y) * w + x) * ld + ch;
-  return (((kiln_i64)n * a.c + ch) * h + y) * w + x;
+// Every tensor an operator touches holds fewer than 2^31 elements (checked on the host), so
+// indices are 32-bit: 64-bit division is a long software routine on GPUs.
+static __device__ KILN_INLINE kiln_u32 kiln_op_index(const KilnOpArgs& a, kiln_u32 n, kiln_u32 ch, kiln_u32 y,
+                                                     kiln_u32 x, kiln_u32 h, kiln_u32 w, kiln_u32 ld) {
+  if (a.channels_last) return ((n * h + y) * w + x) * ld + ch;
+  return ((n * (kiln_u32)a.c + ch) * h + y) * w + x;
 }
 
 // Output element i (in y's dense order: channel fastest when channels-last) as (n, ch, y, x).
-static __device__ KILN_INLINE void kiln_op_coords(const KilnOpArgs& a, kiln_i64 i, kiln_i32& n, kiln_i32& ch,
-                                                  kiln_i32& oy, kiln_i32& ox) {
+static __device__ KILN_INLINE void kiln_op_coords(const KilnOpArgs& a, kiln_u32 i, kiln_u32& n, kiln_u32& ch,
+                                                  kiln_u32& oy, kiln_u32& ox) {
+  const kiln_u32 c = a.c, oh = a.out_h, ow = a.out_w;
   if (a.channels_last) {
-    ch = (kiln_i32)(i % a.c); i /= a.c;
-    ox = (kiln_i32)(i % a.out_w); i /= a.out_w;
-    oy = (kiln_i32)(i % a.out_h); i /= a.out_h;
+    ch = i % c; i /= c;
+    ox = i % ow; i /= ow;
+    oy = i % oh; i /= oh;
   } else {
-    ox = (kiln_i32)(i % a.out_w); i /= a.out_w;
-    oy = (kiln_i32)(i % a.out_h); i /= a.out_h;
-    ch = (kiln_i32)(i % a.c); i /= a.c;
+    ox = i % ow; i /= ow;
+    oy = i % oh; i /= oh;
+    ch = i % c; i /= c;
   }
-  n = (kiln_i32)i;
+  n = i;
 }
 
 static __device__ KILN_INLINE float kiln_op_act(float v, const KilnOpArgs& a) {
@@ -58,9 +63,8 @@ static __device__ KILN_INLINE float kiln_op_act(float v, const KilnOpArgs& a) {
 // Threads walk the outputs in a grid-stride loop, so any size launches with a bounded grid (the
 // step comes from the host: kiln's AMD dialect has no gridDim).
 #define KILN_OP_FOR_EACH_OUTPUT(a, i)                                                           \
-  const kiln_i64 kiln_total = (kiln_i64)(a).n * (a).c * (a).out_h * (a).out_w;                  \
-  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < kiln_total;            \
-       i += (a).grid_threads)
+  const kiln_u32 kiln_total = (kiln_u32)(a).n * (a).c * (a).out_h * (a).out_w;                  \
+  for (kiln_u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < kiln_total; i += (a).grid_threads)
 
 // Max and average pooling (window, stride, padding; ceil mode is the host's choice of out_h
 // and out_w), global average pooling as the window that covers the input. A NaN under the
@@ -68,9 +72,9 @@ static __device__ KILN_INLINE float kiln_op_act(float v, const KilnOpArgs& a) {
 extern "C" __global__ void kiln_pool2d(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused,
                                        kiln_t* __restrict__ y, KilnOpArgs a) {
   KILN_OP_FOR_EACH_OUTPUT(a, i) {
-    kiln_i32 n, ch, oy, ox;
+    kiln_u32 n, ch, oy, ox;
     kiln_op_coords(a, i, n, ch, oy, ox);
-    kiln_i32 y0 = oy * a.stride_h - a.pad_h, x0 = ox * a.stride_w - a.pad_w;
+    kiln_i32 y0 = (kiln_i32)oy * a.stride_h - a.pad_h, x0 = (kiln_i32)ox * a.stride_w - a.pad_w;
     kiln_i32 y1 = y0 + a.win_h, x1 = x0 + a.win_w;
     // The divisor with padding counted: the window clipped to the padded input.
     if (y1 > a.in_h + a.pad_h) y1 = a.in_h + a.pad_h;
@@ -103,11 +107,11 @@ extern "C" __global__ void kiln_resize(const kiln_t* __restrict__ x, const kiln_
                                        kiln_t* __restrict__ y, KilnOpArgs a) {
   const float sy = (float)a.in_h / (float)a.out_h, sx = (float)a.in_w / (float)a.out_w;
   KILN_OP_FOR_EACH_OUTPUT(a, i) {
-    kiln_i32 n, ch, oy, ox;
+    kiln_u32 n, ch, oy, ox;
     kiln_op_coords(a, i, n, ch, oy, ox);
     float v;
     if (a.mode == KILN_OP_RESIZE_NEAREST) {
-      kiln_i32 iy = (kiln_i32)((float)oy * sy), ix = (kiln_i32)((float)ox * sx);
+      kiln_i32 iy = (kiln_i32)((float)oy * sy), ix = (kiln_i32)((float)ox * sx);  // floor: both >= 0
       if (iy > a.in_h - 1) iy = a.in_h - 1;
       if (ix > a.in_w - 1) ix = a.in_w - 1;
       v = kiln_load(x, kiln_op_index(a, n, ch, iy, ix, a.in_h, a.in_w, a.a_ld));
@@ -135,11 +139,11 @@ extern "C" __global__ void kiln_resize(const kiln_t* __restrict__ x, const kiln_
 extern "C" __global__ void kiln_eltwise(const kiln_t* __restrict__ x, const kiln_t* __restrict__ b,
                                         kiln_t* __restrict__ y, KilnOpArgs a) {
   KILN_OP_FOR_EACH_OUTPUT(a, i) {
-    kiln_i32 n, ch, oy, ox;
+    kiln_u32 n, ch, oy, ox;
     kiln_op_coords(a, i, n, ch, oy, ox);
     float v = kiln_load(x, kiln_op_index(a, n, ch, oy, ox, a.in_h, a.in_w, a.a_ld));
     if (a.mode != KILN_OP_ELTWISE_COPY) {
-      const kiln_i64 bi = a.b_ld == 0 ? (kiln_i64)n * a.c + ch
+      const kiln_u32 bi = a.b_ld == 0 ? n * (kiln_u32)a.c + ch
                                       : kiln_op_index(a, n, ch, oy, ox, a.in_h, a.in_w, a.b_ld);
       const float w = kiln_load(b, bi);
       v = a.mode == KILN_OP_ELTWISE_ADD ? v + w : v * w;
@@ -156,13 +160,12 @@ extern "C" __global__ void
     kiln_softmax(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused, kiln_t* __restrict__ y,
                  KilnOpArgs a) {
   __shared__ float red[KILN_SOFTMAX_THREADS];
-  const kiln_i64 pixels = (kiln_i64)a.n * a.in_h * a.in_w;
-  for (kiln_i64 p = blockIdx.x; p < pixels; p += a.grid_threads / KILN_SOFTMAX_THREADS) {
-    const kiln_i32 n = (kiln_i32)(p / ((kiln_i64)a.in_h * a.in_w));
-    const kiln_i32 rest = (kiln_i32)(p % ((kiln_i64)a.in_h * a.in_w));
-    const kiln_i32 py = rest / a.in_w, px = rest % a.in_w;
+  const kiln_u32 hw = (kiln_u32)a.in_h * a.in_w, pixels = (kiln_u32)a.n * hw;
+  for (kiln_u32 p = blockIdx.x; p < pixels; p += a.grid_threads / KILN_SOFTMAX_THREADS) {
+    const kiln_u32 n = p / hw, rest = p % hw;
+    const kiln_u32 py = rest / a.in_w, px = rest % a.in_w;
     float m = -kiln_bits_to_float(0x7f800000u);
-    for (kiln_i32 ch = threadIdx.x; ch < a.c; ch += blockDim.x) {
+    for (kiln_u32 ch = threadIdx.x; ch < (kiln_u32)a.c; ch += blockDim.x) {
       const float v = kiln_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
       m = (v > m || v != v) && m == m ? v : m;
     }
@@ -178,7 +181,7 @@ extern "C" __global__ void
     m = red[0];
     __syncthreads();
     float sum = 0.0f;
-    for (kiln_i32 ch = threadIdx.x; ch < a.c; ch += blockDim.x) {
+    for (kiln_u32 ch = threadIdx.x; ch < (kiln_u32)a.c; ch += blockDim.x) {
       const float v = kiln_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
       sum += kiln_exp2((v - m) * 1.4426950408889634f);
     }
@@ -190,10 +193,56 @@ extern "C" __global__ void
     }
     const float inv = 1.0f / red[0];
     __syncthreads();
-    for (kiln_i32 ch = threadIdx.x; ch < a.c; ch += blockDim.x) {
+    for (kiln_u32 ch = threadIdx.x; ch < (kiln_u32)a.c; ch += blockDim.x) {
       const float v = kiln_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
       kiln_store(y, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.y_ld),
                  kiln_exp2((v - m) * 1.4426950408889634f) * inv);
     }
+  }
+}
+
+// Global average pooling in two kernels, so that a large map with few channels (an
+// excitation's pool over 112x112 pixels of 32 channels) still fills the GPU. First, blocks of
+// 32 channels x 8 pixel lanes each sum one of `splits` pixel ranges of one sample into FP32
+// partials (b: the workspace, n x c x splits floats); then one thread per (n, c) adds its
+// partials, divides and stores.
+extern "C" __global__ void kiln_global_pool_partial(const kiln_t* __restrict__ x, const kiln_t* __restrict__ workspace,
+                                                    kiln_t* __restrict__ unused, KilnOpArgs a) {
+  __shared__ float red[256];
+  float* part = (float*)workspace;
+  const kiln_u32 c = a.c, hw = (kiln_u32)a.in_h * a.in_w, splits = a.splits;
+  const kiln_u32 chunks = (c + 31) / 32, per = (hw + splits - 1) / splits;
+  const kiln_u32 blocks = (kiln_u32)a.n * chunks * splits;
+  for (kiln_u32 blk = blockIdx.x; blk < blocks; blk += a.grid_threads / 256) {
+    const kiln_u32 s = blk % splits, cc = (blk / splits) % chunks, n = blk / splits / chunks;
+    const kiln_u32 ch = cc * 32 + threadIdx.x % 32, lane = threadIdx.x / 32;
+    const kiln_u32 p0 = s * per, p1 = p0 + per < hw ? p0 + per : hw;
+    float sum = 0.0f;
+    if (ch < c) {
+      for (kiln_u32 p = p0 + lane; p < p1; p += 8) {
+        sum += kiln_load(x, kiln_op_index(a, n, ch, p / a.in_w, p % a.in_w, a.in_h, a.in_w, a.a_ld));
+      }
+    }
+    red[threadIdx.x] = sum;
+    __syncthreads();
+    if (lane == 0 && ch < c) {
+      float t = 0.0f;
+      for (int l = 0; l < 8; ++l) t += red[threadIdx.x + 32 * l];
+      part[((kiln_u32)n * c + ch) * splits + s] = t;
+    }
+    __syncthreads();
+  }
+}
+
+extern "C" __global__ void kiln_global_pool_finish(const kiln_t* __restrict__ workspace, const kiln_t* __restrict__ unused,
+                                                   kiln_t* __restrict__ y, KilnOpArgs a) {
+  const float* part = (const float*)workspace;
+  const kiln_u32 total = (kiln_u32)a.n * a.c, splits = a.splits;
+  const float inv = 1.0f / ((float)a.in_h * (float)a.in_w);
+  for (kiln_u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += a.grid_threads) {
+    float t = 0.0f;
+    for (kiln_u32 s = 0; s < splits; ++s) t += part[i * splits + s];
+    const kiln_u32 n = i / a.c, ch = i % a.c;
+    kiln_store(y, kiln_op_index(a, n, ch, 0, 0, 1, 1, a.y_ld), kiln_op_act(t * inv, a));
   }
 }

@@ -554,10 +554,14 @@ impl Context {
     ) -> Result<crate::ops::OpInvoker, RunError> {
         op.validate()?;
         let module = self.op_module(op.data_type)?;
-        let function = module.function(op.function())?;
+        let functions = op
+            .functions()
+            .iter()
+            .map(|f| module.function(f))
+            .collect::<Result<_, _>>()?;
         Ok(crate::ops::OpInvoker {
             op: *op,
-            function,
+            functions,
             args: op.args(),
         })
     }
@@ -608,8 +612,10 @@ impl Context {
 
     /// Runs an operator: `a` its input, `b` the second input of an elementwise add or
     /// multiply (else `None`), `y` the output (its first channel `y_channel_offset` when it is
-    /// a channel slice), on `stream`. Buffers are checked against the
+    /// a channel slice), `workspace` at least [`crate::ops::OpProblem::workspace_bytes`] (a
+    /// global pool's partial sums; else `None`), on `stream`. Buffers are checked against the
     /// problem (present, large enough, on this device) before anything is launched.
+    #[allow(clippy::too_many_arguments)]
     pub fn run_op(
         &self,
         inv: &crate::ops::OpInvoker,
@@ -617,65 +623,88 @@ impl Context {
         b: Option<&DeviceBuffer>,
         y: &DeviceBuffer,
         y_channel_offset: u32,
+        workspace: Option<&DeviceBuffer>,
         stream: &Stream,
     ) -> Result<(), RunError> {
         let op = &inv.op;
+        let fail = |reason: String| {
+            Err(RunError::Operator(crate::ops::OpError {
+                op: op.describe(),
+                reason,
+            }))
+        };
         let element = op.data_type.size_bytes() as u64;
         let y_ld = if op.y_ld == 0 { op.c } else { op.y_ld };
         if u64::from(y_channel_offset) + u64::from(op.c) > u64::from(y_ld) {
-            return Err(RunError::Operator(crate::ops::OpError {
-                op: op.describe(),
-                reason: format!(
-                    "y's channel offset {y_channel_offset} + c = {} passes its stride y_ld = {y_ld}",
-                    op.c
-                ),
-            }));
+            return fail(format!(
+                "y's channel offset {y_channel_offset} + c = {} passes its stride y_ld = {y_ld}",
+                op.c
+            ));
         }
         let y_offset = u64::from(y_channel_offset) * element;
         check_buffer(&self.device, "a", a, op.a_elements() * element)?;
         check_buffer(&self.device, "y", y, op.y_elements() * element + y_offset)?;
         let b_needed = op.b_elements() * element;
-        let mut bp = match (b, b_needed) {
+        let bp = match (b, b_needed) {
             (Some(b), n) if n > 0 => {
                 check_buffer(&self.device, "b", b, n)?;
                 b.device_ptr()
             }
             (None, 0) => 0,
-            (Some(_), _) => {
-                return Err(RunError::Operator(crate::ops::OpError {
-                    op: op.describe(),
-                    reason: "takes no second input b".into(),
-                }))
+            (Some(_), _) => return fail("takes no second input b".into()),
+            (None, _) => return fail("needs its second input b".into()),
+        };
+        let ws_needed = op.workspace_bytes();
+        let wp = match workspace {
+            Some(w) if ws_needed > 0 => {
+                check_buffer(&self.device, "workspace", w, ws_needed)?;
+                w.device_ptr()
             }
-            (None, _) => {
-                return Err(RunError::Operator(crate::ops::OpError {
-                    op: op.describe(),
-                    reason: "needs its second input b".into(),
-                }))
+            _ if ws_needed == 0 => 0,
+            _ => {
+                return Err(RunError::BufferTooSmall {
+                    which: "workspace",
+                    needed: ws_needed,
+                    given: 0,
+                })
             }
         };
-        let (mut ap, mut yp, mut args) = (a.device_ptr(), y.device_ptr() + y_offset, inv.args);
-        let mut params: [*mut core::ffi::c_void; 4] = [
-            (&mut ap as *mut u64).cast(),
-            (&mut bp as *mut u64).cast(),
-            (&mut yp as *mut u64).cast(),
-            (&mut args as *mut kiln_format::abi::OpArgs).cast(),
-        ];
-        // SAFETY: the operators take (a, b, y, KilnOpArgs), mirrored by abi::OpArgs (checked
-        // against ops.cpp); the problem is validated, so its indices fit the kernels' types, and
-        // the buffers are on this device and hold the extents the arguments address.
-        unsafe {
-            self.device.launch(
-                false,
-                &inv.function,
-                [op.blocks(), 1, 1],
-                [crate::ops::BLOCK_THREADS, 1, 1],
-                0,
-                stream,
-                &mut params,
-                1,
-            )
-        }?;
+        let (ap, yp) = (a.device_ptr(), y.device_ptr() + y_offset);
+        // A global pool: partial sums from a into the workspace, then the workspace into y.
+        let launches: [(u64, u64, u64, u32); 2] = if inv.functions.len() == 2 {
+            let finish = (u64::from(op.n) * u64::from(op.c))
+                .div_ceil(u64::from(crate::ops::BLOCK_THREADS))
+                .clamp(1, 1 << 16) as u32;
+            [(ap, wp, 0, op.blocks()), (wp, 0, yp, finish)]
+        } else {
+            [(ap, bp, yp, op.blocks()), (0, 0, 0, 0)]
+        };
+        for (function, &(mut a0, mut b0, mut y0, blocks)) in inv.functions.iter().zip(&launches) {
+            let mut args = inv.args;
+            args.grid_threads = (blocks * crate::ops::BLOCK_THREADS) as i32;
+            let mut params: [*mut core::ffi::c_void; 4] = [
+                (&mut a0 as *mut u64).cast(),
+                (&mut b0 as *mut u64).cast(),
+                (&mut y0 as *mut u64).cast(),
+                (&mut args as *mut kiln_format::abi::OpArgs).cast(),
+            ];
+            // SAFETY: the operators take (a, b, y, KilnOpArgs), mirrored by abi::OpArgs
+            // (checked against ops.cpp); the problem is validated, so its indices fit the
+            // kernels' 32-bit types, and the buffers (workspace included) are on this device
+            // and hold the extents the arguments address.
+            unsafe {
+                self.device.launch(
+                    false,
+                    function,
+                    [blocks, 1, 1],
+                    [crate::ops::BLOCK_THREADS, 1, 1],
+                    0,
+                    stream,
+                    &mut params,
+                    1,
+                )
+            }?;
+        }
         Ok(())
     }
 }

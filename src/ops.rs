@@ -19,7 +19,17 @@ use kiln_format::{Activation, DataType, Layout};
 pub const SOURCE: &str = "ops.cpp";
 
 /// The kernel file's entry points, in the manifest's order.
-pub const FUNCTIONS: [&str; 4] = ["kiln_pool2d", "kiln_resize", "kiln_eltwise", "kiln_softmax"];
+pub const FUNCTIONS: [&str; 6] = [
+    "kiln_pool2d",
+    "kiln_resize",
+    "kiln_eltwise",
+    "kiln_softmax",
+    "kiln_global_pool_partial",
+    "kiln_global_pool_finish",
+];
+
+/// Most pixel ranges a global pool sums apart.
+const MAX_SPLITS: u32 = 64;
 
 /// Threads per block of every operator (the softmax kernel's reduction assumes it).
 pub const BLOCK_THREADS: u32 = 256;
@@ -350,17 +360,15 @@ impl OpProblem {
         let pixels_in = u64::from(self.input[0]) * u64::from(self.input[1]);
         let pixels_out = u64::from(oh) * u64::from(ow);
         let widest = u64::from(self.c.max(self.a_ld).max(self.y_ld));
-        if !fits(u64::from(oh))
-            || !fits(u64::from(ow))
-            || !fits(widest)
-            || !fits(self.input[0].into())
-            || !fits(self.input[1].into())
-            || u64::from(self.n)
-                .checked_mul(pixels_in.max(pixels_out))
-                .and_then(|v| v.checked_mul(widest))
-                .is_none_or(|v| v > 1 << 40)
-        {
-            return fail("a size exceeds what the kernels index (i32 dims, 2^40 elements)".into());
+        // The kernels index with 32 bits: every tensor's extent stays below 2^31 elements.
+        let extent = u64::from(self.n)
+            .checked_mul(pixels_in.max(pixels_out))
+            .and_then(|v| v.checked_mul(widest));
+        if !fits(u64::from(oh)) || !fits(u64::from(ow)) || !extent.is_some_and(fits) {
+            return fail(format!(
+                "a tensor of {} elements: the kernels index at most 2^31 - 1",
+                extent.map_or("over 2^64".to_string(), |e| e.to_string())
+            ));
         }
         Ok(())
     }
@@ -406,7 +414,39 @@ impl OpProblem {
         (pixels - 1) * u64::from(ld) + u64::from(self.c)
     }
 
-    /// The operator's entry point.
+    /// Pixel ranges a global pool sums apart (1 for every other operator): enough that a
+    /// large map with few channels spreads over the GPU, each range at least 256 pixels.
+    pub fn splits(&self) -> u32 {
+        match self.kind {
+            OpKind::GlobalAveragePool => (self.input[0] * self.input[1])
+                .div_ceil(256)
+                .clamp(1, MAX_SPLITS),
+            _ => 1,
+        }
+    }
+
+    /// Workspace bytes the operator needs: a global pool's FP32 partial sums.
+    pub fn workspace_bytes(&self) -> u64 {
+        match self.kind {
+            OpKind::GlobalAveragePool => {
+                u64::from(self.n) * u64::from(self.c) * u64::from(self.splits()) * 4
+            }
+            _ => 0,
+        }
+    }
+
+    /// The operator's entry points, launched in order.
+    pub fn functions(&self) -> &'static [&'static str] {
+        match self.kind {
+            OpKind::GlobalAveragePool => &FUNCTIONS[4..6],
+            OpKind::Pool { .. } => &FUNCTIONS[0..1],
+            OpKind::Resize { .. } => &FUNCTIONS[1..2],
+            OpKind::Eltwise { .. } => &FUNCTIONS[2..3],
+            OpKind::Softmax => &FUNCTIONS[3..4],
+        }
+    }
+
+    /// The operator's (first) entry point.
     pub fn function(&self) -> &'static str {
         match self.kind {
             OpKind::Pool { .. } | OpKind::GlobalAveragePool => FUNCTIONS[0],
@@ -422,6 +462,11 @@ impl OpProblem {
         let [oh, ow] = self.output();
         let work = match self.kind {
             OpKind::Softmax => u64::from(self.n) * u64::from(oh) * u64::from(ow),
+            // The partial sums' blocks: 32 channels x one pixel range of one sample each (the
+            // finishing kernel needs fewer).
+            OpKind::GlobalAveragePool => {
+                u64::from(self.n) * u64::from(self.c.div_ceil(32)) * u64::from(self.splits())
+            }
             _ => self.dense([oh, ow]).div_ceil(u64::from(BLOCK_THREADS)),
         };
         work.clamp(1, MAX_BLOCKS) as u32
@@ -484,6 +529,7 @@ impl OpProblem {
             act: self.activation.code(),
             act_a: self.activation_param,
             grid_threads: (self.blocks() * BLOCK_THREADS) as i32,
+            splits: self.splits() as i32,
         }
     }
 }
@@ -492,7 +538,8 @@ impl OpProblem {
 /// with [`crate::context::Context::run_op`].
 pub struct OpInvoker {
     pub(crate) op: OpProblem,
-    pub(crate) function: crate::backend::Function,
+    /// The entry points, launched in order.
+    pub(crate) functions: Vec<crate::backend::Function>,
     pub(crate) args: OpArgs,
 }
 
@@ -544,6 +591,34 @@ mod tests {
         );
         assert_eq!(g.output(), [1, 1]);
         assert_eq!(g.args().win_h, 7);
+        // A 112x112 map of few channels spreads over 49 pixel ranges; 7x7 takes one.
+        assert_eq!((g.splits(), g.workspace_bytes(), g.blocks()), (1, 32, 2));
+        let big = OpProblem::new(
+            OpKind::GlobalAveragePool,
+            1,
+            32,
+            [112, 112],
+            Layout::Nhwc,
+            DataType::Fp16,
+        );
+        assert_eq!(
+            (big.splits(), big.workspace_bytes(), big.blocks()),
+            (49, 32 * 49 * 4, 49)
+        );
+        // A 112x112 map of few channels spreads over 49 pixel ranges; 7x7 takes one.
+        assert_eq!((g.splits(), g.workspace_bytes(), g.blocks()), (1, 32, 2));
+        let big = OpProblem::new(
+            OpKind::GlobalAveragePool,
+            1,
+            32,
+            [112, 112],
+            Layout::Nhwc,
+            DataType::Fp16,
+        );
+        assert_eq!(
+            (big.splits(), big.workspace_bytes(), big.blocks()),
+            (49, 32 * 49 * 4, 49)
+        );
     }
 
     #[test]
@@ -587,7 +662,17 @@ mod tests {
             Layout::Nhwc,
             DataType::Fp32,
         );
-        assert!(huge.validate().unwrap_err().reason.contains("exceeds"));
+        assert!(huge.validate().unwrap_err().reason.contains("over 2^64"));
+        let big = OpProblem::new(
+            OpKind::Softmax,
+            32,
+            1 << 11,
+            [1 << 10, 1 << 10],
+            Layout::Nhwc,
+            DataType::Fp16,
+        );
+        let e = big.validate().unwrap_err().reason;
+        assert!(e.contains("68719476736 elements") && e.contains("2^31 - 1"), "{e}");
     }
 
     #[test]

@@ -203,6 +203,10 @@ pub fn problems(dtype: DataType) -> Vec<OpProblem> {
             ),
             op(OpKind::GlobalAveragePool, 3, 40, [7, 7]),
             op(OpKind::GlobalAveragePool, 1, 1280, [7, 7]),
+            // Few channels over many pixels: the pool sums pixel ranges apart.
+            op(OpKind::GlobalAveragePool, 2, 40, [56, 61]),
+            // Few channels over many pixels: the pool sums pixel ranges apart.
+            op(OpKind::GlobalAveragePool, 2, 40, [56, 61]),
             op(
                 OpKind::Resize {
                     mode: ResizeMode::Nearest,
@@ -339,12 +343,17 @@ pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<
         n => Some(upload(ctx.device(), dtype, &values(n, seed ^ 0x5bd1))?),
     };
     let y = poisoned(ctx.device(), dtype, op.y_elements())?;
+    let ws = match op.workspace_bytes() {
+        0 => None,
+        n => Some(ctx.device().alloc(n)?),
+    };
     ctx.run_op(
         &inv,
         &a,
         b.as_ref().map(|b| &b.0),
         &y,
         0,
+        ws.as_ref(),
         &Stream::default(),
     )?;
     let mut raw = vec![0u8; y.bytes() as usize];

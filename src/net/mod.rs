@@ -563,7 +563,10 @@ impl NetworkDef {
         for node in &self.nodes {
             if let Some(c) = Self::as_conv(node) {
                 let x = shapes[node.inputs[0].as_str()];
-                out.push((node.name.clone(), conv_problem(&node.name, &c, node.activation, x, batch, dtype)?));
+                out.push((
+                    node.name.clone(),
+                    conv_problem(&node.name, &c, node.activation, x, batch, dtype)?,
+                ));
             }
         }
         Ok(out)

@@ -150,6 +150,7 @@ impl<'c> Network<'c> {
                         })?;
                     (p.n, p.data_type, p.y_ld) = (batch, data_type, y.c);
                     let inv = ctx.prepare_op(&p).map_err(at(name))?;
+                    workspace = workspace.max(p.workspace_bytes());
                     steps.push(Step::Op {
                         inv,
                         a: buffer_of(t),
@@ -169,6 +170,7 @@ impl<'c> Network<'c> {
                 })?;
             (p.n, p.data_type) = (batch, data_type);
             let inv = ctx.prepare_op(&p).map_err(at(name))?;
+            workspace = workspace.max(p.workspace_bytes());
             steps.push(Step::Op {
                 inv,
                 a: buffer_of(&node.inputs[0]),
@@ -285,6 +287,7 @@ impl<'c> Network<'c> {
                             b.map(|b| &self.buffers[b]),
                             &self.buffers[*y],
                             *y_channel_offset,
+                            self.workspace.as_ref(),
                             stream,
                         )
                         .map_err(at(&inv.problem().describe()))?;

@@ -63,7 +63,11 @@ pub fn measure(
         let inv = ctx.prepare(p, v)?;
         let ws = workspace_for(ctx.device(), &inv)?;
         ctx.run_fused(&inv, x, &w, &y, ws.as_ref(), &Stream::default(), &args)?;
-        Ok(kiln::harness::epilogue::gather_y(p, download(&y, dtype)?, y_offset))
+        Ok(kiln::harness::epilogue::gather_y(
+            p,
+            download(&y, dtype)?,
+            y_offset,
+        ))
     };
     let reference_solver = kiln::solvers::by_id(REFERENCE_SOLVER).ok_or(RunError::NoSolution {
         problem: p.find_db_key().as_str().to_string(),

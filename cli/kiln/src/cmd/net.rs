@@ -69,7 +69,10 @@ pub fn plan(a: &NetPlanArgs) -> CliResult {
                 best.provenance.name()
             );
         }
-        kiln::outln!("  {measured} of {} ranked from measurements", problems.len());
+        kiln::outln!(
+            "  {measured} of {} ranked from measurements",
+            problems.len()
+        );
     }
     Ok(())
 }
@@ -165,12 +168,21 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         for i in 0..net.launches() {
             let t = time_device(ctx.device(), 2, 20, |_| {
                 net.enqueue_step(i, &kiln::backend::Stream::default())
-                    .map_err(|e| kiln::RunError::Backend(kiln::backend::BackendError::kiln("profile", e.to_string())))
+                    .map_err(|e| {
+                        kiln::RunError::Backend(kiln::backend::BackendError::kiln(
+                            "profile",
+                            e.to_string(),
+                        ))
+                    })
             })?;
             steps.push((t.median_ms, net.step_name(i).unwrap_or_default()));
         }
         let total: f64 = steps.iter().map(|s| s.0).sum();
-        let convs: f64 = steps.iter().filter(|s| s.1.contains('[')).map(|s| s.0).sum();
+        let convs: f64 = steps
+            .iter()
+            .filter(|s| s.1.contains('['))
+            .map(|s| s.0)
+            .sum();
         kiln::outln!(
             "profile: launches alone sum to {total:.4} ms: convolutions {convs:.4} ms, other operators {:.4} ms; slowest:",
             total - convs
