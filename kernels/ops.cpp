@@ -28,6 +28,8 @@ struct KilnOpArgs {
   float act_a;                // the activation's parameter
   kiln_i32 grid_threads;      // threads launched (blocks x threads), the grid-stride step
   kiln_i32 splits;            // global pooling: pixel ranges summed apart (kiln_global_pool_*)
+  kiln_i32 vec;               // 8: pool, resize and eltwise move 8 channels per thread (16-byte
+                              // aligned: channels-last, c, strides and offsets multiples of 8)
 };
 
 // Element (n, ch, y, x) of a tensor of c channels and h x w pixels, `ld` apart when channels-last.
@@ -39,12 +41,14 @@ static __device__ KILN_INLINE kiln_u32 kiln_op_index(const KilnOpArgs& a, kiln_u
   return ((n * (kiln_u32)a.c + ch) * h + y) * w + x;
 }
 
-// Output element i (in y's dense order: channel fastest when channels-last) as (n, ch, y, x).
+// Output group i (in y's dense order: channel fastest when channels-last) as (n, ch, y, x),
+// V channels per group (V > 1 only channels-last, c a multiple of V).
+template <int V>
 static __device__ KILN_INLINE void kiln_op_coords(const KilnOpArgs& a, kiln_u32 i, kiln_u32& n, kiln_u32& ch,
                                                   kiln_u32& oy, kiln_u32& ox) {
-  const kiln_u32 c = a.c, oh = a.out_h, ow = a.out_w;
+  const kiln_u32 c = (kiln_u32)a.c / V, oh = a.out_h, ow = a.out_w;
   if (a.channels_last) {
-    ch = i % c; i /= c;
+    ch = i % c * V; i /= c;
     ox = i % ow; i /= ow;
     oy = i % oh; i /= oh;
   } else {
@@ -60,20 +64,54 @@ static __device__ KILN_INLINE float kiln_op_act(float v, const KilnOpArgs& a) {
   return kiln_act_apply(v, kiln_act_params(a.act, a.act_a));
 }
 
-// Threads walk the outputs in a grid-stride loop, so any size launches with a bounded grid (the
-// step comes from the host: kiln's AMD dialect has no gridDim).
-#define KILN_OP_FOR_EACH_OUTPUT(a, i)                                                           \
-  const kiln_u32 kiln_total = (kiln_u32)(a).n * (a).c * (a).out_h * (a).out_w;                  \
+// V consecutive elements from element i: one element, or 8 through 16-byte accesses (the host
+// asks for 8 only when every address is 16-byte aligned: channels-last, c and every stride and
+// channel offset multiples of 8).
+struct __attribute__((aligned(16))) KilnV16 {
+  kiln_u32 w[4];
+};
+#define KILN_V16_WORDS (8 * (int)sizeof(kiln_t) / 16)
+
+template <int V>
+static __device__ KILN_INLINE void kiln_loadv(const kiln_t* p, kiln_u32 i, float (&v)[V]) {
+  if constexpr (V == 1) {
+    v[0] = kiln_load(p, i);
+  } else {
+    KilnV16 raw[KILN_V16_WORDS];
+    for (int k = 0; k < KILN_V16_WORDS; ++k) raw[k] = ((const KilnV16*)(p + i))[k];
+    const kiln_t* e = (const kiln_t*)raw;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = kiln_load(e, k);
+  }
+}
+
+template <int V>
+static __device__ KILN_INLINE void kiln_storev(kiln_t* p, kiln_u32 i, const float (&v)[V], const KilnOpArgs& a) {
+  if constexpr (V == 1) {
+    kiln_store(p, i, kiln_op_act(v[0], a));
+  } else {
+    KilnV16 raw[KILN_V16_WORDS];
+    kiln_t* e = (kiln_t*)raw;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) kiln_store(e, k, kiln_op_act(v[k], a));
+    for (int k = 0; k < KILN_V16_WORDS; ++k) ((KilnV16*)(p + i))[k] = raw[k];
+  }
+}
+
+// Threads walk the output groups in a grid-stride loop, so any size launches with a bounded
+// grid (the step comes from the host: kiln's AMD dialect has no gridDim).
+#define KILN_OP_FOR_EACH_GROUP(a, V, i)                                                          \
+  const kiln_u32 kiln_total = (kiln_u32)(a).n * ((a).c / V) * (a).out_h * (a).out_w;             \
   for (kiln_u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < kiln_total; i += (a).grid_threads)
 
 // Max and average pooling (window, stride, padding; ceil mode is the host's choice of out_h
-// and out_w), global average pooling as the window that covers the input. A NaN under the
-// window gives NaN, as PyTorch's max pooling does.
-extern "C" __global__ void kiln_pool2d(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused,
-                                       kiln_t* __restrict__ y, KilnOpArgs a) {
-  KILN_OP_FOR_EACH_OUTPUT(a, i) {
+// and out_w). A NaN under the window gives NaN, as PyTorch's max pooling does.
+template <int V>
+static __device__ KILN_INLINE void kiln_pool2d_body(const kiln_t* __restrict__ x, kiln_t* __restrict__ y,
+                                                    const KilnOpArgs& a) {
+  KILN_OP_FOR_EACH_GROUP(a, V, i) {
     kiln_u32 n, ch, oy, ox;
-    kiln_op_coords(a, i, n, ch, oy, ox);
+    kiln_op_coords<V>(a, i, n, ch, oy, ox);
     kiln_i32 y0 = (kiln_i32)oy * a.stride_h - a.pad_h, x0 = (kiln_i32)ox * a.stride_w - a.pad_w;
     kiln_i32 y1 = y0 + a.win_h, x1 = x0 + a.win_w;
     // The divisor with padding counted: the window clipped to the padded input.
@@ -84,37 +122,55 @@ extern "C" __global__ void kiln_pool2d(const kiln_t* __restrict__ x, const kiln_
     if (x0 < 0) x0 = 0;
     if (y1 > a.in_h) y1 = a.in_h;
     if (x1 > a.in_w) x1 = a.in_w;
-    float acc = a.mode == KILN_OP_POOL_MAX ? -kiln_bits_to_float(0x7f800000u) : 0.0f;
+    float acc[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] = a.mode == KILN_OP_POOL_MAX ? -kiln_bits_to_float(0x7f800000u) : 0.0f;
     for (kiln_i32 iy = y0; iy < y1; ++iy) {
       for (kiln_i32 ix = x0; ix < x1; ++ix) {
-        const float v = kiln_load(x, kiln_op_index(a, n, ch, iy, ix, a.in_h, a.in_w, a.a_ld));
-        if (a.mode == KILN_OP_POOL_MAX) {
-          acc = (v > acc || v != v) && acc == acc ? v : acc;
-        } else {
-          acc += v;
+        float v[V];
+        kiln_loadv<V>(x, kiln_op_index(a, n, ch, iy, ix, a.in_h, a.in_w, a.a_ld), v);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          if (a.mode == KILN_OP_POOL_MAX) {
+            acc[k] = (v[k] > acc[k] || v[k] != v[k]) && acc[k] == acc[k] ? v[k] : acc[k];
+          } else {
+            acc[k] += v[k];
+          }
         }
       }
     }
-    if (a.mode == KILN_OP_POOL_AVG) acc /= (float)padded;
-    if (a.mode == KILN_OP_POOL_AVG_EXCLUDE) acc /= (float)((y1 - y0) * (x1 - x0));
-    kiln_store(y, kiln_op_index(a, n, ch, oy, ox, a.out_h, a.out_w, a.y_ld), kiln_op_act(acc, a));
+    const float div = a.mode == KILN_OP_POOL_AVG ? (float)padded
+                      : a.mode == KILN_OP_POOL_AVG_EXCLUDE ? (float)((y1 - y0) * (x1 - x0)) : 1.0f;
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] = a.mode == KILN_OP_POOL_MAX ? acc[k] : acc[k] / div;
+    kiln_storev<V>(y, kiln_op_index(a, n, ch, oy, ox, a.out_h, a.out_w, a.y_ld), acc, a);
+  }
+}
+
+extern "C" __global__ void kiln_pool2d(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused,
+                                       kiln_t* __restrict__ y, KilnOpArgs a) {
+  if (a.vec == 8) {
+    kiln_pool2d_body<8>(x, y, a);
+  } else {
+    kiln_pool2d_body<1>(x, y, a);
   }
 }
 
 // Resizing by the ratio of out to in (2x upsampling in the networks kiln runs): nearest
 // (PyTorch's `nearest`: source floor(dst * in / out)) or bilinear with half-pixel centres.
-extern "C" __global__ void kiln_resize(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused,
-                                       kiln_t* __restrict__ y, KilnOpArgs a) {
+template <int V>
+static __device__ KILN_INLINE void kiln_resize_body(const kiln_t* __restrict__ x, kiln_t* __restrict__ y,
+                                                    const KilnOpArgs& a) {
   const float sy = (float)a.in_h / (float)a.out_h, sx = (float)a.in_w / (float)a.out_w;
-  KILN_OP_FOR_EACH_OUTPUT(a, i) {
+  KILN_OP_FOR_EACH_GROUP(a, V, i) {
     kiln_u32 n, ch, oy, ox;
-    kiln_op_coords(a, i, n, ch, oy, ox);
-    float v;
+    kiln_op_coords<V>(a, i, n, ch, oy, ox);
+    float v[V];
     if (a.mode == KILN_OP_RESIZE_NEAREST) {
       kiln_i32 iy = (kiln_i32)((float)oy * sy), ix = (kiln_i32)((float)ox * sx);  // floor: both >= 0
       if (iy > a.in_h - 1) iy = a.in_h - 1;
       if (ix > a.in_w - 1) ix = a.in_w - 1;
-      v = kiln_load(x, kiln_op_index(a, n, ch, iy, ix, a.in_h, a.in_w, a.a_ld));
+      kiln_loadv<V>(x, kiln_op_index(a, n, ch, iy, ix, a.in_h, a.in_w, a.a_ld), v);
     } else {
       float fy = ((float)oy + 0.5f) * sy - 0.5f, fx = ((float)ox + 0.5f) * sx - 0.5f;
       if (fy < 0.0f) fy = 0.0f;
@@ -123,32 +179,58 @@ extern "C" __global__ void kiln_resize(const kiln_t* __restrict__ x, const kiln_
       const kiln_i32 y1 = y0 + 1 < a.in_h ? y0 + 1 : a.in_h - 1;
       const kiln_i32 x1 = x0 + 1 < a.in_w ? x0 + 1 : a.in_w - 1;
       const float ly = fy - (float)y0, lx = fx - (float)x0;
-      const float v00 = kiln_load(x, kiln_op_index(a, n, ch, y0, x0, a.in_h, a.in_w, a.a_ld));
-      const float v01 = kiln_load(x, kiln_op_index(a, n, ch, y0, x1, a.in_h, a.in_w, a.a_ld));
-      const float v10 = kiln_load(x, kiln_op_index(a, n, ch, y1, x0, a.in_h, a.in_w, a.a_ld));
-      const float v11 = kiln_load(x, kiln_op_index(a, n, ch, y1, x1, a.in_h, a.in_w, a.a_ld));
-      v = (1.0f - ly) * ((1.0f - lx) * v00 + lx * v01) + ly * ((1.0f - lx) * v10 + lx * v11);
+      float v00[V], v01[V], v10[V], v11[V];
+      kiln_loadv<V>(x, kiln_op_index(a, n, ch, y0, x0, a.in_h, a.in_w, a.a_ld), v00);
+      kiln_loadv<V>(x, kiln_op_index(a, n, ch, y0, x1, a.in_h, a.in_w, a.a_ld), v01);
+      kiln_loadv<V>(x, kiln_op_index(a, n, ch, y1, x0, a.in_h, a.in_w, a.a_ld), v10);
+      kiln_loadv<V>(x, kiln_op_index(a, n, ch, y1, x1, a.in_h, a.in_w, a.a_ld), v11);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        v[k] = (1.0f - ly) * ((1.0f - lx) * v00[k] + lx * v01[k]) + ly * ((1.0f - lx) * v10[k] + lx * v11[k]);
+      }
     }
-    kiln_store(y, kiln_op_index(a, n, ch, oy, ox, a.out_h, a.out_w, a.y_ld), kiln_op_act(v, a));
+    kiln_storev<V>(y, kiln_op_index(a, n, ch, oy, ox, a.out_h, a.out_w, a.y_ld), v, a);
+  }
+}
+
+extern "C" __global__ void kiln_resize(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused,
+                                       kiln_t* __restrict__ y, KilnOpArgs a) {
+  if (a.vec == 8) {
+    kiln_resize_body<8>(x, y, a);
+  } else {
+    kiln_resize_body<1>(x, y, a);
   }
 }
 
 // Elementwise: y = act(a), act(a + b) or act(a * b); b is y's shape (b_ld apart when
 // channels-last) or, with b_ld = 0, one value per (n, c) broadcast over the pixels
 // (squeeze-and-excitation's channel scale).
-extern "C" __global__ void kiln_eltwise(const kiln_t* __restrict__ x, const kiln_t* __restrict__ b,
-                                        kiln_t* __restrict__ y, KilnOpArgs a) {
-  KILN_OP_FOR_EACH_OUTPUT(a, i) {
+template <int V>
+static __device__ KILN_INLINE void kiln_eltwise_body(const kiln_t* __restrict__ x, const kiln_t* __restrict__ b,
+                                                     kiln_t* __restrict__ y, const KilnOpArgs& a) {
+  KILN_OP_FOR_EACH_GROUP(a, V, i) {
     kiln_u32 n, ch, oy, ox;
-    kiln_op_coords(a, i, n, ch, oy, ox);
-    float v = kiln_load(x, kiln_op_index(a, n, ch, oy, ox, a.in_h, a.in_w, a.a_ld));
+    kiln_op_coords<V>(a, i, n, ch, oy, ox);
+    float v[V];
+    kiln_loadv<V>(x, kiln_op_index(a, n, ch, oy, ox, a.in_h, a.in_w, a.a_ld), v);
     if (a.mode != KILN_OP_ELTWISE_COPY) {
       const kiln_u32 bi = a.b_ld == 0 ? n * (kiln_u32)a.c + ch
                                       : kiln_op_index(a, n, ch, oy, ox, a.in_h, a.in_w, a.b_ld);
-      const float w = kiln_load(b, bi);
-      v = a.mode == KILN_OP_ELTWISE_ADD ? v + w : v * w;
+      float w[V];
+      kiln_loadv<V>(b, bi, w);
+#pragma unroll
+      for (int k = 0; k < V; ++k) v[k] = a.mode == KILN_OP_ELTWISE_ADD ? v[k] + w[k] : v[k] * w[k];
     }
-    kiln_store(y, kiln_op_index(a, n, ch, oy, ox, a.out_h, a.out_w, a.y_ld), kiln_op_act(v, a));
+    kiln_storev<V>(y, kiln_op_index(a, n, ch, oy, ox, a.out_h, a.out_w, a.y_ld), v, a);
+  }
+}
+
+extern "C" __global__ void kiln_eltwise(const kiln_t* __restrict__ x, const kiln_t* __restrict__ b,
+                                        kiln_t* __restrict__ y, KilnOpArgs a) {
+  if (a.vec == 8) {
+    kiln_eltwise_body<8>(x, b, y, a);
+  } else {
+    kiln_eltwise_body<1>(x, b, y, a);
   }
 }
 

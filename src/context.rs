@@ -682,6 +682,10 @@ impl Context {
         for (function, &(mut a0, mut b0, mut y0, blocks)) in inv.functions.iter().zip(&launches) {
             let mut args = inv.args;
             args.grid_threads = (blocks * crate::ops::BLOCK_THREADS) as i32;
+            // 16-byte accesses need a channel offset that keeps y's rows 16-byte aligned.
+            if y_channel_offset % 8 != 0 {
+                args.vec = 1;
+            }
             let mut params: [*mut core::ffi::c_void; 4] = [
                 (&mut a0 as *mut u64).cast(),
                 (&mut b0 as *mut u64).cast(),

@@ -435,6 +435,27 @@ impl OpProblem {
         }
     }
 
+    /// Channels each thread moves: 8 (16-byte accesses) for pooling, resizing and elementwise
+    /// ops on channels-last tensors whose channels and strides are multiples of 8, else 1. A
+    /// channel offset that is not a multiple of 8 falls back to 1 at launch.
+    pub fn vector_width(&self) -> u32 {
+        let eight = |v: u32| v % 8 == 0;
+        let vectorizable = matches!(
+            self.kind,
+            OpKind::Pool { .. } | OpKind::Resize { .. } | OpKind::Eltwise { .. }
+        );
+        if vectorizable
+            && self.layout.channels_last()
+            && eight(self.c)
+            && eight(self.a_ld)
+            && eight(self.y_ld)
+        {
+            8
+        } else {
+            1
+        }
+    }
+
     /// The operator's entry points, launched in order.
     pub fn functions(&self) -> &'static [&'static str] {
         match self.kind {
@@ -467,7 +488,8 @@ impl OpProblem {
             OpKind::GlobalAveragePool => {
                 u64::from(self.n) * u64::from(self.c.div_ceil(32)) * u64::from(self.splits())
             }
-            _ => self.dense([oh, ow]).div_ceil(u64::from(BLOCK_THREADS)),
+            _ => (self.dense([oh, ow]) / u64::from(self.vector_width()))
+                .div_ceil(u64::from(BLOCK_THREADS)),
         };
         work.clamp(1, MAX_BLOCKS) as u32
     }
@@ -530,6 +552,7 @@ impl OpProblem {
             act_a: self.activation_param,
             grid_threads: (self.blocks() * BLOCK_THREADS) as i32,
             splits: self.splits() as i32,
+            vec: self.vector_width() as i32,
         }
     }
 }
@@ -672,7 +695,10 @@ mod tests {
             DataType::Fp16,
         );
         let e = big.validate().unwrap_err().reason;
-        assert!(e.contains("68719476736 elements") && e.contains("2^31 - 1"), "{e}");
+        assert!(
+            e.contains("68719476736 elements") && e.contains("2^31 - 1"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -695,7 +721,16 @@ mod tests {
         p.y_ld = 24;
         assert_eq!(p.y_elements(), 17 * 24 + 8);
         let a = p.args();
-        assert_eq!((a.y_ld, a.a_ld, a.b_ld, a.mode), (24, 8, 0, 2));
+        assert_eq!((a.y_ld, a.a_ld, a.b_ld, a.mode, a.vec), (24, 8, 0, 2, 8));
         assert_eq!(a.grid_threads, 256);
+        // 12 channels or a stride of 20 cannot move 16 bytes at a time.
+        p.y_ld = 20;
+        assert_eq!(p.vector_width(), 1);
+        p.y_ld = 0;
+        p.c = 12;
+        assert_eq!(p.vector_width(), 1);
+        p.c = 8;
+        p.layout = Layout::Nchw;
+        assert_eq!(p.vector_width(), 1);
     }
 }

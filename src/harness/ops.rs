@@ -268,6 +268,17 @@ pub fn problems(dtype: DataType) -> Vec<OpProblem> {
             op(OpKind::Softmax, 1, 19, [6, 5]),
         ]);
     }
+    // Channel counts that are not multiples of 8 (one channel per thread in NHWC too).
+    let nhwc = |kind, c, hw: [u32; 2]| OpProblem::new(kind, 2, c, hw, Layout::Nhwc, dtype);
+    out.push(nhwc(pool(PoolMode::Max, 3, 2, 1, false), 13, [9, 9]));
+    out.push(nhwc(
+        OpKind::Eltwise {
+            op: EltwiseOp::Mul,
+            broadcast: true,
+        },
+        20,
+        [5, 5],
+    ));
     // Channel slices (NHWC): a concatenation's part read and written in place.
     let mut sliced = OpProblem::new(
         OpKind::Pool {
@@ -525,7 +536,11 @@ mod tests {
     fn the_selftest_set_is_valid_in_every_type() {
         for dt in [DataType::Fp32, DataType::Fp16, DataType::Bf16] {
             let set = problems(dt);
-            assert!(set.len() >= 30);
+            assert!(set.len() >= 34);
+            assert!(set
+                .iter()
+                .any(|p| p.layout == Layout::Nhwc && p.vector_width() == 1));
+            assert!(set.iter().any(|p| p.vector_width() == 8 && p.y_ld > p.c));
             for op in &set {
                 op.validate().unwrap();
             }

@@ -216,6 +216,19 @@ fn bad(node: &str, reason: String) -> NetError {
     }
 }
 
+impl Node {
+    /// The tensors the node reads: its inputs and a convolution's residual.
+    pub fn reads(&self) -> impl Iterator<Item = &String> {
+        let residual = match &self.op {
+            Op::Conv(Conv {
+                residual: Some(r), ..
+            }) => Some(r),
+            _ => None,
+        };
+        self.inputs.iter().chain(residual)
+    }
+}
+
 impl NetworkDef {
     /// Every tensor's shape, in the order written; checks that each node reads tensors
     /// written before it, writes a new one, and fits its inputs' shapes.
@@ -476,12 +489,7 @@ impl NetworkDef {
     fn last_reads(&self) -> HashMap<&str, usize> {
         let mut last: HashMap<&str, usize> = HashMap::new();
         for (i, node) in self.nodes.iter().enumerate() {
-            for t in node.inputs.iter().chain(match &node.op {
-                Op::Conv(Conv {
-                    residual: Some(r), ..
-                }) => Some(r),
-                _ => None,
-            }) {
+            for t in node.reads() {
                 last.insert(t.as_str(), i);
             }
         }
@@ -626,12 +634,7 @@ impl MemoryPlan {
             let b = take(bytes(shapes[node.output.as_str()]), &mut free, &mut buffers);
             placement.insert(node.output.clone(), b);
             // Tensors read for the last time here free their buffers for the next node.
-            for t in node.inputs.iter().chain(match &node.op {
-                Op::Conv(Conv {
-                    residual: Some(r), ..
-                }) => Some(r),
-                _ => None,
-            }) {
+            for t in node.reads() {
                 if last.get(t.as_str()) == Some(&i) {
                     let b = placement[t.as_str()];
                     if !free.contains(&b) {

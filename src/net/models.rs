@@ -61,6 +61,50 @@ impl Builder {
         name.into()
     }
 
+    /// An inverted residual's first half under module path `p`: a 1x1 expansion to `hidden`
+    /// channels (`p.0`, when `expand`), then a `kernel` depthwise convolution (the next index),
+    /// each with its batch norm and `act`. Returns the output and the depthwise layer's index.
+    #[allow(clippy::too_many_arguments)]
+    fn expand_depthwise(
+        &mut self,
+        p: &str,
+        x: &str,
+        hidden: u32,
+        expand: bool,
+        kernel: u32,
+        stride: u32,
+        act: Activation,
+    ) -> (String, usize) {
+        let mut h = x.to_string();
+        let mut layer = 0;
+        if expand {
+            h = self.conv_bn(
+                &format!("{p}.0.0"),
+                &format!("{p}.0.1"),
+                &h,
+                hidden,
+                1,
+                1,
+                1,
+                None,
+                act,
+            );
+            layer = 1;
+        }
+        let h = self.conv_bn(
+            &format!("{p}.{layer}.0"),
+            &format!("{p}.{layer}.1"),
+            &h,
+            hidden,
+            kernel,
+            stride,
+            hidden,
+            None,
+            act,
+        );
+        (h, layer)
+    }
+
     /// A 1x1 convolution with a bias on a 1x1 map (a squeeze-and-excitation layer).
     fn conv_bias(&mut self, name: &str, input: &str, out: u32, activation: Activation) -> String {
         self.nodes.push(Node {
@@ -231,34 +275,7 @@ pub fn mobilenet_v2(classes: u32) -> NetworkDef {
         for i in 0..n {
             let p = format!("features.{index}.conv");
             let stride = if i == 0 { s } else { 1 };
-            let hidden = channels * t;
-            let mut h = x.clone();
-            let mut layer = 0;
-            if t != 1 {
-                h = b.conv_bn(
-                    &format!("{p}.0.0"),
-                    &format!("{p}.0.1"),
-                    &h,
-                    hidden,
-                    1,
-                    1,
-                    1,
-                    None,
-                    relu6,
-                );
-                layer = 1;
-            }
-            h = b.conv_bn(
-                &format!("{p}.{layer}.0"),
-                &format!("{p}.{layer}.1"),
-                &h,
-                hidden,
-                3,
-                stride,
-                hidden,
-                None,
-                relu6,
-            );
+            let (h, layer) = b.expand_depthwise(&p, &x, channels * t, t != 1, 3, stride, relu6);
             let residual = (stride == 1 && channels == c).then_some(x.as_str());
             x = b.conv_bn(
                 &format!("{p}.{}", layer + 1),
@@ -321,33 +338,8 @@ pub fn efficientnet_b0(classes: u32) -> NetworkDef {
             let p = format!("features.{}.{i}.block", stage + 1);
             let stride = if i == 0 { s } else { 1 };
             let hidden = channels * expand;
-            let mut h = x.clone();
-            let mut layer = 0;
-            if expand != 1 {
-                h = b.conv_bn(
-                    &format!("{p}.0.0"),
-                    &format!("{p}.0.1"),
-                    &h,
-                    hidden,
-                    1,
-                    1,
-                    1,
-                    None,
-                    silu,
-                );
-                layer = 1;
-            }
-            h = b.conv_bn(
-                &format!("{p}.{layer}.0"),
-                &format!("{p}.{layer}.1"),
-                &h,
-                hidden,
-                kernel,
-                stride,
-                hidden,
-                None,
-                silu,
-            );
+            let (mut h, layer) =
+                b.expand_depthwise(&p, &x, hidden, expand != 1, kernel, stride, silu);
             let se = format!("{p}.{}", layer + 1);
             let squeeze = (channels / 4).max(1);
             let pooled = b.node(

@@ -23,11 +23,13 @@ pub struct Weights {
 }
 
 /// Largest safetensors header kiln reads (the format's own parsers cap it at 100 MB).
+#[cfg(feature = "safetensors")]
 const MAX_HEADER_BYTES: u64 = 100 << 20;
 
 impl Weights {
-    /// Reads safetensors bytes: every F32, F16 and BF16 tensor (other types are refused,
+    /// Reads safetensors bytes (feature `safetensors`): every F32, F16 and BF16 tensor (other types are refused,
     /// naming the tensor). Errors name what is malformed.
+    #[cfg(feature = "safetensors")]
     pub fn from_safetensors(bytes: &[u8]) -> Result<Weights, NetError> {
         let fail = |reason: String| NetError::Weights {
             node: "weights".into(),
@@ -169,8 +171,8 @@ pub fn krsc_from_kcrs(values: &[f32], [k, c, r, s]: [usize; 4]) -> Vec<f32> {
     out
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(all(test, feature = "safetensors"))]
+mod safetensors_tests {
     use super::*;
 
     /// A safetensors file written by hand (8-byte header length, JSON header, data), as
@@ -253,6 +255,11 @@ mod tests {
             .to_string()
             .contains("non-finite"));
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn filters_become_channels_last() {

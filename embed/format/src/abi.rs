@@ -148,6 +148,7 @@ pub struct OpArgs {
     pub act_a: f32,
     pub grid_threads: i32,
     pub splits: i32,
+    pub vec: i32,
 }
 
 /// Mirror of `KilnEpilogue` (`kernels/epilogue.h`): the fused epilogue's run-time values,
@@ -513,7 +514,7 @@ mod tests {
         let ops = include_str!("../../../kernels/ops.cpp");
         let op = fields!(OpArgs: n, c, in_h, in_w, out_h, out_w, win_h, win_w, stride_h,
             stride_w, pad_h, pad_w, mode, channels_last, a_ld, y_ld, b_ld, act, act_a,
-            grid_threads, splits);
+            grid_threads, splits, vec);
         check(ops, "KilnOpArgs", &op, size_of::<OpArgs>(), 4).unwrap();
         // A drifted mirror is named.
         let mut moved = pointers;
