@@ -683,7 +683,7 @@ impl Context {
             let mut args = inv.args;
             args.grid_threads = (blocks * crate::ops::BLOCK_THREADS) as i32;
             // 16-byte accesses need a channel offset that keeps y's rows 16-byte aligned.
-            if y_channel_offset % 8 != 0 {
+            if !y_channel_offset.is_multiple_of(8) {
                 args.vec = 1;
             }
             let mut params: [*mut core::ffi::c_void; 4] = [

@@ -439,7 +439,7 @@ impl OpProblem {
     /// ops on channels-last tensors whose channels and strides are multiples of 8, else 1. A
     /// channel offset that is not a multiple of 8 falls back to 1 at launch.
     pub fn vector_width(&self) -> u32 {
-        let eight = |v: u32| v % 8 == 0;
+        let eight = |v: u32| v.is_multiple_of(8);
         let vectorizable = matches!(
             self.kind,
             OpKind::Pool { .. } | OpKind::Resize { .. } | OpKind::Eltwise { .. }

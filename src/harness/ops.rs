@@ -337,7 +337,7 @@ pub fn tolerance(dtype: DataType) -> f64 {
 }
 
 /// Runs `op` once on inputs seeded by `seed` (with inf/NaN/subnormal/near-overflow values
-/// when `special`) and checks it against [`reference`].
+/// when `special`) and checks it against [`reference()`].
 pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<OpCheck, RunError> {
     let inv = ctx.prepare_op(op)?;
     let dtype = op.data_type;
