@@ -5,11 +5,14 @@ FUZZ_SECONDS ?= 20
 .PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb device-pack capi header examples dist
 
 ## Run kiln's main job on its embedded default databases: every ResNet-50 conv layer through
-## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects).
+## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects),
+## then the whole network's plan (fused convolutions and operators) on every target.
 demo:
 	$(CARGO) build --release --quiet -p kiln-cli
 	./target/release/kiln devices || [ $$? -eq 3 ]  # 3: no GPU here (the demo then resolves)
 	./target/release/kiln demo
+	@echo
+	./target/release/kiln net plan resnet50 --brief  # the whole network resolved and its objects checked, every target
 	@echo
 	./target/release/kiln resolve --target mi300x -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1
 

@@ -67,6 +67,10 @@ pub struct NetPlanArgs {
     /// Print only the distinct fused problems' find-db keys (a problem list for `kiln-tools find`).
     #[arg(long)]
     pub keys: bool,
+    /// One line per target: how many convolutions resolved, from measurements or the cost
+    /// model, and that every chosen code object is embedded and passes its checks.
+    #[arg(long)]
+    pub brief: bool,
 }
 
 #[derive(Args)]

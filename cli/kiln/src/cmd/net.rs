@@ -45,15 +45,18 @@ pub fn plan(a: &NetPlanArgs) -> CliResult {
     };
     for target in targets {
         let mut measured = 0;
-        kiln::outln!(
-            "{} {} N={} on {}: {} convolutions, {} other operators",
-            def.name,
-            dtype.name(),
-            a.batch,
-            target.basename,
-            problems.len(),
-            def.nodes.len() - problems.len()
-        );
+        if !a.brief {
+            kiln::outln!(
+                "{} {} N={} on {}: {} convolutions, {} other operators",
+                def.name,
+                dtype.name(),
+                a.batch,
+                target.basename,
+                problems.len(),
+                def.nodes.len() - problems.len()
+            );
+        }
+        let mut objects = std::collections::BTreeSet::new();
         for (node, p) in &problems {
             let plan = kiln::resolve::resolve(target, p)
                 .map_err(|e| format!("net plan: {}: node {node}: {e}", target.basename))?;
@@ -61,18 +64,77 @@ pub fn plan(a: &NetPlanArgs) -> CliResult {
             if best.provenance.name() != "cost model" {
                 measured += 1;
             }
+            // The chosen code object must be embedded and pass its ELF and target checks.
+            let v = &best.variant;
+            let (name, args) = v
+                .solver
+                .entry
+                .kdb_key(p.data_types()[0].name(), v.params, target.arch)
+                .map_err(|e| format!("net plan: {}: node {node}: {e}", target.basename))?;
+            if objects.insert((name.clone(), args.clone())) {
+                let object = target
+                    .code_object(&name, &args)
+                    .map_err(|e| format!("net plan: {}: node {node}: {e}", target.basename))?
+                    .ok_or_else(|| {
+                        format!(
+                            "net plan: {}: node {node}: no code object '{name}' '{args}' embedded",
+                            target.basename
+                        )
+                    })?;
+                kiln::codeobject::check_for_device(object.bytes, target.arch).map_err(|e| {
+                    format!(
+                        "net plan: {}: node {node}: '{name}' '{args}': {e}",
+                        target.basename
+                    )
+                })?;
+            }
+            if !a.brief {
+                kiln::outln!(
+                    "  {node:<28} {}: {} [{}] ({})",
+                    p.find_db_key(),
+                    best.variant.solver.id(),
+                    best.variant.params,
+                    best.provenance.name()
+                );
+            }
+        }
+        // The standalone operators' object of this data type.
+        let (name, args) =
+            kiln::format::manifest::kdb_key(kiln::ops::SOURCE, "", dtype.name(), "", target.arch)
+                .map_err(|e| format!("net plan: {}: operators: {e}", target.basename))?;
+        let ops = target
+            .code_object(&name, &args)
+            .map_err(|e| format!("net plan: {}: operators: {e}", target.basename))?
+            .ok_or_else(|| {
+                format!(
+                    "net plan: {}: no operators object '{name}' '{args}'",
+                    target.basename
+                )
+            })?;
+        kiln::codeobject::check_for_device(ops.bytes, target.arch).map_err(|e| {
+            format!(
+                "net plan: {}: operators '{name}' '{args}': {e}",
+                target.basename
+            )
+        })?;
+        objects.insert((name, args));
+        if a.brief {
             kiln::outln!(
-                "  {node:<28} {}: {} [{}] ({})",
-                p.find_db_key(),
-                best.variant.solver.id(),
-                best.variant.params,
-                best.provenance.name()
+                "{} {} N={} on {:<12} {} convolutions resolved ({measured} ranked from measurements), {} code objects embedded and checked",
+                def.name,
+                dtype.name(),
+                a.batch,
+                target.basename,
+                problems.len(),
+                objects.len()
+            );
+        } else {
+            kiln::outln!(
+                "  {measured} of {} ranked from measurements; {} code objects embedded and checked",
+                problems.len(),
+                objects.len()
             );
         }
-        kiln::outln!(
-            "  {measured} of {} ranked from measurements",
-            problems.len()
-        );
     }
     Ok(())
 }
