@@ -4,6 +4,7 @@
 
 pub mod coldstart;
 pub mod epilogue;
+pub mod net;
 pub mod networks;
 pub mod ops;
 pub mod output;

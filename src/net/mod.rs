@@ -435,7 +435,7 @@ impl NetworkDef {
 
     /// The standalone operator a pooling, resizing, elementwise or softmax node runs on an
     /// input of shape `x` (batch 1, NHWC FP32: the caller sets those); `None` for the others.
-    fn op_problem(&self, node: &Node, x: Shape) -> Option<crate::ops::OpProblem> {
+    pub(crate) fn op_problem(&self, node: &Node, x: Shape) -> Option<crate::ops::OpProblem> {
         use crate::ops::{EltwiseOp, OpKind, OpProblem};
         let kind = match node.op {
             Op::Pool {

@@ -80,6 +80,65 @@ impl Weights {
         Ok(Weights { tensors })
     }
 
+    /// Seeded random weights for every tensor `def` names, in PyTorch's shapes: filters and
+    /// linear layers uniform within He's bound (sqrt(6 / fan_in)), biases in [-0.1, 0.1), batch
+    /// norms near identity (gamma and var in [0.5, 1.5), beta and mean in [-0.1, 0.1)). For
+    /// demos and checks with no weights file.
+    pub fn random(def: &super::NetworkDef, seed: u64) -> Result<Weights, NetError> {
+        let shapes = def.shapes()?;
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut uniform = |n: usize, lo: f32, hi: f32| -> Vec<f32> {
+            (0..n)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    lo + (hi - lo) * ((state >> 40) as f32 / (1u64 << 24) as f32)
+                })
+                .collect()
+        };
+        let mut w = Weights::default();
+        let put = |w: &mut Weights, name: &str, shape: Vec<usize>, values: Vec<f32>| {
+            w.insert(name, Tensor { shape, values });
+        };
+        for node in &def.nodes {
+            let Some(c) = super::NetworkDef::as_conv(node) else {
+                continue;
+            };
+            let x = shapes[node.inputs[0].as_str()];
+            let (k, cpg) = (c.out as usize, (x.c / c.groups.max(1)) as usize);
+            let (r, s) = (c.kernel[0] as usize, c.kernel[1] as usize);
+            let bound = (6.0 / (cpg * r * s) as f32).sqrt();
+            let shape = if matches!(node.op, super::Op::Linear { .. }) {
+                vec![k, cpg]
+            } else {
+                vec![k, cpg, r, s]
+            };
+            let n = shape.iter().product();
+            put(&mut w, &c.weight, shape, uniform(n, -bound, bound));
+            match &c.norm {
+                super::Norm::None => {}
+                super::Norm::Bias(b) => put(&mut w, b, vec![k], uniform(k, -0.1, 0.1)),
+                super::Norm::BatchNorm { prefix, .. } => {
+                    for (what, lo, hi) in [
+                        ("weight", 0.5, 1.5),
+                        ("bias", -0.1, 0.1),
+                        ("running_mean", -0.1, 0.1),
+                        ("running_var", 0.5, 1.5),
+                    ] {
+                        put(
+                            &mut w,
+                            &format!("{prefix}.{what}"),
+                            vec![k],
+                            uniform(k, lo, hi),
+                        );
+                    }
+                }
+            }
+        }
+        Ok(w)
+    }
+
     /// Adds (or replaces) a tensor.
     pub fn insert(&mut self, name: impl Into<String>, tensor: Tensor) {
         self.tensors.insert(name.into(), tensor);
@@ -260,6 +319,22 @@ mod safetensors_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_weights_cover_every_tensor_a_network_reads() {
+        let def = crate::net::models::resnet50(10);
+        let w = Weights::random(&def, 3).unwrap();
+        // 53 convolutions with 4 batch-norm tensors each, the classifier's weight and bias.
+        assert_eq!(w.len(), 53 * 5 + 2);
+        assert_eq!(
+            w.get("fc", "fc.weight", &[10, 2048]).unwrap().values.len(),
+            20480
+        );
+        let (scale, _) = w.folded_batch_norm("conv1", "bn1", 64, 1e-5).unwrap();
+        // gamma / sqrt(var): gamma and var in [0.5, 1.5).
+        assert!(scale.iter().all(|s| (0.40..2.13).contains(s)));
+        assert_eq!(Weights::random(&def, 3).unwrap(), w);
+    }
 
     #[test]
     fn filters_become_channels_last() {

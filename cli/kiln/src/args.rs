@@ -78,8 +78,20 @@ pub struct NetRunArgs {
     /// The network: resnet50, mobilenet_v2, efficientnet_b0.
     pub model: String,
     /// Weights: a safetensors file of the network's PyTorch state_dict (torchvision names).
+    #[arg(
+        long,
+        required_unless_present = "random_weights",
+        conflicts_with = "random_weights"
+    )]
+    pub weights: Option<std::path::PathBuf>,
+    /// Seeded random weights instead of a file (He-initialised filters, batch norms near
+    /// identity).
     #[arg(long)]
-    pub weights: std::path::PathBuf,
+    pub random_weights: bool,
+    /// Check the output against the network's CPU reference (f64, tensors rounded as the GPU
+    /// stores them); fails when the largest difference passes the data type's tolerance.
+    #[arg(long)]
+    pub check: bool,
     /// Batch size.
     #[arg(long, default_value_t = 1)]
     pub batch: u32,

@@ -142,11 +142,15 @@ pub fn plan(a: &NetPlanArgs) -> CliResult {
 pub fn run(a: &NetRunArgs) -> CliResult {
     let (def, dtype) = network(&a.model, &a.dtype)?;
     // Files are read before the device opens: a bad one fails fast, GPU or not.
-    let bytes = kiln::format::file::read_capped(&a.weights, 4 << 30)
-        .map_err(|e| format!("net: --weights {}: {e}", a.weights.display()))?;
-    let weights = Weights::from_safetensors(&bytes)
-        .map_err(|e| format!("net: --weights {}: {e}", a.weights.display()))?;
-    drop(bytes);
+    let weights = match &a.weights {
+        Some(path) => {
+            let bytes = kiln::format::file::read_capped(path, 4 << 30)
+                .map_err(|e| format!("net: --weights {}: {e}", path.display()))?;
+            Weights::from_safetensors(&bytes)
+                .map_err(|e| format!("net: --weights {}: {e}", path.display()))?
+        }
+        None => Weights::random(&def, 11)?,
+    };
     let input = match &a.input {
         Some(path) => Some(
             kiln::format::file::read_capped(path, 4 << 30)
@@ -194,6 +198,19 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         std::fs::write(path, &out).map_err(|e| format!("net: --output {}: {e}", path.display()))?;
     }
     let values = kiln::elements::decode(dtype, &out);
+    let check = if a.check {
+        let image_values = kiln::elements::decode(dtype, &image);
+        Some(check_against_cpu(
+            &def,
+            &weights,
+            a.batch,
+            dtype,
+            &image_values,
+            &values,
+        )?)
+    } else {
+        None
+    };
     let top1: Vec<usize> = values
         .chunks(o.c as usize)
         .map(|row| {
@@ -264,5 +281,81 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         "top-1 of the first samples: {:?}",
         &top1[..top1.len().min(8)]
     );
+    if let Some(c) = check {
+        kiln::outln!(
+            "CPU reference (f64): largest difference {:.3e} (tolerance {:.0e}), top-1 agrees on {} of {}",
+            c.max_abs,
+            c.tolerance,
+            c.top1_agree,
+            a.batch
+        );
+        if c.max_abs > c.tolerance {
+            return Err(format!(
+                "net: {} differs from its CPU reference by {:.3e}, over {:.0e}",
+                def.name, c.max_abs, c.tolerance
+            )
+            .into());
+        }
+    }
     Ok(())
+}
+
+/// How a network's GPU output compares with its CPU reference.
+pub struct NetCheck {
+    /// The largest absolute difference.
+    pub max_abs: f64,
+    /// What the data type allows.
+    pub tolerance: f64,
+    /// Samples whose largest output is at the same index.
+    pub top1_agree: usize,
+}
+
+/// `gpu` (the network's output for `image`) against the CPU reference.
+pub fn check_against_cpu(
+    def: &kiln::net::NetworkDef,
+    weights: &Weights,
+    batch: u32,
+    dtype: DataType,
+    image: &[f64],
+    gpu: &[f64],
+) -> Result<NetCheck, Box<dyn std::error::Error>> {
+    let cpu = kiln::harness::net::forward(def, weights, batch, dtype, image)?;
+    let max_abs = cpu
+        .iter()
+        .zip(gpu)
+        .map(|(c, g)| {
+            if g.is_nan() {
+                f64::INFINITY
+            } else {
+                (c - g).abs()
+            }
+        })
+        .fold(0.0, f64::max);
+    let argmax = |row: &[f64]| {
+        row.iter()
+            .enumerate()
+            .fold(
+                (0, f64::NEG_INFINITY),
+                |b, (i, &v)| if v > b.1 { (i, v) } else { b },
+            )
+            .0
+    };
+    let per = cpu.len() / batch.max(1) as usize;
+    let top1_agree = cpu
+        .chunks(per.max(1))
+        .zip(gpu.chunks(per.max(1)))
+        .filter(|(c, g)| argmax(c) == argmax(g))
+        .count();
+    // Rounding to the data type between layers is the same on both sides; what remains is
+    // FP32 against f64 accumulation, and the ulp a tie can move.
+    let tolerance = match dtype {
+        DataType::Fp16 => 2e-2,
+        DataType::Bf16 => 5e-2,
+        _ => 1e-3,
+    };
+    Ok(NetCheck {
+        max_abs,
+        tolerance,
+        top1_agree,
+    })
 }

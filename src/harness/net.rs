@@ -1,0 +1,201 @@
+//! A whole network's CPU reference: every node in f64, each tensor rounded to the network's
+//! data type as the GPU stores it, weights as the GPU holds them (filters rounded to the data
+//! type, scales and biases in FP32), so that the comparison measures kiln's arithmetic, not
+//! the storage format.
+
+use std::collections::HashMap;
+
+use kiln_format::DataType;
+
+use super::verify::{reference as conv_reference, round_to};
+use crate::net::weights::{krsc_from_kcrs, Weights};
+use crate::net::{conv_problem, NetError, NetworkDef, Norm, Op, Shape};
+
+/// Values rounded to `dtype`, as the device stores them.
+fn stored(dtype: DataType, values: impl IntoIterator<Item = f64>) -> Vec<f64> {
+    values.into_iter().map(|v| round_to(dtype, v)).collect()
+}
+
+/// `def`'s output for `batch` samples of `image` (NHWC, `batch x h x w x c`), in f64.
+pub fn forward(
+    def: &NetworkDef,
+    weights: &Weights,
+    batch: u32,
+    dtype: DataType,
+    image: &[f64],
+) -> Result<Vec<f64>, NetError> {
+    let shapes = def.shapes()?;
+    let (input, s0) = (&def.input.0, def.input.1);
+    let pixels = |s: Shape| batch as usize * (s.c * s.h * s.w) as usize;
+    if image.len() != pixels(s0) {
+        return Err(NetError::Definition {
+            node: "input".into(),
+            reason: format!(
+                "image holds {} values, {} x {s0} needs {}",
+                image.len(),
+                batch,
+                pixels(s0)
+            ),
+        });
+    }
+    let mut tensors: HashMap<&str, Vec<f64>> = HashMap::new();
+    tensors.insert(input, stored(dtype, image.iter().copied()));
+    for node in &def.nodes {
+        let name = node.name.as_str();
+        let x = shapes[node.inputs[0].as_str()];
+        let y_shape = shapes[node.output.as_str()];
+        let out = if let Some(c) = NetworkDef::as_conv(node) {
+            let (k, cpg) = (c.out as usize, (x.c / c.groups) as usize);
+            let [r, s] = [c.kernel[0] as usize, c.kernel[1] as usize];
+            let linear = matches!(node.op, Op::Linear { .. });
+            let shape: &[usize] = if linear { &[k, cpg] } else { &[k, cpg, r, s] };
+            let filter = weights.get(name, &c.weight, shape)?;
+            let w = stored(
+                dtype,
+                krsc_from_kcrs(&filter.values, [k, cpg, r, s])
+                    .into_iter()
+                    .map(f64::from),
+            );
+            let (scale, bias) = match &c.norm {
+                Norm::None => (None, None),
+                Norm::Bias(b) => (None, Some(weights.get(name, b, &[k])?.values.clone())),
+                Norm::BatchNorm { prefix, eps } => {
+                    let (s, b) = weights.folded_batch_norm(name, prefix, k, *eps)?;
+                    (Some(s), Some(b))
+                }
+            };
+            let p = conv_problem(name, &c, node.activation, x, batch, dtype)?;
+            let mut y = conv_reference(&p.without_fusion(), &tensors[node.inputs[0].as_str()], &w);
+            let z = c.residual.as_deref().map(|r| &tensors[r]);
+            for (i, v) in y.iter_mut().enumerate() {
+                let ch = i % k;
+                let mut t = *v;
+                if let Some(s) = &scale {
+                    t *= f64::from(s[ch]);
+                }
+                if let Some(b) = &bias {
+                    t += f64::from(b[ch]);
+                }
+                if let Some(z) = z {
+                    t += z[i];
+                }
+                t = node
+                    .activation
+                    .apply(t, f64::from(node.activation.default_param()));
+                *v = round_to(dtype, t);
+            }
+            y
+        } else if node.op == Op::Concat {
+            let mut y = vec![0.0; pixels(y_shape)];
+            let mut offset = 0;
+            for t in &node.inputs {
+                let part = &tensors[t.as_str()];
+                let c = shapes[t.as_str()].c as usize;
+                for (i, v) in part.iter().enumerate() {
+                    y[i / c * y_shape.c as usize + offset + i % c] = *v;
+                }
+                offset += c;
+            }
+            y
+        } else {
+            let mut p = def
+                .op_problem(node, x)
+                .ok_or_else(|| NetError::Definition {
+                    node: name.into(),
+                    reason: "not an operator".into(),
+                })?;
+            (p.n, p.data_type) = (batch, dtype);
+            let b = node.inputs.get(1).map(|t| tensors[t.as_str()].as_slice());
+            stored(
+                dtype,
+                super::ops::reference(&p, &tensors[node.inputs[0].as_str()], b),
+            )
+        };
+        tensors.insert(node.output.as_str(), out);
+    }
+    Ok(tensors.remove(def.output.as_str()).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::{Conv, Node};
+    use crate::Activation;
+
+    #[test]
+    fn a_small_network_matches_hand_arithmetic() {
+        // 1x1 conv (weight 2, batch norm folding to scale 0.5 and bias 1) + ReLU, then a 2x2
+        // max pool and a residual-free add of the pool with itself.
+        let def = NetworkDef {
+            name: "t".into(),
+            input: ("x".into(), Shape { c: 1, h: 2, w: 2 }),
+            nodes: vec![
+                Node {
+                    name: "c".into(),
+                    op: Op::Conv(Conv {
+                        weight: "c.weight".into(),
+                        out: 1,
+                        kernel: [1, 1],
+                        stride: [1, 1],
+                        pad: [0, 0],
+                        groups: 1,
+                        norm: Norm::BatchNorm {
+                            prefix: "bn".into(),
+                            eps: 0.0,
+                        },
+                        residual: None,
+                    }),
+                    inputs: vec!["x".into()],
+                    output: "c".into(),
+                    activation: Activation::Relu,
+                },
+                Node {
+                    name: "p".into(),
+                    op: Op::Pool {
+                        mode: crate::ops::PoolMode::Max,
+                        window: [2, 2],
+                        stride: [2, 2],
+                        pad: [0, 0],
+                        ceil_mode: false,
+                    },
+                    inputs: vec!["c".into()],
+                    output: "p".into(),
+                    activation: Activation::Identity,
+                },
+                Node {
+                    name: "a".into(),
+                    op: Op::Add,
+                    inputs: vec!["p".into(), "p".into()],
+                    output: "a".into(),
+                    activation: Activation::Identity,
+                },
+            ],
+            output: "a".into(),
+        };
+        let mut w = Weights::default();
+        let t = |v: Vec<f32>| crate::net::weights::Tensor {
+            shape: vec![v.len()],
+            values: v,
+        };
+        w.insert(
+            "c.weight",
+            crate::net::weights::Tensor {
+                shape: vec![1, 1, 1, 1],
+                values: vec![2.0],
+            },
+        );
+        // gamma 0.5, var 1, mean 0, beta 1: scale 0.5, bias 1.
+        w.insert("bn.weight", t(vec![0.5]));
+        w.insert("bn.bias", t(vec![1.0]));
+        w.insert("bn.running_mean", t(vec![0.0]));
+        w.insert("bn.running_var", t(vec![1.0]));
+        // x = [-3, 1, 2, 0.5]: conv 2x, scale 0.5, +1 -> [-2, 2, 3, 1.5], ReLU -> [0, 2, 3,
+        // 1.5], max 3, doubled 6.
+        let y = forward(&def, &w, 1, DataType::Fp32, &[-3.0, 1.0, 2.0, 0.5]).unwrap();
+        assert_eq!(y, vec![6.0]);
+        let e = forward(&def, &w, 2, DataType::Fp32, &[0.0; 4])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("image holds 4 values"), "{e}");
+    }
+}
