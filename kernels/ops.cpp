@@ -32,6 +32,25 @@ struct KilnOpArgs {
                               // aligned: channels-last, c, strides and offsets multiples of 8)
 };
 
+// Loads and stores of one element. NVIDIA's FP16 conversions are one instruction each; the
+// portable bit-level ones in kiln_gpu.h cost about ten, which dominated these memory-bound
+// kernels. Both round to nearest even (a NaN's payload may differ, not its class).
+#if defined(__CUDACC_RTC__) && defined(KILN_DTYPE_FP16)
+static __device__ KILN_INLINE float kiln_op_load(const kiln_t* p, kiln_u32 i) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(p[i]));
+  return f;
+}
+static __device__ KILN_INLINE void kiln_op_store(kiln_t* p, kiln_u32 i, float v) {
+  kiln_u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+  p[i] = h;
+}
+#else
+static __device__ KILN_INLINE float kiln_op_load(const kiln_t* p, kiln_u32 i) { return kiln_load(p, i); }
+static __device__ KILN_INLINE void kiln_op_store(kiln_t* p, kiln_u32 i, float v) { kiln_store(p, i, v); }
+#endif
+
 // Element (n, ch, y, x) of a tensor of c channels and h x w pixels, `ld` apart when channels-last.
 // Every tensor an operator touches holds fewer than 2^31 elements (checked on the host), so
 // indices are 32-bit: 64-bit division is a long software routine on GPUs.
@@ -75,25 +94,25 @@ struct __attribute__((aligned(16))) KilnV16 {
 template <int V>
 static __device__ KILN_INLINE void kiln_loadv(const kiln_t* p, kiln_u32 i, float (&v)[V]) {
   if constexpr (V == 1) {
-    v[0] = kiln_load(p, i);
+    v[0] = kiln_op_load(p, i);
   } else {
     KilnV16 raw[KILN_V16_WORDS];
     for (int k = 0; k < KILN_V16_WORDS; ++k) raw[k] = ((const KilnV16*)(p + i))[k];
     const kiln_t* e = (const kiln_t*)raw;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) v[k] = kiln_load(e, k);
+    for (int k = 0; k < 8; ++k) v[k] = kiln_op_load(e, k);
   }
 }
 
 template <int V>
 static __device__ KILN_INLINE void kiln_storev(kiln_t* p, kiln_u32 i, const float (&v)[V], const KilnOpArgs& a) {
   if constexpr (V == 1) {
-    kiln_store(p, i, kiln_op_act(v[0], a));
+    kiln_op_store(p, i, kiln_op_act(v[0], a));
   } else {
     KilnV16 raw[KILN_V16_WORDS];
     kiln_t* e = (kiln_t*)raw;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) kiln_store(e, k, kiln_op_act(v[k], a));
+    for (int k = 0; k < 8; ++k) kiln_op_store(e, k, kiln_op_act(v[k], a));
     for (int k = 0; k < KILN_V16_WORDS; ++k) ((KilnV16*)(p + i))[k] = raw[k];
   }
 }
@@ -248,7 +267,7 @@ extern "C" __global__ void
     const kiln_u32 py = rest / a.in_w, px = rest % a.in_w;
     float m = -kiln_bits_to_float(0x7f800000u);
     for (kiln_u32 ch = threadIdx.x; ch < (kiln_u32)a.c; ch += blockDim.x) {
-      const float v = kiln_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
+      const float v = kiln_op_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
       m = (v > m || v != v) && m == m ? v : m;
     }
     red[threadIdx.x] = m;
@@ -264,7 +283,7 @@ extern "C" __global__ void
     __syncthreads();
     float sum = 0.0f;
     for (kiln_u32 ch = threadIdx.x; ch < (kiln_u32)a.c; ch += blockDim.x) {
-      const float v = kiln_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
+      const float v = kiln_op_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
       sum += kiln_exp2((v - m) * 1.4426950408889634f);
     }
     red[threadIdx.x] = sum;
@@ -276,8 +295,8 @@ extern "C" __global__ void
     const float inv = 1.0f / red[0];
     __syncthreads();
     for (kiln_u32 ch = threadIdx.x; ch < (kiln_u32)a.c; ch += blockDim.x) {
-      const float v = kiln_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
-      kiln_store(y, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.y_ld),
+      const float v = kiln_op_load(x, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.a_ld));
+      kiln_op_store(y, kiln_op_index(a, n, ch, py, px, a.in_h, a.in_w, a.y_ld),
                  kiln_exp2((v - m) * 1.4426950408889634f) * inv);
     }
   }
@@ -302,7 +321,7 @@ extern "C" __global__ void kiln_global_pool_partial(const kiln_t* __restrict__ x
     float sum = 0.0f;
     if (ch < c) {
       for (kiln_u32 p = p0 + lane; p < p1; p += 8) {
-        sum += kiln_load(x, kiln_op_index(a, n, ch, p / a.in_w, p % a.in_w, a.in_h, a.in_w, a.a_ld));
+        sum += kiln_op_load(x, kiln_op_index(a, n, ch, p / a.in_w, p % a.in_w, a.in_h, a.in_w, a.a_ld));
       }
     }
     red[threadIdx.x] = sum;
@@ -325,6 +344,6 @@ extern "C" __global__ void kiln_global_pool_finish(const kiln_t* __restrict__ wo
     float t = 0.0f;
     for (kiln_u32 s = 0; s < splits; ++s) t += part[i * splits + s];
     const kiln_u32 n = i / a.c, ch = i % a.c;
-    kiln_store(y, kiln_op_index(a, n, ch, 0, 0, 1, 1, a.y_ld), kiln_op_act(t * inv, a));
+    kiln_op_store(y, kiln_op_index(a, n, ch, 0, 0, 1, 1, a.y_ld), kiln_op_act(t * inv, a));
   }
 }
