@@ -729,6 +729,45 @@ mod tests {
     }
 
     #[test]
+    fn operator_nodes_check_their_inputs() {
+        let node = |name: &str, op: Op, inputs: &[&str]| Node {
+            name: name.into(),
+            op,
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            output: name.into(),
+            activation: Activation::Identity,
+        };
+        let with = |extra: Node| {
+            let mut def = chain();
+            def.nodes.push(extra);
+            def.output = def.nodes.last().unwrap().output.clone();
+            def.shapes().map(|_| ()).map_err(|e| e.to_string())
+        };
+        // a is 16x8x8, x is 8x16x16.
+        let e = with(node("s", Op::Add, &["a", "x"])).unwrap_err();
+        assert!(e.contains("node s") && e.contains("shapes differ"), "{e}");
+        let e = with(node("m", Op::ChannelMul, &["a", "b"])).unwrap_err();
+        assert!(e.contains("the scale must be 16x1x1"), "{e}");
+        let e = with(node(
+            "l",
+            Op::Linear {
+                weight: "w".into(),
+                bias: None,
+                out: 10,
+            },
+            &["a"],
+        ))
+        .unwrap_err();
+        assert!(e.contains("takes a Cx1x1 input, 16x8x8 given"), "{e}");
+        let e = with(node("c", Op::Concat, &["a", "x"])).unwrap_err();
+        assert!(e.contains("differ in height or width"), "{e}");
+        let e = with(node("t", Op::Softmax, &["a", "b"])).unwrap_err();
+        assert!(e.contains("takes 1 input(s), 2 given"), "{e}");
+        with(node("cat", Op::Concat, &["a", "b", "c"])).unwrap();
+        with(node("g", Op::GlobalAvgPool, &["d"])).unwrap();
+    }
+
+    #[test]
     fn memory_is_reused_once_a_tensor_is_dead() {
         let def = chain();
         let plan = MemoryPlan::plan(&def, |s| u64::from(s.c * s.h * s.w) * 2).unwrap();
