@@ -98,13 +98,7 @@ pub fn forward(
             }
             y
         } else {
-            let mut p = def
-                .op_problem(node, x)
-                .ok_or_else(|| NetError::Definition {
-                    node: name.into(),
-                    reason: "not an operator".into(),
-                })?;
-            (p.n, p.data_type) = (batch, dtype);
+            let p = def.batched_op_problem(node, x, batch, dtype)?;
             let b = node.inputs.get(1).map(|t| tensors[t.as_str()].as_slice());
             stored(
                 dtype,

@@ -484,6 +484,22 @@ impl NetworkDef {
         Some(p)
     }
 
+    /// The operator `node` runs on an input of shape `x` for `batch` samples of `dtype`;
+    /// an error naming the node for a convolution or linear layer.
+    pub(crate) fn batched_op_problem(
+        &self,
+        node: &Node,
+        x: Shape,
+        batch: u32,
+        dtype: crate::DataType,
+    ) -> Result<crate::ops::OpProblem, NetError> {
+        let mut p = self
+            .op_problem(node, x)
+            .ok_or_else(|| bad(&node.name, "not an operator".into()))?;
+        (p.n, p.data_type) = (batch, dtype);
+        Ok(p)
+    }
+
     /// For each tensor, the index of the last node that reads it (the network's output and
     /// input live to the end).
     fn last_reads(&self) -> HashMap<&str, usize> {

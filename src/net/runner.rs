@@ -142,13 +142,8 @@ impl<'c> Network<'c> {
                 let mut offset = 0;
                 for t in &node.inputs {
                     let s = shapes[t.as_str()];
-                    let mut p = def
-                        .op_problem(node, s)
-                        .ok_or_else(|| NetError::Definition {
-                            node: name.into(),
-                            reason: "not an operator".into(),
-                        })?;
-                    (p.n, p.data_type, p.y_ld) = (batch, data_type, y.c);
+                    let mut p = def.batched_op_problem(node, s, batch, data_type)?;
+                    p.y_ld = y.c;
                     let inv = ctx.prepare_op(&p).map_err(at(name))?;
                     workspace = workspace.max(p.workspace_bytes());
                     steps.push(Step::Op {
@@ -162,13 +157,7 @@ impl<'c> Network<'c> {
                 }
                 continue;
             }
-            let mut p = def
-                .op_problem(node, x)
-                .ok_or_else(|| NetError::Definition {
-                    node: name.into(),
-                    reason: "not an operator".into(),
-                })?;
-            (p.n, p.data_type) = (batch, data_type);
+            let p = def.batched_op_problem(node, x, batch, data_type)?;
             let inv = ctx.prepare_op(&p).map_err(at(name))?;
             workspace = workspace.max(p.workspace_bytes());
             steps.push(Step::Op {
