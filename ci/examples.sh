@@ -41,3 +41,5 @@ echo "== Rust example"
 release=()
 [ "${PROFILE:-release}" = release ] && release=(--release)
 ${CARGO:-cargo} run --quiet "${release[@]}" --example resnet_layer
+echo "== Rust example: a whole network"
+${CARGO:-cargo} run --quiet "${release[@]}" --example network
