@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use kiln_format::DataType;
 
 use super::verify::{reference as conv_reference, round_to};
-use crate::net::weights::{krsc_from_kcrs, Weights};
-use crate::net::{conv_problem, NetError, NetworkDef, Norm, Op, Shape};
+use crate::net::weights::Weights;
+use crate::net::{conv_problem, NetError, NetworkDef, Op, Shape};
 
 /// Values rounded to `dtype`, as the device stores them.
 fn stored(dtype: DataType, values: impl IntoIterator<Item = f64>) -> Vec<f64> {
@@ -45,25 +45,11 @@ pub fn forward(
         let x = shapes[node.inputs[0].as_str()];
         let y_shape = shapes[node.output.as_str()];
         let out = if let Some(c) = NetworkDef::as_conv(node) {
-            let (k, cpg) = (c.out as usize, (x.c / c.groups) as usize);
-            let [r, s] = [c.kernel[0] as usize, c.kernel[1] as usize];
+            let k = c.out as usize;
             let linear = matches!(node.op, Op::Linear { .. });
-            let shape: &[usize] = if linear { &[k, cpg] } else { &[k, cpg, r, s] };
-            let filter = weights.get(name, &c.weight, shape)?;
-            let w = stored(
-                dtype,
-                krsc_from_kcrs(&filter.values, [k, cpg, r, s])
-                    .into_iter()
-                    .map(f64::from),
-            );
-            let (scale, bias) = match &c.norm {
-                Norm::None => (None, None),
-                Norm::Bias(b) => (None, Some(weights.get(name, b, &[k])?.values.clone())),
-                Norm::BatchNorm { prefix, eps } => {
-                    let (s, b) = weights.folded_batch_norm(name, prefix, k, *eps)?;
-                    (Some(s), Some(b))
-                }
-            };
+            let cw = weights.conv(name, &c, x.c, linear)?;
+            let w = stored(dtype, cw.krsc.iter().map(|&v| f64::from(v)));
+            let (scale, bias) = (cw.scale, cw.bias);
             let p = conv_problem(name, &c, node.activation, x, batch, dtype)?;
             let mut y = conv_reference(&p.without_fusion(), &tensors[node.inputs[0].as_str()], &w);
             let z = c.residual.as_deref().map(|r| &tensors[r]);
@@ -113,7 +99,7 @@ pub fn forward(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::{Conv, Node};
+    use crate::net::{Conv, Node, Norm};
     use crate::Activation;
 
     #[test]

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use kiln_format::{Activation, DataType};
 
-use super::weights::{krsc_from_kcrs, Weights};
-use super::{Conv, MemoryPlan, NetError, NetworkDef, Norm, Op, Shape};
+use super::weights::Weights;
+use super::{Conv, MemoryPlan, NetError, NetworkDef, Op, Shape};
 use crate::backend::{DeviceBuffer, Graph, Stream};
 use crate::context::{Context, EpilogueArgs};
 use crate::invoker::Invoker;
@@ -379,20 +379,7 @@ fn conv_step(
     residual: Option<usize>,
     linear: bool,
 ) -> Result<Step, NetError> {
-    let (k, cpg) = (c.out as usize, (x.c / c.groups) as usize);
-    let [r, s] = [c.kernel[0] as usize, c.kernel[1] as usize];
-    // A linear layer's weight is [out, in] (a 1x1 filter without its unit dimensions).
-    let shape: &[usize] = if linear { &[k, cpg] } else { &[k, cpg, r, s] };
-    let filter = weights.get(name, &c.weight, shape)?;
-    let krsc = krsc_from_kcrs(&filter.values, [k, cpg, r, s]);
-    let (scale, bias) = match &c.norm {
-        Norm::None => (None, None),
-        Norm::Bias(b) => (None, Some(weights.get(name, b, &[k])?.values.clone())),
-        Norm::BatchNorm { prefix, eps } => {
-            let (s, b) = weights.folded_batch_norm(name, prefix, k, *eps)?;
-            (Some(s), Some(b))
-        }
-    };
+    let cw = weights.conv(name, c, x.c, linear)?;
     let problem = super::conv_problem(name, c, activation, x, batch, dtype)?;
     let plan = ctx.find_solutions(&problem).map_err(at(name))?;
     let mut last = None;
@@ -421,11 +408,13 @@ fn conv_step(
         x: xb,
         y: yb,
         residual,
-        weight: upload(ctx, name, dtype, &krsc)?,
-        scale: scale
+        weight: upload(ctx, name, dtype, &cw.krsc)?,
+        scale: cw
+            .scale
             .map(|v| upload(ctx, name, DataType::Fp32, &v))
             .transpose()?,
-        bias: bias
+        bias: cw
+            .bias
             .map(|v| upload(ctx, name, DataType::Fp32, &v))
             .transpose()?,
         activation_param: activation.default_param(),

@@ -214,6 +214,49 @@ impl Weights {
     }
 }
 
+/// A convolution's weights as kiln runs them: the filter in channels-last `KRSC`, and the
+/// per-output-channel scale and bias its norm folds to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvWeights {
+    /// `[K, R, S, C/groups]`.
+    pub krsc: Vec<f32>,
+    /// The folded batch norm's scale, when the norm is one.
+    pub scale: Option<Vec<f32>>,
+    /// The bias (a batch norm's folded one, or the layer's own).
+    pub bias: Option<Vec<f32>>,
+}
+
+impl Weights {
+    /// The weights of convolution `c` (node `node`) on an input of `in_channels`: a linear
+    /// layer's weight is `[out, in]` (a 1x1 filter without its unit dimensions), a
+    /// convolution's `[K, C/groups, R, S]`.
+    pub fn conv(
+        &self,
+        node: &str,
+        c: &super::Conv,
+        in_channels: u32,
+        linear: bool,
+    ) -> Result<ConvWeights, NetError> {
+        let (k, cpg) = (c.out as usize, (in_channels / c.groups.max(1)) as usize);
+        let [r, s] = [c.kernel[0] as usize, c.kernel[1] as usize];
+        let shape: &[usize] = if linear { &[k, cpg] } else { &[k, cpg, r, s] };
+        let filter = self.get(node, &c.weight, shape)?;
+        let (scale, bias) = match &c.norm {
+            super::Norm::None => (None, None),
+            super::Norm::Bias(b) => (None, Some(self.get(node, b, &[k])?.values.clone())),
+            super::Norm::BatchNorm { prefix, eps } => {
+                let (s, b) = self.folded_batch_norm(node, prefix, k, *eps)?;
+                (Some(s), Some(b))
+            }
+        };
+        Ok(ConvWeights {
+            krsc: krsc_from_kcrs(&filter.values, [k, cpg, r, s]),
+            scale,
+            bias,
+        })
+    }
+}
+
 /// PyTorch's `[K, C, R, S]` filter as kiln's channels-last `[K, R, S, C]`.
 pub fn krsc_from_kcrs(values: &[f32], [k, c, r, s]: [usize; 4]) -> Vec<f32> {
     let mut out = vec![0.0; values.len()];
