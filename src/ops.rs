@@ -68,23 +68,27 @@ pub enum EltwiseOp {
     Mul,
 }
 
+/// A 2-D pooling window: what a pooling operator and a network's pooling node both describe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pool2d {
+    /// Max or average.
+    pub mode: PoolMode,
+    /// Window `[h, w]`.
+    pub window: [u32; 2],
+    /// Stride `[h, w]`.
+    pub stride: [u32; 2],
+    /// Padding on each side `[h, w]` (at most half the window, as PyTorch requires).
+    pub pad: [u32; 2],
+    /// Output size rounded up, as PyTorch's `ceil_mode` (a window that would start in the
+    /// right or bottom padding is dropped).
+    pub ceil_mode: bool,
+}
+
 /// What an operator computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpKind {
     /// 2-D pooling.
-    Pool {
-        /// Max or average.
-        mode: PoolMode,
-        /// Window `[h, w]`.
-        window: [u32; 2],
-        /// Stride `[h, w]`.
-        stride: [u32; 2],
-        /// Padding on each side `[h, w]` (at most half the window, as PyTorch requires).
-        pad: [u32; 2],
-        /// Output size rounded up, as PyTorch's `ceil_mode` (a window that would start in the
-        /// right or bottom padding is dropped).
-        ceil_mode: bool,
-    },
+    Pool(Pool2d),
     /// Mean over all pixels: an `n x c x 1 x 1` output.
     GlobalAveragePool,
     /// Resizing to `out` `[h, w]`.
@@ -183,13 +187,13 @@ impl OpProblem {
     /// A short name for messages: `maxpool 3x3 s2 p1 on 32x64x112x112 NHWC FP16`.
     pub fn describe(&self) -> String {
         let what = match self.kind {
-            OpKind::Pool {
+            OpKind::Pool(Pool2d {
                 mode,
                 window,
                 stride,
                 pad,
                 ceil_mode,
-            } => format!(
+            }) => format!(
                 "{} {}x{} s{}x{} p{}x{}{}",
                 match mode {
                     PoolMode::Max => "maxpool",
@@ -244,13 +248,13 @@ impl OpProblem {
     /// problem [`OpProblem::validate`] accepts.
     pub fn output(&self) -> [u32; 2] {
         match self.kind {
-            OpKind::Pool {
+            OpKind::Pool(Pool2d {
                 window,
                 stride,
                 pad,
                 ceil_mode,
                 ..
-            } => {
+            }) => {
                 let dim = |i: usize| {
                     let span = u64::from(self.input[i]) + 2 * u64::from(pad[i]);
                     let (k, s) = (u64::from(window[i]), u64::from(stride[i]).max(1));
@@ -312,12 +316,12 @@ impl OpProblem {
             return fail("the activation's parameter must be finite".into());
         }
         match self.kind {
-            OpKind::Pool {
+            OpKind::Pool(Pool2d {
                 window,
                 stride,
                 pad,
                 ..
-            } => {
+            }) => {
                 for i in 0..2 {
                     let axis = ["h", "w"][i];
                     if window[i] == 0 || stride[i] == 0 {
@@ -442,7 +446,7 @@ impl OpProblem {
         let eight = |v: u32| v.is_multiple_of(8);
         let vectorizable = matches!(
             self.kind,
-            OpKind::Pool { .. } | OpKind::Resize { .. } | OpKind::Eltwise { .. }
+            OpKind::Pool(_) | OpKind::Resize { .. } | OpKind::Eltwise { .. }
         );
         if vectorizable
             && self.layout.channels_last()
@@ -460,7 +464,7 @@ impl OpProblem {
     pub fn functions(&self) -> &'static [&'static str] {
         match self.kind {
             OpKind::GlobalAveragePool => &FUNCTIONS[4..6],
-            OpKind::Pool { .. } => &FUNCTIONS[0..1],
+            OpKind::Pool(_) => &FUNCTIONS[0..1],
             OpKind::Resize { .. } => &FUNCTIONS[1..2],
             OpKind::Eltwise { .. } => &FUNCTIONS[2..3],
             OpKind::Softmax => &FUNCTIONS[3..4],
@@ -470,7 +474,7 @@ impl OpProblem {
     /// The operator's (first) entry point.
     pub fn function(&self) -> &'static str {
         match self.kind {
-            OpKind::Pool { .. } | OpKind::GlobalAveragePool => FUNCTIONS[0],
+            OpKind::Pool(_) | OpKind::GlobalAveragePool => FUNCTIONS[0],
             OpKind::Resize { .. } => FUNCTIONS[1],
             OpKind::Eltwise { .. } => FUNCTIONS[2],
             OpKind::Softmax => FUNCTIONS[3],
@@ -501,13 +505,13 @@ impl OpProblem {
         let (mut win, mut stride, mut pad, mut mode) = ([1, 1], [1, 1], [0, 0], 0);
         let mut b_ld = 0;
         match self.kind {
-            OpKind::Pool {
+            OpKind::Pool(Pool2d {
                 mode: m,
                 window,
                 stride: s,
                 pad: p,
                 ..
-            } => {
+            }) => {
                 (win, stride, pad) = (window, s, p);
                 mode = match m {
                     PoolMode::Max => 0,
@@ -579,13 +583,13 @@ mod tests {
 
     fn pool(window: u32, stride: u32, pad: u32, ceil_mode: bool, input: u32) -> OpProblem {
         OpProblem::new(
-            OpKind::Pool {
+            OpKind::Pool(Pool2d {
                 mode: PoolMode::Max,
                 window: [window; 2],
                 stride: [stride; 2],
                 pad: [pad; 2],
                 ceil_mode,
-            },
+            }),
             1,
             8,
             [input; 2],

@@ -131,13 +131,13 @@ mod tests {
                 },
                 Node {
                     name: "p".into(),
-                    op: Op::Pool {
+                    op: Op::Pool(crate::ops::Pool2d {
                         mode: crate::ops::PoolMode::Max,
                         window: [2, 2],
                         stride: [2, 2],
                         pad: [0, 0],
                         ceil_mode: false,
-                    },
+                    }),
                     inputs: vec!["c".into()],
                     output: "p".into(),
                     activation: Activation::Identity,

@@ -8,7 +8,7 @@ use super::verify::{compare_special, decode, poisoned, random_values, relative_e
 use crate::backend::Stream;
 use crate::context::Context;
 use crate::error::RunError;
-use crate::ops::{EltwiseOp, OpKind, OpProblem, PoolMode, ResizeMode};
+use crate::ops::{EltwiseOp, OpKind, OpProblem, Pool2d, PoolMode, ResizeMode};
 
 /// Where element (n, ch, y, x) of a tensor with `c` channels and `h x w` pixels lies, with
 /// pixels `ld` apart when channels-last (as the kernels index it).
@@ -61,13 +61,13 @@ pub fn reference(op: &OpProblem, a: &[f64], b: Option<&[f64]>) -> Vec<f64> {
             for yy in 0..oh {
                 for xx in 0..ow {
                     let v = match op.kind {
-                        OpKind::Pool {
+                        OpKind::Pool(Pool2d {
                             mode,
                             window,
                             stride,
                             pad,
                             ..
-                        } => pool(op, &at, [n, ch, yy, xx], mode, window, stride, pad),
+                        }) => pool(op, &at, [n, ch, yy, xx], mode, window, stride, pad),
                         OpKind::GlobalAveragePool => {
                             let [h, w] = op.input;
                             pool(
@@ -179,12 +179,14 @@ fn resize(
 /// The operator set `kiln selftest` checks: every kind and mode, both layouts, with
 /// activations, channel slices and ragged sizes, in `dtype`.
 pub fn problems(dtype: DataType) -> Vec<OpProblem> {
-    let pool = |mode, window: u32, stride: u32, pad: u32, ceil_mode| OpKind::Pool {
-        mode,
-        window: [window; 2],
-        stride: [stride; 2],
-        pad: [pad; 2],
-        ceil_mode,
+    let pool = |mode, window: u32, stride: u32, pad: u32, ceil_mode| {
+        OpKind::Pool(Pool2d {
+            mode,
+            window: [window; 2],
+            stride: [stride; 2],
+            pad: [pad; 2],
+            ceil_mode,
+        })
     };
     let mut out = Vec::new();
     for layout in [Layout::Nhwc, Layout::Nchw] {
@@ -281,13 +283,13 @@ pub fn problems(dtype: DataType) -> Vec<OpProblem> {
     ));
     // Channel slices (NHWC): a concatenation's part read and written in place.
     let mut sliced = OpProblem::new(
-        OpKind::Pool {
+        OpKind::Pool(Pool2d {
             mode: PoolMode::Max,
             window: [5; 2],
             stride: [1; 2],
             pad: [2; 2],
             ceil_mode: false,
-        },
+        }),
         1,
         16,
         [6, 6],
@@ -423,13 +425,13 @@ mod tests {
     fn max_pool_takes_the_window_maximum_and_keeps_nan() {
         // 1 channel, 4x4 input 0..16, 2x2 s2: the maxima of the four quadrants.
         let op = nhwc(
-            OpKind::Pool {
+            OpKind::Pool(Pool2d {
                 mode: PoolMode::Max,
                 window: [2, 2],
                 stride: [2, 2],
                 pad: [0, 0],
                 ceil_mode: false,
-            },
+            }),
             1,
             [4, 4],
         );
@@ -446,13 +448,13 @@ mod tests {
         // 3x3 s1 p1 on a 2x2 map of ones: counting the padding, each window holds 4 of 9.
         let mk = |mode| {
             nhwc(
-                OpKind::Pool {
+                OpKind::Pool(Pool2d {
                     mode,
                     window: [3, 3],
                     stride: [1, 1],
                     pad: [1, 1],
                     ceil_mode: false,
-                },
+                }),
                 1,
                 [2, 2],
             )

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::ops::{PoolMode, ResizeMode};
+use crate::ops::{Pool2d, ResizeMode};
 use crate::Activation;
 
 pub mod models;
@@ -93,18 +93,7 @@ pub enum Op {
         out: u32,
     },
     /// 2-D pooling; one input.
-    Pool {
-        /// Max or average.
-        mode: PoolMode,
-        /// Window `[h, w]`.
-        window: [u32; 2],
-        /// Stride `[h, w]`.
-        stride: [u32; 2],
-        /// Padding `[h, w]`.
-        pad: [u32; 2],
-        /// PyTorch's `ceil_mode`.
-        ceil_mode: bool,
-    },
+    Pool(Pool2d),
     /// Mean over the pixels: a `c x 1 x 1` output.
     GlobalAvgPool,
     /// Upsampling by an integer factor.
@@ -330,18 +319,11 @@ impl NetworkDef {
                         w: 1,
                     }
                 }
-                Op::Pool {
-                    mode,
-                    window,
-                    stride,
-                    pad,
-                    ceil_mode,
-                } => {
+                Op::Pool(_) => {
                     arity(1)?;
                     let p = self
                         .op_problem(node, ins[0])
                         .ok_or_else(|| bad(name, "not an operator".into()))?;
-                    let _ = (mode, window, stride, pad, ceil_mode);
                     p.validate().map_err(|e| bad(name, e.reason))?;
                     let [h, w] = p.output();
                     Shape { c: ins[0].c, h, w }
@@ -438,19 +420,7 @@ impl NetworkDef {
     pub(crate) fn op_problem(&self, node: &Node, x: Shape) -> Option<crate::ops::OpProblem> {
         use crate::ops::{EltwiseOp, OpKind, OpProblem};
         let kind = match node.op {
-            Op::Pool {
-                mode,
-                window,
-                stride,
-                pad,
-                ceil_mode,
-            } => OpKind::Pool {
-                mode,
-                window,
-                stride,
-                pad,
-                ceil_mode,
-            },
+            Op::Pool(pool) => OpKind::Pool(pool),
             Op::GlobalAvgPool => OpKind::GlobalAveragePool,
             Op::Resize { mode, factor } => OpKind::Resize {
                 mode,

@@ -2,7 +2,7 @@
 //! safetensors loads as is).
 
 use super::{Conv, NetworkDef, Node, Norm, Op, Shape};
-use crate::ops::PoolMode;
+use crate::ops::{Pool2d, PoolMode};
 use crate::Activation;
 
 /// The networks kiln defines, by name.
@@ -169,13 +169,13 @@ pub fn resnet50(classes: u32) -> NetworkDef {
     let mut x = b.conv_bn("conv1", "bn1", "image", 64, 7, 2, 1, None, relu);
     x = b.node(
         "maxpool",
-        Op::Pool {
+        Op::Pool(Pool2d {
             mode: PoolMode::Max,
             window: [3, 3],
             stride: [2, 2],
             pad: [1, 1],
             ceil_mode: false,
-        },
+        }),
         &[&x],
         Activation::Identity,
     );
