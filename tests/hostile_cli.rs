@@ -784,3 +784,215 @@ fn a_closed_pipe_ends_quietly() {
         );
     }
 }
+
+/// `kiln net`: bad models, types, batches, weights files and inputs end in a clear error
+/// before any device is opened (weights and input are read and checked first), bounded in
+/// time and memory; valid command lines reach the no-device error.
+#[test]
+fn network_commands_name_their_bad_input() {
+    if !kiln::backend::list_devices().is_empty() {
+        eprintln!("a GPU is present: the no-device cases would run; this table is for machines without one");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let file = |name: &str, bytes: &[u8]| {
+        let p = tmp.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.display().to_string()
+    };
+    // safetensors: 8-byte header length, JSON header, data.
+    let safetensors = |header: &str, data: &[u8]| {
+        let mut b = (header.len() as u64).to_le_bytes().to_vec();
+        b.extend_from_slice(header.as_bytes());
+        b.extend_from_slice(data);
+        b
+    };
+    let text = file("weights.txt", b"not safetensors at all");
+    let empty = file("empty.safetensors", b"");
+    let huge_header = file("huge.safetensors", &u64::MAX.to_le_bytes());
+    let short = file(
+        "short.safetensors",
+        &safetensors(
+            "{\"w\":{\"dtype\":\"F32\",\"shape\":[1000000],\"data_offsets\":[0,4000000]}}",
+            &[0; 16],
+        ),
+    );
+    let ints = file(
+        "ints.safetensors",
+        &safetensors(
+            "{\"w\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+            &[0; 4],
+        ),
+    );
+    // Valid safetensors without the network's weights: the first node's is named missing.
+    let other = file(
+        "other.safetensors",
+        &safetensors(
+            "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+            &[0; 4],
+        ),
+    );
+    let small_input = file("in-small.bin", &[0; 100]);
+    let large_input = file("in-large.bin", &vec![0; 301_057]);
+    let good_input = file("in-good.bin", &vec![0; 301_056]);
+    fn run<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let mut a = vec!["net", "run"];
+        a.extend_from_slice(extra);
+        a
+    }
+    let rw = "--random-weights";
+    let mut cases = Vec::new();
+    for (name, args, expect) in [
+        ("net unknown model", run(&["vgg", rw]), Expect::Error),
+        ("net empty model", run(&["", rw]), Expect::Error),
+        (
+            "net type INT8",
+            run(&["resnet50", rw, "--type", "INT8"]),
+            Expect::Error,
+        ),
+        (
+            "net type lower",
+            run(&["resnet50", rw, "--type", "fp16"]),
+            Expect::Error,
+        ),
+        (
+            "net batch 0",
+            run(&["resnet50", rw, "--batch", "0"]),
+            Expect::Error,
+        ),
+        (
+            "net batch -1",
+            run(&["resnet50", rw, "--batch", "-1"]),
+            Expect::Usage,
+        ),
+        ("net no weights", run(&["resnet50"]), Expect::Usage),
+        (
+            "net both weights",
+            run(&["resnet50", rw, "--weights", &text]),
+            Expect::Usage,
+        ),
+        (
+            "net weights missing",
+            run(&["resnet50", "--weights", "/nonexistent/w.safetensors"]),
+            Expect::Error,
+        ),
+        (
+            "net weights /dev/zero",
+            run(&["resnet50", "--weights", "/dev/zero"]),
+            Expect::Error,
+        ),
+        (
+            "net weights directory",
+            run(&["resnet50", "--weights", "/"]),
+            Expect::Error,
+        ),
+        (
+            "net weights text",
+            run(&["resnet50", "--weights", &text]),
+            Expect::Error,
+        ),
+        (
+            "net weights empty",
+            run(&["resnet50", "--weights", &empty]),
+            Expect::Error,
+        ),
+        (
+            "net weights header 2^64",
+            run(&["resnet50", "--weights", &huge_header]),
+            Expect::Error,
+        ),
+        (
+            "net weights data short",
+            run(&["resnet50", "--weights", &short]),
+            Expect::Error,
+        ),
+        (
+            "net weights I32",
+            run(&["resnet50", "--weights", &ints]),
+            Expect::Error,
+        ),
+        (
+            "net weights not the network's",
+            run(&["resnet50", "--weights", &other]),
+            Expect::NoDevice,
+        ),
+        (
+            "net input short",
+            run(&["resnet50", rw, "--input", &small_input]),
+            Expect::Error,
+        ),
+        (
+            "net input long",
+            run(&["resnet50", rw, "--input", &large_input]),
+            Expect::Error,
+        ),
+        (
+            "net input missing",
+            run(&["resnet50", rw, "--input", "/nonexistent/x.bin"]),
+            Expect::Error,
+        ),
+        (
+            "net input /dev/zero",
+            run(&["resnet50", rw, "--input", "/dev/zero"]),
+            Expect::Error,
+        ),
+        (
+            "net input right size",
+            run(&["resnet50", rw, "--input", &good_input]),
+            Expect::NoDevice,
+        ),
+        (
+            "net plan unknown model",
+            vec!["net", "plan", "vgg"],
+            Expect::Error,
+        ),
+        (
+            "net plan batch 0",
+            vec![
+                "net", "plan", "resnet50", "--batch", "0", "--target", "h100",
+            ],
+            Expect::Error,
+        ),
+        (
+            "net plan batch 2^32-1",
+            vec![
+                "net",
+                "plan",
+                "resnet50",
+                "--batch",
+                "4294967295",
+                "--target",
+                "h100",
+            ],
+            Expect::Error,
+        ),
+        (
+            "net plan unknown target",
+            vec!["net", "plan", "resnet50", "--target", "gfx9999"],
+            Expect::Error,
+        ),
+        (
+            "net plan type FP64",
+            vec!["net", "plan", "resnet50", "--type", "FP64"],
+            Expect::Error,
+        ),
+        (
+            "net plan h100",
+            vec!["net", "plan", "mobilenet_v2", "--brief", "--target", "h100"],
+            Expect::Ok,
+        ),
+        (
+            "net plan keys",
+            vec!["net", "plan", "efficientnet_b0", "--keys", "--batch", "32"],
+            Expect::Ok,
+        ),
+    ] {
+        cases.push(Case::new(name, &args, expect));
+    }
+    assert_all_behave(
+        std::path::Path::new(env!("CARGO_BIN_EXE_kiln")),
+        &common::repo(),
+        &cases,
+        &[],
+    );
+}

@@ -105,7 +105,7 @@ fn a_bad_hip_library_path_is_named_in_the_error() {
 #[test]
 fn demo_without_gpu_resolves_and_verifies_every_target() {
     if kiln::backend::cuda::driver_present() {
-        return; // the GPU path is exercised by tests/gpu.rs on the device machine
+        return; // the GPU path is exercised by tests/gpu.rs on a machine with the GPU
     }
     let (ok, text, err) = kiln(&["demo"]);
     assert!(ok, "{err}");

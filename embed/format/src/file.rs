@@ -37,8 +37,12 @@ impl fmt::Display for FileError {
             FileError::NotRegular => {
                 f.write_str("not a regular file (devices, FIFOs and directories are refused)")
             }
-            FileError::TooLarge { len, cap } => {
+            FileError::TooLarge { len, cap } if cap.is_multiple_of(1 << 20) => {
                 write!(f, "{len} bytes, above the {} MiB input cap", cap >> 20)
+            }
+            // A cap that is no whole MiB (an exact size a reader expects) says its bytes.
+            FileError::TooLarge { len, cap } => {
+                write!(f, "{len} bytes, above the {cap}-byte input cap")
             }
             FileError::Grew => f.write_str("grew past the input cap while being read"),
             FileError::NotUtf8 { line } => write!(f, "{line}: not UTF-8 text"),

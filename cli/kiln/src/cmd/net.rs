@@ -151,33 +151,40 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         }
         None => Weights::random(&def, 11)?,
     };
+    if a.batch == 0 {
+        return Err("net: --batch must be at least 1".into());
+    }
+    let s = def.input.1;
+    let in_bytes = u64::from(a.batch) * u64::from(s.c * s.h * s.w) * dtype.size_bytes() as u64;
+    // The input is read (at most the bytes the batch needs) and checked before the device
+    // opens, so that a wrong file fails fast, GPU or not.
     let input = match &a.input {
-        Some(path) => Some(
-            kiln::format::file::read_capped(path, 4 << 30)
-                .map_err(|e| format!("net: --input {}: {e}", path.display()))?,
-        ),
+        Some(path) => {
+            let b = kiln::format::file::read_capped(path, in_bytes)
+                .map_err(|e| format!("net: --input {}: {e}", path.display()))?;
+            if b.len() as u64 != in_bytes {
+                return Err(format!(
+                    "net: --input {} holds {} B; {} x {}x{}x{} (NHWC) {} needs {in_bytes} B",
+                    path.display(),
+                    b.len(),
+                    a.batch,
+                    s.h,
+                    s.w,
+                    s.c,
+                    dtype.name()
+                )
+                .into());
+            }
+            Some(b)
+        }
         None => None,
     };
     let ctx = a.device.context()?;
     let t0 = std::time::Instant::now();
     let net = Network::new(&ctx, &def, &weights, a.batch, dtype)?;
     let build_s = t0.elapsed().as_secs_f64();
-    let s = net.input_shape();
-    let in_bytes = u64::from(a.batch) * u64::from(s.c * s.h * s.w) * dtype.size_bytes() as u64;
     let image = match input {
-        Some(b) if b.len() as u64 == in_bytes => b,
-        Some(b) => {
-            return Err(format!(
-                "net: --input holds {} B; {} x {}x{}x{} (NHWC) {} needs {in_bytes} B",
-                b.len(),
-                a.batch,
-                s.h,
-                s.w,
-                s.c,
-                dtype.name()
-            )
-            .into())
-        }
+        Some(b) => b,
         None => {
             let values =
                 kiln::harness::verify::random_values((in_bytes as usize) / dtype.size_bytes(), 7);
