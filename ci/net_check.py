@@ -22,6 +22,8 @@ import time
 import torch
 import torchvision
 
+from torch_conv_bench import graph_ms  # ci/: the per-layer benchmark's graph timing
+
 
 def save_safetensors(path, tensors):
     """safetensors' layout: 8-byte header length, JSON header, raw little-endian data."""
@@ -72,25 +74,7 @@ def build(name):
 
 def gpu_ms(fn, x, repeats=50):
     """Median ms of one call, GPU-only: the call captured in a CUDA graph, replayed."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn(x)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn(x)
-    times = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
+    return graph_ms(lambda: fn(x), replays=repeats)
 
 
 def kiln_run(kiln, model, weights, batch, x, out_dir, tag, profile=False):

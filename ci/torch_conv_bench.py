@@ -1,8 +1,8 @@
 """Cross-check of kiln bench's cuDNN column: ResNet-50's 23 unique conv layers and its 53-layer
 network through PyTorch
 (cudnn.benchmark = True), timed GPU-only the way kiln bench times both runtimes: a CUDA graph of
-20 calls (inputs rotated over 3 copies), replayed; median per call over 7 replays. Runs on the
-a machine with the GPU (PyTorch is there, not in kiln). Prints a Markdown table.
+20 calls (inputs rotated over 3 copies), replayed; median per call over 7 replays. Runs on a
+machine with the GPU (PyTorch is there, not in kiln). Prints a Markdown table.
 Usage: python3 ci/torch_conv_bench.py > torch-bench.md
 
 With --kiln-report BENCH_MD (a `kiln-tools bench --problems` report): every layer of every list
@@ -51,9 +51,9 @@ def time_conv(n, c, hw, k, rs, pad, stride, dil, groups, dtype, cl):
     return graph_ms(lambda: [run(xs[i % 3]) for i in range(20)]) / 20
 
 
-def graph_ms(body):
+def graph_ms(body, replays=7):
     """`body` (already run once, so cudnn.benchmark has chosen) captured in one CUDA graph;
-    median ms per replay over 7 replays, after a warm-up replay."""
+    median ms per replay over `replays` replays, after a warm-up replay."""
     g = torch.cuda.CUDAGraph()
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
@@ -64,7 +64,7 @@ def graph_ms(body):
     g.replay()
     torch.cuda.synchronize()
     times = []
-    for _ in range(7):
+    for _ in range(replays):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         g.replay()
