@@ -15,9 +15,11 @@ export PKG_CONFIG_PATH="$PWD/$KILN_C/lib/pkgconfig"
 cflags="-O2 -Wall -Wextra -Werror -std=c11 -D_POSIX_C_SOURCE=200809L"
 # Static: libkiln.a plus what Rust's std needs from the system (kiln.pc's Libs.private).
 # shellcheck disable=SC2046
-$CC $cflags $(pkg-config --cflags kiln) examples/c/resnet_layer.c -o "$bin/resnet_layer_c" \
-  -L"$KILN_C/lib" -Wl,-Bstatic -lkiln -Wl,-Bdynamic \
-  $(pkg-config --static --libs-only-l kiln | sed 's/-lkiln//') -lm
+for example in resnet_layer network; do
+  $CC $cflags $(pkg-config --cflags kiln) "examples/c/$example.c" -o "$bin/${example}_c" \
+    -L"$KILN_C/lib" -Wl,-Bstatic -lkiln -Wl,-Bdynamic \
+    $(pkg-config --static --libs-only-l kiln | sed 's/-lkiln//') -lm
+done
 # Shared, through pkg-config alone (rpath so it runs from the staging tree).
 # shellcheck disable=SC2046
 $CC $cflags capi/tests/api_check.c -o "$bin/api_check" $(pkg-config --cflags --libs kiln) \
@@ -29,6 +31,8 @@ if ldd "$bin/resnet_layer_c" | grep -q libkiln; then
 fi
 echo "== C example"
 "$bin/resnet_layer_c"
+echo "== C example: a whole network"
+"$bin/network_c"
 echo "== C library on bad input, under valgrind"
 if command -v valgrind >/dev/null; then
   valgrind --quiet --error-exitcode=3 --leak-check=full --errors-for-leak-kinds=definite,indirect \

@@ -1,13 +1,16 @@
 """A whole network through kiln against PyTorch, on a machine with the GPU.
 
-Builds the torchvision network with random weights (batch-norm statistics calibrated on random
-batches, so every layer's activations stay in range), writes its state_dict as safetensors,
-runs `kiln net run` on 64 random images and compares the output (softmax probabilities) and
-the top-1 class with PyTorch's, then times the forward pass GPU-only (CUDA-graph replay) at
-N=1 and N=32: kiln, PyTorch eager and torch.compile (Inductor, freezing), like with like (FP16,
-channels-last, the same softmax head).
+Builds the network with random weights (batch-norm statistics calibrated on random batches, so
+every layer's activations stay in range): a torchvision classifier, or the YOLO-style detector
+of ci/yolo_module.py. Writes its state_dict as safetensors, runs `kiln net run` on random
+images (64 for a classifier, 16 for the detector) and compares the outputs (a classifier's
+softmax probabilities and top-1 class; the detector's three maps) with PyTorch's, then times
+the forward pass GPU-only (CUDA-graph replay) at N=1 and N=32: kiln, PyTorch eager and
+torch.compile (Inductor, freezing), like with like (the same data type, channels-last, the
+same head). In FP32, kiln computes in FP32 throughout; PyTorch is timed twice: with its
+default TF32 convolutions and with TF32 off (FP32 accuracy, kiln's).
 
-    python3 ci/net_check.py --kiln out/kiln --model resnet50 --out $OUT
+    python3 ci/net_check.py --kiln out/kiln --model resnet50 [--dtype fp32] --out $OUT
 """
 
 import argparse
@@ -19,10 +22,14 @@ import subprocess
 import sys
 import time
 
+import numpy
 import torch
 import torchvision
 
 from torch_conv_bench import graph_ms  # ci/: the per-layer benchmark's graph timing
+import yolo_module  # ci/: the detector
+
+DETECTORS = {"yolov8n": (yolo_module.YoloV8n, 640, 1e-3)}
 
 
 def save_safetensors(path, tensors):
@@ -46,8 +53,14 @@ def save_safetensors(path, tensors):
 
 
 def build(name):
+    """The network, random weights, batch norms calibrated (on the GPU), in eval mode; its
+    image size."""
     torch.manual_seed(0)
-    m = getattr(torchvision.models, name)(weights=None)
+    if name in DETECTORS:
+        cls, size, want_eps = DETECTORS[name]
+        m = cls()
+    else:
+        m, size, want_eps = getattr(torchvision.models, name)(weights=None), 224, 1e-5
     # Batch norms: gamma and beta away from 1 and 0, statistics from random batches.
     for mod in m.modules():
         if isinstance(mod, torch.nn.BatchNorm2d):
@@ -55,21 +68,37 @@ def build(name):
                 mod.weight.uniform_(0.5, 1.5)
                 mod.bias.normal_(0.0, 0.1)
             mod.momentum = None
-    m.train()
+    m = m.cuda().train()
     with torch.no_grad():
         for _ in range(4):
-            m(torch.randn(16, 3, 224, 224))
-    m.eval()
-    # A classifier with random weights puts near-equal logits on a few classes, so FP16's
-    # rounding (PyTorch's own too) flips the top-1 of some images. A larger gain on the last
-    # layer spreads the logits, so that top-1 compares the networks, not the noise.
-    last = [mod for mod in m.modules() if isinstance(mod, torch.nn.Linear)][-1]
-    with torch.no_grad():
-        last.weight.mul_(8.0)
+            m(torch.randn(16, 3, size, size, device="cuda"))
+    m = m.cpu().eval()
+    if name not in DETECTORS:
+        # A classifier with random weights puts near-equal logits on a few classes, so
+        # FP16's rounding (PyTorch's own too) flips the top-1 of some images. A larger gain
+        # on the last layer spreads the logits, so that top-1 compares the networks, not the
+        # noise.
+        last = [mod for mod in m.modules() if isinstance(mod, torch.nn.Linear)][-1]
+        with torch.no_grad():
+            last.weight.mul_(8.0)
     eps = {mod.eps for mod in m.modules() if isinstance(mod, torch.nn.BatchNorm2d)}
-    if eps != {1e-5}:
-        raise SystemExit(f"{name}: batch-norm eps {eps}; kiln's definition folds with 1e-5")
-    return m
+    if eps != {want_eps}:
+        raise SystemExit(f"{name}: batch-norm eps {eps}; kiln's definition folds with {want_eps}")
+    print(f"{name}: {sum(p.numel() for p in m.parameters())} parameters", flush=True)
+    return m, size
+
+
+class Flat(torch.nn.Module):
+    """A network whose outputs are flattened as kiln writes them: each output NHWC, in order."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        ys = self.net(x)
+        ys = ys if isinstance(ys, (list, tuple)) else [ys[:, :, None, None]]
+        return torch.cat([y.permute(0, 2, 3, 1).reshape(y.shape[0], -1) for y in ys], 1)
 
 
 def gpu_ms(fn, x, repeats=50):
@@ -77,81 +106,109 @@ def gpu_ms(fn, x, repeats=50):
     return graph_ms(lambda: fn(x), replays=repeats)
 
 
-def kiln_run(kiln, model, weights, batch, x, out_dir, tag, profile=False):
+def kiln_run(kiln, model, weights, batch, x, out_dir, tag, dtype, profile=False):
+    """kiln's outputs for x (flattened per sample, as Flat) and its GPU-only ms."""
     inp, outp = os.path.join(out_dir, f"in-{tag}.bin"), os.path.join(out_dir, f"out-{tag}.bin")
     x.permute(0, 2, 3, 1).contiguous().cpu().numpy().tofile(inp)
     r = subprocess.run(
-        [kiln, "net", "run", model, "--weights", weights, "--batch", str(batch), "--input", inp, "--output", outp, "--repeats", "50"]
-        + (["--profile"] if profile else []),
+        [kiln, "net", "run", model, "--weights", weights, "--batch", str(batch), "--type", dtype.upper(),
+         "--input", inp, "--output", outp, "--repeats", "50"] + (["--profile"] if profile else []),
         capture_output=True, text=True)
     print(r.stdout + r.stderr, flush=True)
     if r.returncode != 0:
         raise SystemExit(f"kiln net run failed ({r.returncode})")
     ms = float(r.stdout.split("forward pass: ")[1].split(" ms")[0])
-    y = torch.from_numpy(__import__("numpy").fromfile(outp, dtype="float16").reshape(batch, -1).astype("float32"))
+    raw = numpy.fromfile(outp, dtype="float16" if dtype == "fp16" else "float32").astype("float32")
     os.remove(inp)
     os.remove(outp)
-    return y, ms
+    # The file holds each output whole (batch x h x w x c), one after another.
+    shapes = [tuple(int(v) for v in s.split("x")) for s in r.stdout.split("outputs (NHWC): ")[1].split("\n")[0].split(", ")]
+    parts, at = [], 0
+    for s in shapes:
+        n = int(numpy.prod(s))
+        parts.append(torch.from_numpy(raw[at:at + n].reshape(batch, -1)))
+        at += n
+    return torch.cat(parts, 1), ms
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--model", default="resnet50")
+    ap.add_argument("--dtype", default="fp16", choices=["fp16", "fp32"])
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    m = build(a.model)
+    detector = a.model in DETECTORS
+    m, size = build(a.model)
     weights = os.path.join("/tmp", f"{a.model}.safetensors")
     save_safetensors(weights, m.state_dict())
     dev = torch.device("cuda")
-    net = torch.nn.Sequential(copy.deepcopy(m), torch.nn.Softmax(dim=1)).to(dev).half()
-    net = net.to(memory_format=torch.channels_last).eval()
-    ref32 = torch.nn.Sequential(copy.deepcopy(m), torch.nn.Softmax(dim=1)).to(dev).float().eval()
+    tdt = torch.float16 if a.dtype == "fp16" else torch.float32
+    head = (lambda n: n) if detector else (lambda n: torch.nn.Sequential(n, torch.nn.Softmax(dim=1)))
+    net = head(copy.deepcopy(m)).to(dev).to(tdt).to(memory_format=torch.channels_last).eval()
+    ref32 = Flat(head(copy.deepcopy(m))).to(dev).float().eval()
 
-    # Correctness: 64 random images.
+    # Correctness: random images, against PyTorch in the same type and in FP32 (TF32 off).
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(1)
-    x = torch.randn(64, 3, 224, 224, dtype=torch.float16)
+    images = 16 if detector else 64
+    x = torch.randn(images, 3, size, size, dtype=tdt)
     with torch.no_grad():
-        y_torch = net(x.to(dev).to(memory_format=torch.channels_last)).float().cpu()
+        y_torch = Flat(net)(x.to(dev).to(memory_format=torch.channels_last)).float().cpu()
         y_ref32 = ref32(x.to(dev).float()).cpu()
-    y_kiln, _ = kiln_run(a.kiln, a.model, weights, 64, x, a.out, "check")
+    y_kiln, _ = kiln_run(a.kiln, a.model, weights, images, x, a.out, "check", a.dtype)
     report = {
         "model": a.model,
+        "dtype": a.dtype,
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "date": time.strftime("%Y-%m-%d"),
-        "max_abs_error_vs_torch_fp16": float((y_kiln - y_torch).abs().max()),
+        "images": images,
+        "max_abs_error_vs_torch_same_type": float((y_kiln - y_torch).abs().max()),
         "max_abs_error_vs_torch_fp32": float((y_kiln - y_ref32).abs().max()),
-        "torch_fp16_max_abs_error_vs_fp32": float((y_torch - y_ref32).abs().max()),
-        "top1_agree_with_torch_fp16": int((y_kiln.argmax(1) == y_torch.argmax(1)).sum()),
-        "top1_agree_with_torch_fp32": int((y_kiln.argmax(1) == y_ref32.argmax(1)).sum()),
-        "torch_fp16_top1_agree_with_fp32": int((y_torch.argmax(1) == y_ref32.argmax(1)).sum()),
-        "images": 64,
-        "distinct_top1_classes": int(y_ref32.argmax(1).unique().numel()),
+        "torch_same_type_max_abs_error_vs_fp32": float((y_torch - y_ref32).abs().max()),
+        "max_abs_output_fp32": float(y_ref32.abs().max()),
     }
+    if not detector:
+        report.update({
+            "top1_agree_with_torch_same_type": int((y_kiln.argmax(1) == y_torch.argmax(1)).sum()),
+            "top1_agree_with_torch_fp32": int((y_kiln.argmax(1) == y_ref32.argmax(1)).sum()),
+            "torch_same_type_top1_agree_with_fp32": int((y_torch.argmax(1) == y_ref32.argmax(1)).sum()),
+            "distinct_top1_classes": int(y_ref32.argmax(1).unique().numel()),
+        })
     print(json.dumps(report, indent=1), flush=True)
 
-    # Speed: GPU-only, same run.
+    # Speed: GPU-only, same run. FP32 PyTorch is timed with TF32 off (kiln's accuracy) and
+    # with its default TF32 convolutions.
     torch._inductor.config.freezing = True
-    compiled = torch.compile(net)
+    settings = [("", False)] if a.dtype == "fp16" else [("", False), ("_tf32", True)]
     rows = []
     for n in (1, 32):
-        xn = torch.randn(n, 3, 224, 224, dtype=torch.float16)
+        xn = torch.randn(n, 3, size, size, dtype=tdt)
         xd = xn.to(dev).to(memory_format=torch.channels_last)
-        with torch.no_grad():
-            eager = gpu_ms(net, xd)
-            t0 = time.time()
-            compiled(xd)
-            compile_s = time.time() - t0
-            comp = gpu_ms(compiled, xd)
-        _, kiln_ms = kiln_run(a.kiln, a.model, weights, n, xn, a.out, f"n{n}", profile=True)
-        rows.append({"n": n, "kiln_ms": kiln_ms, "eager_ms": eager, "compile_ms": comp,
-                     "kiln_vs_compile": kiln_ms / comp, "kiln_vs_eager": kiln_ms / eager,
-                     "compile_s": compile_s})
+        _, kiln_ms = kiln_run(a.kiln, a.model, weights, n, xn, a.out, f"n{n}", a.dtype, profile=True)
+        row = {"n": n, "kiln_ms": kiln_ms}
+        for suffix, tf32 in settings:
+            torch.backends.cudnn.allow_tf32 = tf32
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch._dynamo.reset()
+            compiled = torch.compile(net)
+            with torch.no_grad():
+                eager = gpu_ms(net, xd)
+                t0 = time.time()
+                compiled(xd)
+                compile_s = time.time() - t0
+                comp = gpu_ms(compiled, xd)
+            row.update({f"eager{suffix}_ms": eager, f"compile{suffix}_ms": comp,
+                        f"kiln_vs_compile{suffix}": kiln_ms / comp, f"kiln_vs_eager{suffix}": kiln_ms / eager,
+                        f"compile{suffix}_s": compile_s})
+        rows.append(row)
         print(json.dumps(rows[-1]), flush=True)
     report["speed"] = rows
-    with open(os.path.join(a.out, f"net-{a.model}.json"), "w") as f:
+    suffix = "" if a.dtype == "fp16" else f"-{a.dtype}"
+    with open(os.path.join(a.out, f"net-{a.model}{suffix}.json"), "w") as f:
         json.dump(report, f, indent=1)
 
 

@@ -611,8 +611,8 @@ impl Context {
     }
 
     /// Runs an operator: `a` its input, `b` the second input of an elementwise add or
-    /// multiply (else `None`), `y` the output (its first channel `y_channel_offset` when it is
-    /// a channel slice), `workspace` at least [`crate::ops::OpProblem::workspace_bytes`] (a
+    /// multiply (else `None`), `y` the output (`offsets` the first channels of `a` and `y`
+    /// when they are channel slices of wider tensors), `workspace` at least [`crate::ops::OpProblem::workspace_bytes`] (a
     /// global pool's partial sums; else `None`), on `stream`. Buffers are checked against the
     /// problem (present, large enough, on this device) before anything is launched.
     #[allow(clippy::too_many_arguments)]
@@ -622,7 +622,7 @@ impl Context {
         a: &DeviceBuffer,
         b: Option<&DeviceBuffer>,
         y: &DeviceBuffer,
-        y_channel_offset: u32,
+        offsets: crate::ops::ChannelOffsets,
         workspace: Option<&DeviceBuffer>,
         stream: &Stream,
     ) -> Result<(), RunError> {
@@ -634,15 +634,22 @@ impl Context {
             }))
         };
         let element = op.data_type.size_bytes() as u64;
-        let y_ld = if op.y_ld == 0 { op.c } else { op.y_ld };
-        if u64::from(y_channel_offset) + u64::from(op.c) > u64::from(y_ld) {
-            return fail(format!(
-                "y's channel offset {y_channel_offset} + c = {} passes its stride y_ld = {y_ld}",
-                op.c
-            ));
-        }
-        let y_offset = u64::from(y_channel_offset) * element;
-        check_buffer(&self.device, "a", a, op.a_elements() * element)?;
+        let slice = |name: &str, offset: u32, ld: u32| {
+            let ld = if ld == 0 { op.c } else { ld };
+            if u64::from(offset) + u64::from(op.c) > u64::from(ld) {
+                return Err(RunError::Operator(crate::ops::OpError {
+                    op: op.describe(),
+                    reason: format!(
+                        "{name}'s channel offset {offset} + c = {} passes its stride {name}_ld = {ld}",
+                        op.c
+                    ),
+                }));
+            }
+            Ok(u64::from(offset) * element)
+        };
+        let a_offset = slice("a", offsets.a, op.a_ld)?;
+        let y_offset = slice("y", offsets.y, op.y_ld)?;
+        check_buffer(&self.device, "a", a, op.a_elements() * element + a_offset)?;
         check_buffer(&self.device, "y", y, op.y_elements() * element + y_offset)?;
         let b_needed = op.b_elements() * element;
         let bp = match (b, b_needed) {
@@ -669,7 +676,7 @@ impl Context {
                 })
             }
         };
-        let (ap, yp) = (a.device_ptr(), y.device_ptr() + y_offset);
+        let (ap, yp) = (a.device_ptr() + a_offset, y.device_ptr() + y_offset);
         // A global pool: partial sums from a into the workspace, then the workspace into y.
         let launches: [(u64, u64, u64, u32); 2] = if inv.functions.len() == 2 {
             let finish = (u64::from(op.n) * u64::from(op.c))
@@ -682,8 +689,8 @@ impl Context {
         for (function, &(mut a0, mut b0, mut y0, blocks)) in inv.functions.iter().zip(&launches) {
             let mut args = inv.args;
             args.grid_threads = (blocks * crate::ops::BLOCK_THREADS) as i32;
-            // 16-byte accesses need a channel offset that keeps y's rows 16-byte aligned.
-            if !y_channel_offset.is_multiple_of(8) {
+            // 16-byte accesses need channel offsets that keep the rows 16-byte aligned.
+            if !(offsets.a.is_multiple_of(8) && offsets.y.is_multiple_of(8)) {
                 args.vec = 1;
             }
             let mut params: [*mut core::ffi::c_void; 4] = [

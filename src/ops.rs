@@ -136,6 +136,17 @@ pub struct OpProblem {
     pub y_ld: u32,
 }
 
+/// Where an operator's input and output start within wider channels-last tensors (a split's
+/// half, a concatenation's part): the first channel of each, counted against `a_ld` and
+/// `y_ld`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChannelOffsets {
+    /// The input's first channel.
+    pub a: u32,
+    /// The output's first channel.
+    pub y: u32,
+}
+
 /// Why an operator cannot run as described.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpError {

@@ -16,6 +16,9 @@ typedef struct kiln_buffer kiln_buffer;
 // A device (or a target, for planning) and kiln's state on it.
 typedef struct kiln_handle kiln_handle;
 
+// A network built on a device: its weights, activation memory and captured forward pass.
+typedef struct kiln_net kiln_net;
+
 // A convolution problem.
 typedef struct kiln_problem kiln_problem;
 
@@ -115,6 +118,36 @@ typedef struct kiln_solution_info {
   // For `KILN_PROVENANCE_NEAREST`: the measured problem's find-db key; else empty.
   char nearest_key[KILN_NAME_BYTES];
 } kiln_solution_info;
+
+// What a network is, as `kiln_net_get_info` writes it.
+typedef struct kiln_net_info {
+  // The network's name (`resnet50`), NUL-terminated.
+  char name[KILN_NAME_BYTES];
+  // Samples per run.
+  uint32_t batch;
+  // Every tensor's `KILN_DATA_*` type.
+  kiln_data_type data_type;
+  // Tensors the network returns (`kiln_net_get_output`).
+  uint32_t outputs;
+  // Kernel launches per forward pass (all in one captured graph).
+  uint32_t launches;
+  // Device memory for activations, bytes (input and outputs included).
+  uint64_t activation_bytes;
+} kiln_net_info;
+
+// A network's input or output tensor: NHWC, `batch x h x w x c` elements of its data type.
+typedef struct kiln_net_tensor {
+  // Channels.
+  uint32_t c;
+  // Height.
+  uint32_t h;
+  // Width.
+  uint32_t w;
+  // Bytes of the whole batch.
+  uint64_t bytes;
+  // Its device address (valid while the network lives).
+  void *device_ptr;
+} kiln_net_tensor;
 
 // The problem's own find-db record (measured on this target).
 #define KILN_PROVENANCE_FIND_DB 0
@@ -429,6 +462,94 @@ kiln_status kiln_buffer_download(const struct kiln_buffer *buffer, void *dst, si
 // `buffer` is NULL or came from `kiln_buffer_create`, is not used afterwards, and no
 // enqueued work still uses it.
 void kiln_buffer_destroy(struct kiln_buffer *buffer);
+
+// The name of kiln's `index`-th network definition (`"resnet50"`, `"mobilenet_v2"`,
+// `"efficientnet_b0"`, `"yolov8n"`, ...), a static string; NULL past the last.
+const char *kiln_net_model_name(uint32_t index);
+
+// Builds network `model` (`kiln_net_model_name`) on the handle's device for `batch` samples
+// of `data_type` (`KILN_DATA_HALF`, `KILN_DATA_BFLOAT16` or `KILN_DATA_FLOAT`; NHWC), with
+// the weights in `weights` (the bytes of a safetensors file, PyTorch's names and shapes;
+// batch norms are folded into the convolutions). Every convolution is resolved, the weights
+// uploaded, activation memory allocated and the forward pass captured. Errors name the node
+// and tensor (a missing or misshapen weight, a problem no solver takes).
+//
+// # Safety
+// `handle` is live; `model` is a NUL-terminated string; `weights` holds `weights_bytes`
+// bytes; `out` is writable.
+kiln_status kiln_net_create(const struct kiln_handle *handle,
+                            const char *model,
+                            const void *weights,
+                            uint64_t weights_bytes,
+                            uint32_t batch,
+                            kiln_data_type data_type,
+                            struct kiln_net **out);
+
+// As `kiln_net_create`, with seeded random weights (He-uniform filters, batch norms near
+// identity): for demos and checks without a weights file. The same seed gives the same
+// weights.
+//
+// # Safety
+// `handle` is live; `model` is a NUL-terminated string; `out` is writable.
+kiln_status kiln_net_create_random(const struct kiln_handle *handle,
+                                   const char *model,
+                                   uint64_t seed,
+                                   uint32_t batch,
+                                   kiln_data_type data_type,
+                                   struct kiln_net **out);
+
+// Writes what the network is.
+//
+// # Safety
+// `net` is live; `info` is writable.
+kiln_status kiln_net_get_info(const struct kiln_net *net, struct kiln_net_info *info);
+
+// Writes the input tensor: where to put the batch of images (`kiln_net_set_input`, or the
+// caller's own copy to `device_ptr`).
+//
+// # Safety
+// `net` is live; `input` is writable.
+kiln_status kiln_net_get_input(const struct kiln_net *net, struct kiln_net_tensor *input);
+
+// Writes output tensor `index` (0 .. `outputs` - 1, in the network's order).
+//
+// # Safety
+// `net` is live; `output` is writable.
+kiln_status kiln_net_get_output(const struct kiln_net *net,
+                                uint32_t index,
+                                struct kiln_net_tensor *output);
+
+// Copies a batch of images (NHWC, the network's data type, exactly the input's `bytes`) from
+// host memory to the input (synchronous).
+//
+// # Safety
+// `net` is live; `src` holds `bytes` bytes.
+kiln_status kiln_net_set_input(const struct kiln_net *net, const void *src, uint64_t bytes);
+
+// Enqueues one forward pass (the captured graph) on `stream` (`CUstream` / `hipStream_t`;
+// NULL: the default stream) and returns. Runs of one network on different streams must not
+// overlap: they share its activation memory.
+//
+// # Safety
+// `net` is live; `stream` is NULL or a live stream of the handle's device.
+kiln_status kiln_net_run(const struct kiln_net *net, void *stream);
+
+// Copies output `index` (exactly its `bytes`) to host memory, after the work enqueued
+// before it on the default stream (synchronize a non-blocking stream of your own first).
+//
+// # Safety
+// `net` is live; `dst` holds `bytes` writable bytes.
+kiln_status kiln_net_read_output(const struct kiln_net *net,
+                                 uint32_t index,
+                                 void *dst,
+                                 uint64_t bytes);
+
+// Destroys a network (NULL: nothing), freeing its device memory.
+//
+// # Safety
+// `net` is NULL or came from `kiln_net_create*`, is not used afterwards, and no enqueued
+// run still uses it.
+void kiln_net_destroy(struct kiln_net *net);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -113,7 +113,7 @@ impl kiln_conv_desc {
 const DIM_NAMES: [&str; 5] = ["n", "c", "d", "h", "w"];
 const FILTER_DIM_NAMES: [&str; 5] = ["k", "c/groups", "d", "h", "w"];
 
-fn data_type(which: &str, v: kiln_data_type) -> Result<DataType, Failure> {
+pub(crate) fn data_type(which: &str, v: kiln_data_type) -> Result<DataType, Failure> {
     match v {
         KILN_DATA_FLOAT => Ok(DataType::Fp32),
         KILN_DATA_HALF => Ok(DataType::Fp16),

@@ -9,6 +9,9 @@
 //! 4. a **solution**: one of them chosen (its kernels loaded), saved as bytes and loaded back;
 //! 5. **run** on the caller's device buffers and stream.
 //!
+//! Whole networks (`kiln_net_*`): one of kiln's definitions built on a handle's device for a
+//! batch size, from safetensors bytes, its forward pass replayed on the caller's stream.
+//!
 //! Every call returns a `kiln_status`; `kiln_last_error()` says what was wrong and where (per
 //! thread). No panic crosses the boundary. Every object has a destroy function, which accepts
 //! NULL. Threads: handles, problems and solutions are immutable once made and may be used from
@@ -19,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod desc;
+mod net;
 mod saved;
 mod status;
 
@@ -35,6 +39,7 @@ use kiln::solvers::TargetCaps;
 use kiln::{ConvProblem, EmbeddedTarget};
 
 pub use desc::*;
+pub use net::*;
 pub use status::*;
 
 /// Where a solution's rank came from: one of the `KILN_PROVENANCE_*` values.

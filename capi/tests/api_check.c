@@ -366,12 +366,51 @@ static void log_level(void) {
   free(long_name);
 }
 
+/* Whole networks: names listed, bad arguments refused naming them, a planning handle refused. */
+static void networks(void) {
+  kiln_handle *h = NULL;
+  kiln_net *n = (kiln_net *)&h; /* must be overwritten with NULL on failure */
+  kiln_net_info info;
+  const char junk[16] = "not safetensors";
+  expect("first network", strcmp(kiln_net_model_name(0), "resnet50") == 0 ? KILN_SUCCESS : -1,
+         KILN_SUCCESS, NULL);
+  expect("past the last network", kiln_net_model_name(1000) == NULL ? KILN_SUCCESS : -1,
+         KILN_SUCCESS, NULL);
+  expect("planning handle", kiln_handle_create_for_target("h100", &h), KILN_SUCCESS, NULL);
+  expect("net out NULL", kiln_net_create_random(h, "resnet50", 1, 1, KILN_DATA_HALF, NULL),
+         KILN_ERROR_BAD_PARAM, "out is NULL");
+  expect("net model NULL", kiln_net_create_random(h, NULL, 1, 1, KILN_DATA_HALF, &n),
+         KILN_ERROR_BAD_PARAM, "model is NULL");
+  if (n != NULL) {
+    failed++;
+    printf("FAIL net: out not cleared on failure\n");
+  }
+  expect("unknown network", kiln_net_create_random(h, "vgg16", 1, 1, KILN_DATA_HALF, &n),
+         KILN_ERROR_BAD_PARAM, "known: resnet50");
+  expect("weights NULL", kiln_net_create(h, "resnet50", NULL, 0, 1, KILN_DATA_HALF, &n),
+         KILN_ERROR_BAD_PARAM, "weights is NULL");
+  expect("weights not safetensors",
+         kiln_net_create(h, "resnet50", junk, sizeof junk, 1, KILN_DATA_HALF, &n),
+         KILN_ERROR_BAD_PARAM, "not a safetensors file");
+  expect("net data type 7", kiln_net_create_random(h, "resnet50", 1, 1, 7, &n),
+         KILN_ERROR_BAD_PARAM, "data_type = 7");
+  expect("net on a planning handle", kiln_net_create_random(h, "resnet50", 1, 1, KILN_DATA_HALF, &n),
+         KILN_ERROR_NO_DEVICE, "without a device");
+  expect("net handle NULL", kiln_net_create_random(NULL, "resnet50", 1, 1, KILN_DATA_HALF, &n),
+         KILN_ERROR_BAD_PARAM, "handle is NULL");
+  expect("net info of NULL", kiln_net_get_info(NULL, &info), KILN_ERROR_BAD_PARAM, "net is NULL");
+  expect("net run NULL", kiln_net_run(NULL, NULL), KILN_ERROR_BAD_PARAM, "net is NULL");
+  kiln_net_destroy(NULL);
+  kiln_handle_destroy(h);
+}
+
 int main(void) {
   printf("kiln %s: C interface on bad input\n", kiln_version());
   descriptions();
   keys();
   devices_and_targets();
   planning();
+  networks();
   log_level();
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;

@@ -16,14 +16,15 @@ fn stored(dtype: DataType, values: impl IntoIterator<Item = f64>) -> Vec<f64> {
     values.into_iter().map(|v| round_to(dtype, v)).collect()
 }
 
-/// `def`'s output for `batch` samples of `image` (NHWC, `batch x h x w x c`), in f64.
+/// `def`'s outputs, in order, for `batch` samples of `image` (NHWC, `batch x h x w x c`), in
+/// f64.
 pub fn forward(
     def: &NetworkDef,
     weights: &Weights,
     batch: u32,
     dtype: DataType,
     image: &[f64],
-) -> Result<Vec<f64>, NetError> {
+) -> Result<Vec<Vec<f64>>, NetError> {
     let shapes = def.shapes()?;
     let (input, s0) = (&def.input.0, def.input.1);
     let pixels = |s: Shape| batch as usize * (s.c * s.h * s.w) as usize;
@@ -86,14 +87,21 @@ pub fn forward(
         } else {
             let p = def.batched_op_problem(node, x, batch, dtype)?;
             let b = node.inputs.get(1).map(|t| tensors[t.as_str()].as_slice());
-            stored(
-                dtype,
-                super::ops::reference(&p, &tensors[node.inputs[0].as_str()], b),
-            )
+            // A slice reads its channels from within the wider input.
+            let start = match node.op {
+                Op::Slice { start, .. } => start as usize,
+                _ => 0,
+            };
+            let a = &tensors[node.inputs[0].as_str()][start..];
+            stored(dtype, super::ops::reference(&p, a, b))
         };
         tensors.insert(node.output.as_str(), out);
     }
-    Ok(tensors.remove(def.output.as_str()).unwrap_or_default())
+    Ok(def
+        .outputs
+        .iter()
+        .map(|t| tensors.get(t.as_str()).cloned().unwrap_or_default())
+        .collect())
 }
 
 #[cfg(test)]
@@ -150,7 +158,7 @@ mod tests {
                     activation: Activation::Identity,
                 },
             ],
-            output: "a".into(),
+            outputs: vec!["a".into()],
         };
         let mut w = Weights::default();
         let t = |v: Vec<f32>| crate::net::weights::Tensor {
@@ -172,10 +180,47 @@ mod tests {
         // x = [-3, 1, 2, 0.5]: conv 2x, scale 0.5, +1 -> [-2, 2, 3, 1.5], ReLU -> [0, 2, 3,
         // 1.5], max 3, doubled 6.
         let y = forward(&def, &w, 1, DataType::Fp32, &[-3.0, 1.0, 2.0, 0.5]).unwrap();
-        assert_eq!(y, vec![6.0]);
+        assert_eq!(y, vec![vec![6.0]]);
         let e = forward(&def, &w, 2, DataType::Fp32, &[0.0; 4])
             .unwrap_err()
             .to_string();
         assert!(e.contains("image holds 4 values"), "{e}");
+    }
+
+    #[test]
+    fn a_split_and_concatenation_move_channels_per_pixel() {
+        // x: 2 pixels of 4 channels. s = channels 2..4 of x (ReLU); cat = [s, x]; both
+        // returned.
+        let node = |name: &str, op: Op, inputs: &[&str], activation| Node {
+            name: name.into(),
+            op,
+            inputs: inputs.iter().map(|t| t.to_string()).collect(),
+            output: name.into(),
+            activation,
+        };
+        let def = NetworkDef {
+            name: "t".into(),
+            input: ("x".into(), Shape { c: 4, h: 1, w: 2 }),
+            nodes: vec![
+                node(
+                    "s",
+                    Op::Slice {
+                        start: 2,
+                        channels: 2,
+                    },
+                    &["x"],
+                    Activation::Relu,
+                ),
+                node("cat", Op::Concat, &["s", "x"], Activation::Identity),
+            ],
+            outputs: vec!["cat".into(), "s".into()],
+        };
+        let x = [1.0, 2.0, -3.0, 4.0, 5.0, 6.0, 7.0, -8.0];
+        let y = forward(&def, &Weights::default(), 1, DataType::Fp32, &x).unwrap();
+        assert_eq!(y[1], vec![0.0, 4.0, 7.0, 0.0]);
+        assert_eq!(
+            y[0],
+            vec![0.0, 4.0, 1.0, 2.0, -3.0, 4.0, 7.0, 0.0, 5.0, 6.0, 7.0, -8.0]
+        );
     }
 }

@@ -365,7 +365,7 @@ pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<
         &a,
         b.as_ref().map(|b| &b.0),
         &y,
-        0,
+        crate::ops::ChannelOffsets::default(),
         ws.as_ref(),
         &Stream::default(),
     )?;

@@ -114,6 +114,13 @@ pub enum Op {
     Softmax,
     /// The inputs' channels, concatenated in order (same height and width).
     Concat,
+    /// Channels `start .. start + channels` of one input (a split's part).
+    Slice {
+        /// The first channel taken.
+        start: u32,
+        /// How many.
+        channels: u32,
+    },
 }
 
 /// One operator of a network.
@@ -131,7 +138,7 @@ pub struct Node {
     pub activation: Activation,
 }
 
-/// A network, per sample: its input, nodes in execution order, and output.
+/// A network, per sample: its input, nodes in execution order, and outputs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetworkDef {
     /// The network's name.
@@ -140,8 +147,9 @@ pub struct NetworkDef {
     pub input: (String, Shape),
     /// The nodes, each reading only tensors written before it.
     pub nodes: Vec<Node>,
-    /// The tensor the network returns.
-    pub output: String,
+    /// The tensors the network returns, in order (a classifier's probabilities; a detector's
+    /// maps, one per scale).
+    pub outputs: Vec<String>,
 }
 
 /// Why a network cannot be built or run, naming the node and tensor.
@@ -378,6 +386,26 @@ impl NetworkDef {
                     arity(1)?;
                     ins[0]
                 }
+                Op::Slice { start, channels } => {
+                    arity(1)?;
+                    if *channels == 0
+                        || u64::from(*start) + u64::from(*channels) > u64::from(ins[0].c)
+                    {
+                        return Err(bad(
+                            name,
+                            format!(
+                                "takes channels {start}..{} of {} ({}): out of range or empty",
+                                u64::from(*start) + u64::from(*channels),
+                                node.inputs[0],
+                                ins[0]
+                            ),
+                        ));
+                    }
+                    Shape {
+                        c: *channels,
+                        ..ins[0]
+                    }
+                }
                 Op::Concat => {
                     if ins.is_empty() {
                         return Err(bad(name, "concatenates nothing".into()));
@@ -406,11 +434,16 @@ impl NetworkDef {
                 ));
             }
         }
-        if !shapes.contains_key(self.output.as_str()) {
-            return Err(bad(
-                "output",
-                format!("tensor {} is written by no node", self.output),
-            ));
+        if self.outputs.is_empty() {
+            return Err(bad("output", "the network returns no tensor".into()));
+        }
+        for (i, t) in self.outputs.iter().enumerate() {
+            if !shapes.contains_key(t.as_str()) {
+                return Err(bad("output", format!("tensor {t} is written by no node")));
+            }
+            if self.outputs[..i].contains(t) {
+                return Err(bad("output", format!("tensor {t} is returned twice")));
+            }
         }
         Ok(shapes)
     }
@@ -434,7 +467,7 @@ impl NetworkDef {
                 op: EltwiseOp::Mul,
                 broadcast: true,
             },
-            Op::Activation | Op::Concat => OpKind::Eltwise {
+            Op::Activation | Op::Concat | Op::Slice { .. } => OpKind::Eltwise {
                 op: EltwiseOp::Copy,
                 broadcast: false,
             },
@@ -451,6 +484,10 @@ impl NetworkDef {
         );
         p.activation = node.activation;
         p.activation_param = node.activation.default_param();
+        if let Op::Slice { channels, .. } = node.op {
+            // A copy of `channels` from the wider input (its first one set at run time).
+            (p.c, p.a_ld) = (channels, x.c);
+        }
         Some(p)
     }
 
@@ -470,7 +507,7 @@ impl NetworkDef {
         Ok(p)
     }
 
-    /// For each tensor, the index of the last node that reads it (the network's output and
+    /// For each tensor, the index of the last node that reads it (the network's outputs and
     /// input live to the end).
     fn last_reads(&self) -> HashMap<&str, usize> {
         let mut last: HashMap<&str, usize> = HashMap::new();
@@ -479,7 +516,9 @@ impl NetworkDef {
                 last.insert(t.as_str(), i);
             }
         }
-        last.insert(self.output.as_str(), usize::MAX);
+        for t in &self.outputs {
+            last.insert(t.as_str(), usize::MAX);
+        }
         last.insert(self.input.0.as_str(), usize::MAX);
         last
     }
@@ -675,7 +714,7 @@ mod tests {
                 conv("c", "b", 16, 3, 1, Some("a")),
                 conv("d", "c", 16, 1, 1, None),
             ],
-            output: "d".into(),
+            outputs: vec!["d".into()],
         }
     }
 
@@ -710,8 +749,21 @@ mod tests {
             .to_string()
             .contains("already written"));
         let mut def = chain();
-        def.output = "z".into();
+        def.outputs = vec!["z".into()];
         assert!(def.shapes().unwrap_err().to_string().contains("tensor z"));
+        let mut def = chain();
+        def.outputs = vec!["d".into(), "d".into()];
+        assert!(def
+            .shapes()
+            .unwrap_err()
+            .to_string()
+            .contains("tensor d is returned twice"));
+        def.outputs.clear();
+        assert!(def
+            .shapes()
+            .unwrap_err()
+            .to_string()
+            .contains("returns no tensor"));
     }
 
     #[test]
@@ -726,7 +778,7 @@ mod tests {
         let with = |extra: Node| {
             let mut def = chain();
             def.nodes.push(extra);
-            def.output = def.nodes.last().unwrap().output.clone();
+            def.outputs = vec![def.nodes.last().unwrap().output.clone()];
             def.shapes().map(|_| ()).map_err(|e| e.to_string())
         };
         // a is 16x8x8, x is 8x16x16.
@@ -750,6 +802,28 @@ mod tests {
         let e = with(node("t", Op::Softmax, &["a", "b"])).unwrap_err();
         assert!(e.contains("takes 1 input(s), 2 given"), "{e}");
         with(node("cat", Op::Concat, &["a", "b", "c"])).unwrap();
+        let e = with(node(
+            "half",
+            Op::Slice {
+                start: 8,
+                channels: 9,
+            },
+            &["a"],
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("node half") && e.contains("channels 8..17 of a (16x8x8)"),
+            "{e}"
+        );
+        with(node(
+            "half",
+            Op::Slice {
+                start: 8,
+                channels: 8,
+            },
+            &["a"],
+        ))
+        .unwrap();
         with(node("g", Op::GlobalAvgPool, &["d"])).unwrap();
     }
 

@@ -11,21 +11,31 @@ pub fn by_name(name: &str) -> Option<NetworkDef> {
         "resnet50" => Some(resnet50(1000)),
         "mobilenet_v2" => Some(mobilenet_v2(1000)),
         "efficientnet_b0" => Some(efficientnet_b0(1000)),
+        "yolov8n" => Some(yolov8n(80)),
         _ => None,
     }
 }
 
 /// The names [`by_name`] knows.
-pub const NAMES: [&str; 3] = ["resnet50", "mobilenet_v2", "efficientnet_b0"];
+pub const NAMES: [&str; 4] = ["resnet50", "mobilenet_v2", "efficientnet_b0", "yolov8n"];
 
 /// Builds nodes in order, naming tensors after the nodes that write them.
 struct Builder {
     nodes: Vec<Node>,
+    /// Every batch norm's eps.
+    bn_eps: f32,
 }
 
 impl Builder {
-    /// A convolution with its batch norm (`bn`, PyTorch's eps 1e-5), optional residual and
-    /// activation; returns its output tensor.
+    fn new(bn_eps: f32) -> Self {
+        Builder {
+            nodes: Vec::new(),
+            bn_eps,
+        }
+    }
+
+    /// A convolution with its batch norm (`bn`), optional residual and activation; returns
+    /// its output tensor.
     #[allow(clippy::too_many_arguments)]
     fn conv_bn(
         &mut self,
@@ -50,7 +60,7 @@ impl Builder {
                 groups,
                 norm: Norm::BatchNorm {
                     prefix: bn.into(),
-                    eps: 1e-5,
+                    eps: self.bn_eps,
                 },
                 residual: residual.map(String::from),
             }),
@@ -144,8 +154,110 @@ impl Builder {
             name: net.into(),
             input: ("image".into(), input),
             nodes: self.nodes,
-            output: probs,
+            outputs: vec![probs],
         }
+    }
+
+    /// Ultralytics' `Conv` under module path `p`: a convolution (`p.conv`, padded to keep
+    /// the size at stride 1), its batch norm (`p.bn`) and SiLU.
+    fn conv_silu(&mut self, p: &str, x: &str, out: u32, kernel: u32, stride: u32) -> String {
+        self.conv_bn(
+            &format!("{p}.conv"),
+            &format!("{p}.bn"),
+            x,
+            out,
+            kernel,
+            stride,
+            1,
+            None,
+            Activation::Silu,
+        )
+    }
+
+    /// A C2f block: `cv1` (1x1, 2 x out/2 channels), its second half through `n`
+    /// bottlenecks (two 3x3 layers; the input added after the second's SiLU when
+    /// `shortcut`), `cv1`'s output and every bottleneck's concatenated, then `cv2` (1x1).
+    fn c2f(&mut self, p: &str, x: &str, out: u32, n: u32, shortcut: bool) -> String {
+        let c = out / 2;
+        let t = self.conv_silu(&format!("{p}.cv1"), x, 2 * c, 1, 1);
+        let mut last = self.node(
+            &format!("{p}.split"),
+            Op::Slice {
+                start: c,
+                channels: c,
+            },
+            &[&t],
+            Activation::Identity,
+        );
+        let mut parts = vec![t];
+        for i in 0..n {
+            let m = format!("{p}.m.{i}");
+            let h = self.conv_silu(&format!("{m}.cv1"), &last, c, 3, 1);
+            let h = self.conv_silu(&format!("{m}.cv2"), &h, c, 3, 1);
+            // The residual comes after the activation, so it is an add of its own.
+            last = if shortcut {
+                self.node(
+                    &format!("{m}.add"),
+                    Op::Add,
+                    &[&last, &h],
+                    Activation::Identity,
+                )
+            } else {
+                h
+            };
+            parts.push(last.clone());
+        }
+        self.concat_cv2(p, &parts, out)
+    }
+
+    /// SPPF: `cv1` (1x1, half the `channels`), three 5x5 stride-1 max pools in a row, the
+    /// four concatenated, `cv2` (1x1).
+    fn sppf(&mut self, p: &str, x: &str, channels: u32, out: u32) -> String {
+        let a = self.conv_silu(&format!("{p}.cv1"), x, channels / 2, 1, 1);
+        let pool = Op::Pool(Pool2d {
+            mode: PoolMode::Max,
+            window: [5, 5],
+            stride: [1, 1],
+            pad: [2, 2],
+            ceil_mode: false,
+        });
+        let mut parts = vec![a];
+        for i in 0..3 {
+            let m = self.node(
+                &format!("{p}.m.{i}"),
+                pool.clone(),
+                &[&parts[i]],
+                Activation::Identity,
+            );
+            parts.push(m);
+        }
+        self.concat_cv2(p, &parts, out)
+    }
+
+    /// `parts` concatenated (`p.cat`), then `p.cv2` (1x1, `out` channels): how C2f and SPPF
+    /// end.
+    fn concat_cv2(&mut self, p: &str, parts: &[String], out: u32) -> String {
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let cat = self.node(
+            &format!("{p}.cat"),
+            Op::Concat,
+            &parts,
+            Activation::Identity,
+        );
+        self.conv_silu(&format!("{p}.cv2"), &cat, out, 1, 1)
+    }
+
+    /// A nearest-neighbour 2x upsample.
+    fn upsample(&mut self, name: &str, x: &str) -> String {
+        self.node(
+            name,
+            Op::Resize {
+                mode: crate::ops::ResizeMode::Nearest,
+                factor: 2,
+            },
+            &[x],
+            Activation::Identity,
+        )
     }
 
     fn node(&mut self, name: &str, op: Op, inputs: &[&str], activation: Activation) -> String {
@@ -164,7 +276,7 @@ impl Builder {
 /// ending in a softmax. Every batch norm folds into its convolution; each bottleneck's
 /// residual add and ReLU run in its last convolution's epilogue.
 pub fn resnet50(classes: u32) -> NetworkDef {
-    let mut b = Builder { nodes: Vec::new() };
+    let mut b = Builder::new(1e-5);
     let relu = Activation::Relu;
     let mut x = b.conv_bn("conv1", "bn1", "image", 64, 7, 2, 1, None, relu);
     x = b.node(
@@ -248,7 +360,7 @@ const IMAGE: Shape = Shape {
 /// torchvision's MobileNetV2: inverted residuals (1x1 expand, 3x3 depthwise, 1x1 project),
 /// ReLU6, the residual added in the projection's epilogue.
 pub fn mobilenet_v2(classes: u32) -> NetworkDef {
-    let mut b = Builder { nodes: Vec::new() };
+    let mut b = Builder::new(1e-5);
     let relu6 = Activation::ClippedRelu;
     let mut x = b.conv_bn(
         "features.0.0",
@@ -310,7 +422,7 @@ pub fn mobilenet_v2(classes: u32) -> NetworkDef {
 /// project), SiLU; the excitation's two 1x1 layers run as convolutions on a 1x1 map and
 /// its scale as a channel-broadcast multiply.
 pub fn efficientnet_b0(classes: u32) -> NetworkDef {
-    let mut b = Builder { nodes: Vec::new() };
+    let mut b = Builder::new(1e-5);
     let silu = Activation::Silu;
     let mut x = b.conv_bn(
         "features.0.0",
@@ -385,6 +497,68 @@ pub fn efficientnet_b0(classes: u32) -> NetworkDef {
     b.head("classifier.1", &x, classes, IMAGE, "efficientnet_b0")
 }
 
+/// A YOLO-style detector with YOLOv8n's structure and module names (`model.<i>...`, so an
+/// Ultralytics `state_dict` exported to safetensors loads as is): a CSP backbone of C2f
+/// blocks (a 1x1 convolution, split in two, bottlenecks on the second half, every part
+/// concatenated), SPPF (three 5x5 stride-1 max pools, concatenated), a feature pyramid of
+/// nearest 2x upsamples and concatenations, and a decoupled head per scale (box: 4 x 16
+/// distribution bins; class scores), on a 640x640 image. Every convolution carries a batch
+/// norm (eps 1e-3, as Ultralytics sets it) and SiLU. Returns the three scales' raw maps
+/// (`p3`, `p4`, `p5`: 144 channels at 80x80, 40x40 and 20x20), before box decoding.
+pub fn yolov8n(classes: u32) -> NetworkDef {
+    let mut b = Builder::new(1e-3);
+    let p = |i: u32| format!("model.{i}");
+    let x = b.conv_silu(&p(0), "image", 16, 3, 2);
+    let x = b.conv_silu(&p(1), &x, 32, 3, 2);
+    let x = b.c2f(&p(2), &x, 32, 1, true);
+    let x = b.conv_silu(&p(3), &x, 64, 3, 2);
+    let p3 = b.c2f(&p(4), &x, 64, 2, true);
+    let x = b.conv_silu(&p(5), &p3, 128, 3, 2);
+    let p4 = b.c2f(&p(6), &x, 128, 2, true);
+    let x = b.conv_silu(&p(7), &p4, 256, 3, 2);
+    let x = b.c2f(&p(8), &x, 256, 1, true);
+    let p5 = b.sppf(&p(9), &x, 256, 256);
+    let up = b.upsample(&p(10), &p5);
+    let x = b.node(&p(11), Op::Concat, &[&up, &p4], Activation::Identity);
+    let h4 = b.c2f(&p(12), &x, 128, 1, false);
+    let up = b.upsample(&p(13), &h4);
+    let x = b.node(&p(14), Op::Concat, &[&up, &p3], Activation::Identity);
+    let o3 = b.c2f(&p(15), &x, 64, 1, false);
+    let x = b.conv_silu(&p(16), &o3, 64, 3, 2);
+    let x = b.node(&p(17), Op::Concat, &[&x, &h4], Activation::Identity);
+    let o4 = b.c2f(&p(18), &x, 128, 1, false);
+    let x = b.conv_silu(&p(19), &o4, 128, 3, 2);
+    let x = b.node(&p(20), Op::Concat, &[&x, &p5], Activation::Identity);
+    let o5 = b.c2f(&p(21), &x, 256, 1, false);
+    // Detect: box channels max(16, 64 / 4, 4 x 16), class channels max(64, min(classes, 100)).
+    let head = p(22);
+    let (box_width, cls_width) = (64, classes.clamp(64, 100));
+    let mut outputs = Vec::new();
+    for (i, (level, name)) in [(o3, "p3"), (o4, "p4"), (o5, "p5")].into_iter().enumerate() {
+        let branch = |b: &mut Builder, cv: &str, width: u32, out: u32| {
+            let x = b.conv_silu(&format!("{head}.{cv}.{i}.0"), &level, width, 3, 1);
+            let x = b.conv_silu(&format!("{head}.{cv}.{i}.1"), &x, width, 3, 1);
+            b.conv_bias(&format!("{head}.{cv}.{i}.2"), &x, out, Activation::Identity)
+        };
+        let boxes = branch(&mut b, "cv2", box_width, 64);
+        let scores = branch(&mut b, "cv3", cls_width, classes);
+        outputs.push(b.node(name, Op::Concat, &[&boxes, &scores], Activation::Identity));
+    }
+    NetworkDef {
+        name: "yolov8n".into(),
+        input: (
+            "image".into(),
+            Shape {
+                c: 3,
+                h: 640,
+                w: 640,
+            },
+        ),
+        nodes: b.nodes,
+        outputs,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -424,6 +598,31 @@ mod tests {
         );
         assert_eq!(s["features.6.3.block.2.fc1"], Shape { c: 48, h: 1, w: 1 });
         assert_eq!(convs(&e), 81);
+    }
+
+    #[test]
+    fn yolov8n_has_its_scales_and_layers() {
+        let d = yolov8n(80);
+        let s = d.shapes().unwrap();
+        let shape = |c, h| Shape { c, h, w: h };
+        assert_eq!(d.outputs, ["p3", "p4", "p5"]);
+        assert_eq!(s["p3"], shape(144, 80));
+        assert_eq!(s["p4"], shape(144, 40));
+        assert_eq!(s["p5"], shape(144, 20));
+        assert_eq!(s["model.9.cat"], shape(512, 20));
+        assert_eq!(s["model.4.split"], shape(32, 80));
+        assert_eq!(s["model.11"], shape(384, 40));
+        // YOLOv8n: 63 convolutions (57 with a batch norm, the head's last 6 with a bias) and
+        // 3,157,184 trainable parameters (Ultralytics' count, less the box decoder's 16).
+        let convs: Vec<_> = d.nodes.iter().filter_map(NetworkDef::as_conv).collect();
+        assert_eq!(convs.len(), 63);
+        let w = crate::net::Weights::random(&d, 1).unwrap();
+        let statistics: usize = convs
+            .iter()
+            .filter(|c| matches!(c.norm, Norm::BatchNorm { .. }))
+            .map(|c| 2 * c.out as usize)
+            .sum();
+        assert_eq!(w.values() - statistics, 3_157_184);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::{Conv, MemoryPlan, NetError, NetworkDef, Op, Shape};
 use crate::backend::{DeviceBuffer, Graph, Stream};
 use crate::context::{Context, EpilogueArgs};
 use crate::invoker::Invoker;
-use crate::ops::OpInvoker;
+use crate::ops::{ChannelOffsets, OpInvoker};
 
 /// One launch of the forward pass.
 enum Step {
@@ -30,7 +30,7 @@ enum Step {
         a: usize,
         b: Option<usize>,
         y: usize,
-        y_channel_offset: u32,
+        offsets: ChannelOffsets,
     },
 }
 
@@ -44,7 +44,7 @@ pub struct Network<'c> {
     buffers: Vec<DeviceBuffer>,
     workspace: Option<DeviceBuffer>,
     input: (usize, Shape),
-    output: (usize, Shape),
+    outputs: Vec<(usize, Shape)>,
     plan: MemoryPlan,
     graph: Option<Graph>,
     stream: crate::backend::OwnedStream,
@@ -151,7 +151,7 @@ impl<'c> Network<'c> {
                         a: buffer_of(t),
                         b: None,
                         y: buffer_of(&node.output),
-                        y_channel_offset: offset,
+                        offsets: ChannelOffsets { a: 0, y: offset },
                     });
                     offset += s.c;
                 }
@@ -165,7 +165,13 @@ impl<'c> Network<'c> {
                 a: buffer_of(&node.inputs[0]),
                 b: node.inputs.get(1).map(|t| buffer_of(t)),
                 y: buffer_of(&node.output),
-                y_channel_offset: 0,
+                offsets: ChannelOffsets {
+                    a: match node.op {
+                        Op::Slice { start, .. } => start,
+                        _ => 0,
+                    },
+                    y: 0,
+                },
             });
         }
         let mut buffers = Vec::with_capacity(plan.buffers.len());
@@ -197,7 +203,11 @@ impl<'c> Network<'c> {
             buffers,
             workspace,
             input: (buffer_of(&def.input.0), def.input.1),
-            output: (buffer_of(&def.output), shapes[def.output.as_str()]),
+            outputs: def
+                .outputs
+                .iter()
+                .map(|t| (buffer_of(t), shapes[t.as_str()]))
+                .collect(),
             plan,
             graph: None,
             stream,
@@ -267,7 +277,7 @@ impl<'c> Network<'c> {
                     a,
                     b,
                     y,
-                    y_channel_offset,
+                    offsets,
                 } => {
                     self.ctx
                         .run_op(
@@ -275,7 +285,7 @@ impl<'c> Network<'c> {
                             &self.buffers[*a],
                             b.map(|b| &self.buffers[b]),
                             &self.buffers[*y],
-                            *y_channel_offset,
+                            *offsets,
                             self.workspace.as_ref(),
                             stream,
                         )
@@ -312,19 +322,46 @@ impl<'c> Network<'c> {
         &self.buffers[self.input.0]
     }
 
-    /// The output buffer (read after [`Network::run`]).
-    pub fn output(&self) -> &DeviceBuffer {
-        &self.buffers[self.output.0]
+    /// How many tensors the network returns.
+    pub fn outputs(&self) -> usize {
+        self.outputs.len()
+    }
+
+    /// Output `i`'s buffer (`batch x h x w x c`, read after [`Network::run`]) and per-sample
+    /// shape; `None` past the last.
+    pub fn output(&self, i: usize) -> Option<(&DeviceBuffer, Shape)> {
+        self.outputs
+            .get(i)
+            .map(|&(b, shape)| (&self.buffers[b], shape))
+    }
+
+    /// Bytes of output `i` (the batch's, in the network's data type); 0 past the last.
+    pub fn output_bytes(&self, i: usize) -> u64 {
+        self.outputs.get(i).map_or(0, |&(_, s)| {
+            u64::from(self.batch)
+                * u64::from(s.c)
+                * u64::from(s.h)
+                * u64::from(s.w)
+                * self.data_type.size_bytes() as u64
+        })
+    }
+
+    /// Every output's bytes, in order (after [`Network::run`]).
+    pub fn download_outputs(&self) -> Result<Vec<Vec<u8>>, NetError> {
+        (0..self.outputs.len())
+            .map(|i| {
+                let mut out = vec![0u8; self.output_bytes(i) as usize];
+                self.buffers[self.outputs[i].0]
+                    .download(&mut out)
+                    .map_err(|e| at("output")(e.into()))?;
+                Ok(out)
+            })
+            .collect()
     }
 
     /// The input's per-sample shape.
     pub fn input_shape(&self) -> Shape {
         self.input.1
-    }
-
-    /// The output's per-sample shape.
-    pub fn output_shape(&self) -> Shape {
-        self.output.1
     }
 
     /// Bytes of activation memory (the plan's buffers, input and output included).

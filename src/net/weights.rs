@@ -149,6 +149,11 @@ impl Weights {
         self.tensors.len()
     }
 
+    /// How many values they hold together.
+    pub fn values(&self) -> usize {
+        self.tensors.values().map(|t| t.values.len()).sum()
+    }
+
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.tensors.is_empty()

@@ -193,18 +193,19 @@ pub fn run(a: &NetRunArgs) -> CliResult {
     };
     net.input().upload(&image)?;
     net.run()?;
-    let o = net.output_shape();
-    let mut out =
-        vec![0u8; (u64::from(a.batch) * u64::from(o.c * o.h * o.w)) as usize * dtype.size_bytes()];
-    net.output().download(&mut out)?;
+    let outputs = net.download_outputs()?;
     let graph = net.graph().ok_or("net: no captured graph")?;
     let timing = time_device(ctx.device(), 3, a.repeats, |_| {
         Ok(graph.launch(&kiln::backend::Stream::default())?)
     })?;
     if let Some(path) = &a.output {
-        std::fs::write(path, &out).map_err(|e| format!("net: --output {}: {e}", path.display()))?;
+        std::fs::write(path, outputs.concat())
+            .map_err(|e| format!("net: --output {}: {e}", path.display()))?;
     }
-    let values = kiln::elements::decode(dtype, &out);
+    let values: Vec<Vec<f64>> = outputs
+        .iter()
+        .map(|o| kiln::elements::decode(dtype, o))
+        .collect();
     let check = if a.check {
         let image_values = kiln::elements::decode(dtype, &image);
         Some(check_against_cpu(
@@ -218,21 +219,6 @@ pub fn run(a: &NetRunArgs) -> CliResult {
     } else {
         None
     };
-    let top1: Vec<usize> = values
-        .chunks(o.c as usize)
-        .map(|row| {
-            row.iter()
-                .enumerate()
-                .fold((0, f64::NEG_INFINITY), |best, (i, &v)| {
-                    if v > best.1 {
-                        (i, v)
-                    } else {
-                        best
-                    }
-                })
-                .0
-        })
-        .collect();
     kiln::outln!(
         "{} {} N={} on {}: {} launches in one graph, {} weights tensors, activations {}, built in {:.1} s",
         def.name,
@@ -284,17 +270,29 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         timing.repeats,
         timing.min_ms
     );
-    kiln::outln!(
-        "top-1 of the first samples: {:?}",
-        &top1[..top1.len().min(8)]
-    );
-    if let Some(c) = check {
+    let shapes: Vec<String> = (0..net.outputs())
+        .filter_map(|i| net.output(i))
+        .map(|(_, s)| format!("{}x{}x{}x{}", a.batch, s.h, s.w, s.c))
+        .collect();
+    kiln::outln!("outputs (NHWC): {}", shapes.join(", "));
+    if let Some((_, o)) = net.output(0).filter(|(_, o)| o.h == 1 && o.w == 1) {
+        let top1: Vec<usize> = values[0].chunks(o.c as usize).map(argmax).collect();
         kiln::outln!(
-            "CPU reference (f64): largest difference {:.3e} (tolerance {:.0e}), top-1 agrees on {} of {}",
+            "top-1 of the first samples: {:?}",
+            &top1[..top1.len().min(8)]
+        );
+    }
+    if let Some(c) = check {
+        let per: Vec<String> = c.per_output.iter().map(|d| format!("{d:.3e}")).collect();
+        let top1 = c
+            .top1_agree
+            .map(|n| format!(", top-1 agrees on {n} of {}", a.batch))
+            .unwrap_or_default();
+        kiln::outln!(
+            "CPU reference (f64): largest difference {:.3e} (per output: {}; tolerance {:.0e}){top1}",
             c.max_abs,
+            per.join(", "),
             c.tolerance,
-            c.top1_agree,
-            a.batch
         );
         if c.max_abs > c.tolerance {
             return Err(format!(
@@ -307,52 +305,77 @@ pub fn run(a: &NetRunArgs) -> CliResult {
     Ok(())
 }
 
-/// How a network's GPU output compares with its CPU reference.
-pub struct NetCheck {
-    /// The largest absolute difference.
-    pub max_abs: f64,
-    /// What the data type allows.
-    pub tolerance: f64,
-    /// Samples whose largest output is at the same index.
-    pub top1_agree: usize,
+/// Where a row's largest value is (the first, on ties; NaN never wins).
+fn argmax(row: &[f64]) -> usize {
+    row.iter()
+        .enumerate()
+        .fold(
+            (0, f64::NEG_INFINITY),
+            |b, (i, &v)| if v > b.1 { (i, v) } else { b },
+        )
+        .0
 }
 
-/// `gpu` (the network's output for `image`) against the CPU reference.
+/// How a network's GPU outputs compare with their CPU reference.
+pub struct NetCheck {
+    /// The largest absolute difference over every output.
+    pub max_abs: f64,
+    /// The largest absolute difference of each output.
+    pub per_output: Vec<f64>,
+    /// What the data type allows.
+    pub tolerance: f64,
+    /// For a classifier (a first output of `classes x 1 x 1`): samples whose largest output
+    /// is at the same index.
+    pub top1_agree: Option<usize>,
+}
+
+/// `gpu` (the network's outputs for `image`, in order) against the CPU reference.
 pub fn check_against_cpu(
     def: &kiln::net::NetworkDef,
     weights: &Weights,
     batch: u32,
     dtype: DataType,
     image: &[f64],
-    gpu: &[f64],
+    gpu: &[Vec<f64>],
 ) -> Result<NetCheck, Box<dyn std::error::Error>> {
     let cpu = kiln::harness::net::forward(def, weights, batch, dtype, image)?;
-    let max_abs = cpu
+    if cpu.len() != gpu.len() || cpu.iter().zip(gpu).any(|(c, g)| c.len() != g.len()) {
+        return Err(format!(
+            "net: {}: the GPU returned {} outputs of {:?} values, the CPU reference {} of {:?}",
+            def.name,
+            gpu.len(),
+            gpu.iter().map(Vec::len).collect::<Vec<_>>(),
+            cpu.len(),
+            cpu.iter().map(Vec::len).collect::<Vec<_>>()
+        )
+        .into());
+    }
+    let per_output: Vec<f64> = cpu
         .iter()
         .zip(gpu)
-        .map(|(c, g)| {
-            if g.is_nan() {
-                f64::INFINITY
-            } else {
-                (c - g).abs()
-            }
+        .map(|(cpu, gpu)| {
+            cpu.iter()
+                .zip(gpu)
+                .map(|(c, g)| {
+                    if g.is_nan() {
+                        f64::INFINITY
+                    } else {
+                        (c - g).abs()
+                    }
+                })
+                .fold(0.0, f64::max)
         })
-        .fold(0.0, f64::max);
-    let argmax = |row: &[f64]| {
-        row.iter()
-            .enumerate()
-            .fold(
-                (0, f64::NEG_INFINITY),
-                |b, (i, &v)| if v > b.1 { (i, v) } else { b },
-            )
-            .0
-    };
-    let per = cpu.len() / batch.max(1) as usize;
-    let top1_agree = cpu
-        .chunks(per.max(1))
-        .zip(gpu.chunks(per.max(1)))
-        .filter(|(c, g)| argmax(c) == argmax(g))
-        .count();
+        .collect();
+    let shapes = def.shapes()?;
+    let first = shapes[def.outputs[0].as_str()];
+    let top1_agree = (first.h == 1 && first.w == 1).then(|| {
+        let per = (first.c as usize).max(1);
+        cpu[0]
+            .chunks(per)
+            .zip(gpu[0].chunks(per))
+            .filter(|(c, g)| argmax(c) == argmax(g))
+            .count()
+    });
     // Rounding to the data type between layers is the same on both sides; what remains is
     // FP32 against f64 accumulation, and the ulp a tie can move.
     let tolerance = match dtype {
@@ -361,7 +384,8 @@ pub fn check_against_cpu(
         _ => 1e-3,
     };
     Ok(NetCheck {
-        max_abs,
+        max_abs: per_output.iter().copied().fold(0.0, f64::max),
+        per_output,
         tolerance,
         top1_agree,
     })
