@@ -16,3 +16,13 @@ if [ "${PACK_TOOLS:-0}" = 1 ]; then
   gzip -9 -f out/kiln-tools
   ls -la out/kiln-tools.gz
 fi
+# PACK_C=1: the C library (shared, the same single target; soname libkiln.so.0) as
+# out/libkiln.so.0.gz, and the whole-network C example linked to it (found beside it).
+if [ "${PACK_C:-0}" = 1 ]; then
+  cargo build --release --quiet -p kiln-c --no-default-features --features cuda,kiln/sm_90_132
+  ${CC:-cc} -O2 -Wall -Wextra -Werror -std=c11 -Icapi/include examples/c/network.c -o out/network_c \
+    target/release/libkiln_c.so -Wl,-rpath,'$ORIGIN'
+  strip -o out/libkiln.so.0 target/release/libkiln_c.so
+  gzip -9 -f out/libkiln.so.0
+  ls -la out/libkiln.so.0.gz out/network_c
+fi
