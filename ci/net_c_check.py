@@ -41,7 +41,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         inp, outp = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
         images.tofile(inp)
-        r = subprocess.run([a.kiln, "net", "run", a.model, "--batch", str(a.n), "--input", inp, "--output", outp, "--repeats", "3"],
+        r = subprocess.run([a.kiln, "net", "run", a.model, "--random-weights", "--batch", str(a.n), "--input", inp, "--output", outp, "--repeats", "3"],
                            capture_output=True, text=True)
         print(r.stdout + r.stderr, flush=True)
         if r.returncode != 0:

@@ -11,6 +11,9 @@ same head). In FP32, kiln computes in FP32 throughout; PyTorch is timed twice: w
 default TF32 convolutions and with TF32 off (FP32 accuracy, kiln's).
 
     python3 ci/net_check.py --kiln out/kiln --model resnet50 [--dtype fp32] --out $OUT
+
+With `--anchors N [N ...]` it only times PyTorch (eager and torch.compile) at those batch sizes
+and prints one JSON line per size: what `kiln-tools bench --net` compares kiln with.
 """
 
 import argparse
@@ -131,22 +134,50 @@ def kiln_run(kiln, model, weights, batch, x, out_dir, tag, dtype, profile=False)
     return torch.cat(parts, 1), ms
 
 
+def torch_net(m, detector, tdt):
+    """The PyTorch network as kiln runs it: a classifier with its softmax, channels-last."""
+    head = (lambda n: n) if detector else (lambda n: torch.nn.Sequential(n, torch.nn.Softmax(dim=1)))
+    return head(copy.deepcopy(m)).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
+
+
+def anchors(m, size, detector, a):
+    """Eager and torch.compile, GPU-only, at each batch size: one JSON line each."""
+    tdt = torch.float16 if a.dtype == "fp16" else torch.float32
+    net = torch_net(m, detector, tdt)
+    torch._inductor.config.freezing = True
+    for n in a.anchors:
+        xd = torch.randn(n, 3, size, size, dtype=tdt, device="cuda").to(memory_format=torch.channels_last)
+        torch._dynamo.reset()
+        compiled = torch.compile(net)
+        with torch.no_grad():
+            eager = gpu_ms(net, xd)
+            compiled(xd)
+            comp = gpu_ms(compiled, xd)
+        print(json.dumps({"anchor": {"n": n, "eager_ms": eager, "compile_ms": comp, "torch": torch.__version__}}), flush=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--kiln")
     ap.add_argument("--model", default="resnet50")
     ap.add_argument("--dtype", default="fp16", choices=["fp16", "fp32"])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--anchors", type=int, nargs="+", help="only time PyTorch at these batch sizes")
     a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
     detector = a.model in DETECTORS
     m, size = build(a.model)
+    if a.anchors:
+        return anchors(m, size, detector, a)
+    if not (a.kiln and a.out):
+        raise SystemExit("--kiln and --out are needed (or --anchors)")
+    os.makedirs(a.out, exist_ok=True)
     weights = os.path.join("/tmp", f"{a.model}.safetensors")
     save_safetensors(weights, m.state_dict())
     dev = torch.device("cuda")
     tdt = torch.float16 if a.dtype == "fp16" else torch.float32
     head = (lambda n: n) if detector else (lambda n: torch.nn.Sequential(n, torch.nn.Softmax(dim=1)))
-    net = head(copy.deepcopy(m)).to(dev).to(tdt).to(memory_format=torch.channels_last).eval()
+    net = torch_net(m, detector, tdt)
     ref32 = Flat(head(copy.deepcopy(m))).to(dev).float().eval()
 
     # Correctness: random images, against PyTorch in the same type and in FP32 (TF32 off).

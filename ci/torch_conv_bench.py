@@ -177,4 +177,5 @@ def main():
         print(f"| {c}-{k}-{f}x{f}-s{s}-{h} | {count} | {cells} |")
 
 
-main()
+if __name__ == "__main__":
+    main()

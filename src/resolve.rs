@@ -186,7 +186,21 @@ pub fn resolve_on(
     // The record says what was measured here; every other applicable solver follows by the
     // cost model. Without a record, the fallback ranks everything.
     let model = if measured { &[][..] } else { target.measured };
-    let (fallback, source) = fallback(p, model, &caps, &tuned);
+    // A fused problem far from every measured fused one is ranked from its plain
+    // convolution's neighbours, when they are nearer: fused measurements cover a few
+    // networks' layers, plain ones every tuned list, and the epilogue's cost is small beside
+    // a solver that does not fit the shape.
+    let nearest = |q: &ConvProblem| {
+        nearest_k::<1>(model, q)
+            .first()
+            .map_or(f32::INFINITY, |&(_, d)| d)
+    };
+    let query = if plain != *p && nearest(&plain) < nearest(p) {
+        &plain
+    } else {
+        p
+    };
+    let (fallback, source) = fallback(p, query, model, &caps, &tuned);
     for c in fallback {
         if !ranked
             .iter()
@@ -265,7 +279,7 @@ pub fn rank_unmeasured(
         Some(t) => t.perf_record(p)?,
         None => PerfRecord::new(),
     };
-    let (ranked, source) = fallback(p, model, caps, &tuned);
+    let (ranked, source) = fallback(p, p, model, caps, &tuned);
     finish(p, caps, ranked, source)
 }
 
@@ -295,17 +309,18 @@ fn tuned_params(
     solver.usable_config(p, caps, q)
 }
 
-/// Every applicable solver: those measured near `p` first, by time scaled by the work ratio
-/// (each solver's time and perf config from the nearest measured problem within
-/// [`NEAR_DISTANCE`], or, where that problem could not run the solver, from the nearest one
-/// that did), then the rest by the cost model.
+/// Every solver applicable to `p`: those measured near `query` (`p`, or a fused problem's
+/// plain convolution) first, by time scaled by the work ratio (each solver's time and perf
+/// config from the nearest measured problem within [`NEAR_DISTANCE`], or, where that problem
+/// could not run the solver, from the nearest one that did), then the rest by the cost model.
 fn fallback(
     p: &ConvProblem,
+    query: &ConvProblem,
     model: &[MeasuredProblem<'static>],
     caps: &TargetCaps,
     tuned: &[(&'static str, &'static str)],
 ) -> (heapless::Vec<Ranked, MAX_SOLVERS>, PlanSource) {
-    let mut near = nearest_k::<NEIGHBOURS_FOR_PARAMS>(model, p);
+    let mut near = nearest_k::<NEIGHBOURS_FOR_PARAMS>(model, query);
     let source = match near.first() {
         Some(&(m, d)) if d <= NEAR_DISTANCE => PlanSource::Nearest {
             key: m.key,
@@ -331,7 +346,7 @@ fn fallback(
                 .map(|(params, _)| params)
                 .or_else(|| {
                     near.first()?;
-                    let (_, s, d) = kiln_format::measured::nearest_with(model, p, solver.id())?;
+                    let (_, s, d) = kiln_format::measured::nearest_with(model, query, solver.id())?;
                     solver
                         .offered_config(p, caps, s.params)
                         .filter(|_| d <= NEAR_DISTANCE)
@@ -354,7 +369,7 @@ fn fallback(
         let measured = time_on(solver.id())
             .or_else(|| {
                 closest?;
-                let (m, s, d) = kiln_format::measured::nearest_with(model, p, solver.id())?;
+                let (m, s, d) = kiln_format::measured::nearest_with(model, query, solver.id())?;
                 (d <= NEAR_DISTANCE)
                     .then(|| (s.time_ms as f64 * macs(p) / m.macs.max(1.0), m.key, d))
             })

@@ -35,27 +35,38 @@ use crate::CliResult;
 #[derive(Args)]
 pub struct BenchArgs {
     #[command(flatten)]
-    device: DeviceArgs,
+    pub(super) device: DeviceArgs,
     /// Write the Markdown report here too.
     #[arg(long)]
-    out: Option<PathBuf>,
+    pub(super) out: Option<PathBuf>,
     /// Graph replays timed per layer (median reported).
     #[arg(long, default_value_t = 7)]
-    replays: usize,
+    pub(super) replays: usize,
     /// Which comparisons to run (fp32, tf32, fp16, bf16, fp32-nchw); none = all.
     #[arg(long, num_args = 1..)]
     cases: Vec<String>,
     /// Batch sizes to compare.
     #[arg(long, num_args = 1.., default_values_t = [1u32, 32])]
-    batch: Vec<u32>,
+    pub(super) batch: Vec<u32>,
     /// Workspace cuDNN may use, MiB.
     #[arg(long, default_value_t = 1024)]
-    cudnn_workspace_mib: usize,
+    pub(super) cudnn_workspace_mib: usize,
     /// Compare these problem lists (`ci/problems/*.txt`) instead of ResNet-50: each distinct
     /// 2-D layer in the case's type, layout and batch; reports the per-layer geometric mean of
     /// kiln / cuDNN. Skips the cold-start and lookup sections.
     #[arg(long, num_args = 1..)]
     problems: Vec<PathBuf>,
+    /// A whole network instead (`resnet50`, `mobilenet_v2`, `efficientnet_b0`, `yolov8n`):
+    /// kiln's captured graph against cuDNN's convolutions alone, PyTorch eager and
+    /// torch.compile, at each `--batch`.
+    #[arg(long)]
+    pub(super) net: Option<String>,
+    /// The network's data type: FP16, BF16 or FP32.
+    #[arg(long = "type", default_value = "FP16")]
+    pub(super) net_type: String,
+    /// The Python with PyTorch that times the network's anchors (`none`: skip them).
+    #[arg(long, default_value = "python3")]
+    pub(super) torch: String,
 }
 
 /// The layers one comparison runs: every layer in network order (for the network graph and
@@ -110,7 +121,7 @@ impl Network {
 }
 
 /// A buffer of `p`'s x (`which` 0) or w (1) holding seeded random values.
-fn random_tensor(
+pub(super) fn random_tensor(
     ctx: &Context,
     p: &ConvProblem,
     which: usize,
@@ -289,17 +300,17 @@ fn cudnn_err(e: crate::cudnn::CudnnError) -> RunError {
 
 /// One comparison: kiln's type, layout and math mode against cuDNN set up as PyTorch sets it
 /// up, cuDNN timed in each of `cudnn_layouts` (the faster counts per layer).
-struct Case {
+pub(super) struct Case {
     name: &'static str,
     label: &'static str,
-    dtype: DataType,
-    layout: Layout,
+    pub(super) dtype: DataType,
+    pub(super) layout: Layout,
     math: MathMode,
     cudnn_math: CudnnMath,
     cudnn_layouts: &'static [Layout],
 }
 
-const CASES: [Case; 5] = [
+pub(super) const CASES: [Case; 5] = [
     Case {
         name: "fp32",
         label: "FP32: kiln NHWC (FP32-accurate: 3xTF32 or FFMA) vs cuDNN FP32 with FMA math (no TF32), NCHW or NHWC",
@@ -365,10 +376,10 @@ struct LayerBench {
 
 /// cuDNN's best for one layer: the algorithm, layout and buffers it runs on, and its output on
 /// kiln's inputs (when cuDNN runs kiln's layout at all).
-struct CudnnBest<'a> {
+pub(super) struct CudnnBest<'a> {
     conv: CudnnConv<'a>,
     layout: Layout,
-    ms: f64,
+    pub(super) ms: f64,
     bufs: [std::rc::Rc<DeviceBuffer>; 3],
     reference: Option<Vec<f64>>,
 }
@@ -404,7 +415,7 @@ impl ConfigResult {
 /// cuDNN's fastest way to run `p` in any of `layouts`: for each layout, three searches (their
 /// picks vary between runs), every distinct pick timed GPU-only, the fastest kept.
 #[allow(clippy::too_many_arguments)]
-fn cudnn_best<'a>(
+pub(super) fn cudnn_best<'a>(
     ctx: &Context,
     cudnn: &'a Cudnn,
     case: &Case,
@@ -696,7 +707,7 @@ fn bench_config(
 }
 
 /// Today's UTC date, `YYYY-MM-DD` (days-to-civil conversion; no date crate needed for this).
-fn utc_date() -> String {
+pub(super) fn utc_date() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -724,6 +735,9 @@ pub(crate) fn finish(report: &str, out: Option<&std::path::Path>) -> CliResult {
 
 /// `kiln-tools bench`.
 pub fn run(a: &BenchArgs) -> CliResult {
+    if let Some(model) = &a.net {
+        return super::bench_net::run(a, model);
+    }
     let t_open = Instant::now();
     let ctx = a.device.context()?;
     let opened_ms = t_open.elapsed().as_secs_f64() * 1e3;

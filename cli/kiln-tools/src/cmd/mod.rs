@@ -1,6 +1,7 @@
 //! One module per command of `kiln-tools`, and the helpers they share.
 
 pub mod bench;
+mod bench_net;
 pub mod db_check;
 pub mod db_convert;
 pub mod db_import;
