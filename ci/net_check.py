@@ -140,8 +140,22 @@ def torch_net(m, detector, tdt):
     return head(copy.deepcopy(m)).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
 
 
+def convolutions_only(net, x):
+    """The network's convolutions alone (cuDNN through PyTorch), each on the input it sees in
+    the network, as one callable: what the convolutions cost with nothing around them."""
+    seen = []
+    hooks = [mod.register_forward_hook(lambda mod, inp, out: seen.append((mod, inp[0])))
+             for mod in net.modules() if isinstance(mod, torch.nn.Conv2d)]
+    with torch.no_grad():
+        net(x)
+    for h in hooks:
+        h.remove()
+    return lambda: [mod(inp) for mod, inp in seen]
+
+
 def anchors(m, size, detector, a):
-    """Eager and torch.compile, GPU-only, at each batch size: one JSON line each."""
+    """Eager, torch.compile and the convolutions alone, GPU-only, at each batch size: one
+    JSON line each."""
     tdt = torch.float16 if a.dtype == "fp16" else torch.float32
     net = torch_net(m, detector, tdt)
     torch._inductor.config.freezing = True
@@ -151,9 +165,13 @@ def anchors(m, size, detector, a):
         compiled = torch.compile(net)
         with torch.no_grad():
             eager = gpu_ms(net, xd)
+            convs = convolutions_only(net, xd)
+            convs()
+            convs_ms = graph_ms(convs, replays=50)
             compiled(xd)
             comp = gpu_ms(compiled, xd)
-        print(json.dumps({"anchor": {"n": n, "eager_ms": eager, "compile_ms": comp, "torch": torch.__version__}}), flush=True)
+        print(json.dumps({"anchor": {"n": n, "eager_ms": eager, "compile_ms": comp, "convs_ms": convs_ms,
+                                     "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}}), flush=True)
     return 0
 
 

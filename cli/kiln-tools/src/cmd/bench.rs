@@ -50,7 +50,7 @@ pub struct BenchArgs {
     pub(super) batch: Vec<u32>,
     /// Workspace cuDNN may use, MiB.
     #[arg(long, default_value_t = 1024)]
-    pub(super) cudnn_workspace_mib: usize,
+    cudnn_workspace_mib: usize,
     /// Compare these problem lists (`ci/problems/*.txt`) instead of ResNet-50: each distinct
     /// 2-D layer in the case's type, layout and batch; reports the per-layer geometric mean of
     /// kiln / cuDNN. Skips the cold-start and lookup sections.
@@ -121,7 +121,7 @@ impl Network {
 }
 
 /// A buffer of `p`'s x (`which` 0) or w (1) holding seeded random values.
-pub(super) fn random_tensor(
+fn random_tensor(
     ctx: &Context,
     p: &ConvProblem,
     which: usize,
@@ -300,17 +300,17 @@ fn cudnn_err(e: crate::cudnn::CudnnError) -> RunError {
 
 /// One comparison: kiln's type, layout and math mode against cuDNN set up as PyTorch sets it
 /// up, cuDNN timed in each of `cudnn_layouts` (the faster counts per layer).
-pub(super) struct Case {
+struct Case {
     name: &'static str,
     label: &'static str,
-    pub(super) dtype: DataType,
-    pub(super) layout: Layout,
+    dtype: DataType,
+    layout: Layout,
     math: MathMode,
     cudnn_math: CudnnMath,
     cudnn_layouts: &'static [Layout],
 }
 
-pub(super) const CASES: [Case; 5] = [
+const CASES: [Case; 5] = [
     Case {
         name: "fp32",
         label: "FP32: kiln NHWC (FP32-accurate: 3xTF32 or FFMA) vs cuDNN FP32 with FMA math (no TF32), NCHW or NHWC",
@@ -376,10 +376,10 @@ struct LayerBench {
 
 /// cuDNN's best for one layer: the algorithm, layout and buffers it runs on, and its output on
 /// kiln's inputs (when cuDNN runs kiln's layout at all).
-pub(super) struct CudnnBest<'a> {
+struct CudnnBest<'a> {
     conv: CudnnConv<'a>,
     layout: Layout,
-    pub(super) ms: f64,
+    ms: f64,
     bufs: [std::rc::Rc<DeviceBuffer>; 3],
     reference: Option<Vec<f64>>,
 }
@@ -415,7 +415,7 @@ impl ConfigResult {
 /// cuDNN's fastest way to run `p` in any of `layouts`: for each layout, three searches (their
 /// picks vary between runs), every distinct pick timed GPU-only, the fastest kept.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn cudnn_best<'a>(
+fn cudnn_best<'a>(
     ctx: &Context,
     cudnn: &'a Cudnn,
     case: &Case,

@@ -3,10 +3,10 @@
 //!
 //! - kiln: the network's captured graph replayed (seeded random weights: speed does not
 //!   depend on the values);
-//! - cuDNN, convolutions only: every convolution of the network as a plain convolution through
-//!   cuDNN's fastest algorithm, summed (what the convolutions alone cost, nothing fused);
 //! - PyTorch eager and torch.compile (Inductor, freezing), the same network, type, layout and
-//!   head, timed by `ci/net_check.py --anchors` (embedded here) with the `--torch` Python.
+//!   head, and the network's convolutions alone (cuDNN through PyTorch, each on the input it
+//!   sees in the network, nothing around them), timed by `ci/net_check.py --anchors`
+//!   (embedded here) with the `--torch` Python.
 //!
 //! The report is Markdown, printed and written to `--out`.
 
@@ -16,10 +16,9 @@ use std::fmt::Write as _;
 use kiln::context::Context;
 use kiln::harness::timing::time_device;
 use kiln::net::{models, Network, Weights};
-use kiln::{DataType, Layout};
+use kiln::DataType;
 
-use super::bench::{cudnn_best, random_tensor, utc_date, BenchArgs, CASES};
-use crate::cudnn::Cudnn;
+use super::bench::{utc_date, BenchArgs};
 use crate::CliResult;
 
 /// The PyTorch side's scripts, written to a temporary folder and run there.
@@ -35,10 +34,11 @@ const TORCH_SCRIPTS: [(&str, &str); 3] = [
     ),
 ];
 
-/// PyTorch's eager and torch.compile ms at one batch size.
+/// PyTorch's eager, torch.compile and convolutions-only ms at one batch size.
 struct Anchor {
     eager_ms: f64,
     compile_ms: f64,
+    convs_ms: f64,
 }
 
 /// The number after `"field": ` in one JSON line.
@@ -82,16 +82,18 @@ fn torch_anchors(
     }
     let mut anchors = HashMap::new();
     for line in stdout.lines().filter(|l| l.starts_with("{\"anchor\"")) {
-        if let (Some(n), Some(eager_ms), Some(compile_ms)) = (
+        if let (Some(n), Some(eager_ms), Some(compile_ms), Some(convs_ms)) = (
             json_number(line, "n"),
             json_number(line, "eager_ms"),
             json_number(line, "compile_ms"),
+            json_number(line, "convs_ms"),
         ) {
             anchors.insert(
                 n as u32,
                 Anchor {
                     eager_ms,
                     compile_ms,
+                    convs_ms,
                 },
             );
         }
@@ -114,41 +116,6 @@ fn kiln_ms(
         Ok(graph.launch(&kiln::backend::Stream::default())?)
     })?;
     Ok(t.median_ms)
-}
-
-/// The network's convolutions, plain, through cuDNN's fastest algorithms: each distinct one
-/// timed once, summed by count.
-fn cudnn_convs_ms(
-    ctx: &Context,
-    cudnn: &Cudnn,
-    def: &kiln::net::NetworkDef,
-    batch: u32,
-    dtype: DataType,
-    replays: usize,
-    workspace: &kiln::backend::DeviceBuffer,
-) -> Result<f64, Box<dyn std::error::Error>> {
-    let case = CASES
-        .iter()
-        .find(|c| c.dtype == dtype && c.layout == Layout::Nhwc)
-        .ok_or("no cuDNN comparison for this type")?;
-    let mut counts: Vec<(kiln::ConvProblem, usize)> = Vec::new();
-    for (_, p) in def.conv_problems(batch, dtype)? {
-        let plain = p.without_fusion();
-        match counts.iter_mut().find(|(q, _)| *q == plain) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((plain, 1)),
-        }
-    }
-    let mut total = 0.0;
-    for (i, (p, count)) in counts.iter().enumerate() {
-        let seed = 100 + i as u64;
-        let x = random_tensor(ctx, p, 0, seed)?;
-        let w = random_tensor(ctx, p, 1, seed + 1)?;
-        let y = ctx.device().alloc(p.element_counts()[2] * 4)?;
-        let best = cudnn_best(ctx, cudnn, case, p, (&x, &w, &y), workspace, seed, replays)?;
-        total += best.ms * *count as f64;
-    }
-    Ok(total)
 }
 
 /// Runs `kiln-tools bench --net`.
@@ -186,14 +153,9 @@ pub fn run(a: &BenchArgs, model: &str) -> CliResult {
     if let Err(why) = &anchors {
         eprintln!("bench: PyTorch not timed: {why}");
     }
-    let cudnn = Cudnn::open();
-    if let Err(e) = &cudnn {
-        eprintln!("bench: cuDNN not timed: {e}");
-    }
-    let workspace = ctx.device().alloc((a.cudnn_workspace_mib as u64) << 20)?;
     writeln!(
         r,
-        "{} {}, NHWC, GPU-only: kiln's captured graph (median of 50 replays); cuDNN's fastest algorithm for each convolution alone, summed (nothing fused); PyTorch eager and torch.compile (Inductor, freezing) as CUDA graphs{}. Times in ms.\n",
+        "{} {}, NHWC, GPU-only: kiln's captured graph (median of 50 replays); PyTorch eager, torch.compile (Inductor, freezing) and the network's convolutions alone (cuDNN through PyTorch, each on the input it sees in the network), as CUDA graphs{}. Times in ms.\n",
         def.name,
         dtype.name(),
         match &anchors {
@@ -203,24 +165,18 @@ pub fn run(a: &BenchArgs, model: &str) -> CliResult {
     )?;
     writeln!(
         r,
-        "| network | N | kiln | cuDNN, convolutions only | PyTorch eager | torch.compile | kiln / eager | kiln / compile |"
+        "| network | N | kiln | PyTorch: convolutions only | PyTorch eager | torch.compile | kiln / eager | kiln / compile |"
     )?;
     writeln!(r, "|---|---:|---:|---:|---:|---:|---:|---:|")?;
     let cell = |v: Option<f64>, digits: usize| v.map_or("n/a".into(), |v| format!("{v:.digits$}"));
     for &n in &a.batch {
         eprintln!("bench: {model} N={n}");
         let kiln = kiln_ms(&ctx, &def, &weights, n, dtype, 50)?;
-        let convs = match &cudnn {
-            Ok(c) => Some(cudnn_convs_ms(
-                &ctx, c, &def, n, dtype, a.replays, &workspace,
-            )?),
-            Err(_) => None,
-        };
         let anchor = anchors.as_ref().ok().and_then(|m| m.get(&n));
         writeln!(
             r,
             "| {model} | {n} | {kiln:.3} | {} | {} | {} | {} | {} |",
-            cell(convs, 3),
+            cell(anchor.map(|t| t.convs_ms), 3),
             cell(anchor.map(|t| t.eager_ms), 3),
             cell(anchor.map(|t| t.compile_ms), 3),
             cell(anchor.map(|t| kiln / t.eager_ms), 2),
@@ -245,6 +201,7 @@ mod tests {
         assert_eq!(json_number(line, "n"), Some(32.0));
         assert_eq!(json_number(line, "eager_ms"), Some(2.25));
         assert_eq!(json_number(line, "compile_ms"), Some(1.5));
+        assert_eq!(json_number(line, "convs_ms"), Some(0.9));
         assert_eq!(json_number(line, "missing"), None);
     }
 }
