@@ -350,7 +350,14 @@ pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<
             random_values(n as usize, seed)
         }
     };
-    let (a, a_vals) = upload(ctx.device(), dtype, &values(op.a_elements(), seed))?;
+    // A channel-slice input is read from the wider tensor's last channels (a split's second
+    // half), so the run covers the input's channel offset too.
+    let a_offset = op.a_ld.saturating_sub(op.c);
+    let (a, a_vals) = upload(
+        ctx.device(),
+        dtype,
+        &values(op.a_elements() + u64::from(a_offset), seed),
+    )?;
     let b = match op.b_elements() {
         0 => None,
         n => Some(upload(ctx.device(), dtype, &values(n, seed ^ 0x5bd1))?),
@@ -365,7 +372,7 @@ pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<
         &a,
         b.as_ref().map(|b| &b.0),
         &y,
-        crate::ops::ChannelOffsets::default(),
+        crate::ops::ChannelOffsets { a: a_offset, y: 0 },
         ws.as_ref(),
         &Stream::default(),
     )?;
@@ -373,7 +380,11 @@ pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<
     ctx.device().synchronize()?;
     y.download(&mut raw)?;
     let gpu = decode(dtype, &raw);
-    let expected = reference(op, &a_vals, b.as_ref().map(|b| b.1.as_slice()));
+    let expected = reference(
+        op,
+        &a_vals[a_offset as usize..],
+        b.as_ref().map(|b| b.1.as_slice()),
+    );
     // Only the written elements count; every other one (between the pixels of a channel
     // slice) must hold the poison (0xFF bytes) still.
     let written: Vec<usize> = if op.y_ld == 0 || op.y_ld == op.c {
