@@ -41,6 +41,7 @@ pub struct Network<'c> {
     batch: u32,
     data_type: DataType,
     steps: Vec<Step>,
+    /// The planned activation buffers, then the constants split epilogues read.
     buffers: Vec<DeviceBuffer>,
     workspace: Option<DeviceBuffer>,
     input: (usize, Shape),
@@ -110,6 +111,11 @@ impl<'c> Network<'c> {
         let buffer_of = |t: &str| plan.placement[t];
         let mut steps = Vec::with_capacity(def.nodes.len());
         let mut workspace = 0u64;
+        // Per-(n, c) scales and biases of split epilogues, placed after the activations.
+        let mut constants = Constants {
+            first: plan.buffers.len(),
+            buffers: Vec::new(),
+        };
         for node in &def.nodes {
             let name = node.name.as_str();
             let x = shapes[node.inputs[0].as_str()];
@@ -118,7 +124,7 @@ impl<'c> Network<'c> {
             if let Some(c) = conv {
                 let buffers = [buffer_of(&node.inputs[0]), buffer_of(&node.output)];
                 let residual = c.residual.as_deref().map(buffer_of);
-                let step = conv_step(
+                let conv_steps = conv_step(
                     ctx,
                     name,
                     &c,
@@ -130,11 +136,15 @@ impl<'c> Network<'c> {
                     buffers,
                     residual,
                     matches!(node.op, Op::Linear { .. }),
+                    &mut constants,
                 )?;
-                if let Step::Conv { inv, .. } = &step {
-                    workspace = workspace.max(inv.workspace_bytes());
+                for step in conv_steps {
+                    workspace = workspace.max(match &step {
+                        Step::Conv { inv, .. } => inv.workspace_bytes(),
+                        Step::Op { inv, .. } => inv.problem().workspace_bytes(),
+                    });
+                    steps.push(step);
                 }
-                steps.push(step);
                 continue;
             }
             if node.op == Op::Concat {
@@ -174,7 +184,7 @@ impl<'c> Network<'c> {
                 },
             });
         }
-        let mut buffers = Vec::with_capacity(plan.buffers.len());
+        let mut buffers = Vec::with_capacity(plan.buffers.len() + constants.buffers.len());
         for &b in &plan.buffers {
             buffers.push(
                 ctx.device()
@@ -182,6 +192,7 @@ impl<'c> Network<'c> {
                     .map_err(|e| at("activations")(e.into()))?,
             );
         }
+        buffers.append(&mut constants.buffers);
         let workspace = match workspace {
             0 => None,
             n => Some(
@@ -400,8 +411,65 @@ impl<'c> Network<'c> {
     }
 }
 
-/// A convolution's step: the fused problem resolved (the best ranked solution this device
-/// can load), its filter converted to KRSC in `dtype`, its norm folded.
+/// Device constants of split epilogues, indexed after the activation buffers.
+struct Constants {
+    /// The index the first constant takes in the network's buffers.
+    first: usize,
+    buffers: Vec<DeviceBuffer>,
+}
+
+impl Constants {
+    /// Uploads `values` (per channel) repeated for each of `batch` samples, in `dtype`;
+    /// returns its buffer index.
+    fn per_sample(
+        &mut self,
+        ctx: &Context,
+        node: &str,
+        dtype: DataType,
+        values: &[f32],
+        batch: u32,
+    ) -> Result<usize, NetError> {
+        let repeated: Vec<f32> = (0..batch).flat_map(|_| values.iter().copied()).collect();
+        self.buffers.push(upload(ctx, node, dtype, &repeated)?);
+        Ok(self.first + self.buffers.len() - 1)
+    }
+}
+
+/// Time a standalone operator pass over `bytes` is taken to cost, ms: a launch plus the
+/// traffic at a bandwidth every supported GPU reaches (deliberately low, so a split is
+/// chosen only when it clearly wins).
+fn op_pass_ms(bytes: u64) -> f64 {
+    0.004 + bytes as f64 / 1.0e9
+}
+
+/// The ranked solution this device can load first, with its invoker.
+fn prepare_best(
+    ctx: &Context,
+    name: &str,
+    problem: &crate::ConvProblem,
+) -> Result<(Arc<Invoker>, f64), NetError> {
+    let plan = ctx.find_solutions(problem).map_err(at(name))?;
+    let mut last = None;
+    for ranked in plan.iter() {
+        match ctx.prepare(problem, &ranked.variant) {
+            Ok(i) => return Ok((i, ranked.time_ms)),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(match last {
+        Some(e) => at(name)(e),
+        None => NetError::Definition {
+            node: name.into(),
+            reason: format!("no solver applies to {}", problem.find_db_key()),
+        },
+    })
+}
+
+/// A convolution's steps: its fused problem resolved (the best ranked solution this device
+/// can load), its filter converted to KRSC in `dtype`, its norm folded. When the plain
+/// convolution's best solver (one that takes no fused epilogue, such as CUTLASS's 3xTF32)
+/// plus the epilogue as standalone operator passes (per-channel scale, bias, the residual and
+/// activation, in place) ranks clearly faster, that is what runs instead.
 #[allow(clippy::too_many_arguments)]
 fn conv_step(
     ctx: &Context,
@@ -415,37 +483,103 @@ fn conv_step(
     [xb, yb]: [usize; 2],
     residual: Option<usize>,
     linear: bool,
-) -> Result<Step, NetError> {
+    constants: &mut Constants,
+) -> Result<Vec<Step>, NetError> {
     let cw = weights.conv(name, c, x.c, linear)?;
     let problem = super::conv_problem(name, c, activation, x, batch, dtype)?;
-    let plan = ctx.find_solutions(&problem).map_err(at(name))?;
-    let mut last = None;
-    let mut inv = None;
-    for ranked in plan.iter() {
-        match ctx.prepare(&problem, &ranked.variant) {
-            Ok(i) => {
-                inv = Some(i);
-                break;
+    let weight = upload(ctx, name, dtype, &cw.krsc)?;
+    let (fused, fused_ms) = prepare_best(ctx, name, &problem)?;
+    let plain = problem.without_fusion();
+    // FP32 only: there a split's extra roundings (of y between passes, of the scale and bias
+    // to the data type) are FP32's, far inside the tolerance; FP16 and BF16 keep the fused
+    // epilogue's single rounding.
+    if plain != problem && dtype == DataType::Fp32 {
+        let (inv, plain_ms) = prepare_best(ctx, name, &plain)?;
+        let y_bytes = plain.byte_counts()[2];
+        let passes = [cw.scale.is_some(), cw.bias.is_some(), residual.is_some()]
+            .iter()
+            .filter(|&&p| p)
+            .count()
+            .max(1);
+        let split_ms = plain_ms + passes as f64 * op_pass_ms(2 * y_bytes);
+        if inv.variant.solver.id() != fused.variant.solver.id() && split_ms < 0.8 * fused_ms {
+            let mut steps = vec![Step::Conv {
+                inv,
+                x: xb,
+                y: yb,
+                residual: None,
+                weight,
+                scale: None,
+                bias: None,
+                activation_param: 1.0,
+            }];
+            let [_, oh, ow] = plain.output();
+            let y = Shape {
+                c: c.out,
+                h: oh,
+                w: ow,
+            };
+            // In place on y: each pass reads and writes the same elements.
+            let mut pass = |op: crate::ops::EltwiseOp,
+                            broadcast: bool,
+                            b: Option<usize>,
+                            act: Activation|
+             -> Result<(), NetError> {
+                let mut p = crate::ops::OpProblem::new(
+                    crate::ops::OpKind::Eltwise { op, broadcast },
+                    batch,
+                    y.c,
+                    [y.h, y.w],
+                    crate::Layout::Nhwc,
+                    dtype,
+                );
+                p.activation = act;
+                p.activation_param = act.default_param();
+                steps.push(Step::Op {
+                    inv: ctx.prepare_op(&p).map_err(at(name))?,
+                    a: yb,
+                    b,
+                    y: yb,
+                    offsets: ChannelOffsets::default(),
+                });
+                Ok(())
+            };
+            use crate::ops::EltwiseOp::{Add, Copy, Mul};
+            let last_act = |is_last: bool| {
+                if is_last {
+                    activation
+                } else {
+                    Activation::Identity
+                }
+            };
+            if let Some(s) = &cw.scale {
+                let b = constants.per_sample(ctx, name, dtype, s, batch)?;
+                pass(
+                    Mul,
+                    true,
+                    Some(b),
+                    last_act(cw.bias.is_none() && residual.is_none()),
+                )?;
             }
-            Err(e) => last = Some(e),
+            if let Some(v) = &cw.bias {
+                let b = constants.per_sample(ctx, name, dtype, v, batch)?;
+                pass(Add, true, Some(b), last_act(residual.is_none()))?;
+            }
+            if let Some(z) = residual {
+                pass(Add, false, Some(z), activation)?;
+            }
+            if cw.scale.is_none() && cw.bias.is_none() && residual.is_none() {
+                pass(Copy, false, None, activation)?;
+            }
+            return Ok(steps);
         }
     }
-    let inv = match (inv, last) {
-        (Some(i), _) => i,
-        (None, Some(e)) => return Err(at(name)(e)),
-        (None, None) => {
-            return Err(NetError::Definition {
-                node: name.into(),
-                reason: format!("no solver applies to {}", problem.find_db_key()),
-            })
-        }
-    };
-    Ok(Step::Conv {
-        inv,
+    Ok(vec![Step::Conv {
+        inv: fused,
         x: xb,
         y: yb,
         residual,
-        weight: upload(ctx, name, dtype, &cw.krsc)?,
+        weight,
         scale: cw
             .scale
             .map(|v| upload(ctx, name, DataType::Fp32, &v))
@@ -455,5 +589,5 @@ fn conv_step(
             .map(|v| upload(ctx, name, DataType::Fp32, &v))
             .transpose()?,
         activation_param: activation.default_param(),
-    })
+    }])
 }
