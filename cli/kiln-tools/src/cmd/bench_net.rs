@@ -196,8 +196,7 @@ mod tests {
 
     #[test]
     fn anchors_are_read_from_json_lines() {
-        let line =
-            r#"{"anchor": {"n": 32, "eager_ms": 2.25, "compile_ms": 1.5e0, "torch": "2.11"}}"#;
+        let line = r#"{"anchor": {"n": 32, "eager_ms": 2.25, "compile_ms": 1.5e0, "convs_ms": 0.9, "torch": "2.11"}}"#;
         assert_eq!(json_number(line, "n"), Some(32.0));
         assert_eq!(json_number(line, "eager_ms"), Some(2.25));
         assert_eq!(json_number(line, "compile_ms"), Some(1.5));
