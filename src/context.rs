@@ -512,6 +512,24 @@ impl Context {
         stream: &Stream,
         epilogue: &EpilogueArgs<'_>,
     ) -> Result<(), RunError> {
+        let programmatic = self.programmatic.load(std::sync::atomic::Ordering::Relaxed);
+        self.run_fused_launching(inv, x, w, y, workspace, stream, epilogue, programmatic)
+    }
+
+    /// [`Context::run_fused`] with programmatic dependent launch on or off for this launch,
+    /// whatever the context's setting.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run_fused_launching(
+        &self,
+        inv: &Invoker,
+        x: &DeviceBuffer,
+        w: &DeviceBuffer,
+        y: &DeviceBuffer,
+        workspace: Option<&DeviceBuffer>,
+        stream: &Stream,
+        epilogue: &EpilogueArgs<'_>,
+        programmatic: bool,
+    ) -> Result<(), RunError> {
         let p = &inv.problem;
         let bytes = p.byte_counts();
         let (ep, y_offset) = epilogue.checked(p, &self.device)?;
@@ -530,7 +548,6 @@ impl Context {
         if workspace.is_some_and(|b| !b.device().same_as(&self.device)) {
             return Err(RunError::ForeignBuffer { which: "workspace" });
         }
-        let programmatic = self.programmatic.load(std::sync::atomic::Ordering::Relaxed);
         let element = p.data_types()[2].size_bytes() as u64;
         inv.launch(
             &self.device,

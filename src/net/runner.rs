@@ -271,8 +271,11 @@ impl<'c> Network<'c> {
                         activation_param: *activation_param,
                         ..EpilogueArgs::defaults(&inv.problem)
                     };
+                    // Every launch waits for the end of the one before: with programmatic
+                    // dependent launch, measured on the H200, whole networks ran 0-10% slower
+                    // (ResNet-50 0.492 against 0.443 ms at N=1).
                     self.ctx
-                        .run_fused(
+                        .run_fused_launching(
                             inv,
                             &self.buffers[*x],
                             weight,
@@ -280,6 +283,7 @@ impl<'c> Network<'c> {
                             self.workspace.as_ref(),
                             stream,
                             &args,
+                            false,
                         )
                         .map_err(at(&inv.problem.find_db_key().to_string()))?;
                 }

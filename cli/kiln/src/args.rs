@@ -113,10 +113,6 @@ pub struct NetRunArgs {
     /// Time every launch alone too (GPU-only, median of 20) and list the slowest.
     #[arg(long)]
     pub profile: bool,
-    /// Every kernel starts after its predecessor ends (programmatic dependent launch off: by
-    /// default kiln's sm_90 kernels may be scheduled while the previous one finishes).
-    #[arg(long)]
-    pub serial_launch: bool,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

@@ -180,7 +180,6 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         None => None,
     };
     let ctx = a.device.context()?;
-    ctx.set_programmatic_launch(!a.serial_launch);
     let t0 = std::time::Instant::now();
     let net = Network::new(&ctx, &def, &weights, a.batch, dtype)?;
     let build_s = t0.elapsed().as_secs_f64();
