@@ -159,6 +159,9 @@ def anchors(m, size, detector, a):
     tdt = torch.float16 if a.dtype == "fp16" else torch.float32
     net = torch_net(m, detector, tdt)
     torch._inductor.config.freezing = True
+    # FP32 like kiln's: TF32 off (PyTorch's default TF32 convolutions are 1e-3 accurate).
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     for n in a.anchors:
         xd = torch.randn(n, 3, size, size, dtype=tdt, device="cuda").to(memory_format=torch.channels_last)
         torch._dynamo.reset()
