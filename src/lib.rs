@@ -34,6 +34,7 @@
 pub mod backend;
 pub mod codeobject;
 pub mod context;
+pub mod driver;
 pub mod elements;
 pub mod embedded;
 pub mod error;

@@ -989,6 +989,44 @@ fn network_commands_name_their_bad_input() {
     ] {
         cases.push(Case::new(name, &args, expect));
     }
+    // MIOpenDriver's logged lines, pasted after `resolve` / `run`.
+    fn line(l: &str) -> Vec<&str> {
+        l.split_whitespace().collect()
+    }
+    for (name, args, expect) in [
+        (
+            "driver line resolve",
+            line("resolve ./bin/MIOpenDriver convfp16 -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 --in_layout NHWC --fil_layout NHWC --out_layout NHWC -m conv -g 1 -F 1 -t 1 --target h100"),
+            Expect::Ok,
+        ),
+        (
+            "driver line run",
+            line("run conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1"),
+            Expect::NoDevice,
+        ),
+        (
+            "driver line transposed",
+            line("resolve conv -n 1 -m trans -F 1 --target h100"),
+            Expect::Usage,
+        ),
+        (
+            "driver line two directions",
+            line("resolve convfp16 -n 1 -F 3 --target h100"),
+            Expect::Usage,
+        ),
+        (
+            "driver line bad number",
+            line("resolve conv -n many -F 1"),
+            Expect::Usage,
+        ),
+        (
+            "driver line unknown kiln flag",
+            line("resolve conv -n 1 -F 1 --frobnicate"),
+            Expect::Usage,
+        ),
+    ] {
+        cases.push(Case::new(name, &args, expect));
+    }
     assert_all_behave(
         std::path::Path::new(env!("CARGO_BIN_EXE_kiln")),
         &common::repo(),

@@ -204,7 +204,10 @@ pub struct DemoArgs {
 #[derive(Args)]
 pub struct ResolveArgs {
     /// A find-db key (`64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F`); else use the flags
-    /// (which a key excludes: it says everything they would).
+    /// (which a key excludes: it says everything they would). The line MIOpenDriver logs
+    /// works too, pasted in place of the key (`[MIOpenDriver] convfp16 -n 32 -c 64 ... -F 1
+    /// -t 1`): its problem flags become the key, its run options (`-t`, `-V`, `-i`, ...) are
+    /// ignored, and kiln's own options may follow.
     pub key: Option<String>,
     /// Target basename or alias (default: the only embedded target).
     #[arg(long)]

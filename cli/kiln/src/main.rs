@@ -40,7 +40,14 @@ pub extern "C" fn main(
         eprintln!("kiln: error: {e}");
         return 2;
     }
-    let cli = match Cli::try_parse() {
+    let args = match driver_line_args(std::env::args().collect()) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("kiln: error: {e}");
+            return 2;
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version are not errors; everything else is a usage error (2).
@@ -62,6 +69,28 @@ pub extern "C" fn main(
             1
         }
     }
+}
+
+/// `kiln resolve|run` given the line MIOpenDriver logs (`convfp16 -n 32 -c 64 ...`, with or
+/// without the program path): the line becomes its find-db key, and kiln's own options
+/// (`--target`, `--json`, ...) stay. Other command lines pass through unchanged.
+fn driver_line_args(args: Vec<String>) -> Result<Vec<String>, String> {
+    let is_problem_command = args
+        .get(1)
+        .is_some_and(|c| matches!(c.as_str(), "resolve" | "run"));
+    if !is_problem_command || !kiln::driver::looks_like_driver_line(&args[2..]) {
+        return Ok(args);
+    }
+    // MIOpenDriver's run options (`-t 1`, `-V 0`, ...) say how it times and checks; kiln's
+    // own flags do that here.
+    let c = kiln::driver::parse(&args[2..]).map_err(|e| e.to_string())?;
+    let mut out = vec![
+        args[0].clone(),
+        args[1].clone(),
+        c.problem.find_db_key().to_string(),
+    ];
+    out.extend(c.rest);
+    Ok(out)
 }
 
 fn dispatch(cli: Cli) -> CliResult {
