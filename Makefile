@@ -61,13 +61,14 @@ device-pack:
 setup:
 	bash ci/setup.sh
 
-## fmt, clippy (warnings are errors) and rustdoc.
+## fmt, clippy (warnings are errors), rustdoc, and the third-party notices.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p kiln --all-targets --no-default-features --features hip,all-amd,harness -- -D warnings
 	$(CARGO) clippy -p kiln --all-targets --no-default-features --features cuda,all-nvidia,harness -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
+	python3 ci/notices.py --check  # every crate the binaries link is in THIRD_PARTY_NOTICES
 
 ## Each text-parser fuzz target for FUZZ_SECONDS (cargo-fuzz on stable via RUSTC_BOOTSTRAP).
 fuzz-smoke:

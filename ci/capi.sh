@@ -2,6 +2,7 @@
 # Builds kiln's C library and stages it as an install tree:
 #   target/kiln-c/include/kiln.h
 #   target/kiln-c/lib/libkiln.a  libkiln.so (soname libkiln.so.0)  pkgconfig/kiln.pc
+#   target/kiln-c/share/doc/kiln/LICENSE  THIRD_PARTY_NOTICES
 # PROFILE=release (default) or debug; CARGO_FEATURES adds features (e.g. an NVIDIA-only build:
 # CARGO_FEATURES="--no-default-features --features cuda,all-nvidia").
 set -euo pipefail
@@ -15,6 +16,8 @@ out=target/kiln-c
 rm -rf "$out"
 mkdir -p "$out/include" "$out/lib/pkgconfig"
 cp capi/include/kiln.h "$out/include/"
+mkdir -p "$out/share/doc/kiln"
+cp LICENSE THIRD_PARTY_NOTICES "$out/share/doc/kiln/"
 cp "target/$PROFILE/libkiln_c.a" "$out/lib/libkiln.a"
 cp "target/$PROFILE/libkiln_c.so" "$out/lib/libkiln.so.0"
 ln -sf libkiln.so.0 "$out/lib/libkiln.so"

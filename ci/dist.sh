@@ -16,6 +16,8 @@ for arch in x86_64 aarch64; do
     cargo zigbuild --quiet --release -p kiln-cli --target "$triple.$GLIBC_FLOOR"
   cp "target/$triple/release/kiln" "dist/kiln-$arch-linux-gnu"
 done
+# The licences travel with the binaries (kiln's and everything they carry).
+cp LICENSE THIRD_PARTY_NOTICES dist/
 fail=0
 for bin in dist/kiln-*; do
   highest=$(readelf -W --dyn-syms "$bin" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
