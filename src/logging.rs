@@ -7,9 +7,16 @@
 //! Without a logger installed nothing is formatted: a `log` macro is one relaxed atomic load,
 //! so logging costs the no-allocation lookup path nothing.
 
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock};
 
-pub use log::LevelFilter;
+pub use log::{Level, LevelFilter};
+
+/// Where kiln's logger sends a line instead of stderr (a host program's callback): the level
+/// and the formatted message.
+pub type Sink = Box<dyn Fn(Level, &str) + Send + Sync>;
+
+/// The installed sink, if any.
+static SINK: RwLock<Option<Sink>> = RwLock::new(None);
 
 /// The variable that sets the level.
 pub const LEVEL_VARIABLE: &str = "KILN_LOG_LEVEL";
@@ -72,6 +79,12 @@ impl log::Log for StderrLogger {
             log::Level::Debug => "debug",
             log::Level::Trace => "trace",
         };
+        if let Ok(sink) = SINK.read() {
+            if let Some(sink) = sink.as_ref() {
+                sink(record.level(), &record.args().to_string());
+                return;
+            }
+        }
         // The stderr lock is held for the whole line: lines from concurrent threads do not
         // interleave.
         use std::io::Write;
@@ -91,12 +104,26 @@ static OURS: OnceLock<bool> = OnceLock::new();
 /// `KILN_LOG_LEVEL` is an error naming it; the level then stays as it was.
 pub fn init_from_env() -> Result<LevelFilter, String> {
     let level = level_from_env()?;
+    set_level(level);
+    Ok(level)
+}
+
+/// Installs kiln's logger (as [`init_from_env`] does) at `level`, sending its lines to `sink`
+/// instead of stderr (`None`: stderr again). With a host's own logger in place, the sink is
+/// kept but unused: lines go through the host's logger.
+pub fn install(level: LevelFilter, sink: Option<Sink>) {
+    if let Ok(mut s) = SINK.write() {
+        *s = sink;
+    }
+    set_level(level);
+}
+
+fn set_level(level: LevelFilter) {
     if *OURS.get_or_init(|| log::set_logger(&LOGGER).is_ok()) {
         log::set_max_level(level);
     } else {
         log::set_max_level(level.max(log::max_level()));
     }
-    Ok(level)
 }
 
 #[cfg(test)]

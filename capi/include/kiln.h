@@ -10,6 +10,15 @@
 // Longest solver id, perf config or find-db key a `kiln_solution_info` holds, NUL included.
 #define KILN_NAME_BYTES 128
 
+// kiln's major version (the header's; `kiln_version_numbers` gives the library's).
+#define KILN_VERSION_MAJOR 0
+
+// kiln's minor version.
+#define KILN_VERSION_MINOR 1
+
+// kiln's patch version.
+#define KILN_VERSION_PATCH 0
+
 // Device memory kiln allocated (for callers without a GPU SDK of their own).
 typedef struct kiln_buffer kiln_buffer;
 
@@ -119,6 +128,40 @@ typedef struct kiln_solution_info {
   char nearest_key[KILN_NAME_BYTES];
 } kiln_solution_info;
 
+// A log line's level: one of the `KILN_LOG_*` values.
+typedef int32_t kiln_log_level;
+
+// A host program's log function: `level`, the line (NUL-terminated, valid during the call),
+// and the `user` pointer given with it. kiln may call it from any thread that calls kiln, and
+// from several at once.
+typedef void (*kiln_log_callback)(kiln_log_level level, const char *message, void *user);
+
+// A device kiln can see, as `kiln_device_get_info` writes it.
+typedef struct kiln_device_info {
+  // `sizeof(kiln_device_info)` as this library knows it.
+  uint32_t struct_size;
+  // Its spec for `kiln_handle_create` (`cuda:0`, `hip:1`), NUL-terminated.
+  char spec[KILN_NAME_BYTES];
+  // The marketing name.
+  char name[KILN_NAME_BYTES];
+  // The arch (`sm_90`, `gfx90a:sramecc+:xnack-`).
+  char arch[KILN_NAME_BYTES];
+  // SMs or CUs.
+  uint32_t compute_units;
+  // `GPU-...` (CUDA) or the HIP UUID.
+  char uuid[KILN_NAME_BYTES];
+  // The newest CUDA version the driver supports (13.0: 13 and 0); 0 and 0 for HIP.
+  uint32_t driver_major;
+  // See `driver_major`.
+  uint32_t driver_minor;
+  // The embedded target it maps to (`sm_90_132`), empty when none fits.
+  char target[KILN_NAME_BYTES];
+  // 1 when the target was built for this arch and CU count, else 0.
+  int32_t exact_target;
+  // Why no target fits (empty when one does).
+  char no_target_reason[256];
+} kiln_device_info;
+
 // What a network is, as `kiln_net_get_info` writes it.
 typedef struct kiln_net_info {
   // The network's name (`resnet50`), NUL-terminated.
@@ -197,6 +240,24 @@ typedef struct kiln_net_tensor {
 // FP32 inputs may be rounded to TF32 (10-bit mantissa): faster, about 1e-3 relative error.
 #define KILN_MATH_ALLOW_TF32 1
 
+// Nothing is logged (as `max_level`).
+#define KILN_LOG_OFF 0
+
+// kiln cannot do what was asked.
+#define KILN_LOG_ERROR 1
+
+// kiln degrades: the closest target, an unmeasured find-db, a cost-model rank.
+#define KILN_LOG_WARN 2
+
+// How problems were ranked.
+#define KILN_LOG_INFO 3
+
+// Details.
+#define KILN_LOG_DEBUG 4
+
+// Everything.
+#define KILN_LOG_TRACE 5
+
 // The call succeeded.
 #define KILN_SUCCESS 0
 
@@ -227,6 +288,10 @@ typedef struct kiln_net_tensor {
 // A bug in kiln (a panic, caught at the boundary).
 #define KILN_ERROR_INTERNAL 9
 
+// The device is out of memory (the driver's code is `kiln_last_error_code()`): free memory,
+// or use a smaller batch.
+#define KILN_ERROR_OUT_OF_MEMORY 10
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -237,6 +302,11 @@ const char *kiln_version(void);
 // The message of the last failed kiln call on this thread (empty if none). Valid until this
 // thread's next failing kiln call.
 const char *kiln_last_error(void);
+
+// The driver's numeric result (`CUresult` / `hipError_t`) of this thread's last failed kiln
+// call, 0 when that failure was not the driver's. A CUDA context error that sticks (700
+// `CUDA_ERROR_ILLEGAL_ADDRESS` and the like) means the handle must be recreated.
+int32_t kiln_last_error_code(void);
 
 // A status's name (`"KILN_ERROR_BAD_PARAM"`; `"KILN_UNKNOWN_STATUS"` for other values).
 const char *kiln_status_name(kiln_status status);
@@ -462,6 +532,35 @@ kiln_status kiln_buffer_download(const struct kiln_buffer *buffer, void *dst, si
 // `buffer` is NULL or came from `kiln_buffer_create`, is not used afterwards, and no
 // enqueued work still uses it.
 void kiln_buffer_destroy(struct kiln_buffer *buffer);
+
+// Writes the library's version (compare with the header's `KILN_VERSION_*` to catch a
+// program built against another header). NULL pointers are skipped.
+//
+// # Safety
+// Each pointer is NULL or writable.
+void kiln_version_numbers(uint32_t *major, uint32_t *minor, uint32_t *patch);
+
+// Routes kiln's log lines to `callback` (with `user`), up to `max_level` (`KILN_LOG_*`), instead
+// of stderr; a NULL callback returns them to stderr at `max_level`. A Rust host that installed
+// its own `log` logger first keeps it: kiln then logs through that logger.
+//
+// # Safety
+// `callback` is NULL or a function that may be called from any thread, with `user`, until it
+// is replaced.
+kiln_status kiln_set_log_callback(kiln_log_callback callback, void *user, kiln_log_level max_level);
+
+// Counts the devices of every GPU runtime found (0 without a GPU or runtime: not an error).
+//
+// # Safety
+// `count` is writable.
+kiln_status kiln_device_count(uint32_t *count);
+
+// Describes device `index` (0 .. count - 1, in `kiln_device_count`'s order) and the target kiln
+// would run it with.
+//
+// # Safety
+// `info` is writable.
+kiln_status kiln_device_get_info(uint32_t index, struct kiln_device_info *info);
 
 // The name of kiln's `index`-th network definition (`"resnet50"`, `"mobilenet_v2"`,
 // `"efficientnet_b0"`, `"yolov8n"`, ...), a static string; NULL past the last.

@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod desc;
+mod host;
 mod net;
 mod saved;
 mod status;
@@ -39,6 +40,7 @@ use kiln::solvers::TargetCaps;
 use kiln::{ConvProblem, EmbeddedTarget};
 
 pub use desc::*;
+pub use host::*;
 pub use net::*;
 pub use status::*;
 
@@ -283,6 +285,14 @@ pub extern "C" fn kiln_last_error() -> *const c_char {
     last_error_ptr()
 }
 
+/// The driver's numeric result (`CUresult` / `hipError_t`) of this thread's last failed kiln
+/// call, 0 when that failure was not the driver's. A CUDA context error that sticks (700
+/// `CUDA_ERROR_ILLEGAL_ADDRESS` and the like) means the handle must be recreated.
+#[unsafe(no_mangle)]
+pub extern "C" fn kiln_last_error_code() -> i32 {
+    status::last_driver_code()
+}
+
 /// A status's name (`"KILN_ERROR_BAD_PARAM"`; `"KILN_UNKNOWN_STATUS"` for other values).
 #[unsafe(no_mangle)]
 pub extern "C" fn kiln_status_name(status: kiln_status) -> *const c_char {
@@ -491,9 +501,7 @@ pub unsafe extern "C" fn kiln_handle_synchronize(handle: *const kiln_handle) -> 
     guard(AssertUnwindSafe(|| {
         // SAFETY: the caller's contract.
         let ctx = unsafe { arg(handle, "handle")? }.shared.context()?;
-        ctx.device()
-            .synchronize()
-            .map_err(|e| Failure::new(KILN_ERROR_DEVICE, e.to_string()))
+        ctx.device().synchronize().map_err(|e| Failure::driver(&e))
     }))
 }
 
@@ -1025,7 +1033,7 @@ pub unsafe extern "C" fn kiln_buffer_create(
             .context()?
             .device()
             .alloc(bytes)
-            .map_err(|e| Failure::new(KILN_ERROR_DEVICE, e.to_string()))?;
+            .map_err(|e| Failure::driver(&e))?;
         let b = kiln_buffer {
             buffer,
             _shared: s.clone(),
@@ -1095,12 +1103,11 @@ pub unsafe extern "C" fn kiln_buffer_download(
 
 fn buffer_error(e: kiln::backend::BackendError) -> Failure {
     // kiln's own size check has no driver code; the driver's refusals do.
-    let status = if e.code == 0 {
-        KILN_ERROR_BUFFER_TOO_SMALL
+    if e.code == 0 {
+        Failure::new(KILN_ERROR_BUFFER_TOO_SMALL, e.to_string())
     } else {
-        KILN_ERROR_DEVICE
-    };
-    Failure::new(status, e.to_string())
+        Failure::driver(&e)
+    }
 }
 
 /// Frees a buffer (NULL: nothing).

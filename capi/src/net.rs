@@ -367,9 +367,7 @@ pub unsafe extern "C" fn kiln_net_run(
         })?;
         // SAFETY: the caller's contract: null or a live stream of this device.
         let stream = unsafe { Stream::from_raw(stream as u64) };
-        graph
-            .launch(&stream)
-            .map_err(|e| Failure::new(super::KILN_ERROR_DEVICE, e.to_string()))
+        graph.launch(&stream).map_err(|e| Failure::driver(&e))
     }))
 }
 

@@ -32,9 +32,16 @@ pub const KILN_ERROR_DEVICE: kiln_status = 7;
 pub const KILN_ERROR_DATA: kiln_status = 8;
 /// A bug in kiln (a panic, caught at the boundary).
 pub const KILN_ERROR_INTERNAL: kiln_status = 9;
+/// The device is out of memory (the driver's code is `kiln_last_error_code()`): free memory,
+/// or use a smaller batch.
+pub const KILN_ERROR_OUT_OF_MEMORY: kiln_status = 10;
+
+/// The driver's out-of-memory result: `CUDA_ERROR_OUT_OF_MEMORY` and `hipErrorOutOfMemory`
+/// are both 2.
+const DRIVER_OUT_OF_MEMORY: i32 = 2;
 
 /// Every status and its name, for `kiln_status_name` and the tests.
-pub(crate) const STATUS_NAMES: [(kiln_status, &str); 10] = [
+pub(crate) const STATUS_NAMES: [(kiln_status, &str); 11] = [
     (KILN_SUCCESS, "KILN_SUCCESS\0"),
     (KILN_ERROR_BAD_PARAM, "KILN_ERROR_BAD_PARAM\0"),
     (KILN_ERROR_NO_DEVICE, "KILN_ERROR_NO_DEVICE\0"),
@@ -45,6 +52,7 @@ pub(crate) const STATUS_NAMES: [(kiln_status, &str); 10] = [
     (KILN_ERROR_DEVICE, "KILN_ERROR_DEVICE\0"),
     (KILN_ERROR_DATA, "KILN_ERROR_DATA\0"),
     (KILN_ERROR_INTERNAL, "KILN_ERROR_INTERNAL\0"),
+    (KILN_ERROR_OUT_OF_MEMORY, "KILN_ERROR_OUT_OF_MEMORY\0"),
 ];
 
 /// A failed call: its status and message.
@@ -52,6 +60,8 @@ pub(crate) const STATUS_NAMES: [(kiln_status, &str); 10] = [
 pub(crate) struct Failure {
     pub status: kiln_status,
     pub message: String,
+    /// The driver's numeric result when the driver refused (`CUresult`, `hipError_t`), else 0.
+    pub driver_code: i32,
 }
 
 impl Failure {
@@ -59,6 +69,20 @@ impl Failure {
         Failure {
             status,
             message: message.into(),
+            driver_code: 0,
+        }
+    }
+
+    /// The driver refused (`e.code`, never 0 here): out of memory, or a device error.
+    pub fn driver(e: &kiln::backend::BackendError) -> Failure {
+        let status = if e.code == DRIVER_OUT_OF_MEMORY {
+            KILN_ERROR_OUT_OF_MEMORY
+        } else {
+            KILN_ERROR_DEVICE
+        };
+        Failure {
+            driver_code: e.code,
+            ..Failure::new(status, e.to_string())
         }
     }
 
@@ -69,6 +93,11 @@ impl Failure {
 
 impl From<RunError> for Failure {
     fn from(e: RunError) -> Failure {
+        if let RunError::Backend(b) = &e {
+            if b.code != 0 {
+                return Failure::driver(b);
+            }
+        }
         let status = match &e {
             RunError::Kiln(Error::Lookup(_)) => KILN_ERROR_DATA,
             RunError::Kiln(Error::BadKey { .. } | Error::BadProblem(_)) => KILN_ERROR_BAD_PARAM,
@@ -97,12 +126,19 @@ impl From<Error> for Failure {
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    static LAST_DRIVER_CODE: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
 }
 
-fn set_last_error(message: &str) {
+fn set_last_error(message: &str, driver_code: i32) {
     // Interior NULs would cut the message short in C: show them as `\0`.
     let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
     LAST_ERROR.with(|m| *m.borrow_mut() = text);
+    LAST_DRIVER_CODE.with(|c| c.set(driver_code));
+}
+
+/// The driver's numeric result of this thread's last failed call (0: not the driver's).
+pub(crate) fn last_driver_code() -> i32 {
+    LAST_DRIVER_CODE.with(|c| c.get())
 }
 
 /// The message of the last failed call on this thread; valid until the thread's next failing
@@ -117,7 +153,7 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<(), Failure> + UnwindSafe) -> 
     match catch_unwind(body) {
         Ok(Ok(())) => KILN_SUCCESS,
         Ok(Err(f)) => {
-            set_last_error(&f.message);
+            set_last_error(&f.message, f.driver_code);
             f.status
         }
         Err(payload) => {
@@ -126,9 +162,10 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<(), Failure> + UnwindSafe) -> 
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            set_last_error(&format!(
-                "internal error in kiln (a bug; please report it): {what}"
-            ));
+            set_last_error(
+                &format!("internal error in kiln (a bug; please report it): {what}"),
+                0,
+            );
             KILN_ERROR_INTERNAL
         }
     }

@@ -404,6 +404,50 @@ static void networks(void) {
   kiln_handle_destroy(h);
 }
 
+/* The host program's side: version numbers, the log routed to a callback, devices. */
+static int log_lines, log_warnings_named;
+static void on_log(kiln_log_level level, const char *message, void *user) {
+  (void)user;
+  log_lines++;
+  if (level == KILN_LOG_WARN && strstr(message, "no measured find-db")) log_warnings_named++;
+}
+
+static void host(void) {
+  uint32_t major = 99, minor = 99, patch = 99, count = 99;
+  kiln_version_numbers(&major, &minor, &patch);
+  expect("version numbers match the header",
+         major == KILN_VERSION_MAJOR && minor == KILN_VERSION_MINOR && patch == KILN_VERSION_PATCH
+             ? KILN_SUCCESS
+             : -1,
+         KILN_SUCCESS, NULL);
+  expect("log level 9", kiln_set_log_callback(on_log, NULL, 9), KILN_ERROR_BAD_PARAM, "max_level = 9");
+  expect("log callback", kiln_set_log_callback(on_log, NULL, KILN_LOG_WARN), KILN_SUCCESS, NULL);
+  kiln_handle *h = NULL;
+  /* An sm_80 target has no measured find-db: kiln warns, through the callback. */
+  expect("warned handle", kiln_handle_create_for_target("sm_80_108", &h), KILN_SUCCESS, NULL);
+  kiln_handle_destroy(h);
+  expect("the warning reached the callback", log_warnings_named > 0 ? KILN_SUCCESS : -1, KILN_SUCCESS,
+         NULL);
+  expect("log back to stderr", kiln_set_log_callback(NULL, NULL, KILN_LOG_WARN), KILN_SUCCESS, NULL);
+  int before = log_lines;
+  expect("quiet handle", kiln_handle_create_for_target("sm_80_108", &h), KILN_SUCCESS, NULL);
+  kiln_handle_destroy(h);
+  expect("no line after the callback is removed", log_lines == before ? KILN_SUCCESS : -1,
+         KILN_SUCCESS, NULL);
+  expect("device count", kiln_device_count(&count), KILN_SUCCESS, NULL);
+  kiln_device_info info;
+  expect("device past the last", kiln_device_get_info(count, &info), KILN_ERROR_BAD_PARAM,
+         "device(s)");
+  expect("no driver code for a bad argument", kiln_last_error_code() == 0 ? KILN_SUCCESS : -1,
+         KILN_SUCCESS, NULL);
+  expect("device count NULL", kiln_device_count(NULL), KILN_ERROR_BAD_PARAM, "count is NULL");
+  expect("out-of-memory name",
+         strcmp(kiln_status_name(KILN_ERROR_OUT_OF_MEMORY), "KILN_ERROR_OUT_OF_MEMORY") == 0
+             ? KILN_SUCCESS
+             : -1,
+         KILN_SUCCESS, NULL);
+}
+
 int main(void) {
   printf("kiln %s: C interface on bad input\n", kiln_version());
   descriptions();
@@ -411,6 +455,7 @@ int main(void) {
   devices_and_targets();
   planning();
   networks();
+  host();
   log_level();
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
