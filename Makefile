@@ -2,7 +2,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 20
 
-.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb device-pack capi header examples dist
+.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb device-pack capi header examples dist install
 
 ## Run kiln's main job on its embedded default databases: every ResNet-50 conv layer through
 ## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects),
@@ -42,6 +42,21 @@ header:
 ## aarch64 binary under qemu-user.
 dist:
 	bash ci/dist.sh
+
+## Install the appliance binary and the C library under $(DESTDIR)$(PREFIX): bin/kiln,
+## include/kiln.h, lib/libkiln.a, lib/libkiln.so(.0), lib/pkgconfig/kiln.pc (relocatable),
+## share/doc/kiln/{LICENSE,THIRD_PARTY_NOTICES}.
+PREFIX ?= /usr/local
+install: capi
+	$(CARGO) build --release --quiet -p kiln-cli
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/doc/kiln
+	install -m 755 target/release/kiln $(DESTDIR)$(PREFIX)/bin/kiln
+	install -m 644 target/kiln-c/include/kiln.h $(DESTDIR)$(PREFIX)/include/kiln.h
+	install -m 644 target/kiln-c/lib/libkiln.a $(DESTDIR)$(PREFIX)/lib/libkiln.a
+	install -m 755 target/kiln-c/lib/libkiln.so.0 $(DESTDIR)$(PREFIX)/lib/libkiln.so.0
+	ln -sf libkiln.so.0 $(DESTDIR)$(PREFIX)/lib/libkiln.so
+	install -m 644 target/kiln-c/lib/pkgconfig/kiln.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
+	install -m 644 LICENSE THIRD_PARTY_NOTICES $(DESTDIR)$(PREFIX)/share/doc/kiln/
 
 ## Build and run the examples: the C program against libkiln.a, the C library's bad-input
 ## check against libkiln.so under valgrind, and the Rust example. Without a GPU they print the

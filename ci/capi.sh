@@ -21,7 +21,6 @@ cp LICENSE THIRD_PARTY_NOTICES "$out/share/doc/kiln/"
 cp "target/$PROFILE/libkiln_c.a" "$out/lib/libkiln.a"
 cp "target/$PROFILE/libkiln_c.so" "$out/lib/libkiln.so.0"
 ln -sf libkiln.so.0 "$out/lib/libkiln.so"
-prefix=$(cd "$out" && pwd)
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" capi/kiln.pc.in > "$out/lib/pkgconfig/kiln.pc"
+sed -e "s|@VERSION@|$version|" capi/kiln.pc.in > "$out/lib/pkgconfig/kiln.pc"
 echo "staged $out: $(du -h "$out/lib/libkiln.a" | cut -f1) static, $(du -h "$out/lib/libkiln.so.0" | cut -f1) shared"

@@ -24,6 +24,19 @@ done
 # shellcheck disable=SC2046
 $CC $cflags capi/tests/api_check.c -o "$bin/api_check" $(pkg-config --cflags --libs kiln) \
   -lpthread -Wl,-rpath,"$PWD/$KILN_C/lib"
+# kiln.pc is relocatable: the staged tree copied elsewhere still builds a program.
+moved=$(mktemp -d)
+cp -r "$KILN_C" "$moved/kiln"
+# shellcheck disable=SC2046
+$CC $cflags examples/c/network.c -o "$bin/network_moved" \
+  $(PKG_CONFIG_PATH="$moved/kiln/lib/pkgconfig" pkg-config --cflags --libs kiln) \
+  -Wl,-rpath,"$moved/kiln/lib"
+case "$(PKG_CONFIG_PATH="$moved/kiln/lib/pkgconfig" pkg-config --variable=includedir kiln)" in
+  "$moved"/kiln/*) echo "== kiln.pc relocates: includedir under the moved tree" ;;
+  *) echo "kiln.pc does not relocate" >&2; exit 1 ;;
+esac
+"$bin/network_moved" | tail -1
+rm -rf "$moved"
 echo "== ldd $bin/resnet_layer_c (static libkiln: no libkiln.so)"
 ldd "$bin/resnet_layer_c" | sed 's/ (0x.*//'
 if ldd "$bin/resnet_layer_c" | grep -q libkiln; then
