@@ -1,6 +1,6 @@
 //! `kiln-tools regret` on the committed sm_90_132 DBs and find log: the fallback meets its
 //! targets on held-out problems, and the report equals the committed one
-//! (`benches/heuristic-regret.md`), so a change of ranking policy cannot pass unnoticed.
+//! (`data/heuristic-regret.md`), so a change of ranking policy cannot pass unnoticed.
 
 mod common;
 
@@ -38,10 +38,10 @@ fn fallback_regret_on_held_out_problems_meets_its_targets() {
         assert!(median <= 1.15 && p90 <= 1.5, "{row}");
     }
     let committed =
-        std::fs::read_to_string(common::repo().join("benches/heuristic-regret.md")).unwrap();
+        std::fs::read_to_string(common::repo().join("data/heuristic-regret.md")).unwrap();
     assert_eq!(
         text.trim_end(),
         committed.trim_end(),
-        "the regret report differs from benches/heuristic-regret.md (regenerate it with `kiln-tools regret --out benches/heuristic-regret.md` if the change is intended)"
+        "the regret report differs from data/heuristic-regret.md (regenerate it with `kiln-tools regret --out data/heuristic-regret.md` if the change is intended)"
     );
 }

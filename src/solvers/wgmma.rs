@@ -202,7 +202,7 @@ impl Config {
 
 /// Split-K partials (FP32, every slice) from which the cluster reduction replaces the
 /// workspace pass. Measured on the H100 over ResNet-50 NHWC (FP16, BF16, TF32; N = 1 and 32;
-/// `benches/h100-2026-11-24-cluster/`): each of the 59 configs with at least 8 MiB of partials
+/// `benches/runs/2026-11-24-h100/`): each of the 59 configs with at least 8 MiB of partials
 /// ran faster in a cluster (0.70-0.97x: writing the partials and reading them back costs more
 /// than the cluster's two barriers), while with less (batch 1) clusters ran up to 2x slower:
 /// short blocks wait at the cluster barrier for the slowest of their cluster, and a cluster
