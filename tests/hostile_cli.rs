@@ -1020,6 +1020,16 @@ fn network_commands_name_their_bad_input() {
             Expect::Usage,
         ),
         (
+            "run takes no --json (resolve's)",
+            line("run -n 1 -c 8 -H 8 -W 8 -k 8 --json"),
+            Expect::Usage,
+        ),
+        (
+            "run takes no --repeat (resolve's)",
+            line("run -n 1 -c 8 -H 8 -W 8 -k 8 --repeat 5"),
+            Expect::Usage,
+        ),
+        (
             "driver line unknown kiln flag",
             line("resolve conv -n 1 -F 1 --frobnicate"),
             Expect::Usage,

@@ -1,5 +1,5 @@
 //! The appliance's command line: what was typed (clap structs), and the domain values built
-//! from it once ([`ResolveArgs::problem`], [`DeviceArgs::context`]).
+//! from it once ([`ProblemArgs::problem`], [`DeviceArgs::context`]).
 
 use clap::{Args, Parser, Subcommand};
 use kiln::format::text::excerpt;
@@ -178,7 +178,7 @@ impl DeviceArgs {
 #[derive(Args)]
 pub struct RunArgs {
     #[command(flatten)]
-    pub problem: ResolveArgs,
+    pub problem: ProblemArgs,
     #[command(flatten)]
     pub device: DeviceArgs,
     /// Timed repeats.
@@ -203,12 +203,8 @@ pub struct DemoArgs {
 
 #[derive(Args)]
 pub struct ResolveArgs {
-    /// A find-db key (`64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F`); else use the flags
-    /// (which a key excludes: it says everything they would). The line MIOpenDriver logs
-    /// works too, pasted in place of the key (`[MIOpenDriver] convfp16 -n 32 -c 64 ... -F 1
-    /// -t 1`): its problem flags become the key, its run options (`-t`, `-V`, `-i`, ...) are
-    /// ignored, and kiln's own options may follow.
-    pub key: Option<String>,
+    #[command(flatten)]
+    pub problem: ProblemArgs,
     /// Target basename or alias (default: the only embedded target).
     #[arg(long)]
     pub target: Option<String>,
@@ -219,6 +215,24 @@ pub struct ResolveArgs {
     /// Print one JSON document instead of text (with --repeat: the timing too).
     #[arg(long)]
     pub json: bool,
+}
+
+impl ResolveArgs {
+    /// The problem: the key when one is given, else the flags; with the math mode.
+    pub fn problem(&self) -> Result<ConvProblem, Box<dyn std::error::Error>> {
+        self.problem.problem()
+    }
+}
+
+/// A convolution problem: a key, or MIOpenDriver-style flags.
+#[derive(Args)]
+pub struct ProblemArgs {
+    /// A find-db key (`64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F`); else use the flags
+    /// (which a key excludes: it says everything they would). The line MIOpenDriver logs
+    /// works too, pasted in place of the key (`[MIOpenDriver] convfp16 -n 32 -c 64 ... -F 1
+    /// -t 1`): its problem flags become the key, its run options (`-t`, `-V`, `-i`, ...) are
+    /// ignored, and kiln's own options may follow.
+    pub key: Option<String>,
     /// Batch size.
     #[arg(short = 'n', default_value_t = 1, conflicts_with = "key")]
     n: u32,
@@ -294,7 +308,7 @@ pub struct ResolveArgs {
     math: String,
 }
 
-impl ResolveArgs {
+impl ProblemArgs {
     /// The problem: the key when one is given, else the flags; with the math mode.
     pub fn problem(&self) -> Result<ConvProblem, Box<dyn std::error::Error>> {
         let math = MathMode::from_name(&self.math)
@@ -317,7 +331,7 @@ impl ResolveArgs {
     }
 }
 
-fn problem_from_flags(a: &ResolveArgs) -> Result<ConvProblem, Box<dyn std::error::Error>> {
+fn problem_from_flags(a: &ProblemArgs) -> Result<ConvProblem, Box<dyn std::error::Error>> {
     let layout = Layout::from_name(&a.layout).ok_or_else(|| {
         format!(
             "unknown layout '{}' (NCHW, NHWC, NCDHW, NDHWC)",
