@@ -15,6 +15,7 @@ fn device(arch: &str, sms: u32, driver: Option<(u32, u32)>) -> DeviceInfo {
         compute_units: sms,
         uuid: "GPU-00000000-0000-0000-0000-000000000000".into(),
         driver_version: driver,
+        total_memory: 80 << 30,
     }
 }
 

@@ -150,6 +150,8 @@ typedef struct kiln_device_info {
   uint32_t compute_units;
   // `GPU-...` (CUDA) or the HIP UUID.
   char uuid[KILN_NAME_BYTES];
+  // Device memory, bytes (0 when the runtime does not say).
+  uint64_t total_memory;
   // The newest CUDA version the driver supports (13.0: 13 and 0); 0 and 0 for HIP.
   uint32_t driver_major;
   // See `driver_major`.

@@ -137,6 +137,8 @@ pub struct kiln_device_info {
     pub compute_units: u32,
     /// `GPU-...` (CUDA) or the HIP UUID.
     pub uuid: [c_char; KILN_NAME_BYTES],
+    /// Device memory, bytes (0 when the runtime does not say).
+    pub total_memory: u64,
     /// The newest CUDA version the driver supports (13.0: 13 and 0); 0 and 0 for HIP.
     pub driver_major: u32,
     /// See `driver_major`.
@@ -196,6 +198,7 @@ pub unsafe extern "C" fn kiln_device_get_info(
             arch: fixed(&d.arch, "device arch")?,
             compute_units: d.compute_units,
             uuid: fixed(&d.uuid, "device UUID")?,
+            total_memory: d.total_memory,
             driver_major,
             driver_minor,
             target: fixed(&target, "target")?,

@@ -137,6 +137,11 @@ fn describe(ordinal: usize) -> Result<(sys::CUdevice, DeviceInfo), BackendError>
         hex(8..10),
         hex(10..16)
     );
+    let mut total_memory = 0usize;
+    // SAFETY: valid out-pointer.
+    check("cuDeviceTotalMem", unsafe {
+        sys::cuDeviceTotalMem_v2(&mut total_memory, dev)
+    })?;
     Ok((
         dev,
         DeviceInfo {
@@ -146,6 +151,7 @@ fn describe(ordinal: usize) -> Result<(sys::CUdevice, DeviceInfo), BackendError>
             compute_units: sms.max(0) as u32,
             uuid,
             driver_version: Some(driver_version()?),
+            total_memory: total_memory as u64,
         },
     ))
 }

@@ -52,6 +52,7 @@ struct Api {
     hipGetDeviceCount: unsafe extern "C" fn(*mut c_int) -> Rc,
     hipGetDeviceProperties: unsafe extern "C" fn(*mut c_void, c_int) -> Rc,
     hipDeviceGetUuid: unsafe extern "C" fn(*mut [u8; 16], c_int) -> Rc,
+    hipDeviceTotalMem: unsafe extern "C" fn(*mut usize, c_int) -> Rc,
     hipSetDevice: unsafe extern "C" fn(c_int) -> Rc,
     hipGetErrorString: unsafe extern "C" fn(Rc) -> *const c_char,
     hipModuleLoadData: unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> Rc,
@@ -198,6 +199,7 @@ impl Api {
             hipGetDeviceCount: sym!("hipGetDeviceCount"),
             hipGetDeviceProperties: props,
             hipDeviceGetUuid: sym!("hipDeviceGetUuid"),
+            hipDeviceTotalMem: sym!("hipDeviceTotalMem"),
             hipSetDevice: sym!("hipSetDevice"),
             hipGetErrorString: sym!("hipGetErrorString"),
             hipModuleLoadData: sym!("hipModuleLoadData"),
@@ -288,6 +290,9 @@ fn describe(api: &Api, ordinal: usize) -> Result<DeviceInfo, BackendError> {
         0 => uuid.iter().map(|b| format!("{b:02x}")).collect(),
         _ => String::new(),
     };
+    let mut total_memory = 0usize;
+    // SAFETY: valid out-pointer; a runtime that cannot say leaves 0.
+    let _ = unsafe { (api.hipDeviceTotalMem)(&mut total_memory, ordinal as c_int) };
     Ok(DeviceInfo {
         spec: format!("hip:{ordinal}"),
         name: c_string_at(&buf, props::NAME),
@@ -295,6 +300,7 @@ fn describe(api: &Api, ordinal: usize) -> Result<DeviceInfo, BackendError> {
         compute_units: i32::from_ne_bytes(cus).max(0) as u32,
         uuid,
         driver_version: None,
+        total_memory: total_memory as u64,
     })
 }
 

@@ -40,6 +40,8 @@ pub struct DeviceInfo {
     /// The newest CUDA version the driver supports (`cuDriverGetVersion`: 13.0 is `(13, 0)`);
     /// `None` for HIP.
     pub driver_version: Option<(u32, u32)>,
+    /// Device memory, bytes (0 when the runtime does not say).
+    pub total_memory: u64,
 }
 
 /// A backend error: which call failed, the driver's code and its words.

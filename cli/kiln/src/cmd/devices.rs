@@ -75,12 +75,17 @@ fn list() -> Result<usize, Box<dyn std::error::Error>> {
                         }
                         Err(e) => format!("none: {e}"),
                     };
+                    let driver = d
+                        .driver_version
+                        .map(|(a, b)| format!("  driver CUDA {a}.{b}"))
+                        .unwrap_or_default();
                     kiln::outln!(
-                        "  {}  {}  {}  {} SMs/CUs  {}  -> embedded target {}",
+                        "  {}  {}  {}  {} SMs/CUs  {:.1} GiB  {}{driver}  -> embedded target {}",
                         d.spec,
                         d.name,
                         d.arch,
                         d.compute_units,
+                        d.total_memory as f64 / (1u64 << 30) as f64,
                         d.uuid,
                         target
                     );
@@ -121,6 +126,12 @@ fn as_json() -> (Json, usize) {
                         ("arch", Json::str(&d.arch)),
                         ("compute_units", Json::uint(d.compute_units.into())),
                         ("uuid", Json::str(&d.uuid)),
+                        ("total_memory_bytes", Json::uint(d.total_memory)),
+                        (
+                            "driver_cuda_version",
+                            d.driver_version
+                                .map_or(Json::Null, |(a, b)| Json::str(format!("{a}.{b}"))),
+                        ),
                         ("target", target),
                         ("exact_target", exact),
                         ("no_target_reason", why),
