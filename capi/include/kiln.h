@@ -40,6 +40,8 @@ typedef int32_t kiln_status;
 
 // What a handle runs on, as `kiln_handle_get_info` writes it.
 typedef struct kiln_handle_info {
+  // `sizeof(kiln_handle_info)` as this library knows it (later versions may add fields).
+  uint32_t struct_size;
   // The embedded target's basename (`sm_90_132`), NUL-terminated.
   char target[KILN_NAME_BYTES];
   // The device: spec and name (`cuda:0 NVIDIA H100 80GB HBM3`); empty for a planning handle.
@@ -112,6 +114,8 @@ typedef int32_t kiln_provenance;
 
 // One ranked solution, as `kiln_find_solutions` writes it.
 typedef struct kiln_solution_info {
+  // `sizeof(kiln_solution_info)` as this library knows it (later versions may add fields).
+  uint32_t struct_size;
   // 1 for the best.
   uint32_t rank;
   // A `KILN_PROVENANCE_*` value.
@@ -166,6 +170,8 @@ typedef struct kiln_device_info {
 
 // What a network is, as `kiln_net_get_info` writes it.
 typedef struct kiln_net_info {
+  // `sizeof(kiln_net_info)` as this library knows it (later versions may add fields).
+  uint32_t struct_size;
   // The network's name (`resnet50`), NUL-terminated.
   char name[KILN_NAME_BYTES];
   // Samples per run.
@@ -182,6 +188,8 @@ typedef struct kiln_net_info {
 
 // A network's input or output tensor: NHWC, `batch x h x w x c` elements of its data type.
 typedef struct kiln_net_tensor {
+  // `sizeof(kiln_net_tensor)` as this library knows it (later versions may add fields).
+  uint32_t struct_size;
   // Channels.
   uint32_t c;
   // Height.

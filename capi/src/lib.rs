@@ -62,6 +62,8 @@ pub const KILN_NAME_BYTES: usize = 128;
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct kiln_solution_info {
+    /// `sizeof(kiln_solution_info)` as this library knows it (later versions may add fields).
+    pub struct_size: u32,
     /// 1 for the best.
     pub rank: u32,
     /// A `KILN_PROVENANCE_*` value.
@@ -82,6 +84,8 @@ pub struct kiln_solution_info {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct kiln_handle_info {
+    /// `sizeof(kiln_handle_info)` as this library knows it (later versions may add fields).
+    pub struct_size: u32,
     /// The embedded target's basename (`sm_90_132`), NUL-terminated.
     pub target: [c_char; KILN_NAME_BYTES],
     /// The device: spec and name (`cuda:0 NVIDIA H100 80GB HBM3`); empty for a planning handle.
@@ -479,6 +483,7 @@ pub unsafe extern "C" fn kiln_handle_get_info(
         };
         let device: String = device.chars().take(KILN_NAME_BYTES - 1).collect();
         let info = kiln_handle_info {
+            struct_size: std::mem::size_of::<kiln_handle_info>() as u32,
             target: fixed(t.basename, "target")?,
             device: fixed(&device, "device")?,
             arch: fixed(&arch, "arch")?,
@@ -655,6 +660,7 @@ fn info_of(r: &kiln::resolve::Ranked, rank: u32) -> Result<kiln_solution_info, F
         Provenance::CostModel => (KILN_PROVENANCE_COST_MODEL, ""),
     };
     Ok(kiln_solution_info {
+        struct_size: std::mem::size_of::<kiln_solution_info>() as u32,
         rank,
         provenance,
         time_ms: r.time_ms,
@@ -810,6 +816,13 @@ pub unsafe extern "C" fn kiln_solution_create(
         let p = &unsafe { arg(problem, "problem")? }.problem;
         // SAFETY: the caller's contract.
         let info = *unsafe { arg(info, "info")? };
+        let size = std::mem::size_of::<kiln_solution_info>();
+        if info.struct_size as usize != size {
+            return Err(Failure::bad_param(format!(
+                "info.struct_size = {}: pass a kiln_solution_info that kiln_find_solutions wrote (this library's is {size} bytes)",
+                info.struct_size
+            )));
+        }
         let solver = unfixed(&info.solver, "info.solver")?.to_string();
         let params = unfixed(&info.params, "info.params")?.to_string();
         let sol = choose(s, p, &solver, &params, info)?;
@@ -855,6 +868,7 @@ pub unsafe extern "C" fn kiln_solution_load(
             ));
         }
         let info = kiln_solution_info {
+            struct_size: std::mem::size_of::<kiln_solution_info>() as u32,
             rank: 0,
             provenance: KILN_PROVENANCE_SAVED,
             time_ms: 0.0,

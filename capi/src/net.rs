@@ -36,6 +36,8 @@ impl Drop for kiln_net {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct kiln_net_info {
+    /// `sizeof(kiln_net_info)` as this library knows it (later versions may add fields).
+    pub struct_size: u32,
     /// The network's name (`resnet50`), NUL-terminated.
     pub name: [c_char; KILN_NAME_BYTES],
     /// Samples per run.
@@ -54,6 +56,8 @@ pub struct kiln_net_info {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct kiln_net_tensor {
+    /// `sizeof(kiln_net_tensor)` as this library knows it (later versions may add fields).
+    pub struct_size: u32,
     /// Channels.
     pub c: u32,
     /// Height.
@@ -149,6 +153,7 @@ fn build(
     let ctx: &'static kiln::context::Context = unsafe { &*(ctx as *const _) };
     let network = Network::new(ctx, def, weights, batch, dtype)?;
     let info = kiln_net_info {
+        struct_size: std::mem::size_of::<kiln_net_info>() as u32,
         name: fixed(&def.name, "network name")?,
         batch,
         data_type: match dtype {
@@ -249,6 +254,7 @@ pub unsafe extern "C" fn kiln_net_get_info(
 fn tensor(n: &kiln_net, buffer: &kiln::backend::DeviceBuffer, s: Shape) -> kiln_net_tensor {
     let elements = u64::from(n.info.batch) * u64::from(s.c) * u64::from(s.h) * u64::from(s.w);
     kiln_net_tensor {
+        struct_size: std::mem::size_of::<kiln_net_tensor>() as u32,
         c: s.c,
         h: s.h,
         w: s.w,

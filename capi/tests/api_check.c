@@ -304,6 +304,12 @@ static void planning(void) {
   memset(forged.solver, 'A', sizeof forged.solver);
   expect("unterminated solver", kiln_solution_create(h, p, &forged, &bad), KILN_ERROR_BAD_PARAM,
          "not NUL-terminated");
+  forged = s[0];
+  forged.struct_size = 8;
+  expect("info of another size", kiln_solution_create(h, p, &forged, &bad), KILN_ERROR_BAD_PARAM,
+         "info.struct_size = 8");
+  expect("found infos carry their size", s[0].struct_size == sizeof(kiln_solution_info) ? KILN_SUCCESS : -1,
+         KILN_SUCCESS, NULL);
 
   /* Several threads on one handle give the single-threaded plan. */
   enum { T = 4 };
