@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # `make dist`: release `kiln` binaries for x86_64 and aarch64 Linux with a glibc floor of 2.28
-# (cargo-zigbuild links against that glibc version's symbols), into dist/. Then checks each
-# binary's highest GLIBC symbol version and runs the aarch64 one under qemu-user: info, resolve
-# (0 heap allocations per resolve), demo without a GPU, and no file access after the loader.
+# (cargo-zigbuild links against that glibc version's symbols), into dist/, and for each arch the
+# C SDK, dist/kiln-<version>-<arch>-linux.tar.gz: bin/kiln, include/kiln.h, lib/libkiln.a,
+# lib/libkiln.so(.0), lib/pkgconfig/kiln.pc (relocatable), share/doc/kiln/ (licences, README).
+# Then checks each binary's and library's highest GLIBC symbol version, builds the whole-network
+# C example from each unpacked tarball through pkg-config and runs it (aarch64 under qemu-user),
+# and runs the aarch64 `kiln` under qemu-user: info, resolve (0 heap allocations per resolve),
+# demo without a GPU, and no file access after the loader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KILN_TOOLS=${KILN_TOOLS:-$HOME/.cache/kiln-tools}
@@ -10,16 +14,35 @@ GLIBC_FLOOR=${GLIBC_FLOOR:-2.28}
 bash ci/setup-dist.sh >/dev/null
 export PATH="$KILN_TOOLS/zig/bin:$PATH"
 rm -rf dist && mkdir -p dist
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 for arch in x86_64 aarch64; do
   triple="$arch-unknown-linux-gnu"
+  # One build for the binary and the library: the kiln crate is compiled once per arch.
   CARGO_PROFILE_RELEASE_STRIP=symbols \
-    cargo zigbuild --quiet --release -p kiln-cli --target "$triple.$GLIBC_FLOOR"
+    cargo zigbuild --quiet --release -p kiln-cli -p kiln-c --target "$triple.$GLIBC_FLOOR"
   cp "target/$triple/release/kiln" "dist/kiln-$arch-linux-gnu"
+  sdk="kiln-$version-$arch-linux"
+  root="dist/$sdk"
+  mkdir -p "$root/bin" "$root/include" "$root/lib/pkgconfig" "$root/share/doc/kiln"
+  cp "target/$triple/release/kiln" "$root/bin/kiln"
+  cp capi/include/kiln.h "$root/include/"
+  cp "target/$triple/release/libkiln_c.a" "$root/lib/libkiln.a"
+  cp "target/$triple/release/libkiln_c.so" "$root/lib/libkiln.so.0"
+  ln -s libkiln.so.0 "$root/lib/libkiln.so"
+  sed -e "s|@VERSION@|$version|" capi/kiln.pc.in > "$root/lib/pkgconfig/kiln.pc"
+  cp LICENSE THIRD_PARTY_NOTICES "$root/share/doc/kiln/"
+  sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@GLIBC@|$GLIBC_FLOOR|" \
+    ci/sdk-readme.txt > "$root/share/doc/kiln/README"
+  tar -C dist -czf "dist/$sdk.tar.gz" "$sdk"
+  rm -rf "$root"
 done
 # The licences travel with the binaries (kiln's and everything they carry).
 cp LICENSE THIRD_PARTY_NOTICES dist/
 fail=0
-for bin in dist/kiln-*; do
+# The binaries and the libraries, unpacked from the SDK tarballs.
+check_dir=$(mktemp -d)
+for t in dist/kiln-"$version"-*-linux.tar.gz; do tar -C "$check_dir" -xzf "$t"; done
+for bin in dist/kiln-*-linux-gnu "$check_dir"/*/lib/libkiln.so.0; do
   highest=$(readelf -W --dyn-syms "$bin" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
   needed=$(readelf -d "$bin" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
   if [ "$(printf '%s\n%s\n' "$highest" "$GLIBC_FLOOR" | sort -V | tail -1)" = "$GLIBC_FLOOR" ]; then
@@ -30,6 +53,29 @@ for bin in dist/kiln-*; do
   printf '%s: %s B, highest GLIBC symbol %s (%s), needs: %s\n' \
     "$bin" "$(stat -c %s "$bin")" "$highest" "$verdict" "$needed"
 done
+
+# The whole-network C example, built from each unpacked SDK through its pkg-config file and run
+# (no GPU here: it lists kiln's networks and says so; aarch64 under qemu-user).
+for arch in x86_64 aarch64; do
+  sdk="$check_dir/kiln-$version-$arch-linux"
+  pc=$(PKG_CONFIG_PATH="$sdk/lib/pkgconfig" pkg-config --cflags --libs kiln)
+  if [ "$arch" = x86_64 ]; then
+    cc_arch=(cc); run=()
+  else
+    cc_arch=(zig cc -target "aarch64-linux-gnu.$GLIBC_FLOOR"); run=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
+  fi
+  # shellcheck disable=SC2086
+  if ! "${cc_arch[@]}" -O2 -std=c11 examples/c/network.c -o "$check_dir/network-$arch" $pc \
+    -Wl,-rpath,"$sdk/lib"; then
+    echo "$arch: the C example does not build from the SDK" >&2; fail=1; continue
+  fi
+  if "${run[@]}" "$check_dir/network-$arch" | grep -q "kiln's networks: resnet50"; then
+    echo "$arch SDK: the C example builds through pkg-config and runs"
+  else
+    echo "$arch SDK: the C example did not run" >&2; fail=1
+  fi
+done
+rm -rf "$check_dir"
 
 # The aarch64 binary under qemu-user, with Debian's aarch64 glibc as its root.
 export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
