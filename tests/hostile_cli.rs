@@ -1020,6 +1020,11 @@ fn network_commands_name_their_bad_input() {
             Expect::Usage,
         ),
         (
+            "doctor without a GPU: what is missing and what to do",
+            line("doctor"),
+            Expect::NoDevice,
+        ),
+        (
             "run takes no --json (resolve's)",
             line("run -n 1 -c 8 -H 8 -W 8 -k 8 --json"),
             Expect::Usage,

@@ -26,6 +26,9 @@ pub enum Command {
     Info(JsonArgs),
     /// GPU runtimes found (CUDA, HIP), their devices, and the embedded target each maps to.
     Devices(JsonArgs),
+    /// Why a GPU is not usable here and what to do: device nodes and access to them, runtimes,
+    /// devices, targets and driver versions.
+    Doctor,
     /// Resolve a convolution problem: the find-db record, and kiln's plan with where each rank came from.
     Resolve(ResolveArgs),
     /// Run one problem on the GPU with random inputs, checked against a CPU reference (f64).

@@ -97,6 +97,7 @@ fn dispatch(cli: Cli) -> CliResult {
     match cli.command {
         Command::Info(a) => cmd::info::run(&a),
         Command::Devices(a) => cmd::devices::run(&a),
+        Command::Doctor => cmd::doctor::run(),
         Command::Resolve(a) => cmd::resolve::run(&a),
         Command::Run(a) => cmd::run::run(&a),
         Command::Selftest(a) => cmd::selftest::run(&a),

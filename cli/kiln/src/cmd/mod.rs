@@ -3,6 +3,7 @@
 pub mod coldstart;
 pub mod demo;
 pub mod devices;
+pub mod doctor;
 pub mod info;
 pub mod net;
 pub mod resolve;
