@@ -187,6 +187,23 @@ typedef struct kiln_device_info {
   char no_target_reason[256];
 } kiln_device_info;
 
+// What `kiln_selftest` found.
+typedef struct kiln_selftest_result {
+  // `sizeof(kiln_selftest_result)` as this library knows it.
+  uint32_t struct_size;
+  // Problems in the set.
+  uint32_t problems;
+  // Runs checked (each solver and perf config on each problem it applies to, and each
+  // standalone operator case).
+  uint32_t runs;
+  // Runs that failed.
+  uint32_t failures;
+  // 1 when every run passed (and something ran), else 0.
+  int32_t passed;
+  // The first failure (`solver [params] problem: what`), NUL-terminated; empty when none.
+  char first_failure[512];
+} kiln_selftest_result;
+
 // What a network is, as `kiln_net_get_info` writes it.
 typedef struct kiln_net_info {
   // `sizeof(kiln_net_info)` as this library knows it (later versions may add fields).
@@ -320,6 +337,9 @@ typedef struct kiln_net_tensor {
 // The device is out of memory (the driver's code is `kiln_last_error_code()`): free memory,
 // or use a smaller batch.
 #define KILN_ERROR_OUT_OF_MEMORY 10
+
+// `kiln_selftest` found a wrong result (the message names the first).
+#define KILN_ERROR_SELFTEST_FAILED 11
 
 #ifdef __cplusplus
 extern "C" {
@@ -590,6 +610,16 @@ kiln_status kiln_device_count(uint32_t *count);
 // # Safety
 // `info` is writable.
 kiln_status kiln_device_get_info(uint32_t index, struct kiln_device_info *info);
+
+// The boot check `kiln selftest` runs, in process, on the handle's device: every embedded
+// solver and perf config on kiln's problem set (plain and fused, random and special-value
+// inputs, checked against an f64 reference) and the standalone operators. It takes seconds to
+// a minute. Writes `result` whenever it ran; returns `KILN_ERROR_SELFTEST_FAILED` (the message
+// names the first failure) when a run failed.
+//
+// # Safety
+// `handle` is live; `result` is writable.
+kiln_status kiln_selftest(const struct kiln_handle *handle, struct kiln_selftest_result *result);
 
 // The name of kiln's `index`-th network definition (`"resnet50"`, `"mobilenet_v2"`,
 // `"efficientnet_b0"`, `"yolov8n"`, ...), a static string; NULL past the last.

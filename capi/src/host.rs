@@ -210,6 +210,88 @@ pub unsafe extern "C" fn kiln_device_get_info(
     }))
 }
 
+/// What `kiln_selftest` found.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct kiln_selftest_result {
+    /// `sizeof(kiln_selftest_result)` as this library knows it.
+    pub struct_size: u32,
+    /// Problems in the set.
+    pub problems: u32,
+    /// Runs checked (each solver and perf config on each problem it applies to, and each
+    /// standalone operator case).
+    pub runs: u32,
+    /// Runs that failed.
+    pub failures: u32,
+    /// 1 when every run passed (and something ran), else 0.
+    pub passed: i32,
+    /// The first failure (`solver [params] problem: what`), NUL-terminated; empty when none.
+    pub first_failure: [c_char; 512],
+}
+
+/// The boot check `kiln selftest` runs, in process, on the handle's device: every embedded
+/// solver and perf config on kiln's problem set (plain and fused, random and special-value
+/// inputs, checked against an f64 reference) and the standalone operators. It takes seconds to
+/// a minute. Writes `result` whenever it ran; returns `KILN_ERROR_SELFTEST_FAILED` (the message
+/// names the first failure) when a run failed.
+///
+/// # Safety
+/// `handle` is live; `result` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn kiln_selftest(
+    handle: *const super::kiln_handle,
+    result: *mut kiln_selftest_result,
+) -> super::kiln_status {
+    guard(AssertUnwindSafe(|| {
+        if result.is_null() {
+            return Err(Failure::bad_param("result is NULL"));
+        }
+        // SAFETY: the caller's contract.
+        let ctx = unsafe { super::arg(handle, "handle")? }.shared.context()?;
+        let problems = kiln::harness::selftest::problems();
+        let mut first: Option<String> = None;
+        let report = kiln::harness::selftest::run(
+            ctx,
+            &problems,
+            |_| true,
+            true,
+            |f| {
+                first.get_or_insert_with(|| {
+                    format!("{} [{}] {}: {}", f.solver, f.params, f.problem, f.error)
+                });
+            },
+        );
+        let mut first_failure = [0 as c_char; 512];
+        let text = first.clone().unwrap_or_default();
+        for (o, b) in first_failure.iter_mut().zip(text.bytes().take(511)) {
+            *o = b as c_char;
+        }
+        let out = kiln_selftest_result {
+            struct_size: std::mem::size_of::<kiln_selftest_result>() as u32,
+            problems: report.problems as u32,
+            runs: report.runs as u32,
+            failures: report.failures as u32,
+            passed: i32::from(report.passed()),
+            first_failure,
+        };
+        // SAFETY: checked non-NULL above; the caller's contract.
+        unsafe { put(result, "result", out) }?;
+        if report.passed() {
+            Ok(())
+        } else {
+            Err(Failure::new(
+                super::KILN_ERROR_SELFTEST_FAILED,
+                format!(
+                    "selftest: {} of {} runs failed; first: {}",
+                    report.failures,
+                    report.runs,
+                    first.unwrap_or_else(|| "nothing ran".into())
+                ),
+            ))
+        }
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,13 +35,15 @@ pub const KILN_ERROR_INTERNAL: kiln_status = 9;
 /// The device is out of memory (the driver's code is `kiln_last_error_code()`): free memory,
 /// or use a smaller batch.
 pub const KILN_ERROR_OUT_OF_MEMORY: kiln_status = 10;
+/// `kiln_selftest` found a wrong result (the message names the first).
+pub const KILN_ERROR_SELFTEST_FAILED: kiln_status = 11;
 
 /// The driver's out-of-memory result: `CUDA_ERROR_OUT_OF_MEMORY` and `hipErrorOutOfMemory`
 /// are both 2.
 const DRIVER_OUT_OF_MEMORY: i32 = 2;
 
 /// Every status and its name, for `kiln_status_name` and the tests.
-pub(crate) const STATUS_NAMES: [(kiln_status, &str); 11] = [
+pub(crate) const STATUS_NAMES: [(kiln_status, &str); 12] = [
     (KILN_SUCCESS, "KILN_SUCCESS\0"),
     (KILN_ERROR_BAD_PARAM, "KILN_ERROR_BAD_PARAM\0"),
     (KILN_ERROR_NO_DEVICE, "KILN_ERROR_NO_DEVICE\0"),
@@ -53,6 +55,7 @@ pub(crate) const STATUS_NAMES: [(kiln_status, &str); 11] = [
     (KILN_ERROR_DATA, "KILN_ERROR_DATA\0"),
     (KILN_ERROR_INTERNAL, "KILN_ERROR_INTERNAL\0"),
     (KILN_ERROR_OUT_OF_MEMORY, "KILN_ERROR_OUT_OF_MEMORY\0"),
+    (KILN_ERROR_SELFTEST_FAILED, "KILN_ERROR_SELFTEST_FAILED\0"),
 ];
 
 /// A failed call: its status and message.

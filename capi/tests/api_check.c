@@ -447,6 +447,15 @@ static void host(void) {
   expect("no driver code for a bad argument", kiln_last_error_code() == 0 ? KILN_SUCCESS : -1,
          KILN_SUCCESS, NULL);
   expect("device count NULL", kiln_device_count(NULL), KILN_ERROR_BAD_PARAM, "count is NULL");
+  kiln_selftest_result st;
+  expect("selftest without a handle", kiln_selftest(NULL, &st), KILN_ERROR_BAD_PARAM, "handle is NULL");
+  kiln_handle *planning = NULL;
+  expect("planning handle for selftest", kiln_handle_create_for_target("h100", &planning), KILN_SUCCESS,
+         NULL);
+  expect("selftest on a planning handle", kiln_selftest(planning, &st), KILN_ERROR_NO_DEVICE,
+         "without a device");
+  expect("selftest result NULL", kiln_selftest(planning, NULL), KILN_ERROR_BAD_PARAM, "result is NULL");
+  kiln_handle_destroy(planning);
   expect("out-of-memory name",
          strcmp(kiln_status_name(KILN_ERROR_OUT_OF_MEMORY), "KILN_ERROR_OUT_OF_MEMORY") == 0
              ? KILN_SUCCESS

@@ -5,7 +5,10 @@
  * Rust path) prints the same lines for the same network, weights and images. Without a GPU it
  * lists kiln's networks and prints the no-device error, and exits 0.
  *
- *   network [--device SPEC] [--model NAME] [--weights FILE] [-n BATCH]
+ *   network [--device SPEC] [--model NAME] [--weights FILE] [-n BATCH] [--selftest]
+ *
+ * --selftest first runs kiln's boot check in process (kiln_selftest: every embedded solver and
+ * perf config, and the operators, checked against a reference) and stops on a failure.
  *
  * The images are FP16, NHWC, a fixed pattern: value(i) = ((i * 7919) % 2000) / 1000 - 1. */
 #include <kiln.h>
@@ -94,13 +97,23 @@ static void *read_file(const char *path, uint64_t *bytes) {
 int main(int argc, char **argv) {
   const char *device = NULL, *model = "resnet50", *weights_path = NULL;
   uint32_t batch = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  int selftest = 0;
+  for (int i = 1; i < argc; i += 2) {
+    if (!strcmp(argv[i], "--selftest")) {
+      selftest = 1;
+      i--; /* takes no value */
+      continue;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "network: %s needs a value\n", argv[i]);
+      return 2;
+    }
     if (!strcmp(argv[i], "--device")) device = argv[i + 1];
     else if (!strcmp(argv[i], "--model")) model = argv[i + 1];
     else if (!strcmp(argv[i], "--weights")) weights_path = argv[i + 1];
     else if (!strcmp(argv[i], "-n")) batch = (uint32_t)strtoul(argv[i + 1], NULL, 10);
     else {
-      fprintf(stderr, "usage: network [--device SPEC] [--model NAME] [--weights FILE] [-n BATCH]\n");
+      fprintf(stderr, "usage: network [--device SPEC] [--model NAME] [--weights FILE] [-n BATCH] [--selftest]\n");
       return 2;
     }
   }
@@ -113,6 +126,15 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!check(st, "kiln_handle_create")) return 1;
+  if (selftest) {
+    kiln_selftest_result r;
+    kiln_status s = kiln_selftest(handle, &r);
+    printf("selftest: %u problems, %u runs, %u failed\n", r.problems, r.runs, r.failures);
+    if (!check(s, "kiln_selftest")) {
+      kiln_handle_destroy(handle);
+      return 1;
+    }
+  }
 
   int ok = 0;
   kiln_net *net = NULL;

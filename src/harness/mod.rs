@@ -9,5 +9,6 @@ pub mod networks;
 pub mod ops;
 pub mod output;
 pub mod problem_list;
+pub mod selftest;
 pub mod timing;
 pub mod verify;
