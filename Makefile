@@ -2,7 +2,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 20
 
-.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb device-pack capi header examples dist install
+.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb device-pack capi header examples dist install package-check
 
 ## Run kiln's main job on its embedded default databases: every ResNet-50 conv layer through
 ## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects),
@@ -57,6 +57,11 @@ install: capi
 	ln -sf libkiln.so.0 $(DESTDIR)$(PREFIX)/lib/libkiln.so
 	install -m 644 target/kiln-c/lib/pkgconfig/kiln.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
 	install -m 644 LICENSE THIRD_PARTY_NOTICES $(DESTDIR)$(PREFIX)/share/doc/kiln/
+
+## kiln as a registry crate: cargo package of kiln-format, kiln-embed and kiln (each under
+## crates.io's 10 MB), then a downstream crate built offline from the unpacked packages alone.
+package-check:
+	bash ci/package-check.sh
 
 ## Build and run the examples: the C program against libkiln.a, the C library's bad-input
 ## check against libkiln.so under valgrind, and the Rust example. Without a GPU they print the

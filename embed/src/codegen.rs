@@ -184,6 +184,11 @@ fn collect_target(
         .find(|(b, _)| b == base)
         .map(|(_, s)| s.clone())
         .unwrap_or_else(|| Source::Dir(dir.clone()));
+    // A directory laid out as targets/ (one folder per basename) serves every target.
+    let source = match source {
+        Source::Dir(d) if d.join(base).is_dir() => Source::Dir(d.join(base)),
+        s => s,
+    };
     let mut data = TargetData {
         cfg: cfg.clone(),
         tables: Vec::new(),

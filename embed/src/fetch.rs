@@ -111,7 +111,7 @@ pub fn obtain_bytes(
             if !path.is_file() {
                 return Err(Error::Fetch {
                     url: path.display().to_string(),
-                    reason: "no such file in the source directory".into(),
+                    reason: "no such file in the source directory (a packaged kiln carries only each target's pins: set KILN_DB_SOURCE, or KILN_DB_SOURCE_<BASENAME>, to a directory holding the files, laid out by file or as targets/, or to an https URL with kiln's `fetch` feature)".into(),
                 });
             }
             checked(
