@@ -8,6 +8,7 @@
 
 mod cmd;
 mod cudnn;
+mod svg;
 mod tune;
 
 use std::process::ExitCode;
@@ -45,6 +46,8 @@ enum Command {
     Bench(cmd::bench::BenchArgs),
     /// The fallback's regret on problems held out of the measured DBs (time of its pick / time of the best).
     Regret(cmd::regret::RegretArgs),
+    /// A run's whole-network figures (a raw.tsv of benches/runs/) as an SVG chart.
+    Plot(cmd::plot::PlotArgs),
 }
 
 #[derive(Subcommand)]
@@ -108,6 +111,7 @@ fn dispatch(cli: Cli) -> CliResult {
         Command::Find(a) => cmd::find::run(&a, true),
         Command::Tune(a) => cmd::find::run(&a, false),
         Command::Bench(a) => cmd::bench::run(&a),
+        Command::Plot(a) => cmd::plot::run(&a),
         Command::Regret(a) => cmd::regret::run(&a),
     }
 }

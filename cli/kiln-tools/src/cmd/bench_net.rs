@@ -169,10 +169,20 @@ pub fn run(a: &BenchArgs, model: &str) -> CliResult {
     )?;
     writeln!(r, "|---|---:|---:|---:|---:|---:|---:|---:|")?;
     let cell = |v: Option<f64>, digits: usize| v.map_or("n/a".into(), |v| format!("{v:.digits$}"));
+    let mut chart_groups = Vec::new();
     for &n in &a.batch {
         eprintln!("bench: {model} N={n}");
         let kiln = kiln_ms(&ctx, &def, &weights, n, dtype, 50)?;
         let anchor = anchors.as_ref().ok().and_then(|m| m.get(&n));
+        chart_groups.push(crate::svg::Group {
+            label: format!("N={n}"),
+            values: vec![
+                Some(kiln),
+                anchor.map(|t| t.compile_ms),
+                anchor.map(|t| t.eager_ms),
+                anchor.map(|t| t.convs_ms),
+            ],
+        });
         writeln!(
             r,
             "| {model} | {n} | {kiln:.3} | {} | {} | {} | {} | {} |",
@@ -186,6 +196,20 @@ pub fn run(a: &BenchArgs, model: &str) -> CliResult {
     kiln::out!("{r}");
     if let Some(path) = &a.out {
         std::fs::write(path, &r).map_err(|e| format!("bench: --out {}: {e}", path.display()))?;
+        // The same figures as a chart beside the report.
+        let svg = path.with_extension("svg");
+        let chart = crate::svg::grouped_bars(
+            &format!("{model} {}, GPU-only, ms", dtype.name()),
+            &[
+                "kiln",
+                "torch.compile",
+                "PyTorch eager",
+                "PyTorch convolutions only",
+            ],
+            &chart_groups,
+            "ms",
+        );
+        std::fs::write(&svg, chart).map_err(|e| format!("bench: {}: {e}", svg.display()))?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ pub mod db_import;
 pub mod db_stats;
 pub mod find;
 pub mod kdb_build;
+pub mod plot;
 pub mod regret;
 
 use std::path::Path;
