@@ -388,6 +388,8 @@ struct CudnnBest<'a> {
 struct ConfigResult {
     label: String,
     rows: String,
+    /// Each distinct layer: its name, kiln's and cuDNN's ms per call (for the chart).
+    layers: Vec<(String, f64, f64)>,
     kiln_unique_ms: f64,
     cudnn_unique_ms: f64,
     kiln_weighted_ms: f64,
@@ -410,6 +412,24 @@ impl ConfigResult {
     fn geomean(&self) -> f64 {
         (self.log_ratio_sum / self.layer_count.max(1) as f64).exp()
     }
+}
+
+/// One configuration's distinct layers, kiln against cuDNN, as an SVG chart.
+fn layer_chart(c: &ConfigResult) -> String {
+    let groups: Vec<crate::svg::Group> = c
+        .layers
+        .iter()
+        .map(|(name, k, cu)| crate::svg::Group {
+            label: name.clone(),
+            values: vec![Some(k * 1e3), Some(cu * 1e3)],
+        })
+        .collect();
+    crate::svg::grouped_bars(
+        &format!("ResNet-50 layers, {}: us per call", c.label),
+        &["kiln", "cuDNN"],
+        &groups,
+        "us",
+    )
 }
 
 /// cuDNN's fastest way to run `p` in any of `layouts`: for each layout, three searches (their
@@ -586,6 +606,7 @@ fn bench_config(
     let mut r = ConfigResult {
         label: format!("{} N={n}", case.label),
         rows: String::new(),
+        layers: Vec::new(),
         kiln_unique_ms: 0.0,
         cudnn_unique_ms: 0.0,
         kiln_weighted_ms: 0.0,
@@ -638,6 +659,7 @@ fn bench_config(
         r.worst_ratio = r.worst_ratio.max(k / c);
         r.log_ratio_sum += (k / c).ln();
         r.layer_count += 1;
+        r.layers.push((l.name.clone(), k, c));
         writeln!(
             rows,
             "| {} | `{}` | {} | {} [{}] | {:.1} | {} ({}) | {:.1} | {:.2} | {}{} |",
@@ -950,11 +972,14 @@ pub fn run(a: &BenchArgs) -> CliResult {
                 c.kiln_network_ms, c.kiln_network_serial_ms, c.cudnn_network_ms, c.kiln_network_ms / c.cudnn_network_ms,
                 if c.disagreements > 0 { format!(" {} layers' outputs DISAGREE.", c.disagreements) } else { format!(" Outputs agree within kiln's tolerance (worst {:.1e}).", c.worst_error) }
             )?;
-            summary.push(c);
-            // Keep what was measured if a later configuration fails.
+            // Keep what was measured if a later configuration fails; each configuration's
+            // layers as a chart beside the report.
             if let Some(out) = &a.out {
                 super::write_atomic(out, &r)?;
+                let svg = out.with_extension(format!("{}-n{n}.svg", case.name));
+                super::write_atomic(&svg, layer_chart(&c))?;
             }
+            summary.push(c);
         }
     }
     writeln!(
