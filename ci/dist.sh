@@ -77,24 +77,27 @@ for arch in x86_64 aarch64; do
 done
 rm -rf "$check_dir"
 
-# The aarch64 binary under qemu-user, with Debian's aarch64 glibc as its root.
+# The aarch64 binary under qemu-user, with Debian's aarch64 glibc as its root; its outputs in a
+# private scratch folder.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
 a64=dist/kiln-aarch64-linux-gnu
 run64() { qemu-aarch64 "$a64" "$@"; }
 file "$a64" 2>/dev/null | sed 's/, BuildID.*//' || true
-run64 info >/tmp/kiln-dist-info.txt || fail=1
-head -1 /tmp/kiln-dist-info.txt
+run64 info >"$scratch"/info.txt || fail=1
+head -1 "$scratch"/info.txt
 run64 resolve --target h100 -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 --repeat 20000 \
-  >/tmp/kiln-dist-resolve.txt || fail=1
-tail -2 /tmp/kiln-dist-resolve.txt
-grep -q ', 0 heap allocations' /tmp/kiln-dist-resolve.txt \
+  >"$scratch"/resolve.txt || fail=1
+tail -2 "$scratch"/resolve.txt
+grep -q ', 0 heap allocations' "$scratch"/resolve.txt \
   || { echo "aarch64: resolve allocated" >&2; fail=1; }
-run64 demo >/tmp/kiln-dist-demo.txt 2>&1 || { cat /tmp/kiln-dist-demo.txt; fail=1; }
-tail -2 /tmp/kiln-dist-demo.txt
+run64 demo >"$scratch"/demo.txt 2>&1 || { cat "$scratch"/demo.txt; fail=1; }
+tail -2 "$scratch"/demo.txt
 # Guest syscalls (qemu -strace): after the loader's libraries, no file is touched.
 qemu-aarch64 -strace "$a64" resolve --target gfx942130 \
-  1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-FP32-F >/dev/null 2>/tmp/kiln-dist-strace.txt || fail=1
-python3 - /tmp/kiln-dist-strace.txt <<'PY' || fail=1
+  1008-14-14-1x1-192-14-14-16-0x0-1x1-1x1-0-NCHW-FP32-F >/dev/null 2>"$scratch"/strace.txt || fail=1
+python3 - "$scratch"/strace.txt <<'PY' || fail=1
 import re, sys
 lines = open(sys.argv[1]).read().splitlines()
 file_call = re.compile(r"\d+ (open|openat|access|faccessat|stat|lstat|newfstatat|statx|readlink|readlinkat)\(")

@@ -32,11 +32,6 @@ pub fn kernel_manifest() -> &'static [SolverEntry] {
     generated::KERNEL_MANIFEST
 }
 
-/// Data types every kernel is compiled for.
-pub fn kernel_data_types() -> &'static [&'static str] {
-    generated::KERNEL_DATA_TYPES
-}
-
 #[cfg(test)]
 mod tests {
     /// The generated code is checked against the contract crate by the compiler only if it

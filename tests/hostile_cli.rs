@@ -1049,3 +1049,76 @@ fn network_commands_name_their_bad_input() {
         &[],
     );
 }
+
+/// `kiln resolve` given a line MIOpenDriver logged, and given the same problem as kiln's flags,
+/// prints the same find-db key. The first five lines are copied from public MIOpenDriver logs
+/// and scripts (GitHub: MIOpen users' benchmark scripts and run logs); the rest exercise the
+/// long names, layouts, groups and 3-D flags.
+#[test]
+fn driver_lines_give_the_flag_forms_key() {
+    let key_of = |args: &[&str]| -> String {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .arg("resolve")
+            .args(args)
+            .args(["--target", "h100"])
+            .output()
+            .expect("kiln runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // 0, or 4 for a problem no kiln solver runs (backward ones): the key is printed first.
+        assert!(
+            matches!(out.status.code(), Some(0 | 4)),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text.lines()
+            .find_map(|l| l.strip_prefix("find-db key:"))
+            .map(|k| k.trim().to_string())
+            .unwrap_or_else(|| panic!("{args:?}: no key in {text}"))
+    };
+    let lines = [
+        (
+            "./MIOpenDriver convfp16 -n 128 -c 1344 -H 14 -W 14 -k 1344 -y 5 -x 5 -p 2 -q 2 -u 1 -v 1 -l 1 -j 1 -m conv -g 1344 -F 2 -t 1",
+            "-n 128 -c 1344 -H 14 -W 14 -k 1344 -y 5 -x 5 -p 2 -q 2 -g 1344 -F 2 --type FP16",
+        ),
+        (
+            "MIOpenDriver convfp16 -n 1 -c 256 -H 512 -W 512 -k 256 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1",
+            "-n 1 -c 256 -H 512 -W 512 -k 256 -y 3 -x 3 -p 1 -q 1 --type FP16",
+        ),
+        (
+            "MIOpenDriver convfp16 -n 1 -c 16 --in_d 5 -H 104 -W 60 -k 16 --fil_d 1 -y 1 -x 1 --pad_d 0 -p 0 -q 0 --conv_stride_d 1 -u 1 -v 1 --dilation_d 1 -l 1 -j 1 --spatial_dim 3 --in_layout NDHWC --fil_layout NDHWC --out_layout NDHWC -m conv -g 1 -F 1 -t 1",
+            "-n 1 -c 16 --in_d 5 -H 104 -W 60 -k 16 --fil_d 1 -y 1 -x 1 --spatial_dim 3 --layout NDHWC --type FP16",
+        ),
+        (
+            "./bin/MIOpenDriver convfp16 -n 32 -c 192 -H 13 -W 13 -k 384 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1",
+            "-n 32 -c 192 -H 13 -W 13 -k 384 -y 3 -x 3 -p 1 -q 1 --type FP16",
+        ),
+        (
+            "MIOpenDriver convfp16 -n 128 -c 64 -H 112 -W 112 -k 32 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 2 -t 1",
+            "-n 128 -c 64 -H 112 -W 112 -k 32 -y 1 -x 1 -F 2 --type FP16",
+        ),
+        (
+            "./bin/MIOpenDriver conv -n 128 -c 3 -H 32 -W 32 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1",
+            "-n 128 -c 3 -H 32 -W 32 -k 64 -y 3 -x 3 -p 1 -q 1",
+        ),
+        (
+            "convfp16 -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 --in_layout NHWC --fil_layout NHWC --out_layout NHWC -m conv -g 1 -F 1 -t 1",
+            "-n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 --layout NHWC --type FP16",
+        ),
+        (
+            "convbfp16 -n 16 -c 512 -H 14 -W 14 -k 512 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -l 1 -j 1 -m conv -g 32 -F 1 -t 1",
+            "-n 16 -c 512 -H 14 -W 14 -k 512 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -g 32 --type BF16",
+        ),
+        (
+            "conv --batchsize 2 --in_channels 16 --in_h 10 --in_w 12 --out_channels 8 --fil_h 5 --fil_w 3 --pad_h 2 --pad_w 1 --conv_stride_h 1 --conv_stride_w 1 --dilation_h 2 --dilation_w 1 --group_count 1 --forw 4",
+            "-n 2 -c 16 -H 10 -W 12 -k 8 -y 5 -x 3 -p 2 -q 1 -l 2 -F 4",
+        ),
+        (
+            "convint8 -n 8 -c 64 -H 28 -W 28 -k 128 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1 -V 0 -i 10",
+            "-n 8 -c 64 -H 28 -W 28 -k 128 -y 1 -x 1 --type INT8",
+        ),
+    ];
+    for (driver, flags) in lines {
+        let words = |s: &'static str| s.split_whitespace().collect::<Vec<_>>();
+        assert_eq!(key_of(&words(driver)), key_of(&words(flags)), "{driver}");
+    }
+}

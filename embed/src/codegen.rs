@@ -388,20 +388,12 @@ fn print_manifest(manifest: Option<&Manifest>) -> String {
         "/// The solvers of kernels/manifest.toml (what every kdb was compiled from).\n\
          pub static KERNEL_MANIFEST: &[::kiln_format::SolverEntry] = &[\n",
     );
-    let mut data_types = Vec::new();
     if let Some(m) = manifest {
         for s in &m.solvers {
             writeln!(code, "    {},", s.to_static()).ok();
         }
-        data_types = m.data_types.iter().map(|d| format!("{d:?}")).collect();
     }
-    code.push_str("];\n\n/// Data types every solver is compiled for.\n");
-    writeln!(
-        code,
-        "pub static KERNEL_DATA_TYPES: &[&str] = &[{}];\n",
-        data_types.join(", ")
-    )
-    .ok();
+    code.push_str("];\n\n");
     code
 }
 

@@ -24,8 +24,8 @@ pub struct Failure {
     pub params: &'static str,
     /// The problem's find-db key, or the operator's description.
     pub problem: String,
-    /// The math mode's name (`default`, `tf32`), empty for an operator.
-    pub math: &'static str,
+    /// The problem's math mode (`None` for an operator).
+    pub math: Option<MathMode>,
     /// What was wrong.
     pub error: String,
 }
@@ -252,7 +252,7 @@ pub fn run(
                     solver: solver.id(),
                     params,
                     problem: p.find_db_key().to_string(),
-                    math: p.math().name(),
+                    math: Some(p.math()),
                     error,
                 });
             };
@@ -301,7 +301,7 @@ pub fn run(
                         solver: OPERATORS,
                         params: "",
                         problem: op.describe(),
-                        math: "",
+                        math: None,
                         error: if special {
                             format!("with special values: {what}")
                         } else {

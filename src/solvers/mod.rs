@@ -643,7 +643,7 @@ mod hostile_problems {
     }
 
     #[test]
-    fn d1_wrapping_element_counts_are_refused_when_the_problem_is_built() {
+    fn wrapping_element_counts_are_refused_when_the_problem_is_built() {
         // x and w really hold 2^64 elements; u64 arithmetic wrapped them to 0.
         let e = ConvProblem::new(spec2(
             1,
@@ -661,7 +661,7 @@ mod hostile_problems {
     }
 
     #[test]
-    fn d8_32_bit_index_overflow_in_the_gemm_kernels_is_not_applicable() {
+    fn index_overflow_past_32_bits_in_the_gemm_kernels_is_not_applicable() {
         // 46341^2 output pixels per image: more than 2^31.
         let p =
             ConvProblem::new(spec2(1, 1, 32, [46_341, 46_341], [1, 1], DataType::Fp16)).unwrap();
@@ -690,7 +690,7 @@ mod hostile_problems {
     }
 
     #[test]
-    fn d8_grids_past_the_launch_limits_are_not_applicable() {
+    fn grids_past_the_launch_limits_are_not_applicable() {
         // 4,194,304 output channels: the review's plan[0], ConvGemm1x1Fwd [64,128,8], had a
         // grid.y of 65,536. Every config still offered launches within the limits.
         let p = ConvProblem::new(spec2(1, 1, 4_194_304, [1, 1], [1, 1], DataType::Fp16)).unwrap();

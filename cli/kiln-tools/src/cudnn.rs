@@ -1,4 +1,4 @@
-//! cuDNN as the yardstick for `kiln bench`: cudarc's cuDNN bindings with libcudnn loaded at run
+//! cuDNN as the yardstick for `kiln-tools bench`: cudarc's cuDNN bindings with libcudnn loaded at run
 //! time (never linked, so the kiln binary still runs where cuDNN is absent). Only what the
 //! benchmark needs: a forward convolution of a kiln problem set up as PyTorch sets it up
 //! (tensor-op math for FP16/BF16; FP32 with FMA math, or default math when TF32 is allowed),
@@ -168,7 +168,7 @@ impl<'a> CudnnConv<'a> {
         workspace_limit: usize,
     ) -> Result<CudnnConv<'a>, CudnnError> {
         let unsupported = |message: &str| CudnnError {
-            call: "kiln bench",
+            call: "kiln-tools bench",
             message: format!("{}: {message}", p.find_db_key()),
         };
         if p.spatial_dims() != 2 {
@@ -347,7 +347,7 @@ impl<'a> CudnnConv<'a> {
             .collect();
         if ran.is_empty() {
             return Err(CudnnError {
-                call: "kiln bench",
+                call: "kiln-tools bench",
                 message: "no cuDNN algorithm ran within the workspace limit".into(),
             });
         }

@@ -15,7 +15,7 @@ pub const FEATURES: usize = 10;
 
 /// Squared feature distance beyond which a measured problem no longer predicts another (four
 /// doublings on one axis, or two on each of four). Chosen on the held-out evaluation of
-/// `kiln regret` (data/heuristic-regret.md): 4 to 16 are within 0.01 of each other at p90;
+/// `kiln-tools regret` (data/heuristic-regret.md): 4 to 16 are within 0.01 of each other at p90;
 /// with no limit, dense problems end up ranking depthwise ones (worst regret 15.8).
 pub const NEAR_DISTANCE: f32 = 16.0;
 

@@ -31,7 +31,7 @@ use super::DeviceArgs;
 use crate::cudnn::{Cudnn, CudnnConv, CudnnMath};
 use crate::CliResult;
 
-/// Arguments of `kiln bench`.
+/// Arguments of `kiln-tools bench`.
 #[derive(Args)]
 pub struct BenchArgs {
     #[command(flatten)]
@@ -768,7 +768,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
     let mut r = String::new();
     writeln!(
         r,
-        "# kiln bench: {} ({}), {}\n",
+        "# kiln-tools bench: {} ({}), {}\n",
         info.name,
         info.arch,
         utc_date()

@@ -141,7 +141,7 @@ pub fn run(a: &BenchArgs, model: &str) -> CliResult {
     let mut r = String::new();
     writeln!(
         r,
-        "# kiln bench --net {model}: {} ({}), {}\n",
+        "# kiln-tools bench --net {model}: {} ({}), {}\n",
         info.name,
         info.arch,
         utc_date()

@@ -1,4 +1,4 @@
-//! `kiln regret`: how good the fallback is for problems missing from the find-db.
+//! `kiln-tools regret`: how good the fallback is for problems missing from the find-db.
 //!
 //! The fallback's model is rebuilt from the committed find-db and perf-db with some problems
 //! held out; each held-out problem is then ranked by the fallback alone (`rank_unmeasured`,
@@ -33,7 +33,7 @@ use kiln_format::measured::{MeasuredProblem, MeasuredSolver};
 use super::find::read_problem_list;
 use crate::CliResult;
 
-/// Arguments of `kiln regret`.
+/// Arguments of `kiln-tools regret`.
 #[derive(Args)]
 pub struct RegretArgs {
     /// The find run's log (problem, solver, params, time ms, error, ok; tab-separated).

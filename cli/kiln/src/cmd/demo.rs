@@ -163,6 +163,6 @@ fn plan_only(layers: &[Layer]) -> CliResult {
             used.join(", ")
         );
     }
-    kiln::outln!("no GPU was found: nothing was run (AMD code objects are never run here; NVIDIA ones run on a GPU: `make device-pack`, then ci/README.md)");
+    kiln::outln!("no GPU was found: nothing was run (the plan above is what a device of each target would run)");
     Ok(())
 }

@@ -79,7 +79,7 @@ pub fn run(a: &SelftestArgs) -> CliResult {
                     ("solver", Json::str(f.solver)),
                     ("params", Json::str(f.params)),
                     ("problem", Json::str(&f.problem)),
-                    ("math", Json::str(f.math)),
+                    ("math", Json::str(f.math.map_or("", |m| m.name()))),
                     ("error", Json::str(&f.error)),
                 ]));
             } else if printed.is_ok() {
@@ -90,7 +90,11 @@ pub fn run(a: &SelftestArgs) -> CliResult {
                     f.solver,
                     f.params,
                     f.problem,
-                    if f.math == "tf32" { " (TF32)" } else { "" },
+                    if f.math == Some(MathMode::AllowTf32) {
+                        " (TF32)"
+                    } else {
+                        ""
+                    },
                     f.error
                 )
                 .map_err(kiln::harness::output::StdoutError);
