@@ -139,6 +139,8 @@ typedef struct kiln_solution_info {
   uint32_t rank;
   // A `KILN_PROVENANCE_*` value.
   kiln_provenance provenance;
+  // Zero (keeps the struct free of padding, so copies compare byte for byte).
+  uint32_t reserved;
   // Measured or estimated time, milliseconds.
   double time_ms;
   // Device workspace the solution needs, bytes (pass at least this much to run).
@@ -185,6 +187,8 @@ typedef struct kiln_device_info {
   int32_t exact_target;
   // Why no target fits (empty when one does).
   char no_target_reason[256];
+  // Zero (keeps the struct free of padding, so copies compare byte for byte).
+  uint32_t reserved;
 } kiln_device_info;
 
 // What `kiln_selftest` found.
@@ -218,6 +222,8 @@ typedef struct kiln_net_info {
   uint32_t outputs;
   // Kernel launches per forward pass (all in one captured graph).
   uint32_t launches;
+  // Zero (keeps the struct free of padding, so copies compare byte for byte).
+  uint32_t reserved;
   // Device memory for activations, bytes (input and outputs included).
   uint64_t activation_bytes;
 } kiln_net_info;

@@ -149,6 +149,8 @@ pub struct kiln_device_info {
     pub exact_target: i32,
     /// Why no target fits (empty when one does).
     pub no_target_reason: [c_char; 256],
+    /// Zero (keeps the struct free of padding, so copies compare byte for byte).
+    pub reserved: u32,
 }
 
 /// Counts the devices of every GPU runtime found (0 without a GPU or runtime: not an error).
@@ -204,6 +206,7 @@ pub unsafe extern "C" fn kiln_device_get_info(
             target: fixed(&target, "target")?,
             exact_target: i32::from(exact),
             no_target_reason: why,
+            reserved: 0,
         };
         // SAFETY: the caller's contract.
         unsafe { put(info, "info", out) }

@@ -68,6 +68,8 @@ pub struct kiln_solution_info {
     pub rank: u32,
     /// A `KILN_PROVENANCE_*` value.
     pub provenance: kiln_provenance,
+    /// Zero (keeps the struct free of padding, so copies compare byte for byte).
+    pub reserved: u32,
     /// Measured or estimated time, milliseconds.
     pub time_ms: f64,
     /// Device workspace the solution needs, bytes (pass at least this much to run).
@@ -661,6 +663,7 @@ fn info_of(r: &kiln::resolve::Ranked, rank: u32) -> Result<kiln_solution_info, F
     };
     Ok(kiln_solution_info {
         struct_size: std::mem::size_of::<kiln_solution_info>() as u32,
+        reserved: 0,
         rank,
         provenance,
         time_ms: r.time_ms,
@@ -869,6 +872,7 @@ pub unsafe extern "C" fn kiln_solution_load(
         }
         let info = kiln_solution_info {
             struct_size: std::mem::size_of::<kiln_solution_info>() as u32,
+            reserved: 0,
             rank: 0,
             provenance: KILN_PROVENANCE_SAVED,
             time_ms: 0.0,
@@ -1153,6 +1157,25 @@ mod tests {
                 assert!(m.key.len() < KILN_NAME_BYTES, "{}", m.key);
             }
         }
+    }
+
+    #[test]
+    fn structs_have_no_padding() {
+        // Padding would reach C uninitialised: a program comparing two results byte for byte
+        // (memcmp) would read it. Each size is the sum of its fields.
+        let n = KILN_NAME_BYTES;
+        assert_eq!(
+            std::mem::size_of::<kiln_solution_info>(),
+            4 * 4 + 8 + 8 + 3 * n
+        );
+        assert_eq!(std::mem::size_of::<kiln_handle_info>(), 4 + 3 * n + 4 * 4);
+        assert_eq!(std::mem::size_of::<kiln_net_info>(), 4 + n + 4 * 5 + 8);
+        assert_eq!(std::mem::size_of::<kiln_net_tensor>(), 4 * 4 + 8 + 8);
+        assert_eq!(
+            std::mem::size_of::<kiln_device_info>(),
+            4 + 3 * n + 4 + n + 8 + 4 + 4 + n + 4 + 256 + 4
+        );
+        assert_eq!(std::mem::size_of::<kiln_selftest_result>(), 4 * 5 + 512);
     }
 
     #[test]

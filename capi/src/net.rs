@@ -48,6 +48,8 @@ pub struct kiln_net_info {
     pub outputs: u32,
     /// Kernel launches per forward pass (all in one captured graph).
     pub launches: u32,
+    /// Zero (keeps the struct free of padding, so copies compare byte for byte).
+    pub reserved: u32,
     /// Device memory for activations, bytes (input and outputs included).
     pub activation_bytes: u64,
 }
@@ -163,6 +165,7 @@ fn build(
         },
         outputs: network.outputs() as u32,
         launches: network.launches() as u32,
+        reserved: 0,
         activation_bytes: network.activation_bytes(),
     };
     let net = kiln_net {
