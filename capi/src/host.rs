@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_void, CString};
 use std::panic::AssertUnwindSafe;
 
-use super::{fixed, guard, put, Failure, KILN_NAME_BYTES};
+use super::{fixed, guard, put, truncated, Failure, KILN_NAME_BYTES};
 
 /// kiln's major version (the header's; `kiln_version_numbers` gives the library's).
 pub const KILN_VERSION_MAJOR: u32 = 0;
@@ -189,10 +189,6 @@ pub unsafe extern "C" fn kiln_device_get_info(
             Ok(sel) => (sel.target.basename.to_string(), sel.exact, String::new()),
             Err(e) => (String::new(), false, e.to_string()),
         };
-        let mut why = [0 as c_char; 256];
-        for (o, b) in why.iter_mut().zip(reason.bytes().take(255)) {
-            *o = b as c_char;
-        }
         let out = kiln_device_info {
             struct_size: std::mem::size_of::<kiln_device_info>() as u32,
             spec: fixed(&d.spec, "device spec")?,
@@ -205,7 +201,7 @@ pub unsafe extern "C" fn kiln_device_get_info(
             driver_minor,
             target: fixed(&target, "target")?,
             exact_target: i32::from(exact),
-            no_target_reason: why,
+            no_target_reason: truncated(&reason),
             reserved: 0,
         };
         // SAFETY: the caller's contract.
@@ -264,18 +260,13 @@ pub unsafe extern "C" fn kiln_selftest(
                 });
             },
         );
-        let mut first_failure = [0 as c_char; 512];
-        let text = first.clone().unwrap_or_default();
-        for (o, b) in first_failure.iter_mut().zip(text.bytes().take(511)) {
-            *o = b as c_char;
-        }
         let out = kiln_selftest_result {
             struct_size: std::mem::size_of::<kiln_selftest_result>() as u32,
             problems: report.problems as u32,
             runs: report.runs as u32,
             failures: report.failures as u32,
             passed: i32::from(report.passed()),
-            first_failure,
+            first_failure: truncated(first.as_deref().unwrap_or_default()),
         };
         // SAFETY: checked non-NULL above; the caller's contract.
         unsafe { put(result, "result", out) }?;

@@ -206,6 +206,16 @@ fn fixed(s: &str, what: &str) -> Result<[c_char; KILN_NAME_BYTES], Failure> {
     Ok(out)
 }
 
+/// Copies as much of `s` as fits into a fixed C array, NUL-terminated (for free text, such as
+/// a message, where a cut is better than an error).
+fn truncated<const N: usize>(s: &str) -> [c_char; N] {
+    let mut out = [0 as c_char; N];
+    for (o, b) in out.iter_mut().zip(s.bytes().take(N.saturating_sub(1))) {
+        *o = b as c_char;
+    }
+    out
+}
+
 /// A fixed C array's string (up to its NUL), or an error naming the field.
 fn unfixed<'a>(a: &'a [c_char; KILN_NAME_BYTES], what: &str) -> Result<&'a str, Failure> {
     // SAFETY: c_char and u8 have the same size and alignment.

@@ -255,13 +255,12 @@ pub unsafe extern "C" fn kiln_net_get_info(
 }
 
 fn tensor(n: &kiln_net, buffer: &kiln::backend::DeviceBuffer, s: Shape) -> kiln_net_tensor {
-    let elements = u64::from(n.info.batch) * u64::from(s.c) * u64::from(s.h) * u64::from(s.w);
     kiln_net_tensor {
         struct_size: std::mem::size_of::<kiln_net_tensor>() as u32,
         c: s.c,
         h: s.h,
         w: s.w,
-        bytes: elements * n.network.data_type().size_bytes() as u64,
+        bytes: s.bytes(n.info.batch, n.network.data_type()),
         device_ptr: buffer.device_ptr() as *mut c_void,
     }
 }

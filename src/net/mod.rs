@@ -34,6 +34,17 @@ pub struct Shape {
     pub w: u32,
 }
 
+impl Shape {
+    /// Bytes of `batch` samples of this shape in `dtype`.
+    pub fn bytes(&self, batch: u32, dtype: crate::DataType) -> u64 {
+        u64::from(batch)
+            * u64::from(self.c)
+            * u64::from(self.h)
+            * u64::from(self.w)
+            * dtype.size_bytes() as u64
+    }
+}
+
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}x{}x{}", self.c, self.h, self.w)

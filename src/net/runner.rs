@@ -103,11 +103,7 @@ impl<'c> Network<'c> {
             });
         }
         let shapes = def.shapes()?;
-        let element = data_type.size_bytes() as u64;
-        let bytes = |s: Shape| {
-            u64::from(batch) * u64::from(s.c) * u64::from(s.h) * u64::from(s.w) * element
-        };
-        let plan = MemoryPlan::plan(def, bytes)?;
+        let plan = MemoryPlan::plan(def, |s: Shape| s.bytes(batch, data_type))?;
         let buffer_of = |t: &str| plan.placement[t];
         let mut steps = Vec::with_capacity(def.nodes.len());
         let mut workspace = 0u64;
@@ -352,13 +348,9 @@ impl<'c> Network<'c> {
 
     /// Bytes of output `i` (the batch's, in the network's data type); 0 past the last.
     pub fn output_bytes(&self, i: usize) -> u64 {
-        self.outputs.get(i).map_or(0, |&(_, s)| {
-            u64::from(self.batch)
-                * u64::from(s.c)
-                * u64::from(s.h)
-                * u64::from(s.w)
-                * self.data_type.size_bytes() as u64
-        })
+        self.outputs
+            .get(i)
+            .map_or(0, |&(_, s)| s.bytes(self.batch, self.data_type))
     }
 
     /// Every output's bytes, in order (after [`Network::run`]).
