@@ -202,6 +202,45 @@ fn every_hostile_database_file_gets_a_clear_error() {
             &["bench", "--device", "hip:4"],
             Expect::NoDevice,
         ),
+        (
+            "bench --net unknown network",
+            &["bench", "--net", "vgg", "--torch", "none"],
+            Expect::Error,
+        ),
+        (
+            "bench --net type FP64",
+            &[
+                "bench", "--net", "resnet50", "--type", "FP64", "--torch", "none",
+            ],
+            Expect::Error,
+        ),
+        (
+            "bench --net without a device",
+            &[
+                "bench", "--net", "resnet50", "--device", "hip:4", "--torch", "none",
+            ],
+            Expect::NoDevice,
+        ),
+        (
+            "plot from /dev/zero",
+            &["plot", "--tsv", "/dev/zero", "--out", "plot.svg"],
+            Expect::Error,
+        ),
+        (
+            "plot from a missing file",
+            &["plot", "--tsv", "nonexistent.tsv", "--out", "plot.svg"],
+            Expect::Error,
+        ),
+        (
+            "plot from a file with no network table",
+            &["plot", "--tsv", "keep.txt", "--out", "plot.svg"],
+            Expect::Error,
+        ),
+        (
+            "plot from a binary file",
+            &["plot", "--tsv", "good.db", "--out", "plot.svg"],
+            Expect::Error,
+        ),
     ] {
         cases.push(Case::new(name, args, expect));
     }

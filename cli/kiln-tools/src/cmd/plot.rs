@@ -10,6 +10,9 @@ use clap::Args;
 use crate::svg::{grouped_bars, Group};
 use crate::CliResult;
 
+/// Largest figures file `plot` reads.
+const MAX_TSV_BYTES: u64 = 16 << 20;
+
 /// Arguments of `kiln-tools plot`.
 #[derive(Args)]
 pub struct PlotArgs {
@@ -53,8 +56,11 @@ pub fn last_network_table(text: &str) -> Option<(Vec<String>, Vec<Vec<String>>)>
 
 /// Runs `kiln-tools plot`.
 pub fn run(a: &PlotArgs) -> CliResult {
-    let text = std::fs::read_to_string(&a.tsv)
+    // A run's figures are kilobytes; the cap bounds a wrong path (a device, a huge file).
+    let bytes = kiln::format::file::read_capped(&a.tsv, MAX_TSV_BYTES)
         .map_err(|e| format!("plot: --tsv {}: {e}", a.tsv.display()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("plot: --tsv {}: not UTF-8 text", a.tsv.display()))?;
     let (header, rows) = last_network_table(&text).ok_or_else(|| {
         format!(
             "plot: {} has no table with model, n and kiln_ms columns",
