@@ -836,6 +836,14 @@ impl<'a> EpilogueArgs<'a> {
             0 => 0,
             z => z + z_offset * element,
         };
+        // The kernels copy z in 16-byte pieces (kiln allocations are 256-byte aligned, and a
+        // channel offset is a multiple of 8 elements).
+        if !ep.z.is_multiple_of(16) {
+            return Err(fail(format!(
+                "residual at device address {:#x} is not 16-byte aligned",
+                ep.z
+            )));
+        }
         if !(self.alpha.is_finite() && self.beta.is_finite() && self.activation_param.is_finite()) {
             return Err(fail(
                 "alpha, beta and the activation's parameter must be finite".into(),

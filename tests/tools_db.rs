@@ -52,3 +52,84 @@ fn miopen_rows_kiln_cannot_run_are_still_read() {
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("not convolutions kiln can describe"), "{out}");
 }
+
+/// `find --from-log` records problems from another machine's find log, without a GPU: the
+/// last line of a variant wins, configs the manifest no longer offers are dropped, and a bad
+/// line is an error naming file:line with no database written.
+#[test]
+fn find_from_log_records_what_the_log_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "64-56-56-1x1-256-56-56-1-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+scale+bias+relu";
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, format!("# one fused problem\n{key}\n")).unwrap();
+    let log = dir.path().join("find-log.tsv");
+    std::fs::write(
+        &log,
+        [
+            format!("{key}\tConvWgmmaGemm1x1Fwd\t128,128,4,1\t0.0050\t1.0e-4\ttrue"),
+            format!("{key}\tConvDirectNaiveFwd\t\t0.2\t0.0e0\ttrue"),
+            // A config the manifest does not hold: dropped.
+            format!("{key}\tConvWgmmaGemm1x1Fwd\t96,96,9,1\t0.0001\t0.0e0\ttrue"),
+            // Failed runs never win.
+            format!("{key}\tConvImplicitGemmFwd\t64,64,16\t0.0002\t1.0e0\tfalse"),
+            // Measured again later: this line wins.
+            format!("{key}\tConvWgmmaGemm1x1Fwd\t128,128,4,1\t0.0040\t1.0e-4\ttrue"),
+            // Another problem: ignored.
+            "1-1-1-1x1-1-1-1-1-0x0-1x1-1x1-0-NCHW-FP32-F\tConvDirectNaiveFwd\t\t0.1\t0.0e0\ttrue"
+                .to_string(),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let db = dir.path().join("db");
+    let (l, d) = (list.to_str().unwrap(), db.to_str().unwrap());
+    let find = |extra: &[&str]| {
+        let mut args = vec![
+            "find",
+            "--from-log",
+            log.to_str().unwrap(),
+            "--target",
+            "sm_90_132",
+        ];
+        args.extend_from_slice(&["--problems", l, "--db-dir", d]);
+        args.extend_from_slice(extra);
+        tools(&args)
+    };
+    let (code, out, err) = find(&[]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let fdb = std::fs::read_to_string(db.join("sm_90_132.HIP.fdb.txt")).unwrap();
+    let record = fdb
+        .lines()
+        .find(|r| r.starts_with(key))
+        .expect("the record");
+    let items: Vec<&str> = record.split('=').nth(1).unwrap().split(';').collect();
+    assert_eq!(items.len(), 2, "{record}");
+    assert!(
+        items[0].starts_with("ConvWgmmaGemm1x1Fwd:0.004,"),
+        "{record}"
+    );
+    assert!(items[1].starts_with("ConvDirectNaiveFwd:0.2,"), "{record}");
+    let pdb = std::fs::read_to_string(db.join("sm_90_132.db.txt")).unwrap();
+    assert!(pdb.contains("ConvWgmmaGemm1x1Fwd:128,128,4,1"), "{pdb}");
+
+    // A bad line: the error names it, and the databases are left as they were.
+    std::fs::write(
+        &log,
+        format!("{key}\tConvWgmmaGemm1x1Fwd\t128,128,4,1\tfast\t0\ttrue\n"),
+    )
+    .unwrap();
+    let (code, _, err) = find(&["--force"]);
+    assert_ne!(code, Some(0));
+    assert!(
+        err.contains("find-log.tsv:1: time \"fast\" is not a number"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(db.join("sm_90_132.HIP.fdb.txt")).unwrap(),
+        fdb
+    );
+    // No target named: refused before anything is read.
+    let (code, _, err) = tools(&["find", "--from-log", "x.tsv", "--problems", l]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("--target"), "{err}");
+}

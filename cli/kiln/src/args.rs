@@ -56,7 +56,7 @@ pub enum NetCommand {
 
 #[derive(Args)]
 pub struct NetPlanArgs {
-    /// The network: resnet50, mobilenet_v2, efficientnet_b0.
+    /// The network: resnet50, mobilenet_v2, efficientnet_b0, yolov8n.
     pub model: String,
     /// Batch size.
     #[arg(long, default_value_t = 1)]
@@ -78,7 +78,7 @@ pub struct NetPlanArgs {
 
 #[derive(Args)]
 pub struct NetRunArgs {
-    /// The network: resnet50, mobilenet_v2, efficientnet_b0.
+    /// The network: resnet50, mobilenet_v2, efficientnet_b0, yolov8n.
     pub model: String,
     /// Weights: a safetensors file of the network's PyTorch state_dict (torchvision names).
     #[arg(
@@ -113,7 +113,8 @@ pub struct NetRunArgs {
     /// List each convolution's solver too.
     #[arg(long)]
     pub verbose: bool,
-    /// Time every launch alone too (GPU-only, median of 20) and list the slowest.
+    /// Time every launch alone too (GPU-only, median of 20) and list the slowest (with
+    /// --verbose: every launch, in order).
     #[arg(long)]
     pub profile: bool,
     #[command(flatten)]

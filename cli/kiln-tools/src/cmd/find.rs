@@ -46,6 +46,96 @@ pub struct FindArgs {
     /// (which the runtime considers only for problems that opt in).
     #[arg(long)]
     tf32: bool,
+    /// Record the listed problems from this find log (an earlier run's `--log`, made on
+    /// another machine) instead of measuring: no GPU needed, `--target` names the target.
+    /// Where the log holds a variant more than once, its last line wins.
+    #[arg(long, requires = "target")]
+    from_log: Option<PathBuf>,
+    /// The target whose DBs `--from-log` writes (`sm_90_132`).
+    #[arg(long)]
+    target: Option<String>,
+}
+
+/// One line of a find log: key, solver, perf config, median ms, relative error, ok.
+struct LogLine {
+    key: String,
+    solver: String,
+    params: String,
+    time_ms: f64,
+    error: f64,
+    ok: bool,
+}
+
+/// Reads a find log (`--log`'s tab-separated lines; `.zst` as committed); errors name
+/// file:line.
+fn read_find_log(file: &Path) -> Result<Vec<LogLine>, Box<dyn std::error::Error>> {
+    let text = kiln_embed::input::read_text(file)?;
+    let mut lines = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let at = || format!("{}:{}", file.display(), i + 1);
+        let f: Vec<&str> = line.split('\t').collect();
+        let [key, solver, params, ms, error, ok] = f.as_slice() else {
+            return Err(format!(
+                "{}: expected 6 tab-separated fields, found {}",
+                at(),
+                f.len()
+            )
+            .into());
+        };
+        let num = |v: &str, what: &str| -> Result<f64, String> {
+            v.parse::<f64>()
+                .map_err(|_| format!("{}: {what} {v:?} is not a number", at()))
+        };
+        lines.push(LogLine {
+            key: key.to_string(),
+            solver: solver.to_string(),
+            params: params.to_string(),
+            time_ms: num(ms, "time")?,
+            error: num(error, "error")?,
+            ok: match *ok {
+                "true" => true,
+                "false" => false,
+                other => return Err(format!("{}: ok {other:?} is not true or false", at()).into()),
+            },
+        });
+    }
+    Ok(lines)
+}
+
+/// `p`'s measurements from a find log: the last line of each variant that the target's
+/// solvers still offer for `p` (a config since removed from the manifest is dropped).
+fn logged_measurements(
+    log: &[LogLine],
+    key: &str,
+    p: &ConvProblem,
+    caps: &kiln::solvers::TargetCaps,
+) -> Vec<crate::tune::Measurement> {
+    let mut out: Vec<crate::tune::Measurement> = Vec::new();
+    for l in log.iter().filter(|l| l.key == key) {
+        let Some(solver) = kiln::solvers::by_id(&l.solver) else {
+            continue;
+        };
+        let params = if l.params.is_empty() {
+            Some("")
+        } else {
+            solver.offered_params(p, caps).find(|o| **o == l.params)
+        };
+        let Some(params) = params else { continue };
+        let m = crate::tune::Measurement {
+            variant: kiln::resolve::Variant { solver, params },
+            time_ms: l.time_ms,
+            error: l.error,
+            ok: l.ok,
+        };
+        match out
+            .iter_mut()
+            .find(|o| o.variant.solver.id() == solver.id() && o.variant.params == params)
+        {
+            Some(o) => *o = m,
+            None => out.push(m),
+        }
+    }
+    out
 }
 
 /// A problem list (`ci/problems/*.txt`): one find-db key per line, `#` comments; errors name
@@ -58,8 +148,23 @@ pub fn read_problem_list(
 
 pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
     use std::io::Write as _;
-    let ctx = a.device.context()?;
-    let target = ctx.target();
+    let log_in = match &a.from_log {
+        Some(f) => Some(read_find_log(f)?),
+        None => None,
+    };
+    let ctx = if log_in.is_some() {
+        None
+    } else {
+        Some(a.device.context()?)
+    };
+    let target = match (&ctx, &a.target) {
+        (Some(ctx), _) => ctx.target(),
+        (None, Some(name)) => kiln::embedded::targets()
+            .iter()
+            .find(|t| t.basename == name.as_str())
+            .ok_or_else(|| format!("--target {name}: not a target this build embeds"))?,
+        (None, None) => return Err("--from-log needs --target".into()),
+    };
     let base = target.basename;
     let dir = a
         .db_dir
@@ -110,13 +215,16 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         }
     };
     let todo: Vec<&(String, ConvProblem)> = problems.iter().filter(|(k, p)| stale(k, p)).collect();
+    let source = match (&ctx, &a.from_log) {
+        (Some(ctx), _) => format!("on {}", ctx.device().info().spec),
+        (None, Some(f)) => format!("from {}", f.display()),
+        (None, None) => String::new(),
+    };
     kiln::outln!(
-        "{} problems, {} already measured, {} to measure on {} ({})",
+        "{} problems, {} already measured, {} to measure {source} ({base})",
         problems.len(),
         problems.len() - todo.len(),
         todo.len(),
-        ctx.device().info().spec,
-        base
     );
     let mut log = match &a.log {
         Some(p) => Some(
@@ -142,7 +250,19 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
             bar.inc(1);
             continue;
         }
-        let ms = crate::tune::measure(&ctx, p, a.repeats, 1 + i as u64)?;
+        let ms = match (&ctx, &log_in) {
+            (Some(ctx), _) => crate::tune::measure(ctx, p, a.repeats, 1 + i as u64)?,
+            (None, Some(log)) => {
+                let ms = logged_measurements(log, key, p, &caps);
+                if ms.is_empty() {
+                    bar.println(format!("skipped {key}: not in the log"));
+                    bar.inc(1);
+                    continue;
+                }
+                ms
+            }
+            (None, None) => return Err("--from-log needs --target".into()),
+        };
         if let Some(f) = log.as_mut() {
             for m in &ms {
                 writeln!(

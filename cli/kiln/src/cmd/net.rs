@@ -255,12 +255,18 @@ pub fn run(a: &NetRunArgs) -> CliResult {
             .filter(|s| s.1.contains('['))
             .map(|s| s.0)
             .sum();
+        // --verbose lists every launch in network order; else the slowest dozen.
+        let (order, shown) = if a.verbose {
+            ("in order", steps.len())
+        } else {
+            steps.sort_by(|a, b| b.0.total_cmp(&a.0));
+            ("slowest", 12)
+        };
         kiln::outln!(
-            "profile: launches alone sum to {total:.4} ms: convolutions {convs:.4} ms, other operators {:.4} ms; slowest:",
+            "profile: launches alone sum to {total:.4} ms: convolutions {convs:.4} ms, other operators {:.4} ms; {order}:",
             total - convs
         );
-        steps.sort_by(|a, b| b.0.total_cmp(&a.0));
-        for (ms, name) in steps.iter().take(12) {
+        for (ms, name) in steps.iter().take(shown) {
             kiln::outln!("  {ms:.4} ms  {name}");
         }
     }
