@@ -109,6 +109,15 @@ fn every_hostile_database_file_gets_a_clear_error() {
     }
     // Conversions: never onto the input, never a partial output.
     std::fs::write(dir.join("keep.db.txt"), "kept").unwrap();
+    // find --from-log: an empty log and a one-problem list; a text file that is neither a log
+    // nor a table (plot).
+    std::fs::write(dir.join("empty.tsv"), "").unwrap();
+    std::fs::write(dir.join("notes.txt"), "a note, not a table\n").unwrap();
+    std::fs::write(
+        dir.join("list.txt"),
+        "64-56-56-1x1-256-56-56-1-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F\n",
+    )
+    .unwrap();
     for (name, args, expect) in [
         (
             "convert onto itself (text)",
@@ -222,6 +231,91 @@ fn every_hostile_database_file_gets_a_clear_error() {
             Expect::NoDevice,
         ),
         (
+            "find --from-log /dev/zero",
+            &[
+                "find",
+                "--from-log",
+                "/dev/zero",
+                "--target",
+                "sm_90_132",
+                "--problems",
+                "list.txt",
+                "--db-dir",
+                "fromlog",
+            ],
+            Expect::Error,
+        ),
+        (
+            "find --from-log a missing file",
+            &[
+                "find",
+                "--from-log",
+                "absent.tsv",
+                "--target",
+                "sm_90_132",
+                "--problems",
+                "list.txt",
+                "--db-dir",
+                "fromlog",
+            ],
+            Expect::Error,
+        ),
+        (
+            "find --from-log a binary file",
+            &[
+                "find",
+                "--from-log",
+                "good.db",
+                "--target",
+                "sm_90_132",
+                "--problems",
+                "list.txt",
+                "--db-dir",
+                "fromlog",
+            ],
+            Expect::Error,
+        ),
+        (
+            "find --from-log a file that is no find log",
+            &[
+                "find",
+                "--from-log",
+                "notes.txt",
+                "--target",
+                "sm_90_132",
+                "--problems",
+                "list.txt",
+                "--db-dir",
+                "fromlog",
+            ],
+            Expect::Error,
+        ),
+        (
+            "find --from-log for a target not embedded",
+            &[
+                "find",
+                "--from-log",
+                "empty.tsv",
+                "--target",
+                "sm_99_1",
+                "--problems",
+                "list.txt",
+                "--db-dir",
+                "fromlog",
+            ],
+            Expect::Error,
+        ),
+        (
+            "find --from-log without --target",
+            &["find", "--from-log", "empty.tsv", "--problems", "list.txt"],
+            Expect::Usage,
+        ),
+        (
+            "find --target without --from-log",
+            &["find", "--target", "sm_90_132", "--problems", "list.txt"],
+            Expect::Usage,
+        ),
+        (
             "plot from /dev/zero",
             &["plot", "--tsv", "/dev/zero", "--out", "plot.svg"],
             Expect::Error,
@@ -233,7 +327,7 @@ fn every_hostile_database_file_gets_a_clear_error() {
         ),
         (
             "plot from a file with no network table",
-            &["plot", "--tsv", "keep.txt", "--out", "plot.svg"],
+            &["plot", "--tsv", "notes.txt", "--out", "plot.svg"],
             Expect::Error,
         ),
         (

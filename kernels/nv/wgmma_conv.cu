@@ -132,7 +132,7 @@ static __device__ KILN_INLINE kiln_u32 kiln_smem(const void* p) {
 
 // The fused epilogue reads the residual z from the warpgroup's staging tile, where y's rows
 // are staged for the coalesced stores: row r's 32-bit words start at tile + r * KILN_PITCH
-// (FP16 / BF16: one word per column pair; FP32: one per column). kiln_issue_z fills it with
+// (FP16 / BF16: one word per column pair; FP32: one per column). kiln_stage_z fills it with
 // 16-byte copies that the warpgroup's threads issue together, so z is read coalesced and all
 // at once; read straight from global memory in the accumulators' layout (scattered 4-byte
 // pairs), it cost ResNet-50's 1x1 layers that end a bottleneck up to 3x their plain time
@@ -140,11 +140,15 @@ static __device__ KILN_INLINE kiln_u32 kiln_smem(const void* p) {
 // unit's z while this one's products run measured no faster. z's rows are 16-byte aligned:
 // the host checks z is, and z_ld and K are multiples of 8 elements.
 //
-// Rows [row0, row0 + 64) of z below rows_end, columns [n0, n0 + KILN_BN) below K; the rest
-// of the tile is zero-filled.
-static __device__ KILN_INLINE void kiln_issue_z(const KilnTmaConvParams& p, kiln_u32* tile, kiln_i64 row0,
-                                                kiln_i64 rows_end, int n0) {
+// Without a residual: null. Else rows [row0, row0 + 64) of z below rows_end, columns
+// [n0, n0 + KILN_BN) below K, copied into the warpgroup's staging tile (the rest zero-filled)
+// and visible to all its threads once this returns (named barrier `barrier`); returns this
+// thread's row (thread_row) of it, for kiln_wgmma_epilogue.
+static __device__ KILN_INLINE const kiln_u32* kiln_stage_z(const KilnTmaConvParams& p, kiln_u32* tile,
+                                                           kiln_i64 row0, kiln_i64 rows_end, int n0,
+                                                           int barrier, int thread_row) {
   const KilnEpilogue& e = p.ep;
+  if (!e.z) return nullptr;
   const unsigned char* z = (const unsigned char*)e.z;
   const int chunks = KILN_BN / KILN_VEC;
   for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
@@ -155,13 +159,9 @@ static __device__ KILN_INLINE void kiln_issue_z(const KilnTmaConvParams& p, kiln
                  "l"(src), "r"(in ? 16 : 0)
                  : "memory");
   }
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-// Waits until the warpgroup's z copies have landed and are visible to all its threads.
-static __device__ KILN_INLINE void kiln_wait_z(int barrier) {
-  asm volatile("cp.async.wait_group 0;" ::: "memory");
+  asm volatile("cp.async.commit_group;\n\tcp.async.wait_group 0;" ::: "memory");
   asm volatile("bar.sync %0, 128;" ::"r"(barrier) : "memory");
+  return tile + thread_row * KILN_PITCH;
 }
 
 // The two elements of z a thread's accumulators acc[4j + 2h], acc[4j + 2h + 1] meet, from the
@@ -218,7 +218,7 @@ static __device__ KILN_INLINE void kiln_wgmma_clip(float (&acc)[KILN_BN / 2], co
 // The fused epilogue on one thread's accumulators in wgmma's register layout: acc[4j], acc[4j + 1]
 // are the thread's first row, columns n0 + 8j + 2 (lane % 4) and the next; acc[4j + 2],
 // acc[4j + 3] the same columns 8 rows down. zt is the thread's first row of the staged z
-// (kiln_issue_z), or null without a residual (rows past the output's end hold zeros there).
+// (kiln_stage_z), or null without a residual (rows past the output's end hold zeros there).
 // A plain convolution returns at once. Everything that does not depend on the element (the
 // activation's form, which tensors exist) is decided once per thread: the per-element form
 // this replaced cost the 1x1 layers 10-20x their plain time.
@@ -721,11 +721,7 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
     kiln_u32* tile =
         (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
-    if (p.ep.z) {
-      kiln_issue_z(p, tile, m0, m0 + (p.out_w - ox0), 0);
-      kiln_wait_z(2 + warpgroup);
-    }
-    kiln_wgmma_epilogue(acc, p, p.ep.z ? tile + r0 * KILN_PITCH : nullptr, 0);
+    kiln_wgmma_epilogue(acc, p, kiln_stage_z(p, tile, m0, m0 + (p.out_w - ox0), 0, 2 + warpgroup, r0), 0);
 #pragma unroll
     for (int j = 0; j < KILN_BN / 8; ++j) {
       const int col = j * 4 + (lane % 4);
@@ -1022,11 +1018,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
   }
   kiln_u32* tile =
       (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
-  if (p.ep.z) {
-    kiln_issue_z(p, tile, t.m0 + warpgroup * 64, p.m, t.n0);
-    kiln_wait_z(2 + warpgroup);
-  }
-  kiln_wgmma_epilogue(acc, p, p.ep.z ? tile + r0 * KILN_PITCH : nullptr, t.n0);
+  kiln_wgmma_epilogue(acc, p, kiln_stage_z(p, tile, t.m0 + warpgroup * 64, p.m, t.n0, 2 + warpgroup, r0), t.n0);
 #pragma unroll
   for (int j = 0; j < KILN_BN / 8; ++j) {
 #if KILN_ELEM_BYTES == 2

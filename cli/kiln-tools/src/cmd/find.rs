@@ -52,8 +52,16 @@ pub struct FindArgs {
     #[arg(long, requires = "target")]
     from_log: Option<PathBuf>,
     /// The target whose DBs `--from-log` writes (`sm_90_132`).
-    #[arg(long)]
+    #[arg(long, requires = "from_log")]
     target: Option<String>,
+}
+
+/// Where `find` takes its measurements from.
+enum Source<'a> {
+    /// Measured now, on this device.
+    Device(Box<kiln::context::Context>),
+    /// Read from an earlier run's find log (`--from-log`), and that log's file.
+    Log(Vec<LogLine>, &'a Path),
 }
 
 /// One line of a find log: key, solver, perf config, median ms, relative error, ok.
@@ -148,22 +156,18 @@ pub fn read_problem_list(
 
 pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
     use std::io::Write as _;
-    let log_in = match &a.from_log {
-        Some(f) => Some(read_find_log(f)?),
-        None => None,
+    // Where the measurements come from: the device, or an earlier run's log.
+    let source = match &a.from_log {
+        Some(f) => Source::Log(read_find_log(f)?, f),
+        None => Source::Device(Box::new(a.device.context()?)),
     };
-    let ctx = if log_in.is_some() {
-        None
-    } else {
-        Some(a.device.context()?)
-    };
-    let target = match (&ctx, &a.target) {
-        (Some(ctx), _) => ctx.target(),
-        (None, Some(name)) => kiln::embedded::targets()
+    let target = match (&source, &a.target) {
+        (Source::Device(ctx), _) => ctx.target(),
+        (Source::Log(..), Some(name)) => kiln::embedded::targets()
             .iter()
             .find(|t| t.basename == name.as_str())
             .ok_or_else(|| format!("--target {name}: not a target this build embeds"))?,
-        (None, None) => return Err("--from-log needs --target".into()),
+        (Source::Log(..), None) => return Err("--from-log needs --target".into()),
     };
     let base = target.basename;
     let dir = a
@@ -215,13 +219,12 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         }
     };
     let todo: Vec<&(String, ConvProblem)> = problems.iter().filter(|(k, p)| stale(k, p)).collect();
-    let source = match (&ctx, &a.from_log) {
-        (Some(ctx), _) => format!("on {}", ctx.device().info().spec),
-        (None, Some(f)) => format!("from {}", f.display()),
-        (None, None) => String::new(),
+    let origin = match &source {
+        Source::Device(ctx) => format!("on {}", ctx.device().info().spec),
+        Source::Log(_, file) => format!("from {}", file.display()),
     };
     kiln::outln!(
-        "{} problems, {} already measured, {} to measure {source} ({base})",
+        "{} problems, {} already measured, {} to measure {origin} ({base})",
         problems.len(),
         problems.len() - todo.len(),
         todo.len(),
@@ -250,9 +253,9 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
             bar.inc(1);
             continue;
         }
-        let ms = match (&ctx, &log_in) {
-            (Some(ctx), _) => crate::tune::measure(ctx, p, a.repeats, 1 + i as u64)?,
-            (None, Some(log)) => {
+        let ms = match &source {
+            Source::Device(ctx) => crate::tune::measure(ctx, p, a.repeats, 1 + i as u64)?,
+            Source::Log(log, _) => {
                 let ms = logged_measurements(log, key, p, &caps);
                 if ms.is_empty() {
                     bar.println(format!("skipped {key}: not in the log"));
@@ -261,7 +264,6 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
                 }
                 ms
             }
-            (None, None) => return Err("--from-log needs --target".into()),
         };
         if let Some(f) = log.as_mut() {
             for m in &ms {
