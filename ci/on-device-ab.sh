@@ -3,7 +3,10 @@
 # Expects out/kiln-old.gz (the build before the change) and out/kiln.gz (after; both from
 # `bash ci/pack-kiln.sh`; BUILDS=kiln times one build alone); writes to $OUT:
 #   ab-layers.tsv   build, layer + fusion, solver, GPU-only ms: ResNet-50 layers plain, with a
-#                   folded batch norm and ReLU, and with the residual added too, N=1 and N=32
+#                   folded batch norm and ReLU, and with the residual added too, N=1 and N=32;
+#                   with LAYER_KEYS=<file> instead, each find-db key of the file as written
+#                   (its fusion included) and plain
+#   torch-keys.tsv  with LAYER_KEYS: each of its keys, plain, through PyTorch's cuDNN
 #   ab-nets.tsv     build, network, batch, GPU-only ms of the captured forward pass
 #   profile-<build>-<model>.txt   `kiln net run --profile` at N=32 (PROFILE_MODELS)
 #   selftest.txt, memcheck.txt    the new build's selftest and compute-sanitizer memcheck over
@@ -23,22 +26,39 @@ layers=(
   "256-14-14-1x1-1024-14-14-N-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F"
   "512-7-7-1x1-2048-7-7-N-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F"
 )
+time_key() { # build, key: one tsv row
+  local r solver ms
+  r=$("out/$1" run "$2" --repeats 50 2>&1)
+  solver=$(grep -oE "Conv[A-Za-z0-9]+" <<<"$r" | head -1)
+  ms=$(grep -oE "[0-9.]+ ms GPU-only" <<<"$r" | head -1 | cut -d' ' -f1)
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "${solver:-?}" "${ms:-error}"
+}
+if [ -n "${LAYER_KEYS:-}" ]; then
+  {
+    printf 'build\tlayer\tsolver\tms\n'
+    while read -r key; do
+      [ -z "$key" ] && continue
+      for k in "$key" "${key%%+*}"; do
+        for b in $BUILDS; do time_key "$b" "$k"; done
+        [ "$k" = "$key" ] && [[ $key != *+* ]] && break
+      done
+    done < "$LAYER_KEYS"
+  } > "$OUT/ab-layers.tsv" 2>&1
+  cut -d+ -f1 "$LAYER_KEYS" | sort -u > /tmp/plain-keys.txt
+  python3 ci/torch_conv_bench.py --keys /tmp/plain-keys.txt > "$OUT/torch-keys.tsv" 2>&1
+else
 {
   printf 'build\tlayer\tsolver\tms\n'
   for n in ${BATCHES:-1 32}; do
     for layer in "${layers[@]}"; do
       key=${layer/-N-/-$n-}
       for fusion in "" "+scale+bias+relu" "+scale+bias+add+relu"; do
-        for b in $BUILDS; do
-          r=$("out/$b" run "$key$fusion" --repeats 50 2>&1)
-          solver=$(grep -oE "Conv[A-Za-z0-9]+" <<<"$r" | head -1)
-          ms=$(grep -oE "[0-9.]+ ms GPU-only" <<<"$r" | head -1 | cut -d' ' -f1)
-          printf '%s\t%s\t%s\t%s\n' "$b" "$key$fusion" "${solver:-?}" "${ms:-error}"
-        done
+        for b in $BUILDS; do time_key "$b" "$key$fusion"; done
       done
     done
   done
 } > "$OUT/ab-layers.tsv" 2>&1
+fi
 
 {
   printf 'build\tnetwork\tbatch\tms\n'

@@ -6,6 +6,7 @@
 # $OUT/db/ (the DBs and this run's find-log.tsv) and $OUT/find-run.txt. FIND_FLAGS go to
 # `kiln-tools find` (--force: measure again after a kernel change); PLAIN=1 measures each
 # problem's plain convolution too, so that the log holds both for every perf config.
+# PROBLEMS="a.txt b.txt" measures those lists instead of the networks' (ci/problems/...).
 set -u
 OUT=${OUT:-/tmp/kiln-out}
 mkdir -p "$OUT/db" "$OUT/problems"
@@ -19,6 +20,7 @@ for n in ${BATCHES:-32 1}; do
   done
 done
 lists=(); for n in ${BATCHES:-32 1}; do for m in ${MODELS:-resnet50 mobilenet_v2 efficientnet_b0}; do lists+=("$OUT/problems/$m-n$n.txt"); done; done
+[ -n "${PROBLEMS:-}" ] && read -r -a lists <<<"$PROBLEMS"
 if [ "${PLAIN:-0}" = 1 ]; then
   sed 's/+.*//' "${lists[@]}" | sort -u > "$OUT/problems/plain.txt"
   lists+=("$OUT/problems/plain.txt")

@@ -4,6 +4,7 @@ network through PyTorch
 20 calls (inputs rotated over 3 copies), replayed; median per call over 7 replays. Runs on a
 machine with the GPU (PyTorch is there, not in kiln). Prints a Markdown table.
 Usage: python3 ci/torch_conv_bench.py > torch-bench.md
+       python3 ci/torch_conv_bench.py --keys KEYS.txt   (each key's cuDNN time, tab-separated)
 
 With --kiln-report BENCH_MD (a `kiln-tools bench --problems` report): every layer of every list
 section in it is timed through PyTorch the same way (its key's geometry, groups, type, layout and
@@ -143,6 +144,13 @@ def cross_check(report):
 
 def main():
     torch.backends.cudnn.benchmark = True
+    if len(sys.argv) == 3 and sys.argv[1] == "--keys":
+        # One find-db key a line (plain, 2-D): key, PyTorch's cuDNN ms, tab-separated.
+        torch.backends.cudnn.allow_tf32 = False
+        print("key\ttorch_ms")
+        for key in open(sys.argv[2]).read().split():
+            print(f"{key}\t{time_conv(**conv_of_key(key)):.5f}", flush=True)
+        return
     if len(sys.argv) == 3 and sys.argv[1] == "--kiln-report":
         print(f"# kiln's problem-list report against PyTorch: torch {torch.__version__}, cuDNN "
               f"{torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}\n")

@@ -117,43 +117,230 @@ extern "C" __global__ void conv_grouped_nhwc_fwd(const kiln_t* __restrict__ x,
 // ConvNeXt layers) on CUDA cores, each thread computing KILN_PW consecutive output pixels of one
 // output row for KILN_VEC consecutive channels.
 //
-// The filter size KILN_DW_S (square) and the horizontal stride KILN_DW_U are compile-time, so a
-// filter row's (KILN_PW - 1) * U + S input pixels are loaded once each (one vector load per
-// pixel), every product's operands sit in registers, and the loads of all S rows are issued
-// before the first is used; ConvDirectGroupedFwd loads S pixels per output pixel, a row at a
-// time. The block first stages its slice of the filter in shared memory as FP32,
-// [tap][channel]. Accumulation is FP32.
+// The kernel is built to issue few instructions per output, since at large batch it otherwise
+// runs out of issue slots long before memory bandwidth (the first version issued about 96 warp
+// instructions per output element and reached a quarter of the memory bandwidth):
+// - the filter size KILN_DW_S (square) and the horizontal stride KILN_DW_U are compile-time, so
+//   a filter row's (KILN_PW - 1) * U + S input pixels are loaded once each, one vector load per
+//   pixel, every row's loads issued before their products;
+// - a column outside the input is a zero vector chosen by one unsigned compare, with 32-bit
+//   offsets inside a row;
+// - the filter taps come from shared memory (FP32, [tap][channel]) as 16-byte reads;
+// - the epilogue's per-channel factors are read once per thread, a residual as one vector per
+//   pixel, and outputs round in pairs with one hardware conversion (cvt.rn.f16x2 / bf16x2).
+// Accumulation is FP32, one rounding.
 //
-// Launch: grid (ceil(strips / KILN_TY), ceil(K / (KILN_VEC * KILN_TX))), block (KILN_TX,
-// KILN_TY), a strip being KILN_PW output pixels of a row; dynamic shared memory: taps x slice x
-// 4 bytes. Needs C = K = groups, C % KILN_VEC == 0, an S x S filter, horizontal dilation 1,
-// channels_last, 2-D.
+// Launch: grid (strip groups x channel slices, slices fastest, so the blocks that share input
+// pixels run together), block (KILN_TX, KILN_TY); a strip is KILN_PW output pixels of a row, a
+// slice KILN_VEC * KILN_TX channels; dynamic shared memory: (taps + 2) x slice x 4 bytes (the
+// filter slice, then the slice's scale and bias). Needs
+// C = K = groups, C % KILN_VEC == 0, an S x S filter, horizontal dilation 1, channels_last,
+// 2-D. NVIDIA only (the manifest's archs).
 #if !defined(KILN_PW) || !defined(KILN_DW_U)
 #error "the depthwise perf config defines KILN_PW, KILN_DW_S and KILN_DW_U"
 #endif
 // Input pixels one filter row of a strip covers.
 #define KILN_COLS ((KILN_PW - 1) * KILN_DW_U + KILN_DW_S)
 
+// KILN_VEC elements of x's or y's type. Where they fill whole 32-bit words (every config but
+// single 16-bit channels) they are loaded, zero-filled, converted and stored as words: copied
+// as 16-bit elements, the compiler assembles the registers piece by piece.
+#if defined(KILN_DTYPE_FP16) || defined(KILN_DTYPE_BF16)
+#define KILN_DW_ELEM_BYTES 2
+#else
+#define KILN_DW_ELEM_BYTES 4
+#endif
+#define KILN_DW_PAIRS (KILN_VEC * KILN_DW_ELEM_BYTES % 4 == 0)
+#if KILN_DW_PAIRS
+#define KILN_DW_WORDS (KILN_VEC * KILN_DW_ELEM_BYTES / 4)
+struct alignas(KILN_VEC * KILN_DW_ELEM_BYTES) kiln_dw_vec {
+  kiln_u32 w[KILN_DW_WORDS];
+};
+#else
+#define KILN_DW_WORDS 1
+struct kiln_dw_vec {
+  kiln_vec_t v;
+};
+#endif
+
+// One vector of x (or z), or zeros where the pixel lies outside the input.
+static __device__ KILN_INLINE kiln_dw_vec kiln_dw_load(const kiln_t* p, bool inside) {
+  kiln_dw_vec r;
+#if KILN_DW_PAIRS
+#pragma unroll
+  for (int i = 0; i < KILN_DW_WORDS; ++i) r.w[i] = 0u;
+#else
+#pragma unroll
+  for (int j = 0; j < KILN_VEC; ++j) r.v.e[j] = (kiln_t)0;
+#endif
+  if (inside) r = *reinterpret_cast<const kiln_dw_vec*>(p);
+  return r;
+}
+
+// A vector's elements as FP32. FP16 pairs convert straight from the halves of a word (no
+// byte permutes); BF16 is the upper half of an FP32.
+static __device__ KILN_INLINE void kiln_dw_unpack(const kiln_dw_vec& r, float (&f)[KILN_VEC]) {
+#if defined(KILN_DTYPE_FP16) && KILN_DW_PAIRS
+#pragma unroll
+  for (int i = 0; i < KILN_DW_WORDS; ++i)
+    asm("{.reg .f16 lo, hi; mov.b32 {lo, hi}, %2; cvt.f32.f16 %0, lo; cvt.f32.f16 %1, hi;}"
+        : "=f"(f[2 * i]), "=f"(f[2 * i + 1])
+        : "r"(r.w[i]));
+#elif defined(KILN_DTYPE_BF16) && KILN_DW_PAIRS
+#pragma unroll
+  for (int i = 0; i < KILN_DW_WORDS; ++i) {
+    f[2 * i] = kiln_bits_to_float(r.w[i] << 16);
+    f[2 * i + 1] = kiln_bits_to_float(r.w[i] & 0xffff0000u);
+  }
+#elif KILN_DW_PAIRS
+#pragma unroll
+  for (int i = 0; i < KILN_DW_WORDS; ++i) f[i] = kiln_bits_to_float(r.w[i]);
+#else
+#pragma unroll
+  for (int j = 0; j < KILN_VEC; ++j) f[j] = kiln_elem_to_float(r.v.e[j]);
+#endif
+}
+
+// KILN_VEC FP32 values rounded once into y's type, stored at p.
+static __device__ KILN_INLINE void kiln_dw_store(kiln_t* p, const float (&f)[KILN_VEC]) {
+  kiln_dw_vec o;
+#if (defined(KILN_DTYPE_FP16) || defined(KILN_DTYPE_BF16)) && KILN_DW_PAIRS
+#pragma unroll
+  for (int j = 0; j < KILN_VEC; j += 2) {
+    // cvt.rn.*x2: the first source lands in the upper half (element j + 1).
+#if defined(KILN_DTYPE_FP16)
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(o.w[j / 2]) : "f"(f[j + 1]), "f"(f[j]));
+#else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(o.w[j / 2]) : "f"(f[j + 1]), "f"(f[j]));
+#endif
+  }
+#elif KILN_DW_PAIRS
+#pragma unroll
+  for (int i = 0; i < KILN_DW_WORDS; ++i) o.w[i] = kiln_float_to_bits(f[i]);
+#else
+#pragma unroll
+  for (int j = 0; j < KILN_VEC; ++j) kiln_store(o.v.e, j, f[j]);
+#endif
+  *reinterpret_cast<kiln_dw_vec*>(p) = o;
+}
+
+// Four FP32 values read as one 16-byte access from shared memory.
+struct alignas(16) kiln_dw_f4 {
+  float v[4];
+};
+
+// The taps of filter row fy for this thread's KILN_VEC channels.
+static __device__ KILN_INLINE void kiln_dw_row_taps(const float* slice, int fy, kiln_i32 lane0,
+                                                    float (&wv)[KILN_DW_S][KILN_VEC]) {
+#pragma unroll
+  for (int fx = 0; fx < KILN_DW_S; ++fx) {
+    const float* t = slice + (fy * KILN_DW_S + fx) * KILN_SLICE + lane0;
+#if KILN_VEC % 4 == 0
+#pragma unroll
+    for (int j = 0; j < KILN_VEC; j += 4) {
+      const kiln_dw_f4 q = *reinterpret_cast<const kiln_dw_f4*>(t + j);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) wv[fx][j + i] = q.v[i];
+    }
+#else
+#pragma unroll
+    for (int j = 0; j < KILN_VEC; ++j) wv[fx][j] = t[j];
+#endif
+  }
+}
+
+// 1 / v in one instruction (relative error about 2^-23, like kiln_exp2's): the IEEE division
+// of epilogue.h's sigmoid is a call to a slow path per element.
+static __device__ KILN_INLINE float kiln_dw_rcp(float v) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+
+// The activation of epilogue.h (its three forms, same coefficients) on one pixel's KILN_VEC
+// values, the form chosen once for all of them rather than once per element.
+static __device__ KILN_INLINE void kiln_dw_act(float (&r)[KILN_VEC], const KilnAct& c) {
+  if (c.form == 1) {
+#pragma unroll
+    for (int j = 0; j < KILN_VEC; ++j) {
+      const float v = r[j];
+      const float v2 = c.p3 == 0.0f ? 0.0f : v * v;  // 0 * inf would make +-inf NaN
+      const float u = v * (c.p1 + c.p3 * v2);
+      const float t = c.q * kiln_dw_rcp(1.0f + kiln_exp2(-1.4426950408889634f * u)) + c.r;
+      r[j] = c.use_v ? v * t : t;
+    }
+  } else if (c.form == 2) {
+#pragma unroll
+    for (int j = 0; j < KILN_VEC; ++j) {
+      const float t = r[j] < 0.0f ? c.m : 1.0f;
+      r[j] = c.use_v ? r[j] * t : t;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < KILN_VEC; ++j) {
+      const float t = kiln_clamp(c.m * r[j] + c.b, c.lo, c.hi);
+      r[j] = c.use_v ? r[j] * t : t;
+    }
+  }
+}
+
+// Filter rows whose input vectors are in flight at once: as many as about 64 registers of raw
+// input hold (all S rows for FP16 at 4 channels a thread; two rows at 8), at least one.
+#define KILN_DW_ROW_REGS (KILN_COLS * KILN_DW_WORDS)
+#define KILN_DW_AHEAD_RAW (64 / KILN_DW_ROW_REGS)
+#define KILN_DW_AHEAD \
+  (KILN_DW_AHEAD_RAW < 1 ? 1 : (KILN_DW_AHEAD_RAW > KILN_DW_S ? KILN_DW_S : KILN_DW_AHEAD_RAW))
+
 extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
                                                    const kiln_t* __restrict__ w,
                                                    kiln_t* __restrict__ y, KilnConvArgs a,
                                                    KilnEpilogue e) {
   extern __shared__ float kiln_w_slice[];  // [tap][channel in slice]
-  const kiln_i32 taps = KILN_DW_S * KILN_DW_S;
-  const kiln_i32 slice_base = (kiln_i32)blockIdx.y * KILN_SLICE;
-  kiln_stage_filter(kiln_w_slice, w, taps, slice_base, a.k);
-
+  const kiln_i32 slices = (a.k + KILN_SLICE - 1) / KILN_SLICE;
+  const kiln_i32 slice = (kiln_i32)(blockIdx.x % (kiln_u32)slices);
+  const kiln_i64 group = blockIdx.x / (kiln_u32)slices;
+  const kiln_i32 slice_base = slice * KILN_SLICE;
   const kiln_i32 lane0 = (kiln_i32)threadIdx.x * KILN_VEC;
   const kiln_i32 k0 = slice_base + lane0;
-  const kiln_i32 strips_per_row = (a.out_w + KILN_PW - 1) / KILN_PW;
+  const kiln_u32 strips_per_row = (kiln_u32)(a.out_w + KILN_PW - 1) / KILN_PW;
   const kiln_i64 strips = (kiln_i64)a.n * a.out_h * strips_per_row;
-  const kiln_i64 strip = (kiln_i64)blockIdx.x * blockDim.y + threadIdx.y;
-  if (k0 >= a.k || strip >= strips) return;
-  const kiln_i32 ow0 = (kiln_i32)(strip % strips_per_row) * KILN_PW;
-  const kiln_i64 rest = strip / strips_per_row;
-  const kiln_i32 oh = (kiln_i32)(rest % a.out_h);
-  const kiln_i32 n = (kiln_i32)(rest / a.out_h);
+  const kiln_i64 strip = group * KILN_TY + threadIdx.y;
+  const bool active = k0 < a.k && strip < strips;
+  // rows = n * out_h < 2^31 (checked on the host), so the rest is 32-bit arithmetic.
+  const kiln_u32 row_id = active ? (kiln_u32)(strip / strips_per_row) : 0u;
+  const kiln_i32 ow0 = (kiln_i32)((kiln_u32)strip - row_id * strips_per_row) * KILN_PW;
+  const kiln_i32 oh = (kiln_i32)(row_id % (kiln_u32)a.out_h);
+  const kiln_i32 n = (kiln_i32)(row_id / (kiln_u32)a.out_h);
   const kiln_i32 iw0 = ow0 * KILN_DW_U - a.pad_w;
+  const kiln_i32 ih0 = oh * a.stride_h - a.pad_h;
+
+  // Input vectors of filter row fy; an inactive thread loads nothing.
+  kiln_dw_vec in[KILN_DW_S][KILN_COLS];
+  auto load_row = [&](int fy) {
+    const kiln_i32 ih = ih0 + fy * a.dil_h;
+    const bool row_in = active && (kiln_u32)ih < (kiln_u32)a.in_h;
+    const kiln_t* row = x + ((kiln_i64)n * a.in_h + (row_in ? ih : 0)) * a.in_w * a.c + k0;
+#pragma unroll
+    for (int col = 0; col < KILN_COLS; ++col) {
+      const kiln_i32 iw = iw0 + col;
+      in[fy][col] = kiln_dw_load(row + iw * a.c, row_in && (kiln_u32)iw < (kiln_u32)a.in_w);
+    }
+  };
+  // The first rows' loads are in flight while the block stages its filter slice, and the
+  // epilogue's per-channel factors of the slice after it (FP32, [scale | bias]).
+#pragma unroll
+  for (int fy = 0; fy < KILN_DW_AHEAD; ++fy) load_row(fy);
+  float* const factors = kiln_w_slice + KILN_DW_S * KILN_DW_S * KILN_SLICE;
+  {
+    const kiln_i32 tid = (kiln_i32)(threadIdx.y * blockDim.x + threadIdx.x);
+    for (kiln_i32 i = tid; i < 2 * KILN_SLICE; i += (kiln_i32)(blockDim.x * blockDim.y)) {
+      const kiln_i32 k = slice_base + (i < KILN_SLICE ? i : i - KILN_SLICE);
+      const kiln_u64 src = i < KILN_SLICE ? e.scale : e.bias;
+      factors[i] = src && k < a.k ? kiln_ep_f32(src, k) : (i < KILN_SLICE ? 1.0f : 0.0f);
+    }
+  }
+  kiln_stage_filter(kiln_w_slice, w, KILN_DW_S * KILN_DW_S, slice_base, a.k);
+  if (!active) return;
 
   float acc[KILN_PW][KILN_VEC];
 #pragma unroll
@@ -162,27 +349,13 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
     for (int j = 0; j < KILN_VEC; ++j) acc[p][j] = 0.0f;
 #pragma unroll
   for (int fy = 0; fy < KILN_DW_S; ++fy) {
-    const kiln_i32 ih = oh * a.stride_h - a.pad_h + fy * a.dil_h;
-    const bool row_in = ih >= 0 && ih < a.in_h;
-    const kiln_t* row = x + ((kiln_i64)n * a.in_h + ih) * a.in_w * a.c + k0;
+    if (fy + KILN_DW_AHEAD < KILN_DW_S) load_row(fy + KILN_DW_AHEAD);
     float wv[KILN_DW_S][KILN_VEC];
-#pragma unroll
-    for (int fx = 0; fx < KILN_DW_S; ++fx)
-#pragma unroll
-      for (int j = 0; j < KILN_VEC; ++j)
-        wv[fx][j] = kiln_w_slice[(fy * KILN_DW_S + fx) * KILN_SLICE + lane0 + j];
+    kiln_dw_row_taps(kiln_w_slice, fy, lane0, wv);
 #pragma unroll
     for (int col = 0; col < KILN_COLS; ++col) {
-      const kiln_i32 iw = iw0 + col;
       float v[KILN_VEC];
-      if (row_in && iw >= 0 && iw < a.in_w) {
-        const kiln_vec_t in = *reinterpret_cast<const kiln_vec_t*>(row + (kiln_i64)iw * a.c);
-#pragma unroll
-        for (int j = 0; j < KILN_VEC; ++j) v[j] = kiln_elem_to_float(in.e[j]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < KILN_VEC; ++j) v[j] = 0.0f;
-      }
+      kiln_dw_unpack(in[fy][col], v);
       // Output pixel p reads this column as its tap col - p * U.
 #pragma unroll
       for (int p = 0; p < KILN_PW; ++p) {
@@ -194,15 +367,47 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
       }
     }
   }
+
+  // The epilogue of epilogue.h in the same order of operations, with its per-channel factors
+  // read once for all KILN_PW pixels (a sigmoid-form activation's reciprocal is approximate).
+  float scale[KILN_VEC], bias[KILN_VEC];
+#if KILN_VEC % 4 == 0
+#pragma unroll
+  for (int j = 0; j < KILN_VEC; j += 4) {
+    const kiln_dw_f4 sq = *reinterpret_cast<const kiln_dw_f4*>(factors + lane0 + j);
+    const kiln_dw_f4 bq = *reinterpret_cast<const kiln_dw_f4*>(factors + KILN_SLICE + lane0 + j);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) scale[j + i] = sq.v[i], bias[j + i] = bq.v[i];
+  }
+#else
+#pragma unroll
+  for (int j = 0; j < KILN_VEC; ++j) scale[j] = factors[lane0 + j], bias[j] = factors[KILN_SLICE + lane0 + j];
+#endif
+  const KilnAct act = kiln_act_params(e.act, e.act_a);
   const kiln_i64 pix0 = ((kiln_i64)n * a.out_h + oh) * a.out_w + ow0;
 #pragma unroll
   for (int p = 0; p < KILN_PW; ++p) {
     if (ow0 + p >= a.out_w) break;
-    kiln_vec_t o;
+    // Each condition is uniform: one branch per pixel, not one per element.
+    float r[KILN_VEC];
 #pragma unroll
-    for (int j = 0; j < KILN_VEC; ++j)
-      kiln_store(o.e, j, kiln_epilogue(acc[p][j], k0 + j, (pix0 + p) * e.z_ld + k0 + j, e));
-    *reinterpret_cast<kiln_vec_t*>(y + (pix0 + p) * e.y_ld + k0) = o;
+    for (int j = 0; j < KILN_VEC; ++j) r[j] = acc[p][j] * e.alpha;
+    if (e.scale) {
+#pragma unroll
+      for (int j = 0; j < KILN_VEC; ++j) r[j] *= scale[j];
+    }
+    if (e.bias) {
+#pragma unroll
+      for (int j = 0; j < KILN_VEC; ++j) r[j] += bias[j];
+    }
+    if (e.z) {
+      float zf[KILN_VEC];
+      kiln_dw_unpack(kiln_dw_load((const kiln_t*)e.z + (pix0 + p) * e.z_ld + k0, true), zf);
+#pragma unroll
+      for (int j = 0; j < KILN_VEC; ++j) r[j] += e.beta * zf[j];
+    }
+    if (e.act != KILN_ACT_IDENTITY) kiln_dw_act(r, act);
+    kiln_dw_store(y + (pix0 + p) * e.y_ld + k0, r);
   }
 }
 #endif  // KILN_DW_S

@@ -59,10 +59,17 @@ impl Config {
     }
 }
 
-/// Filter slice bytes in shared memory: taps x slice, as FP32.
+/// Blocks of the 1-D grid: strip groups x channel slices (slices vary fastest, so the blocks
+/// that read the same input pixels run together).
+fn grid_blocks(p: &ConvProblem, cfg: &Config) -> u64 {
+    cfg.strips(p).div_ceil(cfg.threads[1] as u64) * (p.k() as u64).div_ceil(cfg.slice() as u64)
+}
+
+/// Shared memory of a block: the filter slice (taps x slice) and the slice's epilogue scale and
+/// bias, as FP32.
 fn slice_bytes(p: &ConvProblem, slice: u32) -> u64 {
     let [_, fh, fw] = p.filter();
-    fh as u64 * fw as u64 * slice as u64 * 4
+    (fh as u64 * fw as u64 + 2) * slice as u64 * 4
 }
 
 impl TunableSolver for DirectDepthwise {
@@ -100,20 +107,29 @@ impl TunableSolver for DirectDepthwise {
             return Err("C is not a multiple of the config's vector width");
         }
         if slice_bytes(p, cfg.slice()) > MAX_SLICE_BYTES {
-            return Err("the block's filter slice does not fit in 48 KiB of shared memory");
+            return Err(
+                "the block's filter slice and factors do not fit in 48 KiB of shared memory",
+            );
+        }
+        // The kernel indexes within a row, and rows of the output, in 32 bits; its 1-D grid
+        // holds every (strip group, channel slice) pair.
+        let [_, _, iw] = p.input();
+        let [_, oh, _] = p.output();
+        if iw as u64 * p.c() as u64 > i32::MAX as u64 || p.n() as u64 * oh as u64 > i32::MAX as u64
+        {
+            return Err("an input row or the output rows exceed 32-bit indexing");
+        }
+        if grid_blocks(p, cfg) > i32::MAX as u64 {
+            return Err("more blocks than a 1-D grid holds");
         }
         Ok(())
     }
 
     fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> LaunchPlan {
-        let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
         LaunchPlan::single_with_shared(
             "conv_depthwise_nhwc_fwd",
-            [
-                clamp(cfg.strips(p).div_ceil(cfg.threads[1] as u64)),
-                clamp((p.k() as u64).div_ceil(cfg.slice() as u64)),
-                1,
-            ],
+            // `valid` bounds the count.
+            [grid_blocks(p, cfg).min(i32::MAX as u64) as u32, 1, 1],
             [cfg.threads[0], cfg.threads[1], 1],
             slice_bytes(p, cfg.slice()) as u32,
         )
@@ -188,11 +204,12 @@ mod tests {
         let plan = s
             .launch_plan(&p, &crate::solvers::devices::h100(), "8,8,16,4,3,1")
             .unwrap();
-        // 32 x 56 rows of 14 four-pixel strips, 16 strips a block; 144 channels in 64-channel
-        // slices; 9 taps x 64 channels of FP32 filter.
-        assert_eq!(plan.kernels[0].grid, [32 * 56 * 14 / 16, 3, 1]);
+        // 32 x 56 rows of 14 four-pixel strips, 16 strips a block, times 144 channels in three
+        // 64-channel slices (one 1-D grid); 9 taps x 64 channels of FP32 filter, then the
+        // slice's scale and bias.
+        assert_eq!(plan.kernels[0].grid, [32 * 56 * 14 / 16 * 3, 1, 1]);
         assert_eq!(plan.kernels[0].block, [8, 16, 1]);
-        assert_eq!(plan.kernels[0].shared_bytes, 9 * 64 * 4);
+        assert_eq!(plan.kernels[0].shared_bytes, (9 + 2) * 64 * 4);
         // Stride 2: 28 output columns in strips of 2.
         let s2 = depthwise(144, 56, 3, 2);
         assert!(s.check(&s2, &caps, "8,8,16,2,3,2").is_ok());
@@ -201,7 +218,20 @@ mod tests {
                 .unwrap()
                 .kernels[0]
                 .grid,
-            [32 * 28 * 14 / 16, 3, 1]
+            [32 * 28 * 14 / 16 * 3, 1, 1]
+        );
+        // A row of more than 2^31 elements would overflow the kernel's 32-bit offsets.
+        let wide = ConvProblem::new(ConvSpec {
+            c: 1 << 16,
+            k: 1 << 16,
+            groups: 1 << 16,
+            input: [1, 3, 1 << 15],
+            ..p.spec()
+        })
+        .unwrap();
+        assert_eq!(
+            s.check(&wide, &caps, "8,8,16,4,3,1"),
+            Err("an input row or the output rows exceed 32-bit indexing")
         );
     }
 }
