@@ -7,7 +7,12 @@ below from their usual blocks. Usage: gen_problems.py OUT_DIR [--held-out]
 
 --held-out writes, instead, FP16 NHWC lists of torchvision networks that are in none of kiln's
 lists (DenseNet-121, EfficientNet-B0, GoogLeNet): what the fallback is measured on without
-re-tuning (benches only; never committed under ci/problems)."""
+re-tuning (benches only; never committed under ci/problems).
+
+--depthwise-unseen writes depthwise.txt: the depthwise layers (FP16 NHWC, N=1 and 32) of seven
+torchvision networks whose depthwise layers no kiln list holds (MNASNet, ShuffleNetV2,
+MobileNetV3 large and small, EfficientNet-B3 at 300 px, EfficientNetV2-S at 384 px, ConvNeXt-T):
+the depthwise kernels against cuDNN off the tuned lists (benches only)."""
 import sys
 
 import torch
@@ -127,8 +132,29 @@ HELD_OUT = {
 }
 
 
+DEPTHWISE_UNSEEN = {
+    "mnasnet1_0": (lambda: torchvision.models.mnasnet1_0(), (3, 224, 224)),
+    "shufflenet_v2_x1_0": (lambda: torchvision.models.shufflenet_v2_x1_0(), (3, 224, 224)),
+    "mobilenet_v3_large": (lambda: torchvision.models.mobilenet_v3_large(), (3, 224, 224)),
+    "mobilenet_v3_small": (lambda: torchvision.models.mobilenet_v3_small(), (3, 224, 224)),
+    "efficientnet_b3": (lambda: torchvision.models.efficientnet_b3(), (3, 300, 300)),
+    "efficientnet_v2_s": (lambda: torchvision.models.efficientnet_v2_s(), (3, 384, 384)),
+    "convnext_tiny": (lambda: torchvision.models.convnext_tiny(), (3, 224, 224)),
+}
+
+
 def main():
     out_dir = sys.argv[1]
+    if "--depthwise-unseen" in sys.argv:
+        keys = []
+        for name, (make, chw) in DEPTHWISE_UNSEEN.items():
+            found = [s for s in shapes(make(), chw) if s[0] == s[4] == s[10] > 1]
+            for n in (1, 32):
+                keys += [k for k in (key(s, n, "FP16", "NHWC") for s in found) if k not in keys]
+            print(name, len(found), "depthwise layers")
+        with open(f"{out_dir}/depthwise.txt", "w") as fh:
+            fh.write("\n".join(keys) + "\n")
+        return
     if "--held-out" in sys.argv:
         for name, (make, chw) in HELD_OUT.items():
             found = shapes(make(), chw)

@@ -37,14 +37,14 @@ if [ -n "${LAYER_KEYS:-}" ]; then
   {
     printf 'build\tlayer\tsolver\tms\n'
     while read -r key; do
-      [ -z "$key" ] && continue
+      [[ -z $key || $key == \#* ]] && continue
       for k in "$key" "${key%%+*}"; do
         for b in $BUILDS; do time_key "$b" "$k"; done
         [ "$k" = "$key" ] && [[ $key != *+* ]] && break
       done
     done < "$LAYER_KEYS"
   } > "$OUT/ab-layers.tsv" 2>&1
-  cut -d+ -f1 "$LAYER_KEYS" | sort -u > /tmp/plain-keys.txt
+  grep -v '^#' "$LAYER_KEYS" | cut -d+ -f1 | sort -u > /tmp/plain-keys.txt
   python3 ci/torch_conv_bench.py --keys /tmp/plain-keys.txt > "$OUT/torch-keys.tsv" 2>&1
 else
 {
