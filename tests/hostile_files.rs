@@ -118,6 +118,23 @@ fn every_hostile_database_file_gets_a_clear_error() {
         "64-56-56-1x1-256-56-56-1-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F\n",
     )
     .unwrap();
+    // db merge: shard directories whose provenance is /dev/zero, binary, or not one.
+    for (shard, provenance) in [
+        ("shard-zero", None),
+        ("shard-binary", Some(&b"\x00\xff\xfe target = x"[..])),
+        (
+            "shard-noshard",
+            Some(&b"target = sm_90_132\nshard = 7\n"[..]),
+        ),
+    ] {
+        let d = dir.join(shard);
+        std::fs::create_dir_all(&d).unwrap();
+        let file = d.join("sm_90_132.shard.txt");
+        match provenance {
+            Some(bytes) => std::fs::write(&file, bytes).unwrap(),
+            None => std::os::unix::fs::symlink("/dev/zero", &file).unwrap(),
+        }
+    }
     for (name, args, expect) in [
         (
             "convert onto itself (text)",
@@ -334,6 +351,95 @@ fn every_hostile_database_file_gets_a_clear_error() {
             "plot from a binary file",
             &["plot", "--tsv", "good.db", "--out", "plot.svg"],
             Expect::Error,
+        ),
+        (
+            "db merge a missing shard directory",
+            &[
+                "db",
+                "merge",
+                "--target",
+                "sm_90_132",
+                "--into",
+                "merged",
+                "absent",
+            ],
+            Expect::Error,
+        ),
+        (
+            "db merge a shard whose provenance is /dev/zero",
+            &[
+                "db",
+                "merge",
+                "--target",
+                "sm_90_132",
+                "--into",
+                "merged",
+                "shard-zero",
+            ],
+            Expect::Error,
+        ),
+        (
+            "db merge a shard whose provenance is binary",
+            &[
+                "db",
+                "merge",
+                "--target",
+                "sm_90_132",
+                "--into",
+                "merged",
+                "shard-binary",
+            ],
+            Expect::Error,
+        ),
+        (
+            "db merge a shard without a valid shard field",
+            &[
+                "db",
+                "merge",
+                "--target",
+                "sm_90_132",
+                "--into",
+                "merged",
+                "shard-noshard",
+            ],
+            Expect::Error,
+        ),
+        (
+            "db merge with no shards",
+            &["db", "merge", "--target", "sm_90_132"],
+            Expect::Usage,
+        ),
+        (
+            "find --shard out of range",
+            &[
+                "find",
+                "--from-log",
+                "empty.tsv",
+                "--target",
+                "sm_90_132",
+                "--problems",
+                "list.txt",
+                "--db-dir",
+                "fromlog",
+                "--shard",
+                "4/4",
+            ],
+            Expect::Usage,
+        ),
+        (
+            "find --shard without --db-dir",
+            &[
+                "find",
+                "--from-log",
+                "empty.tsv",
+                "--target",
+                "sm_90_132",
+                "--problems",
+                "list.txt",
+                "--shard",
+                "0/4",
+            ],
+            Expect::Usage,
         ),
     ] {
         cases.push(Case::new(name, args, expect));

@@ -133,3 +133,163 @@ fn find_from_log_records_what_the_log_measured() {
     assert_ne!(code, Some(0));
     assert!(err.contains("--target"), "{err}");
 }
+
+/// `find --shard I/N` over a problem list and `db merge` of the shard directories: every problem
+/// measured by exactly one shard, the merged DBs the same bytes whatever the shard count and
+/// order, and shards measured elsewhere, given twice or holding records they did not measure
+/// refused, naming the directory. Measurements come from a find log (no GPU needed).
+#[test]
+fn shards_cover_the_list_once_and_merge_to_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys: Vec<String> = (1..=12)
+        .map(|i| {
+            let c = 8 * i;
+            format!("{c}-14-14-3x3-{c}-14-14-1-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F")
+        })
+        .collect();
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, keys.join("\n") + "\n").unwrap();
+    let log = dir.path().join("find-log.tsv");
+    let lines: Vec<String> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            format!(
+                "{k}\tConvDirectNaiveFwd\t\t{}\t0.0e0\ttrue",
+                0.1 + i as f64 / 100.0
+            )
+        })
+        .collect();
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let find_shard = |shard: &str, db: &std::path::Path| {
+        let (l, f, d) = (path(&list), path(&log), path(db));
+        let args = [
+            "find",
+            "--from-log",
+            &f,
+            "--target",
+            "sm_90_132",
+            "--problems",
+            &l,
+            "--db-dir",
+            &d,
+            "--shard",
+            shard,
+        ];
+        tools(&args)
+    };
+    let merged = |count: u32, order: &[u32]| -> (String, String) {
+        let root = dir.path().join(format!("n{count}-{order:?}"));
+        let mut shard_dirs = Vec::new();
+        for &i in order {
+            let d = root.join(format!("shard-{i}"));
+            let (code, out, err) = find_shard(&format!("{i}/{count}"), &d);
+            assert_eq!(code, Some(0), "{out}{err}");
+            shard_dirs.push(path(&d));
+        }
+        let into = root.join("merged");
+        let mut args = vec![
+            "db".to_string(),
+            "merge".into(),
+            "--target".into(),
+            "sm_90_132".into(),
+        ];
+        args.extend(["--into".to_string(), path(&into)]);
+        args.extend(shard_dirs);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = tools(&args);
+        assert_eq!(code, Some(0), "{out}{err}");
+        assert!(
+            out.contains(&format!("{} of {count} shards", order.len())),
+            "{out}"
+        );
+        (
+            std::fs::read_to_string(into.join("sm_90_132.HIP.fdb.txt")).unwrap(),
+            std::fs::read_to_string(into.join("sm_90_132.db.txt")).unwrap(),
+        )
+    };
+    // Each key in exactly one of three shards' find-dbs.
+    let mut owners = vec![0; keys.len()];
+    for i in 0..3 {
+        let d = dir.path().join(format!("cover-{i}"));
+        let (code, out, err) = find_shard(&format!("{i}/3"), &d);
+        assert_eq!(code, Some(0), "{out}{err}");
+        let fdb = std::fs::read_to_string(d.join("sm_90_132.HIP.fdb.txt")).unwrap_or_default();
+        for (k, n) in keys.iter().zip(owners.iter_mut()) {
+            *n += fdb
+                .lines()
+                .filter(|l| l.starts_with(&format!("{k}=")))
+                .count();
+        }
+    }
+    assert!(owners.iter().all(|&n| n == 1), "{owners:?}");
+    // The same bytes from one shard, three in two orders, and five.
+    let one = merged(1, &[0]);
+    assert_eq!(one.0.lines().count(), keys.len(), "{}", one.0);
+    assert_eq!(merged(3, &[0, 1, 2]), one);
+    assert_eq!(merged(3, &[2, 0, 1]), one);
+    assert_eq!(merged(5, &[4, 2, 0, 3, 1]), one);
+
+    // Refusals, each naming the shard directory; the target DBs are left as they were.
+    let root = dir.path().join("refused");
+    let (a, b) = (root.join("a"), root.join("b"));
+    assert_eq!(find_shard("0/2", &a).0, Some(0));
+    assert_eq!(find_shard("1/2", &b).0, Some(0));
+    let into = root.join("into");
+    let merge = |shards: &[&std::path::Path]| {
+        let into = path(&into);
+        let mut args = vec!["db", "merge", "--target", "sm_90_132", "--into", &into];
+        let dirs: Vec<String> = shards.iter().map(|d| path(d)).collect();
+        args.extend(dirs.iter().map(String::as_str));
+        tools(&args)
+    };
+    let provenance = b.join("sm_90_132.shard.txt");
+    let text = std::fs::read_to_string(&provenance).unwrap();
+    std::fs::write(&provenance, text.replace("driver = none", "driver = 12")).unwrap();
+    let (code, _, err) = merge(&[&a, &b]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&path(&b)) && err.contains("driver \"12\""),
+        "{err}"
+    );
+    assert!(!into.exists(), "nothing written on a refusal");
+    std::fs::write(&provenance, &text).unwrap();
+    let (code, _, err) = merge(&[&a, &a]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("shard 0/2 is also"), "{err}");
+    // A shard directory holding the other shard's records (a DB copied in) is refused.
+    std::fs::copy(
+        a.join("sm_90_132.HIP.fdb.txt"),
+        b.join("sm_90_132.HIP.fdb.txt"),
+    )
+    .unwrap();
+    let (code, _, err) = merge(&[&a, &b]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("which shard 1/2 does not measure"), "{err}");
+    // A directory measured as another shard, or without a provenance, is refused too.
+    let (code, _, err) = find_shard("0/2", &b);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("this directory is shard 1/2, not 0/2"),
+        "{err}"
+    );
+    let (code, _, err) = merge(&[&root]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("not a shard directory"), "{err}");
+    let (code, _, err) = tools(&[
+        "find",
+        "--from-log",
+        "x",
+        "--target",
+        "sm_90_132",
+        "--problems",
+        "l",
+        "--db-dir",
+        "d",
+        "--shard",
+        "2/2",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("\"2/2\""), "{err}");
+}

@@ -8,6 +8,7 @@
 
 mod cmd;
 mod cudnn;
+mod shard;
 mod svg;
 mod tune;
 
@@ -60,6 +61,8 @@ enum DbCommand {
     Convert(cmd::db_convert::ConvertArgs),
     /// Statistics: records, solvers, key mix.
     Stats(cmd::db_stats::StatsArgs),
+    /// Merge the directories of `find --shard I/N` jobs into a target's find-db and perf-db.
+    Merge(cmd::db_merge::MergeArgs),
 }
 
 #[derive(Subcommand)]
@@ -107,6 +110,7 @@ fn dispatch(cli: Cli) -> CliResult {
         Command::Db(DbCommand::Check(a)) => cmd::db_check::run(&a),
         Command::Db(DbCommand::Convert(a)) => cmd::db_convert::run(&a),
         Command::Db(DbCommand::Stats(a)) => cmd::db_stats::run(&a),
+        Command::Db(DbCommand::Merge(a)) => cmd::db_merge::run(&a),
         Command::Kdb(KdbCommand::Build(a)) => cmd::kdb_build::run(&a),
         Command::Find(a) => cmd::find::run(&a, true),
         Command::Tune(a) => cmd::find::run(&a, false),

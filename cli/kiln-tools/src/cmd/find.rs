@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use kiln::ConvProblem;
-use kiln_embed::finddb::FindDb;
 use kiln_embed::perfdb::PerfDb;
 
 use super::{write_atomic, DeviceArgs};
@@ -54,6 +53,11 @@ pub struct FindArgs {
     /// The target whose DBs `--from-log` writes (`sm_90_132`).
     #[arg(long, requires = "from_log")]
     target: Option<String>,
+    /// Measure only shard I of N (0 <= I < N) of the listed problems, a stable partition by
+    /// perf-db key, into --db-dir, which records the device, driver and kiln version; N jobs
+    /// (hosts, array tasks) cover the lists once; `kiln-tools db merge` joins their directories.
+    #[arg(long, value_parser = crate::shard::Shard::parse, requires = "db_dir")]
+    shard: Option<crate::shard::Shard>,
 }
 
 /// Where `find` takes its measurements from.
@@ -154,6 +158,66 @@ pub fn read_problem_list(
     Ok(kiln::harness::problem_list::read(file)?)
 }
 
+/// Records in shard directory `dir` where its records are measured, or refuses a directory
+/// already measured elsewhere (another device, driver, kiln or shard), naming the field.
+fn record_shard(
+    dir: &Path,
+    base: &str,
+    shard: crate::shard::Shard,
+    source: &Source,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use crate::shard::Provenance;
+    let (device, driver) = match source {
+        Source::Device(ctx) => {
+            let info = ctx.device().info();
+            (
+                format!(
+                    "{}, {}, {} SMs/CUs",
+                    info.name, info.arch, info.compute_units
+                ),
+                info.driver_version
+                    .map_or("hip".to_string(), |(major, _)| major.to_string()),
+            )
+        }
+        Source::Log(_, file) => (
+            format!(
+                "find log {}",
+                file.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            "none".to_string(),
+        ),
+    };
+    let now = Provenance {
+        target: base.to_string(),
+        device,
+        driver,
+        kiln: env!("CARGO_PKG_VERSION").to_string(),
+        shard,
+    };
+    let file = Provenance::path(dir, base);
+    if file.exists() {
+        let before = Provenance::read(&file)?;
+        if let Some((field, was, is)) = before.differs(&now) {
+            return Err(format!(
+                "{}: this shard directory was measured with {field} {was:?}, this run has {is:?}: give another --db-dir",
+                dir.display()
+            )
+            .into());
+        }
+        if before.shard != shard {
+            return Err(format!(
+                "{}: this directory is shard {}, not {shard}: give another --db-dir",
+                dir.display(),
+                before.shard
+            )
+            .into());
+        }
+        return Ok(());
+    }
+    write_atomic(&file, now.to_text())?;
+    Ok(())
+}
+
 pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
     use std::io::Write as _;
     // Where the measurements come from: the device, or an earlier run's log.
@@ -175,18 +239,12 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         .clone()
         .unwrap_or_else(|| PathBuf::from("targets").join(base));
     std::fs::create_dir_all(&dir)?;
-    let fdb_path = dir.join(format!("{base}.HIP.fdb.txt"));
-    let pdb_path = dir.join(format!("{base}.db.txt"));
-    let mut fdb = if fdb_path.exists() {
-        FindDb::read(&fdb_path)?
-    } else {
-        FindDb::default()
-    };
-    let mut pdb = if pdb_path.exists() {
-        PerfDb::read(&pdb_path)?
-    } else {
-        PerfDb::default()
-    };
+    let super::TargetDbs {
+        find_path: fdb_path,
+        find: mut fdb,
+        perf_path: pdb_path,
+        perf: mut pdb,
+    } = super::TargetDbs::read(&dir, base)?;
     let mut problems: Vec<(String, ConvProblem)> = Vec::new();
     for file in &a.problems {
         for (key, p) in read_problem_list(file)? {
@@ -201,6 +259,9 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
             } else {
                 p
             };
+            if a.shard.is_some_and(|s| !s.owns(p.perf_db_key().as_str())) {
+                continue;
+            }
             if !problems.iter().any(|(k, _)| *k == key) {
                 problems.push((key, p));
             }
@@ -219,6 +280,9 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         }
     };
     let todo: Vec<&(String, ConvProblem)> = problems.iter().filter(|(k, p)| stale(k, p)).collect();
+    if let Some(shard) = a.shard {
+        record_shard(&dir, base, shard, &source)?;
+    }
     let origin = match &source {
         Source::Device(ctx) => format!("on {}", ctx.device().info().spec),
         Source::Log(_, file) => format!("from {}", file.display()),

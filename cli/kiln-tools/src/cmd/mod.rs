@@ -5,6 +5,7 @@ mod bench_net;
 pub mod db_check;
 pub mod db_convert;
 pub mod db_import;
+pub mod db_merge;
 pub mod db_stats;
 pub mod find;
 pub mod kdb_build;
@@ -63,3 +64,40 @@ pub fn kind_of(path: &Path) -> Result<DbKind, Box<dyn std::error::Error>> {
 }
 
 pub use kiln_embed::input::write_atomic;
+
+/// A target's find-db and perf-db in a directory (`<base>.HIP.fdb.txt`, `<base>.db.txt`), read
+/// where they exist (empty where not), with the paths they are written back to.
+pub struct TargetDbs {
+    /// The find-db's file.
+    pub find_path: std::path::PathBuf,
+    /// The find-db.
+    pub find: kiln_embed::finddb::FindDb,
+    /// The perf-db's file.
+    pub perf_path: std::path::PathBuf,
+    /// The perf-db.
+    pub perf: kiln_embed::perfdb::PerfDb,
+}
+
+impl TargetDbs {
+    /// Reads target `base`'s DBs in `dir`.
+    pub fn read(dir: &Path, base: &str) -> Result<TargetDbs, Box<dyn std::error::Error>> {
+        let find_path = dir.join(format!("{base}.HIP.fdb.txt"));
+        let perf_path = dir.join(format!("{base}.db.txt"));
+        let find = if find_path.exists() {
+            kiln_embed::finddb::FindDb::read(&find_path)?
+        } else {
+            Default::default()
+        };
+        let perf = if perf_path.exists() {
+            kiln_embed::perfdb::PerfDb::read(&perf_path)?
+        } else {
+            Default::default()
+        };
+        Ok(TargetDbs {
+            find_path,
+            find,
+            perf_path,
+            perf,
+        })
+    }
+}
