@@ -153,32 +153,27 @@ fn shards_cover_the_list_once_and_merge_to_the_same_bytes() {
     let lines: Vec<String> = keys
         .iter()
         .enumerate()
-        .map(|(i, k)| {
-            format!(
-                "{k}\tConvDirectNaiveFwd\t\t{}\t0.0e0\ttrue",
-                0.1 + i as f64 / 100.0
-            )
+        .flat_map(|(i, k)| {
+            let t = i as f64 / 100.0;
+            [
+                format!("{k}\tConvDirectNaiveFwd\t\t{}\t0.0e0\ttrue", 0.1 + t),
+                format!(
+                    "{k}\tConvImplicitGemmFwd\t64,64,16\t{}\t1.0e-4\ttrue",
+                    0.05 + t
+                ),
+            ]
         })
         .collect();
     std::fs::write(&log, lines.join("\n") + "\n").unwrap();
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
-    let find_shard = |shard: &str, db: &std::path::Path| {
+    let find_into = |db: &std::path::Path, extra: &[&str]| {
         let (l, f, d) = (path(&list), path(&log), path(db));
-        let args = [
-            "find",
-            "--from-log",
-            &f,
-            "--target",
-            "sm_90_132",
-            "--problems",
-            &l,
-            "--db-dir",
-            &d,
-            "--shard",
-            shard,
-        ];
+        let mut args = vec!["find", "--from-log", &f, "--target", "sm_90_132"];
+        args.extend(["--problems", &l, "--db-dir", &d]);
+        args.extend_from_slice(extra);
         tools(&args)
     };
+    let find_shard = |shard: &str, db: &std::path::Path| find_into(db, &["--shard", shard]);
     let merged = |count: u32, order: &[u32]| -> (String, String) {
         let root = dir.path().join(format!("n{count}-{order:?}"));
         let mut shard_dirs = Vec::new();
@@ -227,9 +222,59 @@ fn shards_cover_the_list_once_and_merge_to_the_same_bytes() {
     // The same bytes from one shard, three in two orders, and five.
     let one = merged(1, &[0]);
     assert_eq!(one.0.lines().count(), keys.len(), "{}", one.0);
+    assert_eq!(one.1.lines().count(), keys.len(), "{}", one.1);
+    assert!(one.1.contains("ConvImplicitGemmFwd:64,64,16"), "{}", one.1);
     assert_eq!(merged(3, &[0, 1, 2]), one);
     assert_eq!(merged(3, &[2, 0, 1]), one);
     assert_eq!(merged(5, &[4, 2, 0, 3, 1]), one);
+
+    // Worker processes fed from one queue (here reading the log; on GPUs --devices): the same
+    // DBs, byte for byte, as one process, and every line of its log.
+    let pooled = |workers: &str| {
+        let db = dir.path().join(format!("workers-{workers}"));
+        let run_log = dir.path().join(format!("workers-{workers}.tsv"));
+        let (code, out, err) = find_into(&db, &["--log", &path(&run_log), "--workers", workers]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        let read = |name: &str| std::fs::read_to_string(db.join(name)).unwrap_or_default();
+        let mut lines: Vec<String> = std::fs::read_to_string(&run_log)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        lines.sort();
+        (
+            read("sm_90_132.HIP.fdb.txt"),
+            read("sm_90_132.db.txt"),
+            lines,
+            out,
+        )
+    };
+    let single = pooled("1");
+    let three = pooled("3");
+    assert_eq!(
+        (&three.0, &three.1, &three.2),
+        (&single.0, &single.1, &single.2)
+    );
+    assert_eq!(single.2.len(), 2 * keys.len());
+    assert_eq!(single.1.lines().count(), keys.len(), "{}", single.1);
+    assert!(
+        three.3.contains("on 3 workers (find log find-log.tsv)"),
+        "{}",
+        three.3
+    );
+    let (code, _, err) = tools(&[
+        "find",
+        "--devices",
+        "cuda:0",
+        "--from-log",
+        "x",
+        "--target",
+        "sm_90_132",
+        "--problems",
+        "l",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("give one"), "{err}");
 
     // Refusals, each naming the shard directory; the target DBs are left as they were.
     let root = dir.path().join("refused");

@@ -17,8 +17,20 @@ pub struct FindArgs {
     #[command(flatten)]
     device: DeviceArgs,
     /// Problem lists: one find-db key per line, '#' comments (ci/problems/*.txt).
-    #[arg(long, num_args = 1.., required = true)]
+    #[arg(long, num_args = 1.., required_unless_present = "worker")]
     problems: Vec<PathBuf>,
+    /// Measure on several GPUs at once: `all`, or devices separated by commas (cuda:0,cuda:1),
+    /// one worker process each, fed from one queue; the DBs get the same bytes whatever the
+    /// number of workers.
+    #[arg(long, conflicts_with = "device")]
+    devices: Option<String>,
+    /// Worker processes per device of --devices (or, with --from-log, in all: the queue
+    /// checked without a GPU).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    workers: u32,
+    /// Serve as one worker of a --devices run: problems on stdin, measurements on stdout.
+    #[arg(long, hide = true)]
+    worker: bool,
     /// Where the target's <base>.HIP.fdb.txt and <base>.db.txt are read and merged (default targets/<base>).
     #[arg(long)]
     db_dir: Option<PathBuf>,
@@ -27,7 +39,7 @@ pub struct FindArgs {
     log: Option<PathBuf>,
     /// Timed repeats per candidate.
     #[arg(long, default_value_t = 10)]
-    repeats: usize,
+    pub(crate) repeats: usize,
     /// Measure again problems the find-db already has.
     #[arg(long)]
     force: bool,
@@ -61,21 +73,29 @@ pub struct FindArgs {
 }
 
 /// Where `find` takes its measurements from.
-enum Source<'a> {
+pub enum Source<'a> {
     /// Measured now, on this device.
     Device(Box<kiln::context::Context>),
     /// Read from an earlier run's find log (`--from-log`), and that log's file.
     Log(Vec<LogLine>, &'a Path),
+    /// Measured by worker processes (`--devices`, `--workers`).
+    Workers(super::find_workers::Pool),
 }
 
 /// One line of a find log: key, solver, perf config, median ms, relative error, ok.
-struct LogLine {
-    key: String,
-    solver: String,
-    params: String,
-    time_ms: f64,
-    error: f64,
-    ok: bool,
+pub struct LogLine {
+    /// The problem's find-db key.
+    pub key: String,
+    /// Solver id.
+    pub solver: String,
+    /// Perf config (empty for none).
+    pub params: String,
+    /// Median ms.
+    pub time_ms: f64,
+    /// Relative error against the reference.
+    pub error: f64,
+    /// Whether it ran within tolerance.
+    pub ok: bool,
 }
 
 /// Reads a find log (`--log`'s tab-separated lines; `.zst` as committed); errors name
@@ -84,39 +104,48 @@ fn read_find_log(file: &Path) -> Result<Vec<LogLine>, Box<dyn std::error::Error>
     let text = kiln_embed::input::read_text(file)?;
     let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let at = || format!("{}:{}", file.display(), i + 1);
-        let f: Vec<&str> = line.split('\t').collect();
-        let [key, solver, params, ms, error, ok] = f.as_slice() else {
-            return Err(format!(
-                "{}: expected 6 tab-separated fields, found {}",
-                at(),
-                f.len()
-            )
-            .into());
-        };
-        let num = |v: &str, what: &str| -> Result<f64, String> {
-            v.parse::<f64>()
-                .map_err(|_| format!("{}: {what} {v:?} is not a number", at()))
-        };
-        lines.push(LogLine {
-            key: key.to_string(),
-            solver: solver.to_string(),
-            params: params.to_string(),
-            time_ms: num(ms, "time")?,
-            error: num(error, "error")?,
-            ok: match *ok {
-                "true" => true,
-                "false" => false,
-                other => return Err(format!("{}: ok {other:?} is not true or false", at()).into()),
-            },
-        });
+        lines.push(parse_log_line(line, &|| {
+            format!("{}:{}", file.display(), i + 1)
+        })?);
     }
     Ok(lines)
 }
 
+/// One find-log line; `at` names where it came from in errors.
+pub fn parse_log_line(
+    line: &str,
+    at: &dyn Fn() -> String,
+) -> Result<LogLine, Box<dyn std::error::Error>> {
+    let f: Vec<&str> = line.split('\t').collect();
+    let [key, solver, params, ms, error, ok] = f.as_slice() else {
+        return Err(format!(
+            "{}: expected 6 tab-separated fields, found {}",
+            at(),
+            f.len()
+        )
+        .into());
+    };
+    let num = |v: &str, what: &str| -> Result<f64, String> {
+        v.parse::<f64>()
+            .map_err(|_| format!("{}: {what} {v:?} is not a number", at()))
+    };
+    Ok(LogLine {
+        key: key.to_string(),
+        solver: solver.to_string(),
+        params: params.to_string(),
+        time_ms: num(ms, "time")?,
+        error: num(error, "error")?,
+        ok: match *ok {
+            "true" => true,
+            "false" => false,
+            other => return Err(format!("{}: ok {other:?} is not true or false", at()).into()),
+        },
+    })
+}
+
 /// `p`'s measurements from a find log: the last line of each variant that the target's
 /// solvers still offer for `p` (a config since removed from the manifest is dropped).
-fn logged_measurements(
+pub fn logged_measurements(
     log: &[LogLine],
     key: &str,
     p: &ConvProblem,
@@ -165,28 +194,10 @@ fn record_shard(
     base: &str,
     shard: crate::shard::Shard,
     source: &Source,
+    a: &FindArgs,
 ) -> Result<(), Box<dyn std::error::Error>> {
     use crate::shard::Provenance;
-    let (device, driver) = match source {
-        Source::Device(ctx) => {
-            let info = ctx.device().info();
-            (
-                format!(
-                    "{}, {}, {} SMs/CUs",
-                    info.name, info.arch, info.compute_units
-                ),
-                info.driver_version
-                    .map_or("hip".to_string(), |(major, _)| major.to_string()),
-            )
-        }
-        Source::Log(_, file) => (
-            format!(
-                "find log {}",
-                file.file_name().unwrap_or_default().to_string_lossy()
-            ),
-            "none".to_string(),
-        ),
-    };
+    let (_, device, driver) = source_identity(source, a)?;
     let now = Provenance {
         target: base.to_string(),
         device,
@@ -218,21 +229,118 @@ fn record_shard(
     Ok(())
 }
 
-pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
-    use std::io::Write as _;
-    // Where the measurements come from: the device, or an earlier run's log.
-    let source = match &a.from_log {
+/// What became of one problem: its measurements, or why it was skipped.
+pub enum Outcome {
+    /// Every variant measured (or recorded from the log).
+    Measured(Vec<crate::tune::Measurement>),
+    /// Not measured, and why (no kiln solver runs it, or the log lacks it).
+    Skipped(String),
+}
+
+/// Measures problem `p` (the `i`-th to measure) from `source`.
+pub fn measure_one(
+    source: &Source,
+    key: &str,
+    p: &ConvProblem,
+    caps: &kiln::solvers::TargetCaps,
+    repeats: usize,
+    i: usize,
+) -> Result<Outcome, Box<dyn std::error::Error>> {
+    // A problem no kiln solver runs (INT8, backward, ...) is skipped, not fatal.
+    let reference = kiln::solvers::by_id(kiln::solvers::REFERENCE_SOLVER)
+        .ok_or("the reference solver is not in the manifest")?;
+    if let Err(why) = reference.applicable(p, caps, "") {
+        return Ok(Outcome::Skipped(why.to_string()));
+    }
+    Ok(match source {
+        Source::Device(ctx) => {
+            Outcome::Measured(crate::tune::measure(ctx, p, repeats, 1 + i as u64)?)
+        }
+        Source::Log(log, _) => {
+            let ms = logged_measurements(log, key, p, caps);
+            if ms.is_empty() {
+                Outcome::Skipped("not in the log".into())
+            } else {
+                Outcome::Measured(ms)
+            }
+        }
+        Source::Workers(_) => return Err("a worker pool measures through its workers".into()),
+    })
+}
+
+/// A listed problem as `find` measures it: with TF32 allowed where `--tf32` asks.
+pub fn as_measured(a: &FindArgs, p: ConvProblem) -> ConvProblem {
+    if a.tf32 && p.data_types()[0] == kiln::DataType::Fp32 {
+        p.with_math(kiln::MathMode::AllowTf32)
+    } else {
+        p
+    }
+}
+
+/// The measurement source of this process: the worker pool (`--devices`, or `--workers` with
+/// a log), the log, or the device.
+fn open_source(a: &FindArgs) -> Result<Source<'_>, Box<dyn std::error::Error>> {
+    if a.devices.is_some() || a.workers > 1 {
+        let mut specs: Vec<Vec<String>> = Vec::new();
+        match (&a.devices, &a.from_log, &a.target) {
+            (Some(_), Some(_), _) => {
+                return Err("--devices measures on GPUs; --from-log reads a log: give one".into())
+            }
+            (Some(list), None, _) => {
+                let all: Vec<String> = if list == "all" {
+                    kiln::backend::list_devices()
+                        .into_iter()
+                        .map(|d| d.spec)
+                        .collect()
+                } else {
+                    list.split(',').map(|s| s.trim().to_string()).collect()
+                };
+                if all.is_empty() || all.iter().any(String::is_empty) {
+                    return Err(format!("--devices {list:?}: no devices").into());
+                }
+                for spec in all {
+                    for _ in 0..a.workers {
+                        specs.push(vec!["--device".into(), spec.clone()]);
+                    }
+                }
+            }
+            (None, Some(log), Some(target)) => {
+                for _ in 0..a.workers {
+                    specs.push(vec![
+                        "--from-log".into(),
+                        log.display().to_string(),
+                        "--target".into(),
+                        target.clone(),
+                    ]);
+                }
+            }
+            (None, _, _) => {
+                return Err("--workers needs --devices, or --from-log with --target".into())
+            }
+        }
+        let mut common = vec!["--repeats".to_string(), a.repeats.to_string()];
+        if a.tf32 {
+            common.push("--tf32".into());
+        }
+        for s in &mut specs {
+            s.extend(common.iter().cloned());
+        }
+        return Ok(Source::Workers(super::find_workers::Pool::spawn(&specs)?));
+    }
+    Ok(match &a.from_log {
         Some(f) => Source::Log(read_find_log(f)?, f),
         None => Source::Device(Box::new(a.device.context()?)),
-    };
-    let target = match (&source, &a.target) {
-        (Source::Device(ctx), _) => ctx.target(),
-        (Source::Log(..), Some(name)) => kiln::embedded::targets()
-            .iter()
-            .find(|t| t.basename == name.as_str())
-            .ok_or_else(|| format!("--target {name}: not a target this build embeds"))?,
-        (Source::Log(..), None) => return Err("--from-log needs --target".into()),
-    };
+    })
+}
+
+pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
+    use std::io::Write as _;
+    if a.worker {
+        return super::find_workers::serve(a, open_source(a)?);
+    }
+    // Where the measurements come from: the device, an earlier run's log, or worker processes.
+    let source = open_source(a)?;
+    let target = source_target(&source, a)?;
     let base = target.basename;
     let dir = a
         .db_dir
@@ -254,11 +362,7 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
             if !a.types.is_empty() && !a.types.iter().any(|t| t == p.data_types()[0].name()) {
                 continue;
             }
-            let p = if a.tf32 && p.data_types()[0] == kiln::DataType::Fp32 {
-                p.with_math(kiln::MathMode::AllowTf32)
-            } else {
-                p
-            };
+            let p = as_measured(a, p);
             if a.shard.is_some_and(|s| !s.owns(p.perf_db_key().as_str())) {
                 continue;
             }
@@ -281,11 +385,12 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
     };
     let todo: Vec<&(String, ConvProblem)> = problems.iter().filter(|(k, p)| stale(k, p)).collect();
     if let Some(shard) = a.shard {
-        record_shard(&dir, base, shard, &source)?;
+        record_shard(&dir, base, shard, &source, a)?;
     }
     let origin = match &source {
         Source::Device(ctx) => format!("on {}", ctx.device().info().spec),
         Source::Log(_, file) => format!("from {}", file.display()),
+        Source::Workers(pool) => format!("on {}", pool.describe()),
     };
     kiln::outln!(
         "{} problems, {} already measured, {} to measure {origin} ({base})",
@@ -307,56 +412,79 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    for (i, (key, p)) in todo.iter().enumerate() {
-        bar.set_message(key.clone());
-        // A problem no kiln solver runs (INT8, backward, ...) is skipped, not fatal.
-        let reference = kiln::solvers::by_id(kiln::solvers::REFERENCE_SOLVER)
-            .ok_or("the reference solver is not in the manifest")?;
-        if let Err(why) = reference.applicable(p, &caps, "") {
-            bar.println(format!("skipped {key}: {why}"));
-            bar.inc(1);
-            continue;
-        }
-        let ms = match &source {
-            Source::Device(ctx) => crate::tune::measure(ctx, p, a.repeats, 1 + i as u64)?,
-            Source::Log(log, _) => {
-                let ms = logged_measurements(log, key, p, &caps);
-                if ms.is_empty() {
-                    bar.println(format!("skipped {key}: not in the log"));
-                    bar.inc(1);
-                    continue;
-                }
-                ms
+    // The DBs as read, and the records of this run by their place in the list: whatever the
+    // order measurements finish in (workers), a record already there is replaced in place and
+    // new ones follow in list order, so the bytes do not depend on how many measured.
+    let (base_fdb, base_pdb) = (fdb.clone(), pdb.clone());
+    let mut new_find: std::collections::BTreeMap<usize, kiln_embed::finddb::FindRecord> =
+        Default::default();
+    let mut new_perf: std::collections::BTreeMap<usize, kiln_embed::perfdb::PerfRecord> =
+        Default::default();
+    let mut record = |i: usize, outcome: Outcome| -> Result<(), Box<dyn std::error::Error>> {
+        let (key, p) = todo[i];
+        let ms = match outcome {
+            Outcome::Measured(ms) => ms,
+            Outcome::Skipped(why) => {
+                bar.println(format!("skipped {key}: {why}"));
+                bar.inc(1);
+                return Ok(());
             }
         };
         if let Some(f) = log.as_mut() {
             for m in &ms {
-                writeln!(
-                    f,
-                    "{key}\t{}\t{}\t{}\t{:.3e}\t{}",
-                    m.variant.solver.id(),
-                    m.variant.params,
-                    m.time_ms,
-                    m.error,
-                    m.ok
-                )?;
+                f.write_all(log_line(key, m).as_bytes())?;
             }
         }
         if write_find_db {
             if let Some(rec) = crate::tune::find_record(key, &ms) {
-                match fdb.records.iter_mut().find(|r| r.key == rec.key) {
-                    Some(r) => *r = rec,
-                    None => fdb.records.push(rec),
+                new_find.insert(i, rec);
+                fdb = base_fdb.clone();
+                for rec in new_find.values() {
+                    match fdb.records.iter_mut().find(|r| r.key == rec.key) {
+                        Some(r) => *r = rec.clone(),
+                        None => fdb.records.push(rec.clone()),
+                    }
                 }
                 write_atomic(&fdb_path, fdb.to_text())?;
             }
         }
         let pkey = p.perf_db_key();
         if let Some(rec) = crate::tune::perf_record(pkey.as_str(), &ms) {
-            pdb.merge(PerfDb { records: vec![rec] });
+            new_perf.insert(i, rec);
+            pdb = base_pdb.clone();
+            pdb.merge(PerfDb {
+                records: new_perf.values().cloned().collect(),
+            });
             write_atomic(&pdb_path, pdb.to_text())?;
         }
         bar.inc(1);
+        Ok(())
+    };
+    match &source {
+        Source::Workers(pool) => {
+            let jobs: Vec<(usize, &str)> = todo
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (i, k.as_str()))
+                .collect();
+            pool.run(&jobs, |i, reply| {
+                let (key, p) = todo[i];
+                let outcome = match reply {
+                    super::find_workers::Reply::Lines(lines) => {
+                        Outcome::Measured(logged_measurements(&lines, key, p, &caps))
+                    }
+                    super::find_workers::Reply::Skipped(why) => Outcome::Skipped(why),
+                };
+                record(i, outcome)
+            })?;
+        }
+        _ => {
+            for (i, (key, p)) in todo.iter().enumerate() {
+                bar.set_message(key.clone());
+                let outcome = measure_one(&source, key, p, &caps, a.repeats, i)?;
+                record(i, outcome)?;
+            }
+        }
     }
     bar.finish();
     kiln::outln!(
@@ -367,4 +495,67 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         pdb_path.display()
     );
     Ok(())
+}
+
+/// What a source measures on: its target, the device (name, arch, SMs/CUs, or the log's file
+/// name) and the driver's major version (`hip`; `none` for a log): what a shard records.
+pub fn source_identity(
+    source: &Source,
+    a: &FindArgs,
+) -> Result<(&'static kiln_format::EmbeddedTarget, String, String), Box<dyn std::error::Error>> {
+    let target = source_target(source, a)?;
+    let (device, driver) = match source {
+        Source::Workers(pool) => (pool.device().to_string(), pool.driver().to_string()),
+        Source::Device(ctx) => {
+            let info = ctx.device().info();
+            (
+                format!(
+                    "{}, {}, {} SMs/CUs",
+                    info.name, info.arch, info.compute_units
+                ),
+                info.driver_version
+                    .map_or("hip".to_string(), |(major, _)| major.to_string()),
+            )
+        }
+        Source::Log(_, file) => (
+            format!(
+                "find log {}",
+                file.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            "none".to_string(),
+        ),
+    };
+    Ok((target, device, driver))
+}
+
+/// A measurement as a find-log line (with its newline).
+pub fn log_line(key: &str, m: &crate::tune::Measurement) -> String {
+    format!(
+        "{key}\t{}\t{}\t{}\t{:.3e}\t{}\n",
+        m.variant.solver.id(),
+        m.variant.params,
+        m.time_ms,
+        m.error,
+        m.ok
+    )
+}
+
+/// The target the source measures for: the device's, the workers' (all alike), or `--target`'s
+/// for a log.
+fn source_target(
+    source: &Source,
+    a: &FindArgs,
+) -> Result<&'static kiln_format::EmbeddedTarget, Box<dyn std::error::Error>> {
+    let named = |name: &str| {
+        kiln::embedded::targets()
+            .iter()
+            .find(|t| t.basename == name)
+            .ok_or_else(|| format!("--target {name}: not a target this build embeds"))
+    };
+    Ok(match (source, &a.target) {
+        (Source::Device(ctx), _) => ctx.target(),
+        (Source::Workers(pool), _) => named(pool.target())?,
+        (Source::Log(..), Some(name)) => named(name)?,
+        (Source::Log(..), None) => return Err("--from-log needs --target".into()),
+    })
 }

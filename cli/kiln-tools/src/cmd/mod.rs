@@ -8,6 +8,7 @@ pub mod db_import;
 pub mod db_merge;
 pub mod db_stats;
 pub mod find;
+mod find_workers;
 pub mod kdb_build;
 pub mod plot;
 pub mod regret;
