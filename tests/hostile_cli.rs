@@ -832,6 +832,21 @@ fn network_commands_name_their_bad_input() {
             &[0; 4],
         ),
     );
+    // Network definitions as files (the text form `kiln net show` prints): a valid one, one
+    // with an unknown operator, one that reads a tensor never written, binary, /dev/zero.
+    let def_ok = file(
+        "tiny.txt",
+        b"kiln-network 1\nname tiny\ninput x 8x16x16\nnode c conv from=x to=y act=relu weight=c.weight k=8 kernel=3x3 stride=1x1 pad=1x1 groups=1 bias=c.bias\nnode s softmax from=y to=p act=identity\noutput p\n",
+    );
+    let def_op = file(
+        "warp.txt",
+        b"kiln-network 1\nname t\ninput x 8x16x16\nnode w warp from=x to=y act=relu\noutput y\n",
+    );
+    let def_unwritten = file(
+        "unwritten.txt",
+        b"kiln-network 1\nname t\ninput x 8x16x16\nnode s softmax from=z to=y act=identity\noutput y\n",
+    );
+    let def_binary = file("binary.txt", &[0xff, 0xfe, 0x00, 0x01]);
     let small_input = file("in-small.bin", &[0; 100]);
     let large_input = file("in-large.bin", &vec![0; 301_057]);
     let good_input = file("in-good.bin", &vec![0; 301_056]);
@@ -985,6 +1000,41 @@ fn network_commands_name_their_bad_input() {
             "net plan keys",
             vec!["net", "plan", "efficientnet_b0", "--keys", "--batch", "32"],
             Expect::Ok,
+        ),
+        (
+            "net plan a definition file",
+            vec!["net", "plan", &def_ok, "--brief", "--target", "h100"],
+            Expect::Ok,
+        ),
+        (
+            "net show a definition file",
+            vec!["net", "show", &def_ok],
+            Expect::Ok,
+        ),
+        (
+            "net plan a definition with an unknown operator",
+            vec!["net", "plan", &def_op],
+            Expect::Error,
+        ),
+        (
+            "net plan a definition reading an unwritten tensor",
+            vec!["net", "plan", &def_unwritten],
+            Expect::Error,
+        ),
+        (
+            "net plan a binary definition",
+            vec!["net", "plan", &def_binary],
+            Expect::Error,
+        ),
+        (
+            "net plan /dev/zero",
+            vec!["net", "plan", "/dev/zero"],
+            Expect::Error,
+        ),
+        (
+            "net run a definition file",
+            run(&[&def_ok, rw]),
+            Expect::NoDevice,
         ),
     ] {
         cases.push(Case::new(name, &args, expect));

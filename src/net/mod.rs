@@ -18,9 +18,11 @@ use crate::Activation;
 
 pub mod models;
 mod runner;
+pub mod text;
 pub mod weights;
 
 pub use runner::Network;
+pub use text::TextError;
 pub use weights::Weights;
 
 /// A tensor's per-sample shape: channels, height, width.

@@ -52,11 +52,20 @@ pub enum NetCommand {
     /// Resolve every convolution of a network on an embedded target, without a GPU: each
     /// node's fused problem and the solver kiln would run.
     Plan(NetPlanArgs),
+    /// Print a network's definition in its text form (which plan and run take as a file).
+    Show(NetShowArgs),
+}
+
+#[derive(Args)]
+pub struct NetShowArgs {
+    /// The network: resnet50, mobilenet_v2, efficientnet_b0, yolov8n, or a definition file.
+    pub model: String,
 }
 
 #[derive(Args)]
 pub struct NetPlanArgs {
-    /// The network: resnet50, mobilenet_v2, efficientnet_b0, yolov8n.
+    /// The network: resnet50, mobilenet_v2, efficientnet_b0, yolov8n, or a file holding a
+    /// definition's text form (`kiln net show` prints one).
     pub model: String,
     /// Batch size.
     #[arg(long, default_value_t = 1)]
@@ -78,7 +87,8 @@ pub struct NetPlanArgs {
 
 #[derive(Args)]
 pub struct NetRunArgs {
-    /// The network: resnet50, mobilenet_v2, efficientnet_b0, yolov8n.
+    /// The network: resnet50, mobilenet_v2, efficientnet_b0, yolov8n, or a file holding a
+    /// definition's text form (`kiln net show` prints one).
     pub model: String,
     /// Weights: a safetensors file of the network's PyTorch state_dict (torchvision names).
     #[arg(

@@ -105,5 +105,6 @@ fn dispatch(cli: Cli) -> CliResult {
         Command::Demo(a) => cmd::demo::run(&a),
         Command::Net(args::NetCommand::Run(a)) => cmd::net::run(&a),
         Command::Net(args::NetCommand::Plan(a)) => cmd::net::plan(&a),
+        Command::Net(args::NetCommand::Show(a)) => cmd::net::show(&a),
     }
 }

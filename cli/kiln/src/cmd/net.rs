@@ -6,22 +6,50 @@ use kiln::net::{models, Network, Weights};
 use kiln::DataType;
 
 use super::human;
+use crate::args::NetShowArgs;
 use crate::args::{NetPlanArgs, NetRunArgs};
 use crate::CliResult;
 
-/// The network `model` names and the data type `dtype` names; errors list what exists.
+/// Largest network definition file read (a text form of thousands of nodes is under 1 MiB).
+const DEF_FILE_CAP: u64 = 16 << 20;
+
+/// The network `model` names (a built-in network, or a file holding a definition's text form)
+/// and the data type `dtype` names; errors list what exists, or name the file and line.
 fn network(model: &str, dtype: &str) -> Result<(kiln::net::NetworkDef, DataType), String> {
-    let def = models::by_name(model).ok_or_else(|| {
-        format!(
-            "net: no network {model:?} (known: {})",
-            models::NAMES.join(", ")
-        )
-    })?;
+    let path = std::path::Path::new(model);
+    let def = match models::by_name(model) {
+        Some(def) => def,
+        None if path.exists() => {
+            let shown = kiln::format::text::escaped(model);
+            let bytes = kiln::format::file::read_capped(path, DEF_FILE_CAP)
+                .map_err(|e| format!("net: {shown}: {e}"))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| format!("net: {shown}: not UTF-8 text (a network definition's text form)"))?;
+            kiln::net::NetworkDef::from_text(&text).map_err(|e| format!("net: {shown}: {e}"))?
+        }
+        None => {
+            return Err(format!(
+                "net: no network {model:?} (known: {}; or a file holding a definition, as `kiln net show` prints)",
+                models::NAMES.join(", ")
+            ))
+        }
+    };
     let dtype = [DataType::Fp16, DataType::Bf16, DataType::Fp32]
         .into_iter()
         .find(|d| d.name() == dtype)
         .ok_or_else(|| format!("net: --type {dtype:?}: expected FP16, BF16 or FP32"))?;
     Ok((def, dtype))
+}
+
+/// `kiln net show`: a network's definition in its text form (the start of one of your own,
+/// which `kiln net plan` and `kiln net run` take as a file).
+pub fn show(a: &NetShowArgs) -> CliResult {
+    let (def, _) = network(&a.model, "FP16")?;
+    let text = def
+        .to_text()
+        .map_err(|e| format!("net: {}: {e}", a.model))?;
+    kiln::outln!("{}", text.trim_end());
+    Ok(())
 }
 
 /// `kiln net plan`: every convolution resolved on each target, no GPU needed. Fails when a
