@@ -31,6 +31,20 @@ pub fn sha256_hex(path: &Path) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Runs binary `exe` with `args` in the repository root: its exit code, stdout and stderr.
+pub fn run_in_repo(exe: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(exe)
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// The committed gfx942130 target folder.
 pub fn gfx942130() -> PathBuf {
     repo().join("targets/gfx942130")

@@ -4,19 +4,8 @@
 
 mod common;
 
-use std::process::Command;
-
 fn tools(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kiln-tools"))
-        .args(args)
-        .current_dir(common::repo())
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::run_in_repo(env!("CARGO_BIN_EXE_kiln-tools"), args)
 }
 
 #[test]

@@ -8,6 +8,7 @@
 
 mod cmd;
 mod cudnn;
+mod onnx;
 mod shard;
 mod svg;
 mod tune;
@@ -49,6 +50,16 @@ enum Command {
     Regret(cmd::regret::RegretArgs),
     /// A run's whole-network figures (a raw.tsv of benches/runs/) as an SVG chart.
     Plot(cmd::plot::PlotArgs),
+    /// Whole networks.
+    #[command(subcommand)]
+    Net(NetCommand),
+}
+
+#[derive(Subcommand)]
+enum NetCommand {
+    /// An ONNX model as a kiln network: <name>.txt (the definition `kiln net plan|run` take)
+    /// and <name>.safetensors (its weights).
+    Import(cmd::net_import::ImportArgs),
 }
 
 #[derive(Subcommand)]
@@ -111,6 +122,7 @@ fn dispatch(cli: Cli) -> CliResult {
         Command::Db(DbCommand::Convert(a)) => cmd::db_convert::run(&a),
         Command::Db(DbCommand::Stats(a)) => cmd::db_stats::run(&a),
         Command::Db(DbCommand::Merge(a)) => cmd::db_merge::run(&a),
+        Command::Net(NetCommand::Import(a)) => cmd::net_import::run(&a),
         Command::Kdb(KdbCommand::Build(a)) => cmd::kdb_build::run(&a),
         Command::Find(a) => cmd::find::run(&a, true),
         Command::Tune(a) => cmd::find::run(&a, false),

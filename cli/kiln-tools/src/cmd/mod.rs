@@ -10,6 +10,7 @@ pub mod db_stats;
 pub mod find;
 mod find_workers;
 pub mod kdb_build;
+pub mod net_import;
 pub mod plot;
 pub mod regret;
 

@@ -1,0 +1,887 @@
+//! An ONNX model as a kiln network: its graph mapped onto kiln's operators ([`NetworkDef`]),
+//! with each batch norm, residual add and activation folded into the convolution before it
+//! where the graph allows, and its weights renamed to what the definition names.
+//!
+//! Read with `onnx-rs`, a dependency-free reader of ONNX's protobuf form that borrows from the
+//! file's bytes. Supported: `Conv` (symmetric padding, no dilation), `BatchNormalization`
+//! (after a convolution), `Relu`, `Clip` (0..6), `Sigmoid`, `Tanh`, `HardSigmoid` (PyTorch's),
+//! `HardSwish`, `LeakyRelu` (slope 0.01), SiLU as `Mul(x, Sigmoid(x))`, `Add`, `MaxPool`,
+//! `AveragePool`, `GlobalAveragePool`, `Flatten`/`Reshape`/`Identity`/`Dropout` where they are
+//! layout no-ops (on `C x 1 x 1` tensors), `Gemm` and `MatMul` on a flattened tensor, `Softmax`
+//! over channels, `Concat` over channels. Anything else is an error naming the node, its
+//! operator and the attribute.
+
+use std::collections::HashMap;
+
+use kiln::net::{Conv, NetworkDef, Node, Norm, Op, Shape};
+use kiln::ops::{Pool2d, PoolMode};
+use kiln::Activation;
+use onnx_rs::ast::{DataType, Dimension, Graph, OpType, TensorProto};
+
+/// A weight the network reads: its shape and FP32 values.
+pub struct Tensor {
+    /// Dimensions, PyTorch's order.
+    pub shape: Vec<usize>,
+    /// Values.
+    pub values: Vec<f32>,
+}
+
+/// An imported network: its definition and the weights it names.
+pub struct Imported {
+    /// The definition.
+    pub def: NetworkDef,
+    /// The weights by the names the definition uses, in name order.
+    pub weights: Vec<(String, Tensor)>,
+}
+
+/// An error naming where in the graph.
+fn at(node: &str, op: &str, reason: impl std::fmt::Display) -> String {
+    format!("node {node:?} ({op}): {reason}")
+}
+
+/// A name the definition's text form can hold: whitespace, ',' and '=' become '_'.
+fn clean(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_whitespace() || c == ',' || c == '=' {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        "_".into()
+    } else {
+        s
+    }
+}
+
+/// The graph being turned into kiln nodes.
+struct Builder<'g> {
+    graph: &'g Graph<'g>,
+    init: HashMap<&'g str, &'g TensorProto<'g>>,
+    /// How many nodes read each tensor (graph outputs count as readers).
+    readers: HashMap<&'g str, usize>,
+    /// ONNX tensors that name another (layout no-ops): tensor -> kiln tensor.
+    alias: HashMap<String, String>,
+    input: (String, Shape),
+    nodes: Vec<Node>,
+    weights: Vec<(String, Tensor)>,
+}
+
+impl<'g> Builder<'g> {
+    /// The kiln tensor an ONNX tensor is.
+    fn tensor(&self, name: &str) -> String {
+        let mut t = clean(name);
+        while let Some(a) = self.alias.get(&t) {
+            t = a.clone();
+        }
+        t
+    }
+
+    /// The kiln tensor ONNX input `name` of node `node` reads, which the graph's input or an
+    /// earlier node must have written (ONNX lists nodes in execution order).
+    fn read(&self, node: &str, op: &str, name: &str) -> Result<String, String> {
+        let t = self.tensor(name);
+        if t == self.input.0 || self.producer(&t).is_some() {
+            Ok(t)
+        } else {
+            Err(at(
+                node,
+                op,
+                format!(
+                    "reads tensor {name:?}, which neither the input nor an earlier node writes"
+                ),
+            ))
+        }
+    }
+
+    /// The kiln node that writes `tensor`, if one does.
+    fn producer(&self, tensor: &str) -> Option<usize> {
+        self.nodes.iter().rposition(|n| n.output == tensor)
+    }
+
+    /// `tensor`'s per-sample shape (the definition so far, checked).
+    fn shape(&self, tensor: &str) -> Result<Shape, String> {
+        let def = NetworkDef {
+            name: "import".into(),
+            input: self.input.clone(),
+            nodes: self.nodes.clone(),
+            outputs: vec![tensor.to_string()],
+        };
+        let shapes = def.shapes().map_err(|e| e.to_string())?;
+        shapes
+            .get(tensor)
+            .copied()
+            .ok_or_else(|| format!("tensor {tensor} is not written"))
+    }
+
+    /// An initializer's FP32 values and dimensions.
+    fn initializer(
+        &self,
+        node: &str,
+        op: &str,
+        name: &str,
+    ) -> Result<(Vec<usize>, Vec<f32>), String> {
+        let t = self.init.get(name).ok_or_else(|| {
+            at(
+                node,
+                op,
+                format!("input {name:?} is computed, not a constant (an initializer)"),
+            )
+        })?;
+        let dims: Vec<usize> = t
+            .dims()
+            .iter()
+            .map(|&d| {
+                usize::try_from(d).map_err(|_| at(node, op, format!("{name}: dimension {d}")))
+            })
+            .collect::<Result<_, _>>()?;
+        let values = match t.data_type() {
+            DataType::Float => t.as_f32().map(|v| v.into_owned()),
+            DataType::Double => t.as_f64().map(|v| v.iter().map(|&x| x as f32).collect()),
+            other => {
+                return Err(at(
+                    node,
+                    op,
+                    format!("{name} is {other:?}; kiln reads FP32 weights"),
+                ))
+            }
+        }
+        .ok_or_else(|| {
+            at(
+                node,
+                op,
+                format!("{name} holds no values (external data is not read)"),
+            )
+        })?;
+        let count: usize = dims.iter().product();
+        if values.len() != count {
+            return Err(at(
+                node,
+                op,
+                format!("{name} holds {} values for dims {dims:?}", values.len()),
+            ));
+        }
+        Ok((dims, values))
+    }
+
+    /// `name` as a weight name no weight has yet, nor starts with followed by '.'.
+    fn unused(&self, name: &str) -> String {
+        let mut n = clean(name);
+        while self.weights.iter().any(|(w, _)| {
+            *w == n
+                || w.strip_prefix(n.as_str())
+                    .is_some_and(|r| r.starts_with('.'))
+        }) {
+            n.push('_');
+        }
+        n
+    }
+
+    /// A weight under `name` (made unique) for the definition; the name used.
+    fn weight(&mut self, name: &str, shape: Vec<usize>, values: Vec<f32>) -> String {
+        let n = self.unused(name);
+        self.weights.push((n.clone(), Tensor { shape, values }));
+        n
+    }
+
+    /// Appends operator `op` of ONNX node `name`, reading `inputs` and writing `output`, with
+    /// no activation yet.
+    fn push(&mut self, name: &str, op: Op, inputs: Vec<String>, output: String) {
+        self.nodes.push(Node {
+            name: clean(name),
+            op,
+            inputs,
+            output,
+            activation: Activation::Identity,
+        });
+    }
+
+    /// Appends `node`, or folds `act` into the node that writes `input` when that node's output
+    /// has no other reader and no activation yet.
+    fn activation(
+        &mut self,
+        name: &str,
+        input: &str,
+        onnx_input: &str,
+        output: &str,
+        act: Activation,
+    ) {
+        if let Some(i) = self.producer(input) {
+            let only_reader = self.readers.get(onnx_input).copied() == Some(1);
+            if only_reader && self.nodes[i].activation == Activation::Identity {
+                self.nodes[i].activation = act;
+                self.nodes[i].output = output.to_string();
+                return;
+            }
+        }
+        self.nodes.push(Node {
+            name: clean(name),
+            op: Op::Activation,
+            inputs: vec![input.to_string()],
+            output: output.to_string(),
+            activation: act,
+        });
+    }
+}
+
+/// An attribute's integer list (or `default`).
+fn ints(n: &onnx_rs::ast::Node, name: &str, default: &[i64]) -> Vec<i64> {
+    n.attribute
+        .iter()
+        .find(|a| a.name == name)
+        .map_or_else(|| default.to_vec(), |a| a.ints.clone())
+}
+
+/// An attribute's integer (or `default`).
+fn int(n: &onnx_rs::ast::Node, name: &str, default: i64) -> i64 {
+    n.attribute
+        .iter()
+        .find(|a| a.name == name)
+        .map_or(default, |a| a.i)
+}
+
+/// An attribute's float (or `default`).
+fn float(n: &onnx_rs::ast::Node, name: &str, default: f32) -> f32 {
+    n.attribute
+        .iter()
+        .find(|a| a.name == name)
+        .map_or(default, |a| a.f)
+}
+
+/// Refuses attributes outside `known`, naming the first.
+fn only(n: &onnx_rs::ast::Node, op: &str, known: &[&str]) -> Result<(), String> {
+    match n.attribute.iter().find(|a| !known.contains(&a.name)) {
+        Some(a) => Err(at(
+            n.name,
+            op,
+            format!("attribute {:?} is not supported", a.name),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `[h, w]` from an ONNX pair, each in 1..2^31.
+fn hw(node: &str, op: &str, what: &str, v: &[i64]) -> Result<[u32; 2], String> {
+    match v {
+        [h, w]
+            if (0..=i64::from(i32::MAX)).contains(h) && (0..=i64::from(i32::MAX)).contains(w) =>
+        {
+            Ok([*h as u32, *w as u32])
+        }
+        _ => Err(at(
+            node,
+            op,
+            format!("attribute {what} {v:?} is not two sizes (2-D)"),
+        )),
+    }
+}
+
+/// Symmetric 2-D padding from ONNX's `[top, left, bottom, right]`.
+fn pads(n: &onnx_rs::ast::Node, op: &str) -> Result<[u32; 2], String> {
+    let p = ints(n, "pads", &[0, 0, 0, 0]);
+    if let Some(a) = n.attribute.iter().find(|a| a.name == "auto_pad") {
+        if a.s != b"NOTSET" {
+            return Err(at(
+                n.name,
+                op,
+                format!(
+                    "attribute auto_pad {:?} is not supported (give pads)",
+                    String::from_utf8_lossy(a.s)
+                ),
+            ));
+        }
+    }
+    match p.as_slice() {
+        [t, l, b, r] if t == b && l == r => hw(n.name, op, "pads", &[*t, *l]),
+        _ => Err(at(
+            n.name,
+            op,
+            format!("attribute pads {p:?}: kiln pads each side alike"),
+        )),
+    }
+}
+
+/// Maps an ONNX model's bytes onto a kiln network named `name`.
+pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
+    let model = onnx_rs::parse(bytes).map_err(|e| format!("not an ONNX model: {e:?}"))?;
+    let graph = model.graph.as_ref().ok_or("the model has no graph")?;
+    let init: HashMap<&str, &TensorProto> =
+        graph.initializer.iter().map(|t| (t.name(), t)).collect();
+    let inputs = graph.non_init_inputs();
+    let [input] = inputs.as_slice() else {
+        let names: Vec<&str> = inputs.iter().map(|i| i.name).collect();
+        return Err(format!(
+            "kiln networks take one input; the graph has {}: {names:?}",
+            names.len()
+        ));
+    };
+    if input.tensor_elem_type() != Some(DataType::Float) {
+        return Err(format!(
+            "input {:?} is not FP32 ({:?})",
+            input.name,
+            input.tensor_elem_type()
+        ));
+    }
+    let dims: Vec<Option<u32>> = input
+        .tensor_shape()
+        .map(|s| {
+            s.dim
+                .iter()
+                .map(|d| match d.value {
+                    Dimension::Value(v) if v > 0 && v < i64::from(i32::MAX) => Some(v as u32),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let shape = match dims.as_slice() {
+        [_, Some(c), Some(h), Some(w)] => Shape {
+            c: *c,
+            h: *h,
+            w: *w,
+        },
+        _ => {
+            return Err(format!(
+                "input {:?}: expected N x C x H x W with C, H and W fixed, found {dims:?}",
+                input.name
+            ))
+        }
+    };
+    let mut readers: HashMap<&str, usize> = HashMap::new();
+    for n in &graph.node {
+        for i in &n.input {
+            *readers.entry(*i).or_default() += 1;
+        }
+    }
+    for o in &graph.output {
+        *readers.entry(o.name).or_default() += 1;
+    }
+    let mut b = Builder {
+        graph,
+        init,
+        readers,
+        alias: HashMap::new(),
+        input: (clean(input.name), shape),
+        nodes: Vec::new(),
+        weights: Vec::new(),
+    };
+    // SiLU: Mul(x, Sigmoid(x)) whose sigmoid has no other reader: the sigmoid is skipped and the
+    // multiply becomes the activation.
+    let mut silu_sigmoids: Vec<&str> = Vec::new();
+    for n in &graph.node {
+        if n.op_type == OpType::Sigmoid && b.readers.get(n.output[0]).copied() == Some(1) {
+            let x = n.input[0];
+            if graph.node.iter().any(|m| {
+                m.op_type == OpType::Mul && m.input.contains(&x) && m.input.contains(&n.output[0])
+            }) {
+                silu_sigmoids.push(n.output[0]);
+            }
+        }
+    }
+    for n in &b.graph.node {
+        let op = n.op_type.as_str().to_string();
+        let (name, op) = (n.name, op.as_str());
+        if !n.domain.is_empty() && n.domain != "ai.onnx" {
+            return Err(at(name, op, format!("domain {:?} is not ONNX's", n.domain)));
+        }
+        let arg = |i: usize| -> Result<&str, String> {
+            n.input
+                .get(i)
+                .copied()
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| at(name, op, format!("no input {i}")))
+        };
+        let out = n
+            .output
+            .first()
+            .copied()
+            .ok_or_else(|| at(name, op, "no output"))?;
+        let output = clean(out);
+        match &n.op_type {
+            OpType::Conv => {
+                only(
+                    n,
+                    op,
+                    &[
+                        "kernel_shape",
+                        "strides",
+                        "pads",
+                        "dilations",
+                        "group",
+                        "auto_pad",
+                    ],
+                )?;
+                let x = b.read(name, op, arg(0)?)?;
+                let (wdims, wvals) = b.initializer(name, op, arg(1)?)?;
+                let [k, _, r, s] = wdims[..] else {
+                    return Err(at(
+                        name,
+                        op,
+                        format!("weight dims {wdims:?} are not K x C/groups x R x S"),
+                    ));
+                };
+                if ints(n, "dilations", &[1, 1]).iter().any(|&d| d != 1) {
+                    return Err(at(
+                        name,
+                        op,
+                        "attribute dilations: kiln's networks take undilated convolutions",
+                    ));
+                }
+                let kernel = hw(
+                    name,
+                    op,
+                    "kernel_shape",
+                    &ints(n, "kernel_shape", &[r as i64, s as i64]),
+                )?;
+                if kernel != [r as u32, s as u32] {
+                    return Err(at(
+                        name,
+                        op,
+                        format!("kernel_shape {kernel:?} differs from the weight's {r}x{s}"),
+                    ));
+                }
+                let weight = b.weight(arg(1)?, wdims, wvals);
+                let norm = match n.input.get(2).filter(|s| !s.is_empty()) {
+                    Some(bias) => {
+                        let (bd, bv) = b.initializer(name, op, bias)?;
+                        Norm::Bias(b.weight(bias, bd, bv))
+                    }
+                    None => Norm::None,
+                };
+                let group = int(n, "group", 1);
+                b.push(
+                    name,
+                    Op::Conv(Conv {
+                        weight,
+                        out: k as u32,
+                        kernel,
+                        stride: hw(name, op, "strides", &ints(n, "strides", &[1, 1]))?,
+                        pad: pads(n, op)?,
+                        groups: u32::try_from(group)
+                            .map_err(|_| at(name, op, format!("group {group}")))?,
+                        norm,
+                        residual: None,
+                    }),
+                    vec![x],
+                    output,
+                );
+            }
+            OpType::BatchNormalization => {
+                only(n, op, &["epsilon", "momentum", "training_mode"])?;
+                if int(n, "training_mode", 0) != 0 {
+                    return Err(at(name, op, "attribute training_mode: inference only"));
+                }
+                let x = b.read(name, op, arg(0)?)?;
+                let conv = b.producer(&x).filter(|&i| {
+                    b.readers.get(arg(0).unwrap_or_default()).copied() == Some(1)
+                        && matches!(&b.nodes[i].op, Op::Conv(c) if c.residual.is_none() && !matches!(c.norm, Norm::BatchNorm { .. }))
+                        && b.nodes[i].activation == Activation::Identity
+                });
+                let Some(i) = conv else {
+                    return Err(at(name, op, "a batch norm folds into the convolution before it; this one follows no convolution it can fold into"));
+                };
+                let mut t = Vec::new();
+                for j in 1..5 {
+                    t.push(b.initializer(name, op, arg(j)?)?);
+                }
+                let Op::Conv(c) = &b.nodes[i].op else {
+                    unreachable!("checked above")
+                };
+                // A convolution bias before the batch norm: the mean moves by it.
+                let conv_bias = match &c.norm {
+                    Norm::Bias(w) => b
+                        .weights
+                        .iter()
+                        .find(|(n, _)| n == w)
+                        .map(|(_, t)| t.values.clone()),
+                    _ => None,
+                };
+                let prefix = b.unused(&format!("{name}.bn"));
+                let mut mean = t[2].1.clone();
+                if let Some(cb) = conv_bias {
+                    for (m, c) in mean.iter_mut().zip(cb) {
+                        *m -= c;
+                    }
+                }
+                for (suffix, (dims, values)) in [
+                    ("weight", (t[0].0.clone(), t[0].1.clone())),
+                    ("bias", (t[1].0.clone(), t[1].1.clone())),
+                    ("running_mean", (t[2].0.clone(), mean)),
+                    ("running_var", (t[3].0.clone(), t[3].1.clone())),
+                ] {
+                    b.weights.push((
+                        format!("{prefix}.{suffix}"),
+                        Tensor {
+                            shape: dims,
+                            values,
+                        },
+                    ));
+                }
+                let node = &mut b.nodes[i];
+                if let Op::Conv(c) = &mut node.op {
+                    if let Norm::Bias(w) = &c.norm {
+                        let w = w.clone();
+                        b.weights.retain(|(n, _)| *n != w);
+                    }
+                    c.norm = Norm::BatchNorm {
+                        prefix,
+                        eps: float(n, "epsilon", 1e-5),
+                    };
+                }
+                b.nodes[i].output = output;
+            }
+            OpType::Relu
+            | OpType::Sigmoid
+            | OpType::Tanh
+            | OpType::HardSwish
+            | OpType::HardSigmoid
+            | OpType::LeakyRelu
+            | OpType::Clip => {
+                if n.op_type == OpType::Sigmoid && silu_sigmoids.contains(&out) {
+                    continue;
+                }
+                let act = match &n.op_type {
+                    OpType::Relu => Activation::Relu,
+                    OpType::Sigmoid => Activation::Sigmoid,
+                    OpType::Tanh => Activation::Tanh,
+                    OpType::HardSwish => Activation::HardSwish,
+                    OpType::HardSigmoid => {
+                        let (alpha, beta) = (float(n, "alpha", 0.2), float(n, "beta", 0.5));
+                        if (alpha - 1.0 / 6.0).abs() > 1e-6 || (beta - 0.5).abs() > 1e-6 {
+                            return Err(at(name, op, format!("alpha {alpha}, beta {beta}: kiln's hard sigmoid is PyTorch's (1/6, 1/2)")));
+                        }
+                        Activation::HardSigmoid
+                    }
+                    OpType::LeakyRelu => {
+                        let alpha = float(n, "alpha", 0.01);
+                        if (alpha - 0.01).abs() > 1e-7 {
+                            return Err(at(
+                                name,
+                                op,
+                                format!(
+                                    "attribute alpha {alpha}: kiln's leaky ReLU has slope 0.01"
+                                ),
+                            ));
+                        }
+                        Activation::LeakyRelu
+                    }
+                    _ => {
+                        // Clip: bounds from inputs 1 and 2 (opset 11+) or attributes.
+                        let bound = |i: usize, attr: &str, default: f32| -> Result<f32, String> {
+                            match n.input.get(i).filter(|s| !s.is_empty()) {
+                                Some(t) => Ok(b
+                                    .initializer(name, op, t)?
+                                    .1
+                                    .first()
+                                    .copied()
+                                    .unwrap_or(default)),
+                                None => Ok(float(n, attr, default)),
+                            }
+                        };
+                        let (lo, hi) = (bound(1, "min", f32::MIN)?, bound(2, "max", f32::MAX)?);
+                        match (lo, hi) {
+                            (0.0, 6.0) => Activation::ClippedRelu,
+                            (0.0, f32::MAX) => Activation::Relu,
+                            _ => {
+                                return Err(at(
+                                    name,
+                                    op,
+                                    format!(
+                                    "bounds {lo}..{hi}: kiln clips to 0..6 (ReLU6) or 0.. (ReLU)"
+                                ),
+                                ))
+                            }
+                        }
+                    }
+                };
+                let x = b.read(name, op, arg(0)?)?;
+                b.activation(name, &x, arg(0)?, &output, act);
+            }
+            OpType::Mul => {
+                let (a0, a1) = (arg(0)?, arg(1)?);
+                let sig = [a0, a1].into_iter().find(|t| silu_sigmoids.contains(t));
+                if let Some(s) = sig {
+                    let x = if s == a0 { a1 } else { a0 };
+                    // x feeds the sigmoid and the multiply: folding needs it to have no other reader.
+                    let xt = b.read(name, op, x)?;
+                    let fold = b.readers.get(x).copied() == Some(2);
+                    if fold {
+                        if let Some(i) = b
+                            .producer(&xt)
+                            .filter(|&i| b.nodes[i].activation == Activation::Identity)
+                        {
+                            b.nodes[i].activation = Activation::Silu;
+                            b.nodes[i].output = output;
+                            continue;
+                        }
+                    }
+                    b.nodes.push(Node {
+                        name: clean(name),
+                        op: Op::Activation,
+                        inputs: vec![xt],
+                        output,
+                        activation: Activation::Silu,
+                    });
+                    continue;
+                }
+                // Squeeze-and-excitation: a map times a C x 1 x 1 tensor.
+                let (x, y) = (b.read(name, op, a0)?, b.read(name, op, a1)?);
+                let (sx, sy) = (
+                    b.shape(&x).map_err(|e| at(name, op, e))?,
+                    b.shape(&y).map_err(|e| at(name, op, e))?,
+                );
+                let inputs = match ((sx.h, sx.w), (sy.h, sy.w)) {
+                    (_, (1, 1)) if sx.c == sy.c => vec![x, y],
+                    ((1, 1), _) if sx.c == sy.c => vec![y, x],
+                    _ => return Err(at(name, op, format!("shapes {sx} and {sy}: kiln multiplies a map by a per-channel C x 1 x 1 tensor"))),
+                };
+                b.push(name, Op::ChannelMul, inputs, output);
+            }
+            OpType::Add => {
+                let (a0, a1) = (arg(0)?, arg(1)?);
+                let (x, y) = (b.read(name, op, a0)?, b.read(name, op, a1)?);
+                // A residual: folded into the convolution writing one side, when the other
+                // side is written before it and the convolution's output has no other reader.
+                let fold =
+                    [(a0, &x, &y), (a1, &y, &x)]
+                        .into_iter()
+                        .find_map(|(onnx, conv_out, other)| {
+                            let i = b.producer(conv_out)?;
+                            let other_before = b.producer(other).is_none_or(|j| j < i);
+                            let ok = b.readers.get(onnx).copied() == Some(1)
+                                && other_before
+                                && b.nodes[i].activation == Activation::Identity
+                                && matches!(&b.nodes[i].op, Op::Conv(c) if c.residual.is_none());
+                            ok.then(|| (i, other.clone()))
+                        });
+                match fold {
+                    Some((i, other)) => {
+                        if let Op::Conv(c) = &mut b.nodes[i].op {
+                            c.residual = Some(other);
+                        }
+                        b.nodes[i].output = output;
+                    }
+                    None => b.push(name, Op::Add, vec![x, y], output),
+                }
+            }
+            OpType::MaxPool | OpType::AveragePool => {
+                only(
+                    n,
+                    op,
+                    &[
+                        "kernel_shape",
+                        "strides",
+                        "pads",
+                        "ceil_mode",
+                        "count_include_pad",
+                        "auto_pad",
+                        "dilations",
+                        "storage_order",
+                    ],
+                )?;
+                if ints(n, "dilations", &[1, 1]).iter().any(|&d| d != 1) {
+                    return Err(at(name, op, "attribute dilations: undilated pooling only"));
+                }
+                if int(n, "storage_order", 0) != 0 {
+                    return Err(at(name, op, "attribute storage_order: row-major only"));
+                }
+                let mode = match (&n.op_type, int(n, "count_include_pad", 0)) {
+                    (OpType::MaxPool, _) => PoolMode::Max,
+                    (_, 0) => PoolMode::AverageExcludePad,
+                    _ => PoolMode::Average,
+                };
+                let window = hw(name, op, "kernel_shape", &ints(n, "kernel_shape", &[]))?;
+                let x = b.read(name, op, arg(0)?)?;
+                let pool = Pool2d {
+                    mode,
+                    window,
+                    stride: hw(name, op, "strides", &ints(n, "strides", &[1, 1]))?,
+                    pad: pads(n, op)?,
+                    ceil_mode: int(n, "ceil_mode", 0) != 0,
+                };
+                b.push(name, Op::Pool(pool), vec![x], output);
+            }
+            OpType::GlobalAveragePool => {
+                let x = b.read(name, op, arg(0)?)?;
+                b.push(name, Op::GlobalAvgPool, vec![x], output);
+            }
+            OpType::Flatten
+            | OpType::Reshape
+            | OpType::Identity
+            | OpType::Dropout
+            | OpType::Squeeze
+            | OpType::Unsqueeze => {
+                let x = b.read(name, op, arg(0)?)?;
+                if matches!(
+                    n.op_type,
+                    OpType::Flatten | OpType::Reshape | OpType::Squeeze | OpType::Unsqueeze
+                ) {
+                    let s = b.shape(&x).map_err(|e| at(name, op, e))?;
+                    if (s.h, s.w) != (1, 1) {
+                        return Err(at(name, op, format!("of a {s} tensor: kiln keeps maps NHWC, so only C x 1 x 1 tensors reshape for free")));
+                    }
+                }
+                b.alias.insert(output, x);
+            }
+            OpType::Gemm | OpType::MatMul => {
+                let x = b.read(name, op, arg(0)?)?;
+                let s = b.shape(&x).map_err(|e| at(name, op, e))?;
+                if (s.h, s.w) != (1, 1) {
+                    return Err(at(name, op, format!("input is {s}: a fully connected layer reads a flattened C x 1 x 1 tensor")));
+                }
+                if n.op_type == OpType::Gemm {
+                    only(n, op, &["alpha", "beta", "transA", "transB"])?;
+                    if float(n, "alpha", 1.0) != 1.0
+                        || float(n, "beta", 1.0) != 1.0
+                        || int(n, "transA", 0) != 0
+                    {
+                        return Err(at(
+                            name,
+                            op,
+                            "attributes alpha, beta and transA must be 1, 1, 0",
+                        ));
+                    }
+                }
+                let (dims, vals) = b.initializer(name, op, arg(1)?)?;
+                // kiln's weight is [out, in]: Gemm's with transB, else (and MatMul's) transposed.
+                let trans_b = n.op_type == OpType::Gemm && int(n, "transB", 0) != 0;
+                let (rows, cols) = match dims[..] {
+                    [a, c] => (a, c),
+                    _ => return Err(at(name, op, format!("weight dims {dims:?} are not 2-D"))),
+                };
+                let (outf, inf, w) = if trans_b {
+                    (rows, cols, vals)
+                } else {
+                    let mut t = vec![0.0; vals.len()];
+                    for i in 0..rows {
+                        for j in 0..cols {
+                            t[j * rows + i] = vals[i * cols + j];
+                        }
+                    }
+                    (cols, rows, t)
+                };
+                if inf != s.c as usize {
+                    return Err(at(
+                        name,
+                        op,
+                        format!("weight takes {inf} features, the input has {}", s.c),
+                    ));
+                }
+                let weight = b.weight(arg(1)?, vec![outf, inf], w);
+                let bias = match n
+                    .input
+                    .get(2)
+                    .filter(|t| !t.is_empty() && n.op_type == OpType::Gemm)
+                {
+                    Some(t) => {
+                        let (_, bv) = b.initializer(name, op, t)?;
+                        if bv.len() != outf {
+                            return Err(at(name, op, format!("bias of {} values for {outf} outputs (broadcast biases are not read)", bv.len())));
+                        }
+                        Some(b.weight(t, vec![outf], bv))
+                    }
+                    None => None,
+                };
+                b.push(
+                    name,
+                    Op::Linear {
+                        weight,
+                        bias,
+                        out: outf as u32,
+                    },
+                    vec![x],
+                    output,
+                );
+            }
+            OpType::Softmax => {
+                let x = b.read(name, op, arg(0)?)?;
+                let s = b.shape(&x).map_err(|e| at(name, op, e))?;
+                let axis = int(
+                    n,
+                    "axis",
+                    if model
+                        .opset_import
+                        .iter()
+                        .any(|o| o.domain.is_empty() && o.version >= 13)
+                    {
+                        -1
+                    } else {
+                        1
+                    },
+                );
+                let over_channels = axis == 1 || ((s.h, s.w) == (1, 1) && axis == -1);
+                if !over_channels {
+                    return Err(at(
+                        name,
+                        op,
+                        format!("attribute axis {axis}: kiln's softmax is over channels"),
+                    ));
+                }
+                b.push(name, Op::Softmax, vec![x], output);
+            }
+            OpType::Concat => {
+                if int(n, "axis", 1) != 1 {
+                    return Err(at(
+                        name,
+                        op,
+                        format!(
+                            "attribute axis {}: kiln concatenates channels (axis 1)",
+                            int(n, "axis", 1)
+                        ),
+                    ));
+                }
+                let inputs = n
+                    .input
+                    .iter()
+                    .map(|t| b.read(name, op, t))
+                    .collect::<Result<_, _>>()?;
+                b.nodes.push(Node {
+                    name: clean(name),
+                    op: Op::Concat,
+                    inputs,
+                    output,
+                    activation: Activation::Identity,
+                });
+            }
+            _ => return Err(at(name, op, "operator not supported")),
+        }
+    }
+    let outputs: Vec<String> = graph.output.iter().map(|o| b.tensor(o.name)).collect();
+    let def = NetworkDef {
+        name: clean(name),
+        input: b.input.clone(),
+        nodes: b.nodes,
+        outputs,
+    };
+    def.shapes().map_err(|e| e.to_string())?;
+    let mut weights = b.weights;
+    weights.sort_by(|x, y| x.0.cmp(&y.0));
+    Ok(Imported { def, weights })
+}
+
+/// The weights as safetensors bytes (FP32, names sorted: the same model gives the same bytes).
+pub fn safetensors_bytes(weights: &[(String, Tensor)]) -> Result<Vec<u8>, String> {
+    let data: Vec<(String, Vec<u8>, Vec<usize>)> = weights
+        .iter()
+        .map(|(n, t)| {
+            (
+                n.clone(),
+                t.values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                t.shape.clone(),
+            )
+        })
+        .collect();
+    let views = data
+        .iter()
+        .map(|(n, bytes, shape)| {
+            safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), bytes)
+                .map(|v| (n.clone(), v))
+                .map_err(|e| format!("weight {n}: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    safetensors::tensor::serialize(views, None).map_err(|e| format!("writing safetensors: {e}"))
+}
