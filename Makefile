@@ -18,14 +18,15 @@ demo:
 
 ## Install toolchains (clang-19, NVRTC wheel, strace, libamdhip64) and run every test: the
 ## workspace (library, both binaries, build-time crate), the HIP struct-layout check against
-## hip-runtime-sys, the vendor-only builds, kdb freshness, and the examples (C and Rust; the
-## C library under valgrind).
+## hip-runtime-sys, the vendor-only builds, kdb freshness, the ONNX import against onnxruntime,
+## and the examples (C and Rust; the C library under valgrind).
 test: setup
 	$(CARGO) test --workspace
 	$(CARGO) build --quiet -p kiln --features hip-abi-check
 	$(CARGO) test --quiet -p kiln --lib --no-default-features --features hip,all-amd
 	$(CARGO) test --quiet -p kiln --lib --no-default-features --features cuda,all-nvidia
 	$(CARGO) run --quiet -p kiln-tools -- kdb build --check
+	python3 ci/onnx_check.py --tools target/debug/kiln-tools  # ONNX import against onnxruntime
 	$(MAKE) examples PROFILE=debug
 
 ## kiln's C library, staged in target/kiln-c/: include/kiln.h, lib/libkiln.a, lib/libkiln.so,

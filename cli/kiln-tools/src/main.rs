@@ -60,6 +60,8 @@ enum NetCommand {
     /// An ONNX model as a kiln network: <name>.txt (the definition `kiln net plan|run` take)
     /// and <name>.safetensors (its weights).
     Import(cmd::net_import::ImportArgs),
+    /// A network's CPU reference on a given input (raw FP32 NHWC in and out), no GPU.
+    Reference(cmd::net_import::ReferenceArgs),
 }
 
 #[derive(Subcommand)]
@@ -123,6 +125,7 @@ fn dispatch(cli: Cli) -> CliResult {
         Command::Db(DbCommand::Stats(a)) => cmd::db_stats::run(&a),
         Command::Db(DbCommand::Merge(a)) => cmd::db_merge::run(&a),
         Command::Net(NetCommand::Import(a)) => cmd::net_import::run(&a),
+        Command::Net(NetCommand::Reference(a)) => cmd::net_import::reference(&a),
         Command::Kdb(KdbCommand::Build(a)) => cmd::kdb_build::run(&a),
         Command::Find(a) => cmd::find::run(&a, true),
         Command::Tune(a) => cmd::find::run(&a, false),

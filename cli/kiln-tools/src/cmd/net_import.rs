@@ -81,3 +81,71 @@ pub fn run(a: &ImportArgs) -> CliResult {
     );
     Ok(())
 }
+
+#[derive(Args)]
+pub struct ReferenceArgs {
+    /// The network definition (text form: `kiln net show`, `kiln-tools net import`).
+    def: PathBuf,
+    /// Its weights (safetensors).
+    #[arg(long)]
+    weights: PathBuf,
+    /// The input: raw little-endian FP32, NHWC, `batch` samples.
+    #[arg(long)]
+    input: PathBuf,
+    /// Samples in the input.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    batch: u32,
+    /// Where the outputs go: raw little-endian FP32, NHWC, the network's outputs one after
+    /// another.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// `kiln-tools net reference`: a network's CPU reference (f64 arithmetic, FP32 tensors) on a
+/// given input, no GPU: what kiln's GPU results are checked against, and what the ONNX import
+/// is checked with against onnxruntime.
+pub fn reference(a: &ReferenceArgs) -> CliResult {
+    let read = |p: &std::path::Path, cap: u64| {
+        kiln::format::file::read_capped(p, cap)
+            .map_err(|e| format!("{}: {e}", kiln::format::text::escaped(&p.to_string_lossy())))
+    };
+    let text = String::from_utf8(read(&a.def, 16 << 20)?)
+        .map_err(|_| format!("{}: not UTF-8 text", a.def.display()))?;
+    let def =
+        kiln::net::NetworkDef::from_text(&text).map_err(|e| format!("{}: {e}", a.def.display()))?;
+    let weights = kiln::net::Weights::from_safetensors(&read(&a.weights, 4 << 30)?)
+        .map_err(|e| format!("{}: {e}", a.weights.display()))?;
+    let s = def.input.1;
+    let want = u64::from(a.batch) * u64::from(s.c) * u64::from(s.h) * u64::from(s.w) * 4;
+    let bytes = read(&a.input, want)?;
+    if bytes.len() as u64 != want {
+        return Err(format!(
+            "{}: {} bytes; {} x {s} FP32 is {want}",
+            a.input.display(),
+            bytes.len(),
+            a.batch
+        )
+        .into());
+    }
+    let image: Vec<f64> = bytes
+        .chunks_exact(4)
+        .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        .collect();
+    let outputs =
+        kiln::harness::net::forward(&def, &weights, a.batch, kiln::DataType::Fp32, &image)
+            .map_err(|e| format!("{}: {e}", a.def.display()))?;
+    let out: Vec<u8> = outputs
+        .iter()
+        .flatten()
+        .flat_map(|&v| (v as f32).to_le_bytes())
+        .collect();
+    write_atomic(&a.out, &out)?;
+    kiln::outln!(
+        "{}: {} output(s), {} values -> {}",
+        def.name,
+        outputs.len(),
+        out.len() / 4,
+        a.out.display()
+    );
+    Ok(())
+}
