@@ -353,6 +353,56 @@ fn every_hostile_database_file_gets_a_clear_error() {
             Expect::Error,
         ),
         (
+            "net import /dev/zero",
+            &["net", "import", "/dev/zero", "--out", "imported"],
+            Expect::Error,
+        ),
+        (
+            "net import a missing file",
+            &["net", "import", "absent.onnx", "--out", "imported"],
+            Expect::Error,
+        ),
+        (
+            "net import a binary file that is not ONNX",
+            &["net", "import", "good.db", "--out", "imported"],
+            Expect::Error,
+        ),
+        (
+            "net import an empty file",
+            &["net", "import", "empty.tsv", "--out", "imported"],
+            Expect::Error,
+        ),
+        (
+            "net reference a definition from /dev/zero",
+            &[
+                "net",
+                "reference",
+                "/dev/zero",
+                "--weights",
+                "good.db",
+                "--input",
+                "empty.tsv",
+                "--out",
+                "ref.bin",
+            ],
+            Expect::Error,
+        ),
+        (
+            "net reference a definition that is not one",
+            &[
+                "net",
+                "reference",
+                "notes.txt",
+                "--weights",
+                "good.db",
+                "--input",
+                "empty.tsv",
+                "--out",
+                "ref.bin",
+            ],
+            Expect::Error,
+        ),
+        (
             "db merge a missing shard directory",
             &[
                 "db",
