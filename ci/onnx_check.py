@@ -125,6 +125,20 @@ def cases():
     n1, i1 = conv("c1", "x", "c1", C, 8)
     n2, i2 = conv("c2", "x", "c2", C, 16)
     out.append(("concat", model(n1 + n2 + [helper.make_node("Concat", ["c1", "c2"], ["y"], name="cat", axis=1)], i1 + i2, "y", (N, 24, H, W)), 3))
+    # Upsampling by 2: PyTorch's nearest (asymmetric, floor) and bilinear (half-pixel).
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")
+    for label, kw in [("resize-nearest", dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")),
+                      ("resize-bilinear", dict(mode="linear", coordinate_transformation_mode="half_pixel"))]:
+        node = helper.make_node("Resize", ["x", "", "sc"], ["y"], name="up", **kw)
+        out.append((label, model([node], [scales], "y", (N, C, 2 * H, 2 * W)), 1))
+    # Channel splits (equal, and by sizes) put back together in another order; a channel slice.
+    sizes = numpy_helper.from_array(np.array([2, 6], np.int64), "sizes")
+    for label, inputs, inits in [("split-equal", ["x"], []), ("split-sizes", ["x", "sizes"], [sizes])]:
+        nodes = [helper.make_node("Split", inputs, ["a", "b"], name="split", axis=1),
+                 helper.make_node("Concat", ["b", "a"], ["y"], name="cat", axis=1)]
+        out.append((label, model(nodes, inits, "y", (N, C, H, W)), 3))
+    consts = [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in [("st", 2), ("en", 6), ("ax", 1)]]
+    out.append(("slice", model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"], name="sl")], consts, "y", (N, 4, H, W)), 1))
     return out
 
 
@@ -139,9 +153,9 @@ def refusals():
     n1[0].attribute.extend([helper.make_attribute("kernel_shape", [3, 3]), helper.make_attribute("pads", [1, 1, 0, 0])])
     out.append(("asymmetric pads", model(n1, i1, "y", (N, 8, H - 1, W - 1)), 'node "c" (Conv): attribute pads'))
     out.append(("lrn", model([helper.make_node("LRN", ["x"], ["y"], name="n", size=3)], [], "y", (N, C, H, W)), 'node "n" (LRN): operator not supported'))
-    out.append(("resize", model([helper.make_node("Resize", ["x", "", "sc"], ["y"], name="up", mode="nearest")],
-                                [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")], "y", (N, C, 2 * H, 2 * W)),
-                'node "up" (Resize): operator not supported'))
+    out.append(("resize cubic", model([helper.make_node("Resize", ["x", "", "sc"], ["y"], name="up", mode="cubic")],
+                                      [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")], "y", (N, C, 2 * H, 2 * W)),
+                'node "up" (Resize): mode "cubic"'))
     n2, i2 = bn("bn", "x", "y", C)
     out.append(("lone batch norm", model(n2, i2, "y", (N, C, H, W)), 'node "bn" (BatchNormalization): a batch norm folds'))
     out.append(("flatten a map", model([helper.make_node("Flatten", ["x"], ["y"], name="f", axis=1)], [], "y", (N, C * H * W)),

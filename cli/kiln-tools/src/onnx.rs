@@ -8,8 +8,9 @@
 //! `HardSwish`, `LeakyRelu` (slope 0.01), SiLU as `Mul(x, Sigmoid(x))`, `Add`, `MaxPool`,
 //! `AveragePool`, `GlobalAveragePool`, `Flatten`/`Reshape`/`Identity`/`Dropout` where they are
 //! layout no-ops (on `C x 1 x 1` tensors), `Gemm` and `MatMul` on a flattened tensor, `Softmax`
-//! over channels, `Concat` over channels. Anything else is an error naming the node, its
-//! operator and the attribute.
+//! over channels, `Concat`, `Split` and `Slice` over channels, `Resize` by a whole factor
+//! (PyTorch's nearest or bilinear), `Mul` by a `C x 1 x 1` tensor. Anything else is an error
+//! naming the node, its operator and the attribute.
 
 use std::collections::HashMap;
 
@@ -822,6 +823,172 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                     ));
                 }
                 b.push(name, Op::Softmax, vec![x], output);
+            }
+            OpType::Resize => {
+                let x = b.read(name, op, arg(0)?)?;
+                let shape = b.shape(&x).map_err(|e| at(name, op, e))?;
+                let text = |attr: &str, default: &str| {
+                    n.attribute
+                        .iter()
+                        .find(|a| a.name == attr)
+                        .map_or(default.to_string(), |a| {
+                            String::from_utf8_lossy(a.s).into_owned()
+                        })
+                };
+                // The factor: from scales [1, 1, f, f] or sizes [n, c, f h, f w].
+                let factors: Vec<f64> = match (
+                    n.input.get(2).filter(|t| !t.is_empty()),
+                    n.input.get(3).filter(|t| !t.is_empty()),
+                ) {
+                    (Some(t), _) => b
+                        .initializer(name, op, t)?
+                        .1
+                        .iter()
+                        .map(|&v| f64::from(v))
+                        .collect(),
+                    (None, Some(t)) => {
+                        let sizes = b.init.get(t).and_then(|p| p.as_i64()).ok_or_else(|| {
+                            at(
+                                name,
+                                op,
+                                format!("sizes {t:?} is not a constant list of integers"),
+                            )
+                        })?;
+                        match sizes[..] {
+                            [_, _, h, w] => vec![
+                                1.0,
+                                1.0,
+                                h as f64 / f64::from(shape.h),
+                                w as f64 / f64::from(shape.w),
+                            ],
+                            _ => {
+                                return Err(at(
+                                    name,
+                                    op,
+                                    format!("sizes {sizes:?} are not N x C x H x W"),
+                                ))
+                            }
+                        }
+                    }
+                    _ => return Err(at(name, op, "neither scales nor sizes given")),
+                };
+                let factor = match factors[..] {
+                    [1.0, 1.0, fh, fw] if fh == fw && fh >= 1.0 && fh.fract() == 0.0 && fh <= 64.0 => fh as u32,
+                    _ => return Err(at(name, op, format!("scales {factors:?}: kiln upsamples height and width by one whole factor"))),
+                };
+                let (mode, transform) = (
+                    text("mode", "nearest"),
+                    text("coordinate_transformation_mode", "half_pixel"),
+                );
+                let mode = match (mode.as_str(), transform.as_str(), text("nearest_mode", "round_prefer_floor").as_str()) {
+                    ("nearest", "asymmetric", "floor") => kiln::ops::ResizeMode::Nearest,
+                    ("linear", "half_pixel" | "pytorch_half_pixel", _) => kiln::ops::ResizeMode::Bilinear,
+                    (m, t, nm) => return Err(at(name, op, format!("mode {m:?} with coordinate_transformation_mode {t:?} and nearest_mode {nm:?}: kiln resizes as PyTorch's nearest (asymmetric, floor) or bilinear (half_pixel)"))),
+                };
+                if int(n, "antialias", 0) != 0 {
+                    return Err(at(name, op, "attribute antialias: not supported"));
+                }
+                b.push(name, Op::Resize { mode, factor }, vec![x], output);
+            }
+            OpType::Split | OpType::Slice => {
+                let x = b.read(name, op, arg(0)?)?;
+                let channels = b.shape(&x).map_err(|e| at(name, op, e))?.c;
+                let consts = |i: usize| -> Result<Option<Vec<i64>>, String> {
+                    match n.input.get(i).filter(|t| !t.is_empty()) {
+                        Some(t) => b
+                            .init
+                            .get(t)
+                            .and_then(|p| p.as_i64())
+                            .map(|v| Some(v.into_owned()))
+                            .ok_or_else(|| {
+                                at(
+                                    name,
+                                    op,
+                                    format!("input {t:?} is not a constant list of integers"),
+                                )
+                            }),
+                        None => Ok(None),
+                    }
+                };
+                // Channel ranges, one per output.
+                let ranges: Vec<(u32, u32)> = if n.op_type == OpType::Split {
+                    if int(n, "axis", 0) != 1 {
+                        return Err(at(
+                            name,
+                            op,
+                            format!(
+                                "attribute axis {}: kiln splits channels (axis 1)",
+                                int(n, "axis", 0)
+                            ),
+                        ));
+                    }
+                    let sizes = match consts(1)? {
+                        Some(v) => v,
+                        None => match n.attribute.iter().find(|a| a.name == "split") {
+                            Some(a) => a.ints.clone(),
+                            None => {
+                                let parts = n.output.len() as i64;
+                                if parts == 0 || i64::from(channels) % parts != 0 {
+                                    return Err(at(name, op, format!("{channels} channels do not split into {parts} equal parts")));
+                                }
+                                vec![i64::from(channels) / parts; parts as usize]
+                            }
+                        },
+                    };
+                    if sizes.len() != n.output.len()
+                        || sizes.iter().any(|&v| v <= 0)
+                        || sizes.iter().sum::<i64>() != i64::from(channels)
+                    {
+                        return Err(at(
+                            name,
+                            op,
+                            format!(
+                                "split {sizes:?} of {channels} channels into {} outputs",
+                                n.output.len()
+                            ),
+                        ));
+                    }
+                    let mut start = 0u32;
+                    sizes
+                        .iter()
+                        .map(|&v| {
+                            let r = (start, v as u32);
+                            start += v as u32;
+                            r
+                        })
+                        .collect()
+                } else {
+                    let (starts, ends) = (
+                        consts(1)?.unwrap_or_default(),
+                        consts(2)?.unwrap_or_default(),
+                    );
+                    let axes = consts(3)?.unwrap_or_else(|| vec![0]);
+                    let steps = consts(4)?.unwrap_or_else(|| vec![1]);
+                    match (&starts[..], &ends[..], &axes[..], &steps[..]) {
+                        ([s0], [e0], [1], [1]) => {
+                            let c = i64::from(channels);
+                            let clamp = |v: i64| if v < 0 { (v + c).max(0) } else { v.min(c) };
+                            let (lo, hi) = (clamp(*s0), clamp(*e0));
+                            if hi <= lo {
+                                return Err(at(name, op, format!("channels {s0}..{e0} of {channels} are empty")));
+                            }
+                            vec![(lo as u32, (hi - lo) as u32)]
+                        }
+                        _ => return Err(at(name, op, format!("starts {starts:?}, ends {ends:?}, axes {axes:?}, steps {steps:?}: kiln slices channels (axis 1, step 1)"))),
+                    }
+                };
+                for (i, (start, count)) in ranges.into_iter().enumerate() {
+                    let out_i = n.output.get(i).copied().unwrap_or_default();
+                    b.push(
+                        &format!("{name}.{i}"),
+                        Op::Slice {
+                            start,
+                            channels: count,
+                        },
+                        vec![x.clone()],
+                        clean(out_i),
+                    );
+                }
             }
             OpType::Concat => {
                 if int(n, "axis", 1) != 1 {
