@@ -339,3 +339,76 @@ fn unsupported_graphs_are_refused_naming_the_node_and_nothing_is_written() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("one input; the graph has 2"), "{err}");
 }
+
+/// `find --model` measures exactly a network's convolutions as it runs them (fused), here an
+/// imported one, from a log (no GPU).
+#[test]
+fn find_measures_a_models_own_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = import(dir.path(), "net", &classifier(|_| {}));
+    assert_eq!(code, Some(0), "{out}{err}");
+    let def_path = dir.path().join("out-net/net.txt");
+    let def =
+        kiln::net::NetworkDef::from_text(&std::fs::read_to_string(&def_path).unwrap()).unwrap();
+    let mut keys: Vec<String> = Vec::new();
+    for batch in [1, 4] {
+        for (_, p) in def.conv_problems(batch, kiln::DataType::Fp16).unwrap() {
+            keys.push(p.find_db_key().to_string());
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    // Two convolutions and the linear layer, at two batches, each with its fused epilogue.
+    assert_eq!(keys.len(), 6, "{keys:?}");
+    assert!(
+        keys.iter().any(|k| k.contains("+scale+bias+relu")),
+        "{keys:?}"
+    );
+    assert!(keys.iter().any(|k| k.contains("+add+relu")), "{keys:?}");
+    let log = dir.path().join("log.tsv");
+    let lines: Vec<String> = keys
+        .iter()
+        .map(|k| format!("{k}\tConvDirectNaiveFwd\t\t0.5\t0.0e0\ttrue"))
+        .collect();
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let db = dir.path().join("db");
+    let (code, out, err) = tools(&[
+        "find",
+        "--from-log",
+        log.to_str().unwrap(),
+        "--target",
+        "sm_90_132",
+        "--model",
+        def_path.to_str().unwrap(),
+        "--batch",
+        "1,4",
+        "--db-dir",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("6 problems, 0 already measured, 6 to measure"),
+        "{out}"
+    );
+    let fdb = std::fs::read_to_string(db.join("sm_90_132.HIP.fdb.txt")).unwrap();
+    let mut recorded: Vec<&str> = fdb.lines().map(|l| l.split('=').next().unwrap()).collect();
+    recorded.sort();
+    assert_eq!(recorded, keys);
+    // A model that is neither built in nor a file.
+    let (code, _, err) = tools(&[
+        "find",
+        "--from-log",
+        log.to_str().unwrap(),
+        "--target",
+        "sm_90_132",
+        "--model",
+        "vgg",
+        "--db-dir",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--model vgg") && err.contains("resnet50"),
+        "{err}"
+    );
+}

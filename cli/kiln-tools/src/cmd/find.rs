@@ -17,8 +17,18 @@ pub struct FindArgs {
     #[command(flatten)]
     device: DeviceArgs,
     /// Problem lists: one find-db key per line, '#' comments (ci/problems/*.txt).
-    #[arg(long, num_args = 1.., required_unless_present = "worker")]
+    #[arg(long, num_args = 1.., required_unless_present_any = ["worker", "models"])]
     problems: Vec<PathBuf>,
+    /// Measure a network's convolutions, as it runs them (fused): a built-in network
+    /// (resnet50, ...) or a definition file (`kiln net show`, `kiln-tools net import`).
+    #[arg(long = "model", num_args = 1..)]
+    models: Vec<String>,
+    /// Batch sizes of --model's problems.
+    #[arg(long = "batch", value_delimiter = ',', default_value = "1,32")]
+    batches: Vec<u32>,
+    /// Data type of --model's problems: FP16, BF16, FP32.
+    #[arg(long = "model-type", default_value = "FP16")]
+    model_type: String,
     /// Measure on several GPUs at once: `all`, or devices separated by commas (cuda:0,cuda:1),
     /// one worker process each, fed from one queue; the DBs get the same bytes whatever the
     /// number of workers.
@@ -268,6 +278,56 @@ pub fn measure_one(
     })
 }
 
+/// The convolution problems of `--model`'s networks (fused, as each network runs them) at each
+/// `--batch`, keyed; errors name the network, or the file and line.
+fn model_problems(a: &FindArgs) -> Result<Vec<(String, ConvProblem)>, Box<dyn std::error::Error>> {
+    let dtype = [
+        kiln::DataType::Fp16,
+        kiln::DataType::Bf16,
+        kiln::DataType::Fp32,
+    ]
+    .into_iter()
+    .find(|d| d.name() == a.model_type)
+    .ok_or_else(|| {
+        format!(
+            "--model-type {:?}: expected FP16, BF16 or FP32",
+            a.model_type
+        )
+    })?;
+    let mut out = Vec::new();
+    for model in &a.models {
+        let def = match kiln::net::models::by_name(model) {
+            Some(def) => def,
+            None => {
+                let path = Path::new(model);
+                let shown = kiln::format::text::escaped(model);
+                let bytes = kiln::format::file::read_capped(path, 16 << 20).map_err(|e| {
+                    format!(
+                        "--model {shown}: {e} (not a built-in network: {})",
+                        kiln::net::models::NAMES.join(", ")
+                    )
+                })?;
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| format!("--model {shown}: not UTF-8 text"))?;
+                kiln::net::NetworkDef::from_text(&text)
+                    .map_err(|e| format!("--model {shown}: {e}"))?
+            }
+        };
+        for &batch in &a.batches {
+            if batch == 0 {
+                return Err("--batch 0: batches are at least 1".into());
+            }
+            for (_, p) in def
+                .conv_problems(batch, dtype)
+                .map_err(|e| format!("--model {model}: {e}"))?
+            {
+                out.push((p.find_db_key().to_string(), p));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// A listed problem as `find` measures it: with TF32 allowed where `--tf32` asks.
 pub fn as_measured(a: &FindArgs, p: ConvProblem) -> ConvProblem {
     if a.tf32 && p.data_types()[0] == kiln::DataType::Fp32 {
@@ -354,21 +414,24 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         perf: mut pdb,
     } = super::TargetDbs::read(&dir, base)?;
     let mut problems: Vec<(String, ConvProblem)> = Vec::new();
+    let mut listed = Vec::new();
     for file in &a.problems {
-        for (key, p) in read_problem_list(file)? {
-            if !a.layouts.is_empty() && !a.layouts.iter().any(|l| l == p.layouts()[0].name()) {
-                continue;
-            }
-            if !a.types.is_empty() && !a.types.iter().any(|t| t == p.data_types()[0].name()) {
-                continue;
-            }
-            let p = as_measured(a, p);
-            if a.shard.is_some_and(|s| !s.owns(p.perf_db_key().as_str())) {
-                continue;
-            }
-            if !problems.iter().any(|(k, _)| *k == key) {
-                problems.push((key, p));
-            }
+        listed.extend(read_problem_list(file)?);
+    }
+    listed.extend(model_problems(a)?);
+    for (key, p) in listed {
+        if !a.layouts.is_empty() && !a.layouts.iter().any(|l| l == p.layouts()[0].name()) {
+            continue;
+        }
+        if !a.types.is_empty() && !a.types.iter().any(|t| t == p.data_types()[0].name()) {
+            continue;
+        }
+        let p = as_measured(a, p);
+        if a.shard.is_some_and(|s| !s.owns(p.perf_db_key().as_str())) {
+            continue;
+        }
+        if !problems.iter().any(|(k, _)| *k == key) {
+            problems.push((key, p));
         }
     }
     let caps = kiln::solvers::TargetCaps::of(target);
