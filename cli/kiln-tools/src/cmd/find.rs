@@ -298,20 +298,12 @@ fn model_problems(a: &FindArgs) -> Result<Vec<(String, ConvProblem)>, Box<dyn st
     for model in &a.models {
         let def = match kiln::net::models::by_name(model) {
             Some(def) => def,
-            None => {
-                let path = Path::new(model);
-                let shown = kiln::format::text::escaped(model);
-                let bytes = kiln::format::file::read_capped(path, 16 << 20).map_err(|e| {
-                    format!(
-                        "--model {shown}: {e} (not a built-in network: {})",
-                        kiln::net::models::NAMES.join(", ")
-                    )
-                })?;
-                let text = String::from_utf8(bytes)
-                    .map_err(|_| format!("--model {shown}: not UTF-8 text"))?;
-                kiln::net::NetworkDef::from_text(&text)
-                    .map_err(|e| format!("--model {shown}: {e}"))?
-            }
+            None => kiln::harness::net::read_definition(Path::new(model)).map_err(|e| {
+                format!(
+                    "--model {e} (not a built-in network: {})",
+                    kiln::net::models::NAMES.join(", ")
+                )
+            })?,
         };
         for &batch in &a.batches {
             if batch == 0 {

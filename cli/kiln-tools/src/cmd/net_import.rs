@@ -109,10 +109,7 @@ pub fn reference(a: &ReferenceArgs) -> CliResult {
         kiln::format::file::read_capped(p, cap)
             .map_err(|e| format!("{}: {e}", kiln::format::text::escaped(&p.to_string_lossy())))
     };
-    let text = String::from_utf8(read(&a.def, 16 << 20)?)
-        .map_err(|_| format!("{}: not UTF-8 text", a.def.display()))?;
-    let def =
-        kiln::net::NetworkDef::from_text(&text).map_err(|e| format!("{}: {e}", a.def.display()))?;
+    let def = kiln::harness::net::read_definition(&a.def)?;
     let weights = kiln::net::Weights::from_safetensors(&read(&a.weights, 4 << 30)?)
         .map_err(|e| format!("{}: {e}", a.weights.display()))?;
     let s = def.input.1;

@@ -10,9 +10,6 @@ use crate::args::NetShowArgs;
 use crate::args::{NetPlanArgs, NetRunArgs};
 use crate::CliResult;
 
-/// Largest network definition file read (a text form of thousands of nodes is under 1 MiB).
-const DEF_FILE_CAP: u64 = 16 << 20;
-
 /// The network `model` names (a built-in network, or a file holding a definition's text form)
 /// and the data type `dtype` names; errors list what exists, or name the file and line.
 fn network(model: &str, dtype: &str) -> Result<(kiln::net::NetworkDef, DataType), String> {
@@ -20,12 +17,7 @@ fn network(model: &str, dtype: &str) -> Result<(kiln::net::NetworkDef, DataType)
     let def = match models::by_name(model) {
         Some(def) => def,
         None if path.exists() => {
-            let shown = kiln::format::text::escaped(model);
-            let bytes = kiln::format::file::read_capped(path, DEF_FILE_CAP)
-                .map_err(|e| format!("net: {shown}: {e}"))?;
-            let text = String::from_utf8(bytes)
-                .map_err(|_| format!("net: {shown}: not UTF-8 text (a network definition's text form)"))?;
-            kiln::net::NetworkDef::from_text(&text).map_err(|e| format!("net: {shown}: {e}"))?
+            kiln::harness::net::read_definition(path).map_err(|e| format!("net: {e}"))?
         }
         None => {
             return Err(format!(
