@@ -104,6 +104,20 @@ pub fn forward(
         .collect())
 }
 
+/// Largest network definition file read (a text form of thousands of nodes is under 1 MiB).
+pub const DEFINITION_CAP: u64 = 16 << 20;
+
+/// A network definition from a file holding its text form ([`NetworkDef::from_text`]): read
+/// capped, as UTF-8; errors name the file, and the line and key.
+pub fn read_definition(path: &std::path::Path) -> Result<NetworkDef, String> {
+    let shown = kiln_format::text::escaped(&path.to_string_lossy());
+    let bytes = kiln_format::file::read_capped(path, DEFINITION_CAP)
+        .map_err(|e| format!("{shown}: {e}"))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("{shown}: not UTF-8 text (a network definition's text form)"))?;
+    NetworkDef::from_text(&text).map_err(|e| format!("{shown}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,18 +237,4 @@ mod tests {
             vec![0.0, 4.0, 1.0, 2.0, -3.0, 4.0, 7.0, 0.0, 5.0, 6.0, 7.0, -8.0]
         );
     }
-}
-
-/// Largest network definition file read (a text form of thousands of nodes is under 1 MiB).
-pub const DEFINITION_CAP: u64 = 16 << 20;
-
-/// A network definition from a file holding its text form ([`NetworkDef::from_text`]): read
-/// capped, as UTF-8; errors name the file, and the line and key.
-pub fn read_definition(path: &std::path::Path) -> Result<NetworkDef, String> {
-    let shown = kiln_format::text::escaped(&path.to_string_lossy());
-    let bytes = kiln_format::file::read_capped(path, DEFINITION_CAP)
-        .map_err(|e| format!("{shown}: {e}"))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| format!("{shown}: not UTF-8 text (a network definition's text form)"))?;
-    NetworkDef::from_text(&text).map_err(|e| format!("{shown}: {e}"))
 }
