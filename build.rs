@@ -126,7 +126,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         targets_dir,
         extra_targets_dirs,
         enabled,
-        out_dir,
+        out_dir: out_dir.clone(),
         sources,
         fetch: FetchOptions { cache_dir, offline },
         provenance,
@@ -135,6 +135,19 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     };
     let report = embed(&req)?;
     for input in &report.inputs {
+        println!("cargo:rerun-if-changed={}", input.display());
+    }
+    // KILN_MODELS: networks to embed, ':'-separated definition files (<name>.txt, with
+    // <name>.safetensors and <name>.sha256 beside each), checked against their pins.
+    let models: Vec<PathBuf> = env("KILN_MODELS")
+        .map(|v| {
+            v.split(':')
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    for input in kiln_embed::models::embed_models(&models, &out_dir)? {
         println!("cargo:rerun-if-changed={}", input.display());
     }
     // KILN_EMBED_VERBOSE=1 shows what was packed (kiln info shows it too, from the binary).

@@ -10,6 +10,20 @@ mod generated {
     include!(concat!(env!("OUT_DIR"), "/kiln_embedded.rs"));
 }
 
+mod generated_models {
+    include!(concat!(env!("OUT_DIR"), "/kiln_models.rs"));
+}
+
+/// The networks embedded at build time (`KILN_MODELS`), in the order given.
+pub fn models() -> &'static [kiln_format::embedded::EmbeddedModel] {
+    generated_models::MODELS
+}
+
+/// An embedded network by name.
+pub fn model(name: &str) -> Option<&'static kiln_format::embedded::EmbeddedModel> {
+    generated_models::MODELS.iter().find(|m| m.name == name)
+}
+
 /// Every embedded target, sorted by basename.
 pub fn targets() -> &'static [EmbeddedTarget] {
     generated::TARGETS

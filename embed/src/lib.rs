@@ -14,6 +14,7 @@ pub mod kdb;
 pub mod kdbbuild;
 pub mod library;
 pub mod measured;
+pub mod models;
 pub mod pack;
 pub mod perfdb;
 mod sqlitefile;

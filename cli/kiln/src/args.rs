@@ -90,12 +90,9 @@ pub struct NetRunArgs {
     /// The network: resnet50, mobilenet_v2, efficientnet_b0, yolov8n, or a file holding a
     /// definition's text form (`kiln net show` prints one).
     pub model: String,
-    /// Weights: a safetensors file of the network's PyTorch state_dict (torchvision names).
-    #[arg(
-        long,
-        required_unless_present = "random_weights",
-        conflicts_with = "random_weights"
-    )]
+    /// Weights: a safetensors file of the network's PyTorch state_dict (torchvision names);
+    /// an embedded network (`KILN_MODELS`) uses its own without one.
+    #[arg(long, conflicts_with = "random_weights")]
     pub weights: Option<std::path::PathBuf>,
     /// Seeded random weights instead of a file (He-initialised filters, batch norms near
     /// identity).

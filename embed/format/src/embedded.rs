@@ -119,3 +119,81 @@ impl fmt::Debug for EmbeddedTarget {
             .finish_non_exhaustive()
     }
 }
+
+/// A network compiled into a binary (`KILN_MODELS` at build time): its definition's text form
+/// and its weights (safetensors bytes, zstd-compressed), pinned by sha256 when it was embedded.
+#[derive(Debug)]
+pub struct EmbeddedModel {
+    /// The network's name (its definition file's stem).
+    pub name: &'static str,
+    /// The definition's text form (`kiln::net::NetworkDef::from_text` reads it).
+    pub definition: &'static str,
+    /// The weights' safetensors bytes, one zstd frame.
+    pub weights_zst: &'static [u8],
+    /// Their length, uncompressed.
+    pub weights_len: usize,
+    /// The sha256 of the uncompressed weights, lowercase hex (the pin they were embedded with).
+    pub weights_sha256: &'static str,
+}
+
+impl EmbeddedModel {
+    /// The weights' safetensors bytes, decompressed and checked against their pin.
+    pub fn weights(&self) -> Result<Vec<u8>, String> {
+        let bytes = zstd::bulk::decompress(self.weights_zst, self.weights_len).map_err(|e| {
+            format!(
+                "model {}: the embedded weights do not decompress: {e}",
+                self.name
+            )
+        })?;
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(&bytes);
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        if bytes.len() != self.weights_len || hex != self.weights_sha256 {
+            return Err(format!(
+                "model {}: the embedded weights hash to {hex} ({} bytes), not their pin {} ({} bytes)",
+                self.name,
+                bytes.len(),
+                self.weights_sha256,
+                self.weights_len
+            ));
+        }
+        Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod model_tests {
+    use super::EmbeddedModel;
+
+    #[test]
+    fn embedded_weights_decompress_and_are_checked_against_their_pin() {
+        let raw = b"safetensors bytes, or any".to_vec();
+        let zst: &'static [u8] =
+            Box::leak(zstd::bulk::compress(&raw, 19).unwrap().into_boxed_slice());
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(&raw);
+        let pin: &'static str = Box::leak(
+            digest
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+                .into_boxed_str(),
+        );
+        let m = EmbeddedModel {
+            name: "m",
+            definition: "",
+            weights_zst: zst,
+            weights_len: raw.len(),
+            weights_sha256: pin,
+        };
+        assert_eq!(m.weights().unwrap(), raw);
+        let wrong = EmbeddedModel {
+            weights_sha256: "00",
+            ..m
+        };
+        assert!(wrong.weights().unwrap_err().contains("not their pin 00"));
+        let short = EmbeddedModel {
+            weights_len: 3,
+            ..wrong
+        };
+        assert!(short.weights().unwrap_err().contains("do not decompress"));
+    }
+}

@@ -65,8 +65,24 @@ pub fn run(a: &ImportArgs) -> CliResult {
         a.out.join(format!("{name}.txt")),
         a.out.join(format!("{name}.safetensors")),
     );
+    // Pins, as sha256sum writes them (`sha256sum -c` checks them; KILN_MODELS embeds only
+    // files that match).
+    let pins_path = a.out.join(format!("{name}.sha256"));
+    let sha = |b: &[u8]| -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect()
+    };
+    let pins = format!(
+        "{}  {name}.txt\n{}  {name}.safetensors\n",
+        sha(text.as_bytes()),
+        sha(&weights)
+    );
     write_atomic(&weights_path, &weights)?;
     write_atomic(&def_path, &text)?;
+    write_atomic(&pins_path, pins)?;
     kiln::outln!(
         "{name}: {} nodes, {} weights ({} values) -> {}, {}",
         def.nodes.len(),

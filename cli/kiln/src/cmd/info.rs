@@ -97,6 +97,35 @@ pub fn run(a: &JsonArgs) -> CliResult {
             );
         }
     }
+    let models = kiln::embedded::models();
+    if !models.is_empty() {
+        kiln::outln!("\nembedded networks (KILN_MODELS):");
+    }
+    for m in models {
+        // The definition is read as `kiln net run` reads it: a bad one is named here.
+        let summary = match kiln::net::NetworkDef::from_text(m.definition) {
+            Ok(def) => {
+                let convs = def
+                    .nodes
+                    .iter()
+                    .filter(|n| kiln::net::NetworkDef::as_conv(n).is_some())
+                    .count();
+                format!(
+                    "{} operators ({convs} convolutions), input {}",
+                    def.nodes.len(),
+                    def.input.1
+                )
+            }
+            Err(e) => format!("definition does not read: {e}"),
+        };
+        kiln::outln!(
+            "  {:<20} {summary}; weights {} B ({} B embedded), sha256 {}",
+            m.name,
+            m.weights_len,
+            m.weights_zst.len(),
+            m.weights_sha256
+        );
+    }
     kiln::outln!("\nbuild provenance:");
     for (k, v) in kiln::build_provenance() {
         kiln::outln!("  {k}: {v}");

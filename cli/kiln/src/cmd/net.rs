@@ -16,13 +16,19 @@ fn network(model: &str, dtype: &str) -> Result<(kiln::net::NetworkDef, DataType)
     let path = std::path::Path::new(model);
     let def = match models::by_name(model) {
         Some(def) => def,
+        None if kiln::embedded::model(model).is_some() => {
+            let m = kiln::embedded::model(model).ok_or("net: the embedded model vanished")?;
+            kiln::net::NetworkDef::from_text(m.definition)
+                .map_err(|e| format!("net: embedded model {model}: {e}"))?
+        }
         None if path.exists() => {
             kiln::harness::net::read_definition(path).map_err(|e| format!("net: {e}"))?
         }
         None => {
             return Err(format!(
-                "net: no network {model:?} (known: {}; or a file holding a definition, as `kiln net show` prints)",
-                models::NAMES.join(", ")
+                "net: no network {model:?} (known: {}{}; or a file holding a definition, as `kiln net show` prints)",
+                models::NAMES.join(", "),
+                kiln::embedded::models().iter().map(|m| format!(", {}", m.name)).collect::<String>()
             ))
         }
     };
@@ -169,7 +175,18 @@ pub fn run(a: &NetRunArgs) -> CliResult {
             Weights::from_safetensors(&bytes)
                 .map_err(|e| format!("net: --weights {}: {e}", path.display()))?
         }
-        None => Weights::random(&def, 11)?,
+        None if a.random_weights => Weights::random(&def, 11)?,
+        None => {
+            // A missing flag is a usage error (exit 2), as clap's own are.
+            let m = kiln::embedded::model(&a.model).ok_or_else(|| {
+                kiln::harness::output::Classified::boxed(
+                    kiln::harness::output::ExitClass::Usage,
+                    format!("net: {}: give --weights FILE or --random-weights (only embedded networks carry their own)", a.model),
+                )
+            })?;
+            Weights::from_safetensors(&m.weights()?)
+                .map_err(|e| format!("net: model {}: {e}", m.name))?
+        }
     };
     if a.batch == 0 {
         return Err("net: --batch must be at least 1".into());
