@@ -60,3 +60,5 @@ release=()
 ${CARGO:-cargo} run --quiet "${release[@]}" --example resnet_layer
 echo "== Rust example: a whole network"
 ${CARGO:-cargo} run --quiet "${release[@]}" --example network
+echo "== Rust example: the appliance (an embedded network; none embedded in this build)"
+${CARGO:-cargo} run --quiet "${release[@]}" --features safetensors --example appliance
