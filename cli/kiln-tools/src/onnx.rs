@@ -495,7 +495,7 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                     t.push(b.initializer(name, op, arg(j)?)?);
                 }
                 let Op::Conv(c) = &b.nodes[i].op else {
-                    unreachable!("checked above")
+                    return Err(at(name, op, "the node before is no convolution"));
                 };
                 // A convolution bias before the batch norm: the mean moves by it.
                 let conv_bias = match &c.norm {
