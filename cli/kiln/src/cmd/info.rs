@@ -188,9 +188,27 @@ fn as_json() -> Result<Json, Box<dyn std::error::Error>> {
         .iter()
         .map(|(k, v)| Json::obj([("key", Json::str(*k)), ("value", Json::str(*v))]))
         .collect();
+    let models = kiln::embedded::models()
+        .iter()
+        .map(|m| {
+            let def = kiln::net::NetworkDef::from_text(m.definition).ok();
+            Json::obj([
+                ("name", Json::str(m.name)),
+                (
+                    "operators",
+                    Json::uint(def.as_ref().map_or(0, |d| d.nodes.len() as u64)),
+                ),
+                ("weights_bytes", Json::uint(m.weights_len as u64)),
+                ("embedded_bytes", Json::uint(m.weights_zst.len() as u64)),
+                ("weights_sha256", Json::str(m.weights_sha256)),
+                ("definition_reads", Json::Bool(def.is_some())),
+            ])
+        })
+        .collect();
     Ok(Json::obj([
         ("kiln", Json::str(env!("CARGO_PKG_VERSION"))),
         ("targets", Json::Arr(targets)),
+        ("models", Json::Arr(models)),
         ("build_provenance", Json::Arr(provenance)),
     ]))
 }
