@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use kiln::net::{Conv, NetworkDef, Node, Norm, Op, Shape};
 use kiln::ops::{Pool2d, PoolMode};
 use kiln::Activation;
-use onnx_rs::ast::{DataType, Dimension, Graph, OpType, TensorProto};
+use onnx_rs::ast::{DataType, Dimension, OpType, TensorProto};
 
 /// A weight the network reads: its shape and FP32 values.
 pub struct Tensor {
@@ -61,7 +61,6 @@ fn clean(name: &str) -> String {
 
 /// The graph being turned into kiln nodes.
 struct Builder<'g> {
-    graph: &'g Graph<'g>,
     init: HashMap<&'g str, &'g TensorProto<'g>>,
     /// How many nodes read each tensor (graph outputs count as readers).
     readers: HashMap<&'g str, usize>,
@@ -174,6 +173,21 @@ impl<'g> Builder<'g> {
         Ok((dims, values))
     }
 
+    /// Initializer `name`'s integers (Resize's sizes, Split's sizes, Slice's bounds).
+    fn int_list(&self, node: &str, op: &str, name: &str) -> Result<Vec<i64>, String> {
+        self.init
+            .get(name)
+            .and_then(|p| p.as_i64())
+            .map(|v| v.into_owned())
+            .ok_or_else(|| {
+                at(
+                    node,
+                    op,
+                    format!("input {name:?} is not a constant list of integers"),
+                )
+            })
+    }
+
     /// `name` as a weight name no weight has yet, nor starts with followed by '.'.
     fn unused(&self, name: &str) -> String {
         let mut n = clean(name);
@@ -206,21 +220,21 @@ impl<'g> Builder<'g> {
         });
     }
 
-    /// Appends `node`, or folds `act` into the node that writes `input` when that node's output
-    /// has no other reader and no activation yet.
+    /// Appends activation `act` of ONNX node `name`, or folds it into the node that writes
+    /// `input` when that node has no activation yet and its ONNX output `onnx_input` is read
+    /// by this activation alone (`readers` ONNX nodes: 2 for SiLU's sigmoid and multiply).
     fn activation(
         &mut self,
         name: &str,
-        input: &str,
-        onnx_input: &str,
-        output: &str,
+        (input, onnx_input, readers): (&str, &str, usize),
+        output: String,
         act: Activation,
     ) {
         if let Some(i) = self.producer(input) {
-            let only_reader = self.readers.get(onnx_input).copied() == Some(1);
+            let only_reader = self.readers.get(onnx_input).copied() == Some(readers);
             if only_reader && self.nodes[i].activation == Activation::Identity {
                 self.nodes[i].activation = act;
-                self.nodes[i].output = output.to_string();
+                self.nodes[i].output = output;
                 return;
             }
         }
@@ -228,7 +242,7 @@ impl<'g> Builder<'g> {
             name: clean(name),
             op: Op::Activation,
             inputs: vec![input.to_string()],
-            output: output.to_string(),
+            output,
             activation: act,
         });
     }
@@ -367,7 +381,6 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
         *readers.entry(o.name).or_default() += 1;
     }
     let mut b = Builder {
-        graph,
         init,
         readers,
         alias: HashMap::new(),
@@ -378,17 +391,18 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
     // SiLU: Mul(x, Sigmoid(x)) whose sigmoid has no other reader: the sigmoid is skipped and the
     // multiply becomes the activation.
     let mut silu_sigmoids: Vec<&str> = Vec::new();
-    for n in &graph.node {
-        if n.op_type == OpType::Sigmoid && b.readers.get(n.output[0]).copied() == Some(1) {
-            let x = n.input[0];
-            if graph.node.iter().any(|m| {
-                m.op_type == OpType::Mul && m.input.contains(&x) && m.input.contains(&n.output[0])
-            }) {
-                silu_sigmoids.push(n.output[0]);
-            }
+    for n in graph.node.iter().filter(|n| n.op_type == OpType::Sigmoid) {
+        let (Some(&x), Some(&s)) = (n.input.first(), n.output.first()) else {
+            continue;
+        };
+        let mul = |m: &&onnx_rs::ast::Node| {
+            m.op_type == OpType::Mul && m.input.contains(&x) && m.input.contains(&s)
+        };
+        if b.readers.get(s).copied() == Some(1) && graph.node.iter().any(|m| mul(&m)) {
+            silu_sigmoids.push(s);
         }
     }
-    for n in &b.graph.node {
+    for n in &graph.node {
         let op = n.op_type.as_str().to_string();
         let (name, op) = (n.name, op.as_str());
         if !n.domain.is_empty() && n.domain != "ai.onnx" {
@@ -401,6 +415,8 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                 .filter(|s| !s.is_empty())
                 .ok_or_else(|| at(name, op, format!("no input {i}")))
         };
+        // Input i where the node gives one (ONNX leaves optional inputs out or empty).
+        let opt = |i: usize| n.input.get(i).copied().filter(|s| !s.is_empty());
         let out = n
             .output
             .first()
@@ -451,7 +467,7 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                     ));
                 }
                 let weight = b.weight(arg(1)?, wdims, wvals);
-                let norm = match n.input.get(2).filter(|s| !s.is_empty()) {
+                let norm = match opt(2) {
                     Some(bias) => {
                         let (bd, bv) = b.initializer(name, op, bias)?;
                         Norm::Bias(b.weight(bias, bd, bv))
@@ -578,7 +594,7 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                     _ => {
                         // Clip: bounds from inputs 1 and 2 (opset 11+) or attributes.
                         let bound = |i: usize, attr: &str, default: f32| -> Result<f32, String> {
-                            match n.input.get(i).filter(|s| !s.is_empty()) {
+                            match opt(i) {
                                 Some(t) => Ok(b
                                     .initializer(name, op, t)?
                                     .1
@@ -605,33 +621,16 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                     }
                 };
                 let x = b.read(name, op, arg(0)?)?;
-                b.activation(name, &x, arg(0)?, &output, act);
+                b.activation(name, (&x, arg(0)?, 1), output, act);
             }
             OpType::Mul => {
                 let (a0, a1) = (arg(0)?, arg(1)?);
                 let sig = [a0, a1].into_iter().find(|t| silu_sigmoids.contains(t));
                 if let Some(s) = sig {
                     let x = if s == a0 { a1 } else { a0 };
-                    // x feeds the sigmoid and the multiply: folding needs it to have no other reader.
+                    // x feeds the sigmoid and the multiply, and folds only if nothing else reads it.
                     let xt = b.read(name, op, x)?;
-                    let fold = b.readers.get(x).copied() == Some(2);
-                    if fold {
-                        if let Some(i) = b
-                            .producer(&xt)
-                            .filter(|&i| b.nodes[i].activation == Activation::Identity)
-                        {
-                            b.nodes[i].activation = Activation::Silu;
-                            b.nodes[i].output = output;
-                            continue;
-                        }
-                    }
-                    b.nodes.push(Node {
-                        name: clean(name),
-                        op: Op::Activation,
-                        inputs: vec![xt],
-                        output,
-                        activation: Activation::Silu,
-                    });
+                    b.activation(name, (&xt, x, 2), output, Activation::Silu);
                     continue;
                 }
                 // Squeeze-and-excitation: a map times a C x 1 x 1 tensor.
@@ -778,11 +777,7 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                     ));
                 }
                 let weight = b.weight(arg(1)?, vec![outf, inf], w);
-                let bias = match n
-                    .input
-                    .get(2)
-                    .filter(|t| !t.is_empty() && n.op_type == OpType::Gemm)
-                {
+                let bias = match opt(2).filter(|_| n.op_type == OpType::Gemm) {
                     Some(t) => {
                         let (_, bv) = b.initializer(name, op, t)?;
                         if bv.len() != outf {
@@ -841,10 +836,7 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                         })
                 };
                 // The factor: from scales [1, 1, f, f] or sizes [n, c, f h, f w].
-                let factors: Vec<f64> = match (
-                    n.input.get(2).filter(|t| !t.is_empty()),
-                    n.input.get(3).filter(|t| !t.is_empty()),
-                ) {
+                let factors: Vec<f64> = match (opt(2), opt(3)) {
                     (Some(t), _) => b
                         .initializer(name, op, t)?
                         .1
@@ -852,13 +844,7 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                         .map(|&v| f64::from(v))
                         .collect(),
                     (None, Some(t)) => {
-                        let sizes = b.init.get(t).and_then(|p| p.as_i64()).ok_or_else(|| {
-                            at(
-                                name,
-                                op,
-                                format!("sizes {t:?} is not a constant list of integers"),
-                            )
-                        })?;
+                        let sizes = b.int_list(name, op, t)?;
                         match sizes[..] {
                             [_, _, h, w] => vec![
                                 1.0,
@@ -898,23 +884,7 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
             OpType::Split | OpType::Slice => {
                 let x = b.read(name, op, arg(0)?)?;
                 let channels = b.shape(&x).map_err(|e| at(name, op, e))?.c;
-                let consts = |i: usize| -> Result<Option<Vec<i64>>, String> {
-                    match n.input.get(i).filter(|t| !t.is_empty()) {
-                        Some(t) => b
-                            .init
-                            .get(t)
-                            .and_then(|p| p.as_i64())
-                            .map(|v| Some(v.into_owned()))
-                            .ok_or_else(|| {
-                                at(
-                                    name,
-                                    op,
-                                    format!("input {t:?} is not a constant list of integers"),
-                                )
-                            }),
-                        None => Ok(None),
-                    }
-                };
+                let consts = |i: usize| opt(i).map(|t| b.int_list(name, op, t)).transpose();
                 // Channel ranges, one per output.
                 let ranges: Vec<(u32, u32)> = if n.op_type == OpType::Split {
                     if int(n, "axis", 0) != 1 {
@@ -1011,13 +981,7 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                     .iter()
                     .map(|t| b.read(name, op, t))
                     .collect::<Result<_, _>>()?;
-                b.nodes.push(Node {
-                    name: clean(name),
-                    op: Op::Concat,
-                    inputs,
-                    output,
-                    activation: Activation::Identity,
-                });
+                b.push(name, Op::Concat, inputs, output);
             }
             _ => return Err(at(name, op, "operator not supported")),
         }
@@ -1166,6 +1130,18 @@ mod tests {
                 refused += 1;
             }
         };
+        // A sigmoid without an output (the SiLU scan once indexed it).
+        let mut m = onnx_rs::parse(&good).unwrap();
+        if let Some(g) = m.graph.as_mut() {
+            g.node.push(Node {
+                name: "s",
+                op_type: OpType::Sigmoid,
+                input: vec!["y"],
+                ..Default::default()
+            });
+        }
+        let e = import(&onnx_rs::encode(&m), "bad").err().unwrap();
+        assert!(e.contains("node \"s\" (Sigmoid): no output"), "{e}");
         for cut in 0..good.len() {
             tally(import(&good[..cut], "cut"));
         }
