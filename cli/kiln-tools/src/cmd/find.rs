@@ -470,7 +470,16 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
     // The DBs as read, and the records of this run by their place in the list: whatever the
     // order measurements finish in (workers), a record already there is replaced in place and
     // new ones follow in list order, so the bytes do not depend on how many measured.
-    let (base_fdb, base_pdb) = (fdb.clone(), pdb.clone());
+    // Find-db records of keys already there are replaced in place (found through `in_base`);
+    // records of new keys wait in `new_find` and follow the base records in list order.
+    let base_find_len = fdb.records.len();
+    let in_base: std::collections::HashMap<String, usize> = fdb
+        .records
+        .iter()
+        .enumerate()
+        .map(|(j, r)| (r.key.clone(), j))
+        .collect();
+    let base_pdb = pdb.clone();
     let mut new_find: std::collections::BTreeMap<usize, kiln_embed::finddb::FindRecord> =
         Default::default();
     let mut new_perf: std::collections::BTreeMap<usize, kiln_embed::perfdb::PerfRecord> =
@@ -492,12 +501,12 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         }
         if write_find_db {
             if let Some(rec) = crate::tune::find_record(key, &ms) {
-                new_find.insert(i, rec);
-                fdb = base_fdb.clone();
-                for rec in new_find.values() {
-                    match fdb.records.iter_mut().find(|r| r.key == rec.key) {
-                        Some(r) => *r = rec.clone(),
-                        None => fdb.records.push(rec.clone()),
+                match in_base.get(&rec.key) {
+                    Some(&j) => fdb.records[j] = rec,
+                    None => {
+                        new_find.insert(i, rec);
+                        fdb.records.truncate(base_find_len);
+                        fdb.records.extend(new_find.values().cloned());
                     }
                 }
                 write_atomic(&fdb_path, fdb.to_text())?;
