@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::kdb::hex;
 
 /// The first line of a definition's text form.
 const HEADER: &str = "kiln-network 1";
@@ -19,10 +20,6 @@ fn refuse(file: &Path, reason: impl Into<String>) -> Error {
         target: file.display().to_string(),
         reason: reason.into(),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The pins of `<name>.sha256`: file name -> sha256 (lowercase hex).

@@ -22,6 +22,13 @@ pub mod text;
 pub mod weights;
 
 pub use runner::Network;
+
+/// The data type a network runs in, by name (FP16, BF16 or FP32: the types its kernels and
+/// operators are built for).
+pub fn data_type(name: &str) -> Option<crate::DataType> {
+    use crate::DataType::{Bf16, Fp16, Fp32};
+    crate::DataType::from_name(name).filter(|d| matches!(d, Fp16 | Bf16 | Fp32))
+}
 pub use text::TextError;
 pub use weights::Weights;
 

@@ -281,14 +281,7 @@ pub fn measure_one(
 /// The convolution problems of `--model`'s networks (fused, as each network runs them) at each
 /// `--batch`, keyed; errors name the network, or the file and line.
 fn model_problems(a: &FindArgs) -> Result<Vec<(String, ConvProblem)>, Box<dyn std::error::Error>> {
-    let dtype = [
-        kiln::DataType::Fp16,
-        kiln::DataType::Bf16,
-        kiln::DataType::Fp32,
-    ]
-    .into_iter()
-    .find(|d| d.name() == a.model_type)
-    .ok_or_else(|| {
+    let dtype = kiln::net::data_type(&a.model_type).ok_or_else(|| {
         format!(
             "--model-type {:?}: expected FP16, BF16 or FP32",
             a.model_type

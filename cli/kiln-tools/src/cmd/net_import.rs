@@ -68,13 +68,7 @@ pub fn run(a: &ImportArgs) -> CliResult {
     // Pins, as sha256sum writes them (`sha256sum -c` checks them; KILN_MODELS embeds only
     // files that match).
     let pins_path = a.out.join(format!("{name}.sha256"));
-    let sha = |b: &[u8]| -> String {
-        use sha2::Digest;
-        sha2::Sha256::digest(b)
-            .iter()
-            .map(|x| format!("{x:02x}"))
-            .collect()
-    };
+    let sha = |b: &[u8]| kiln_embed::kdb::hex(&<sha2::Sha256 as sha2::Digest>::digest(b));
     let pins = format!(
         "{}  {name}.txt\n{}  {name}.safetensors\n",
         sha(text.as_bytes()),

@@ -14,27 +14,21 @@ use crate::CliResult;
 /// and the data type `dtype` names; errors list what exists, or name the file and line.
 fn network(model: &str, dtype: &str) -> Result<(kiln::net::NetworkDef, DataType), String> {
     let path = std::path::Path::new(model);
-    let def = match models::by_name(model) {
-        Some(def) => def,
-        None if kiln::embedded::model(model).is_some() => {
-            let m = kiln::embedded::model(model).ok_or("net: the embedded model vanished")?;
-            kiln::net::NetworkDef::from_text(m.definition)
-                .map_err(|e| format!("net: embedded model {model}: {e}"))?
-        }
-        None if path.exists() => {
-            kiln::harness::net::read_definition(path).map_err(|e| format!("net: {e}"))?
-        }
-        None => {
-            return Err(format!(
-                "net: no network {model:?} (known: {}{}; or a file holding a definition, as `kiln net show` prints)",
-                models::NAMES.join(", "),
-                kiln::embedded::models().iter().map(|m| format!(", {}", m.name)).collect::<String>()
-            ))
-        }
+    let def = if let Some(def) = models::by_name(model) {
+        def
+    } else if let Some(m) = kiln::embedded::model(model) {
+        kiln::net::NetworkDef::from_text(m.definition)
+            .map_err(|e| format!("net: embedded model {model}: {e}"))?
+    } else if path.exists() {
+        kiln::harness::net::read_definition(path).map_err(|e| format!("net: {e}"))?
+    } else {
+        return Err(format!(
+            "net: no network {model:?} (known: {}{}; or a file holding a definition, as `kiln net show` prints)",
+            models::NAMES.join(", "),
+            kiln::embedded::models().iter().map(|m| format!(", {}", m.name)).collect::<String>()
+        ));
     };
-    let dtype = [DataType::Fp16, DataType::Bf16, DataType::Fp32]
-        .into_iter()
-        .find(|d| d.name() == dtype)
+    let dtype = kiln::net::data_type(dtype)
         .ok_or_else(|| format!("net: --type {dtype:?}: expected FP16, BF16 or FP32"))?;
     Ok((def, dtype))
 }
