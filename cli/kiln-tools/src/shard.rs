@@ -302,16 +302,12 @@ pub fn merge(
     }
     let known: std::collections::HashSet<String> =
         perf.records.iter().map(|r| r.key.clone()).collect();
-    for (key, rec) in new_perf {
-        if known.contains(key) {
-            report.perf_updated += 1;
-        } else {
-            report.perf_added += 1;
-        }
-        perf.merge(PerfDb {
-            records: vec![rec.clone()],
-        });
-    }
+    report.perf_updated = new_perf.keys().filter(|k| known.contains(**k)).count();
+    report.perf_added = new_perf.len() - report.perf_updated;
+    // One merge, in key order (each call indexes the whole perf-db).
+    perf.merge(PerfDb {
+        records: new_perf.into_values().cloned().collect(),
+    });
     Ok(report)
 }
 
