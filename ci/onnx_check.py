@@ -139,6 +139,29 @@ def cases():
         out.append((label, model(nodes, inits, "y", (N, C, H, W)), 3))
     consts = [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in [("st", 2), ("en", 6), ("ax", 1)]]
     out.append(("slice", model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"], name="sl")], consts, "y", (N, 4, H, W)), 1))
+    # torch.onnx's chunk(2, 1): the halves' bounds computed from Shape (folded at import); the
+    # halves concatenated back in order with a convolution of the second (YOLO's C2f): the
+    # concatenation reads the whole tensor and the first half's slice is dropped.
+    n1, i1 = conv("c1", "x", "c1", C, C)
+    n2, i2 = conv("c2", "h1", "c2", C // 2, C // 2)
+    nodes = [helper.make_node("Shape", ["c1"], ["shape"], name="shape"),
+             helper.make_node("Constant", [], ["one"], name="k1", value=numpy_helper.from_array(np.array([1], np.int64))),
+             helper.make_node("Constant", [], ["two"], name="k2", value=numpy_helper.from_array(np.array([2], np.int64))),
+             helper.make_node("Constant", [], ["zero"], name="k0", value=numpy_helper.from_array(np.array([0], np.int64))),
+             helper.make_node("Gather", ["shape", "one"], ["c"], name="gather", axis=0),
+             helper.make_node("Add", ["c", "one"], ["c1p"], name="plus"),
+             helper.make_node("Div", ["c1p", "two"], ["half"], name="div"),
+             helper.make_node("Mul", ["half", "two"], ["end"], name="mul"),
+             helper.make_node("Slice", ["c1", "zero", "half", "one"], ["h0"], name="lo"),
+             helper.make_node("Slice", ["c1", "half", "end", "one"], ["h1"], name="hi")]
+    nodes = n1 + nodes + n2 + [helper.make_node("Concat", ["h0", "h1", "c2"], ["y"], name="cat", axis=1)]
+    out.append(("chunk-concat", model(nodes, i1 + i2, "y", (N, C + C // 2, H, W)), 4))
+    # One weight under two names (torch.onnx's Identity of an initializer), read by two convolutions.
+    n1, i1 = conv("c1", "x", "c1", C, C, bias=False)
+    n2, _ = conv("c2", "c1", "y", C, C, bias=False)
+    n2[0].input[1] = "shared"
+    nodes = [helper.make_node("Identity", ["c1.w"], ["shared"], name="alias")] + n1 + n2
+    out.append(("shared-weight", model(nodes, i1, "y", (N, C, H, W)), 2))
     return out
 
 
@@ -169,6 +192,11 @@ def refusals():
                 'node "cat" (Concat): attribute axis 2'))
     out.append(("softmax over width", model([helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=3)], [], "y", (N, C, H, W)),
                 'node "sm" (Softmax): attribute axis 3'))
+    shape = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "i0"], ["n"], name="batch", axis=0),
+             helper.make_node("Slice", ["x", "z", "n", "ax"], ["y"], name="sl")]
+    ints = [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in [("i0", 0), ("z", 0), ("ax", 1)]]
+    out.append(("slice by the batch", model(shape, ints, "y", (N, C, H, W)), 'node "sl" (Slice): input "n" depends on the batch size'))
     return out
 
 

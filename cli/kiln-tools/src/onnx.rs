@@ -9,8 +9,10 @@
 //! `AveragePool`, `GlobalAveragePool`, `Flatten`/`Reshape`/`Identity`/`Dropout` where they are
 //! layout no-ops (on `C x 1 x 1` tensors), `Gemm` and `MatMul` on a flattened tensor, `Softmax`
 //! over channels, `Concat`, `Split` and `Slice` over channels, `Resize` by a whole factor
-//! (PyTorch's nearest or bilinear), `Mul` by a `C x 1 x 1` tensor. Anything else is an error
-//! naming the node, its operator and the attribute.
+//! (PyTorch's nearest or bilinear), `Mul` by a `C x 1 x 1` tensor. `Constant` nodes and shape
+//! arithmetic on them (`Shape`, `Gather`, integer `Add`/`Sub`/`Mul`/`Div`, ...: how torch.onnx
+//! writes `chunk`) are folded at import. Anything else is an error naming the node, its
+//! operator and the attribute.
 
 use std::collections::HashMap;
 
@@ -66,6 +68,8 @@ struct Builder<'g> {
     readers: HashMap<&'g str, usize>,
     /// ONNX tensors that name another (layout no-ops): tensor -> kiln tensor.
     alias: HashMap<String, String>,
+    /// Integer tensors folded at import (shape arithmetic); `None` where the batch decides.
+    values: HashMap<String, Vec<Option<i64>>>,
     input: (String, Shape),
     nodes: Vec<Node>,
     weights: Vec<(String, Tensor)>,
@@ -173,19 +177,159 @@ impl<'g> Builder<'g> {
         Ok((dims, values))
     }
 
-    /// Initializer `name`'s integers (Resize's sizes, Split's sizes, Slice's bounds).
+    /// Integer tensor `name` as far as the import knows it: a constant, or shape arithmetic
+    /// folded here (`None` for a value that depends on the batch size).
+    fn integers(&self, name: &str) -> Option<Vec<Option<i64>>> {
+        if let Some(v) = self.values.get(name) {
+            return Some(v.clone());
+        }
+        let t = self.init.get(name)?;
+        let v = match t.data_type() {
+            DataType::Int32 => t.as_i32()?.iter().map(|&x| Some(i64::from(x))).collect(),
+            _ => t.as_i64()?.iter().map(|&x| Some(x)).collect(),
+        };
+        Some(v)
+    }
+
+    /// Constant integers `name` (Resize's sizes, Split's sizes, Slice's bounds).
     fn int_list(&self, node: &str, op: &str, name: &str) -> Result<Vec<i64>, String> {
-        self.init
-            .get(name)
-            .and_then(|p| p.as_i64())
-            .map(|v| v.into_owned())
-            .ok_or_else(|| {
-                at(
-                    node,
-                    op,
-                    format!("input {name:?} is not a constant list of integers"),
-                )
-            })
+        let v = self.integers(name).ok_or_else(|| {
+            at(
+                node,
+                op,
+                format!("input {name:?} is not a constant list of integers"),
+            )
+        })?;
+        v.into_iter().collect::<Option<Vec<i64>>>().ok_or_else(|| {
+            at(
+                node,
+                op,
+                format!("input {name:?} depends on the batch size; kiln plans for any batch"),
+            )
+        })
+    }
+
+    /// Shape arithmetic (`Shape`, `Gather`, integer `Add`/`Sub`/`Mul`/`Div`, `Cast`,
+    /// `Squeeze`/`Unsqueeze`, `Concat`), folded at import: exporters compute a split's sizes
+    /// this way (torch.onnx's `chunk`), and kiln's shapes are fixed but for the batch. Whether
+    /// node `n` was folded; an error where its integers cannot be.
+    fn fold_integers(&mut self, n: &onnx_rs::ast::Node) -> Result<bool, String> {
+        let (name, op) = (n.name, n.op_type.as_str());
+        let Some(&out) = n.output.first() else {
+            return Ok(false);
+        };
+        let inputs: Vec<&str> = n.input.iter().copied().filter(|s| !s.is_empty()).collect();
+        if n.op_type == OpType::Shape {
+            if n.attribute
+                .iter()
+                .any(|a| a.name == "start" || a.name == "end")
+            {
+                return Err(at(name, op, "attributes start and end: not supported"));
+            }
+            let Some(&x) = inputs.first() else {
+                return Err(at(name, op, "no input 0"));
+            };
+            let t = self.read(name, op, x)?;
+            let s = self.shape(&t).map_err(|e| at(name, op, e))?;
+            let dims = [None, Some(s.c), Some(s.h), Some(s.w)];
+            self.values.insert(
+                out.to_string(),
+                dims.iter().map(|d| d.map(i64::from)).collect(),
+            );
+            return Ok(true);
+        }
+        let arithmetic = matches!(
+            n.op_type,
+            OpType::Add | OpType::Sub | OpType::Mul | OpType::Div
+        );
+        let folds = arithmetic
+            || matches!(
+                n.op_type,
+                OpType::Gather
+                    | OpType::Cast
+                    | OpType::Squeeze
+                    | OpType::Unsqueeze
+                    | OpType::Concat
+            );
+        // Only nodes on integers fold (a Mul of maps is a multiply; a Squeeze's axes input is
+        // integers too, so only its data decides).
+        let data: &[&str] = match n.op_type {
+            OpType::Squeeze | OpType::Unsqueeze | OpType::Cast => &inputs[..inputs.len().min(1)],
+            _ => &inputs,
+        };
+        if !folds || data.is_empty() || !data.iter().all(|i| self.integers(i).is_some()) {
+            return Ok(false);
+        }
+        let vals: Vec<Vec<Option<i64>>> = data.iter().filter_map(|i| self.integers(i)).collect();
+        let result = match n.op_type {
+            OpType::Gather => {
+                if int(n, "axis", 0) != 0 {
+                    return Err(at(name, op, "gathers integers along axis 0 only"));
+                }
+                let [values, index] = &vals[..] else {
+                    return Err(at(name, op, "expects data and indices"));
+                };
+                index
+                    .iter()
+                    .map(|i| {
+                        let i = i.ok_or_else(|| at(name, op, "index depends on the batch"))?;
+                        let at_i = if i < 0 { i + values.len() as i64 } else { i };
+                        usize::try_from(at_i)
+                            .ok()
+                            .and_then(|k| values.get(k).copied())
+                            .ok_or_else(|| {
+                                at(name, op, format!("index {i} of {} values", values.len()))
+                            })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+            OpType::Cast => {
+                let to = int(n, "to", 0);
+                // INT64 (7) and INT32 (6): an integer stays one.
+                if to != 7 && to != 6 {
+                    return Err(at(
+                        name,
+                        op,
+                        format!("attribute to {to}: shape arithmetic casts to integers only"),
+                    ));
+                }
+                vals[0].clone()
+            }
+            OpType::Squeeze | OpType::Unsqueeze => vals[0].clone(),
+            OpType::Concat => vals.concat(),
+            _ => {
+                let [x, y] = &vals[..] else {
+                    return Err(at(name, op, "expects two inputs"));
+                };
+                let len = x.len().max(y.len());
+                if (x.len() != len && x.len() != 1) || (y.len() != len && y.len() != 1) {
+                    return Err(at(
+                        name,
+                        op,
+                        format!("{} and {} values do not broadcast", x.len(), y.len()),
+                    ));
+                }
+                let pick = |v: &Vec<Option<i64>>, i: usize| if v.len() == 1 { v[0] } else { v[i] };
+                (0..len)
+                    .map(|i| {
+                        let (Some(a), Some(b)) = (pick(x, i), pick(y, i)) else {
+                            return Ok(None);
+                        };
+                        let r = match n.op_type {
+                            OpType::Add => a.checked_add(b),
+                            OpType::Sub => a.checked_sub(b),
+                            OpType::Mul => a.checked_mul(b),
+                            _ => a.checked_div(b),
+                        };
+                        r.map(Some).ok_or_else(|| {
+                            at(name, op, format!("{a} and {b} overflow or divide by zero"))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
+            }
+        };
+        self.values.insert(out.to_string(), result);
+        Ok(true)
     }
 
     /// `name` as a weight name no weight has yet, nor starts with followed by '.'.
@@ -206,6 +350,46 @@ impl<'g> Builder<'g> {
         let n = self.unused(name);
         self.weights.push((n.clone(), Tensor { shape, values }));
         n
+    }
+
+    /// A concatenation's inputs with each run of adjacent slices that together are one whole
+    /// tensor (torch's `chunk` and then `cat` of the pieces) replaced by that tensor, so the
+    /// concatenation copies it once and the slices need not run.
+    fn whole_slices(&self, inputs: Vec<String>) -> Vec<String> {
+        let slice_of = |t: &str| {
+            let n = &self.nodes[self.producer(t)?];
+            match n.op {
+                Op::Slice { start, channels } => Some((n.inputs[0].clone(), start, channels)),
+                _ => None,
+            }
+        };
+        let mut out = Vec::with_capacity(inputs.len());
+        let mut i = 0;
+        while i < inputs.len() {
+            let whole = slice_of(&inputs[i]).and_then(|(source, start, channels)| {
+                let c = self.shape(&source).ok()?.c;
+                let (mut end, mut j) = (start + channels, i + 1);
+                while end < c && j < inputs.len() {
+                    match slice_of(&inputs[j]) {
+                        Some((s, st, ch)) if s == source && st == end => end += ch,
+                        _ => return None,
+                    }
+                    j += 1;
+                }
+                (start == 0 && end == c).then_some((source, j))
+            });
+            match whole {
+                Some((source, next)) => {
+                    out.push(source);
+                    i = next;
+                }
+                None => {
+                    out.push(inputs[i].clone());
+                    i += 1;
+                }
+            }
+        }
+        out
     }
 
     /// Appends operator `op` of ONNX node `name`, reading `inputs` and writing `output`, with
@@ -329,8 +513,36 @@ fn pads(n: &onnx_rs::ast::Node, op: &str) -> Result<[u32; 2], String> {
 pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
     let model = onnx_rs::parse(bytes).map_err(|e| format!("not an ONNX model: {e:?}"))?;
     let graph = model.graph.as_ref().ok_or("the model has no graph")?;
-    let init: HashMap<&str, &TensorProto> =
+    let mut init: HashMap<&str, &TensorProto> =
         graph.initializer.iter().map(|t| (t.name(), t)).collect();
+    // Constants the exporter writes as nodes: `Constant` (a value attribute) and `Identity` of a
+    // constant (torch.onnx's way of sharing one initializer under two names) are constants too.
+    for n in &graph.node {
+        let Some(&out) = n.output.first() else {
+            continue;
+        };
+        match n.op_type {
+            OpType::Constant => {
+                let value = n.attribute.iter().find(|a| a.name == "value");
+                match value.and_then(|a| a.t.as_ref()) {
+                    Some(t) => init.insert(out, t),
+                    None => {
+                        return Err(at(
+                            n.name,
+                            "Constant",
+                            "only a tensor 'value' attribute is read",
+                        ))
+                    }
+                };
+            }
+            OpType::Identity => {
+                if let Some(t) = n.input.first().and_then(|i| init.get(i)).copied() {
+                    init.insert(out, t);
+                }
+            }
+            _ => {}
+        }
+    }
     let inputs = graph.non_init_inputs();
     let [input] = inputs.as_slice() else {
         let names: Vec<&str> = inputs.iter().map(|i| i.name).collect();
@@ -372,7 +584,8 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
         }
     };
     let mut readers: HashMap<&str, usize> = HashMap::new();
-    for n in &graph.node {
+    // A Shape node reads a tensor's shape, not its values: not a reader that stops a fold.
+    for n in graph.node.iter().filter(|n| n.op_type != OpType::Shape) {
         for i in &n.input {
             *readers.entry(*i).or_default() += 1;
         }
@@ -384,6 +597,7 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
         init,
         readers,
         alias: HashMap::new(),
+        values: HashMap::new(),
         input: (clean(input.name), shape),
         nodes: Vec::new(),
         weights: Vec::new(),
@@ -403,6 +617,12 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
         }
     }
     for n in &graph.node {
+        let constant = n.op_type == OpType::Constant
+            || (n.op_type == OpType::Identity
+                && n.output.first().is_some_and(|o| b.init.contains_key(o)));
+        if constant || b.fold_integers(n)? {
+            continue;
+        }
         let op = n.op_type.as_str().to_string();
         let (name, op) = (n.name, op.as_str());
         if !n.domain.is_empty() && n.domain != "ai.onnx" {
@@ -976,21 +1196,29 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                         ),
                     ));
                 }
-                let inputs = n
+                let inputs: Vec<String> = n
                     .input
                     .iter()
                     .map(|t| b.read(name, op, t))
                     .collect::<Result<_, _>>()?;
+                let inputs = b.whole_slices(inputs);
                 b.push(name, Op::Concat, inputs, output);
             }
             _ => return Err(at(name, op, "operator not supported")),
         }
     }
     let outputs: Vec<String> = graph.output.iter().map(|o| b.tensor(o.name)).collect();
+    // Nodes nothing reads (a slice a concatenation no longer needs) are dropped, last first.
+    let mut nodes = b.nodes;
+    while let Some(i) = nodes.iter().rposition(|n| {
+        !outputs.contains(&n.output) && !nodes.iter().any(|m| m.reads().any(|t| *t == n.output))
+    }) {
+        nodes.remove(i);
+    }
     let def = NetworkDef {
         name: clean(name),
         input: b.input.clone(),
-        nodes: b.nodes,
+        nodes,
         outputs,
     };
     def.shapes().map_err(|e| e.to_string())?;
