@@ -87,7 +87,7 @@ def main():
         with torch.no_grad():
             y_torch = net_check.Flat(net)(x.to(dev).to(memory_format=torch.channels_last)).float().cpu()
             y_ref32 = ref32(x.to(dev).float()).cpu()
-        y_kiln, _ = net_check.kiln_run(a.kiln, definition, imported_weights, images, x, a.out, "check", "fp16")
+        y_kiln, _ = net_check.kiln_run(a.kiln, definition, imported_weights, images, x, a.out, f"{name}-check", "fp16")
         report = {
             "model": name, "dtype": "fp16", "device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "date": time.strftime("%Y-%m-%d"), "onnx_bytes": os.path.getsize(onnx_path),
@@ -110,8 +110,8 @@ def main():
             xd = xn.to(dev).to(memory_format=torch.channels_last)
             imported, hand = [], []
             for _ in range(3):
-                imported.append(net_check.kiln_run(a.kiln, definition, imported_weights, n, xn, a.out, f"i{n}", "fp16")[1])
-                hand.append(net_check.kiln_run(a.kiln, name, hand_weights, n, xn, a.out, f"h{n}", "fp16")[1])
+                imported.append(net_check.kiln_run(a.kiln, definition, imported_weights, n, xn, a.out, f"{name}-i{n}", "fp16")[1])
+                hand.append(net_check.kiln_run(a.kiln, name, hand_weights, n, xn, a.out, f"{name}-h{n}", "fp16")[1])
             torch._dynamo.reset()
             compiled = torch.compile(net)
             with torch.no_grad():

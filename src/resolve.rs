@@ -148,14 +148,22 @@ pub fn resolve_on(
     // A fused problem never measured is ranked by its plain convolution's records: the
     // epilogue adds the same per-element work to every solver that takes it, and the solvers
     // that do not are left out below (their configs do not apply).
+    // Before it, the same epilogue with the other form of its per-channel affine part: a
+    // bias alone and a folded batch norm (scale and bias) cost every solver the same, and
+    // networks hold either (an ONNX exporter folds batch norms into the weights and a bias).
     let plain = p.without_fusion();
+    let sibling = affine_sibling(p);
     let mut tuned = target.perf_record(p)?;
-    if tuned.is_empty() && plain != *p {
-        tuned = target.perf_record(&plain)?;
+    for q in [sibling.as_ref(), Some(&plain)].into_iter().flatten() {
+        if tuned.is_empty() && q != p {
+            tuned = target.perf_record(q)?;
+        }
     }
     let mut record = target.find_record(p)?;
-    if record.is_none() && plain != *p {
-        record = target.find_record(&plain)?;
+    for q in [sibling.as_ref(), Some(&plain)].into_iter().flatten() {
+        if record.is_none() && q != p {
+            record = target.find_record(q)?;
+        }
     }
     let mut ranked = heapless::Vec::new();
     if let Some(found) = record {
@@ -216,6 +224,17 @@ pub fn resolve_on(
         ranked,
         if measured { PlanSource::FindDb } else { source },
     )
+}
+
+/// `p` with a bias alone where it has a scale and a bias, or with both where it has a bias
+/// alone; `None` without a bias.
+fn affine_sibling(p: &ConvProblem) -> Option<ConvProblem> {
+    let mut f = p.fusion();
+    if !f.bias {
+        return None;
+    }
+    f.scale = !f.scale;
+    p.with_fusion(f).ok()
 }
 
 /// As [`resolve`], and says through the log how the plan was ranked: a warning when the cost

@@ -155,3 +155,27 @@ fn unmeasured_problems_take_the_nearest_measured_problem() {
     assert_eq!(plan.source, PlanSource::CostModel { nearest: None });
     assert!(plan.iter().all(|c| c.provenance == Provenance::CostModel));
 }
+
+#[test]
+fn a_bias_alone_is_ranked_by_the_folded_batch_norms_record() {
+    // An ONNX export folds each batch norm into the weights and a bias; kiln's hand-built
+    // networks keep scale and bias. Both cost every solver the same, so the bias-only problem
+    // takes the scale-and-bias record (and its ranking) rather than a neighbour's.
+    let target = kiln::named_target("sm_90_132").unwrap();
+    // (ResNet-50's layer3 expansion: fused, it was fastest on another solver than plain.)
+    let stem = "256-14-14-1x1-1024-14-14-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F";
+    let folded = ConvProblem::from_find_db_key(&format!("{stem}+scale+bias+add+relu")).unwrap();
+    let bias = ConvProblem::from_find_db_key(&format!("{stem}+bias+add+relu")).unwrap();
+    let plain = ConvProblem::from_find_db_key(stem).unwrap();
+    assert!(target.find_record(&bias).unwrap().is_none());
+    assert!(target.find_record(&folded).unwrap().is_some());
+    let (a, b) = (
+        kiln::resolve::resolve(target, &bias).unwrap(),
+        kiln::resolve::resolve(target, &folded).unwrap(),
+    );
+    assert_eq!(a.source, PlanSource::FindDb);
+    let variants = |p: &kiln::resolve::Plan| p.iter().map(|r| r.variant).collect::<Vec<_>>();
+    assert_eq!(variants(&a), variants(&b));
+    let c = kiln::resolve::resolve(target, &plain).unwrap();
+    assert_ne!(a.best().variant.solver.id(), c.best().variant.solver.id());
+}

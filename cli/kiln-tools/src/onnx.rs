@@ -869,26 +869,29 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
             OpType::Add => {
                 let (a0, a1) = (arg(0)?, arg(1)?);
                 let (x, y) = (b.read(name, op, a0)?, b.read(name, op, a1)?);
-                // A residual: folded into the convolution writing one side, when the other
-                // side is written before it and the convolution's output has no other reader.
+                // A residual: folded into the convolution writing one side when its output has
+                // no other reader, the first side's by preference (PyTorch's `out + identity`
+                // puts the block's last convolution first, which is where kiln's networks fuse
+                // it). A convolution written before the other side moves after it: nothing
+                // else reads its output, so running it later changes nothing.
                 let fold =
                     [(a0, &x, &y), (a1, &y, &x)]
                         .into_iter()
                         .find_map(|(onnx, conv_out, other)| {
                             let i = b.producer(conv_out)?;
-                            let other_before = b.producer(other).is_none_or(|j| j < i);
                             let ok = b.readers.get(onnx).copied() == Some(1)
-                                && other_before
                                 && b.nodes[i].activation == Activation::Identity
                                 && matches!(&b.nodes[i].op, Op::Conv(c) if c.residual.is_none());
                             ok.then(|| (i, other.clone()))
                         });
                 match fold {
                     Some((i, other)) => {
-                        if let Op::Conv(c) = &mut b.nodes[i].op {
+                        let mut node = b.nodes.remove(i);
+                        if let Op::Conv(c) = &mut node.op {
                             c.residual = Some(other);
                         }
-                        b.nodes[i].output = output;
+                        node.output = output;
+                        b.nodes.push(node);
                     }
                     None => b.push(name, Op::Add, vec![x, y], output),
                 }
