@@ -327,3 +327,79 @@ fn shards_cover_the_list_once_and_merge_to_the_same_bytes() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("\"2/2\""), "{err}");
 }
+
+/// A worker that dies mid-run (SIGABRT, injected when it is handed the fifth problem) stops the
+/// run with an error naming the worker and the problem; the DBs hold every problem finished
+/// before it, whole; running again measures only the rest and ends with the bytes of a run
+/// that was never interrupted.
+#[test]
+fn a_dead_worker_loses_only_the_problem_in_flight_and_a_rerun_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys: Vec<String> = (1..=8)
+        .map(|i| {
+            let c = 8 * i;
+            format!("{c}-28-28-1x1-{c}-28-28-1-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F")
+        })
+        .collect();
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, keys.join("\n") + "\n").unwrap();
+    let log = dir.path().join("find-log.tsv");
+    let lines: Vec<String> = keys
+        .iter()
+        .map(|k| format!("{k}\tConvDirectNaiveFwd\t\t0.25\t0.0e0\ttrue"))
+        .collect();
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let find = |db: &std::path::Path, die_at: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kiln-tools"));
+        cmd.args(["find", "--from-log", &path(&log), "--target", "sm_90_132"])
+            .args(["--problems", &path(&list), "--db-dir", &path(db)])
+            .args(["--workers", "1"])
+            .current_dir(common::repo());
+        if let Some(i) = die_at {
+            cmd.env("KILN_FIND_WORKER_DIES_AT", i);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let whole = dir.path().join("whole");
+    let (code, out, err) = find(&whole, None);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let fdb = |d: &std::path::Path| std::fs::read_to_string(d.join("sm_90_132.HIP.fdb.txt"));
+    let want = fdb(&whole).unwrap();
+    assert_eq!(want.lines().count(), 8, "{want}");
+
+    let cut = dir.path().join("cut");
+    let (code, out, err) = find(&cut, Some("4"));
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains("the worker for") && err.contains(&keys[4]) && err.contains("ended"),
+        "{err}"
+    );
+    // The four problems finished before it, each record whole, and nothing half-written.
+    let kept = fdb(&cut).unwrap();
+    let first_four: Vec<&str> = want.lines().take(4).collect();
+    assert_eq!(kept.lines().collect::<Vec<_>>(), first_four);
+    let stray: Vec<_> = std::fs::read_dir(&cut)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".HIP.fdb.txt") && !n.ends_with(".db.txt"))
+        .collect();
+    assert!(stray.is_empty(), "{stray:?}");
+
+    let (code, out, err) = find(&cut, None);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("8 problems, 4 already measured, 4 to measure"),
+        "{out}"
+    );
+    assert_eq!(fdb(&cut).unwrap(), want);
+    assert_eq!(
+        std::fs::read_to_string(cut.join("sm_90_132.db.txt")).unwrap_or_default(),
+        std::fs::read_to_string(whole.join("sm_90_132.db.txt")).unwrap_or_default()
+    );
+}

@@ -34,10 +34,10 @@ pub struct FindArgs {
     /// number of workers.
     #[arg(long, conflicts_with = "device")]
     devices: Option<String>,
-    /// Worker processes per device of --devices (or, with --from-log, in all: the queue
-    /// checked without a GPU).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    workers: u32,
+    /// Worker processes per device of --devices (default 1; or, with --from-log, in all: the
+    /// queue checked without a GPU).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    workers: Option<u32>,
     /// Serve as one worker of a --devices run: problems on stdin, measurements on stdout.
     #[arg(long, hide = true)]
     worker: bool,
@@ -325,7 +325,8 @@ pub fn as_measured(a: &FindArgs, p: ConvProblem) -> ConvProblem {
 /// The measurement source of this process: the worker pool (`--devices`, or `--workers` with
 /// a log), the log, or the device.
 fn open_source(a: &FindArgs) -> Result<Source<'_>, Box<dyn std::error::Error>> {
-    if a.devices.is_some() || a.workers > 1 {
+    if a.devices.is_some() || a.workers.is_some() {
+        let workers = a.workers.unwrap_or(1);
         let mut specs: Vec<Vec<String>> = Vec::new();
         match (&a.devices, &a.from_log, &a.target) {
             (Some(_), Some(_), _) => {
@@ -344,13 +345,13 @@ fn open_source(a: &FindArgs) -> Result<Source<'_>, Box<dyn std::error::Error>> {
                     return Err(format!("--devices {list:?}: no devices").into());
                 }
                 for spec in all {
-                    for _ in 0..a.workers {
+                    for _ in 0..workers {
                         specs.push(vec!["--device".into(), spec.clone()]);
                     }
                 }
             }
             (None, Some(log), Some(target)) => {
-                for _ in 0..a.workers {
+                for _ in 0..workers {
                     specs.push(vec![
                         "--from-log".into(),
                         log.display().to_string(),

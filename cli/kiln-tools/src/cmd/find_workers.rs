@@ -191,7 +191,14 @@ impl Worker {
     fn read_line(&mut self) -> Result<String, Error> {
         let mut line = String::new();
         if self.output.read_line(&mut line)? == 0 {
-            let status = self.child.try_wait().ok().flatten();
+            // Its output closed: it is ending; give it a second to be reaped, to say how.
+            let status = (0..50).find_map(|_| {
+                let s = self.child.try_wait().ok().flatten();
+                if s.is_none() {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                s
+            });
             return Err(match status {
                 Some(s) => format!("the worker ended ({s})"),
                 None => "the worker closed its output".to_string(),
@@ -253,12 +260,20 @@ pub fn serve(a: &FindArgs, source: super::find::Source) -> CliResult {
             format!("hello\t{}\t{device}\t{driver}\n", target.basename),
         )?;
         let caps = kiln::solvers::TargetCaps::of(target);
+        // Fault injection for the interruption tests: the worker dies (SIGABRT, no answer)
+        // when handed the run's problem of this index, as a killed worker would.
+        let die_at: Option<usize> = std::env::var("KILN_FIND_WORKER_DIES_AT")
+            .ok()
+            .and_then(|v| v.parse().ok());
         for line in std::io::stdin().lock().lines() {
             let line = line?;
             let (index, key) = line
                 .split_once('\t')
                 .ok_or_else(|| format!("expected index<TAB>key, got {line:?}"))?;
             let i: usize = index.parse().map_err(|_| format!("bad index {index:?}"))?;
+            if die_at == Some(i) {
+                std::process::abort();
+            }
             let p = ConvProblem::from_find_db_key(key).map_err(|e| format!("{key}: {e}"))?;
             let p = super::find::as_measured(a, p);
             let text = match super::find::measure_one(&source, key, &p, &caps, a.repeats, i)? {
