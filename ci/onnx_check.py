@@ -241,6 +241,24 @@ def main():
             print(f"{name:20s} {got_nodes} kiln node(s)  max |kiln - onnxruntime| {err_abs:.2e}  {status}")
             if status != "ok":
                 failures.append(f"{name}: outputs differ by {err_abs:.3e} (scale {scale:.3g})")
+            # Filters stored in half precision: the same outputs within the storage's rounding.
+            if name not in ("conv+bn+silu", "gemm-transB", "conv-depthwise"):
+                continue
+            for storage, tol in (("FP16", 2e-3), ("BF16", 2e-2)):
+                half_dir = os.path.join(tmp, f"out-{name}-{storage}")
+                code, out, err = run([a.tools, "net", "import", path, "--out", half_dir, "--name", "m", "--weights-type", storage])
+                if code != 0:
+                    failures.append(f"{name} ({storage} weights): import failed: {err.strip()}")
+                    continue
+                code, out, err = run([a.tools, "net", "reference", os.path.join(half_dir, "m.txt"), "--weights",
+                                      os.path.join(half_dir, "m.safetensors"), "--input", os.path.join(tmp, "in.bin"),
+                                      "--batch", str(N), "--out", os.path.join(tmp, "out.bin")])
+                got_half = np.fromfile(os.path.join(tmp, "out.bin"), np.float32) if code == 0 else np.zeros(0)
+                half_err = float(np.max(np.abs(got_half - want_nhwc.reshape(-1)))) if got_half.size == want.size else float("inf")
+                ok = half_err <= tol * scale
+                print(f"{name + ' ' + storage:20s} weights stored {storage}: max |kiln - onnxruntime| {half_err:.2e}  {'ok' if ok else 'MISMATCH'}")
+                if not ok:
+                    failures.append(f"{name} ({storage} weights): outputs differ by {half_err:.3e} (scale {scale:.3g})")
         for name, m, want in refusals():
             path = os.path.join(tmp, "bad.onnx")
             onnx.save(m, path)

@@ -701,6 +701,53 @@ impl MemoryPlan {
     }
 }
 
+/// What `kiln info` says of a network at one batch size and data type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetworkSummary {
+    /// Operators (nodes), convolutions included.
+    pub operators: usize,
+    /// Convolutions.
+    pub convolutions: usize,
+    /// Activation memory at this batch and type ([`MemoryPlan`]: input and outputs included).
+    pub activation_bytes: u64,
+    /// Per target (basename): how many of the convolutions its find-db ranks by measurements
+    /// of the problem itself (or of its epilogue's kin, or its plain convolution), the rest
+    /// being ranked from neighbours or the cost model.
+    pub find_db_coverage: Vec<(&'static str, usize)>,
+}
+
+impl NetworkDef {
+    /// The network's [`NetworkSummary`] at `batch` and `dtype` on `targets`.
+    pub fn summary(
+        &self,
+        batch: u32,
+        dtype: crate::DataType,
+        targets: &'static [kiln_format::EmbeddedTarget],
+    ) -> Result<NetworkSummary, NetError> {
+        let problems = self.conv_problems(batch, dtype)?;
+        let plan = MemoryPlan::plan(self, |s| s.bytes(batch, dtype))?;
+        let find_db_coverage = targets
+            .iter()
+            .map(|t| {
+                let measured = problems
+                    .iter()
+                    .filter(|(_, p)| {
+                        crate::resolve::resolve(t, p)
+                            .is_ok_and(|plan| plan.source == crate::resolve::PlanSource::FindDb)
+                    })
+                    .count();
+                (t.basename, measured)
+            })
+            .collect();
+        Ok(NetworkSummary {
+            operators: self.nodes.len(),
+            convolutions: problems.len(),
+            activation_bytes: plan.total_bytes(),
+            find_db_coverage,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1230,22 +1230,51 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
     Ok(Imported { def, weights })
 }
 
-/// The weights as safetensors bytes (FP32, names sorted: the same model gives the same bytes).
-pub fn safetensors_bytes(weights: &[(String, Tensor)]) -> Result<Vec<u8>, String> {
-    let data: Vec<(String, Vec<u8>, Vec<usize>)> = weights
+/// The weights as safetensors bytes, names sorted (the same model gives the same bytes): the
+/// filters of convolutions and fully connected layers (tensors of 2 or more dimensions) in
+/// `storage` (FP32, FP16 or BF16, rounded to nearest even), per-channel vectors (biases, batch
+/// norms) in FP32 always, as they are small and a batch norm's variance needs the range. A
+/// filter value FP16 cannot hold (beyond 65504) is an error naming the tensor.
+pub fn safetensors_bytes(
+    weights: &[(String, Tensor)],
+    storage: kiln::DataType,
+) -> Result<Vec<u8>, String> {
+    let data: Vec<(String, safetensors::Dtype, Vec<u8>, Vec<usize>)> = weights
         .iter()
         .map(|(n, t)| {
-            (
-                n.clone(),
-                t.values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-                t.shape.clone(),
-            )
+            let filter = t.shape.len() >= 2;
+            let (dtype, bytes) = match storage {
+                kiln::DataType::Fp16 if filter => {
+                    if let Some(v) = t.values.iter().find(|v| v.abs() > 65504.0) {
+                        return Err(format!(
+                            "weight {n}: value {v} is beyond FP16's range; store FP32 or BF16"
+                        ));
+                    }
+                    let b = t
+                        .values
+                        .iter()
+                        .flat_map(|&v| kiln::elements::f32_to_f16(v).to_le_bytes());
+                    (safetensors::Dtype::F16, b.collect())
+                }
+                kiln::DataType::Bf16 if filter => {
+                    let b = t
+                        .values
+                        .iter()
+                        .flat_map(|&v| kiln::elements::f32_to_bf16(v).to_le_bytes());
+                    (safetensors::Dtype::BF16, b.collect())
+                }
+                _ => (
+                    safetensors::Dtype::F32,
+                    t.values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                ),
+            };
+            Ok((n.clone(), dtype, bytes, t.shape.clone()))
         })
-        .collect();
+        .collect::<Result<_, String>>()?;
     let views = data
         .iter()
-        .map(|(n, bytes, shape)| {
-            safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), bytes)
+        .map(|(n, dtype, bytes, shape)| {
+            safetensors::tensor::TensorView::new(*dtype, shape.clone(), bytes)
                 .map(|v| (n.clone(), v))
                 .map_err(|e| format!("weight {n}: {e}"))
         })

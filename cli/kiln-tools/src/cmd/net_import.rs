@@ -1,5 +1,6 @@
 //! `kiln-tools net import`: an ONNX model as a kiln network definition (text form) and its
-//! weights (safetensors, FP32), checked as kiln will read them before anything is written.
+//! weights (safetensors: filters in FP32, FP16 or BF16, per-channel vectors in FP32), checked
+//! as kiln will read them before anything is written.
 
 use std::path::PathBuf;
 
@@ -21,6 +22,10 @@ pub struct ImportArgs {
     /// The network's name (default: the file's stem).
     #[arg(long)]
     name: Option<String>,
+    /// Precision the filters are stored in: FP32 (as exported), FP16 or BF16 (half the bytes,
+    /// in the file and embedded; kiln converts to the run's type when it loads them).
+    #[arg(long = "weights-type", default_value = "FP32")]
+    weights_type: String,
 }
 
 pub fn run(a: &ImportArgs) -> CliResult {
@@ -40,7 +45,14 @@ pub fn run(a: &ImportArgs) -> CliResult {
         .def
         .to_text()
         .map_err(|e| format!("{shown}: {e}"))?;
-    let weights = crate::onnx::safetensors_bytes(&imported.weights)?;
+    let storage = kiln::net::data_type(&a.weights_type).ok_or_else(|| {
+        format!(
+            "--weights-type {:?}: expected FP32, FP16 or BF16",
+            a.weights_type
+        )
+    })?;
+    let weights = crate::onnx::safetensors_bytes(&imported.weights, storage)
+        .map_err(|e| format!("{shown}: {e}"))?;
     // Read back as kiln will, before anything is written: the definition, and every
     // convolution's and linear layer's weights at their shapes.
     let def = kiln::net::NetworkDef::from_text(&text).map_err(|e| format!("{shown}: {e}"))?;

@@ -103,23 +103,32 @@ pub fn run(a: &JsonArgs) -> CliResult {
     }
     for m in models {
         // The definition is read as `kiln net run` reads it: a bad one is named here.
-        let summary = match kiln::net::NetworkDef::from_text(m.definition) {
-            Ok(def) => {
-                let convs = def
-                    .nodes
+        let (summary, detail) = match model_summaries(m.definition) {
+            Ok((input, [one, many])) => {
+                let coverage: Vec<String> = one
+                    .find_db_coverage
                     .iter()
-                    .filter(|n| kiln::net::NetworkDef::as_conv(n).is_some())
-                    .count();
-                format!(
-                    "{} operators ({convs} convolutions), input {}",
-                    def.nodes.len(),
-                    def.input.1
+                    .zip(&many.find_db_coverage)
+                    .map(|((t, a), (_, b))| format!("{t} {a}/{b}"))
+                    .collect();
+                (
+                    format!(
+                        "{} operators ({} convolutions), input {input}",
+                        one.operators, one.convolutions
+                    ),
+                    format!(
+                        "\n    activations (FP16) {:.2} MiB at N=1, {:.2} MiB at N={COVERAGE_BATCH}\n    convolutions ranked by their own find-db records (FP16, N=1/N={COVERAGE_BATCH}, of {}): {}",
+                        one.activation_bytes as f64 / 1048576.0,
+                        many.activation_bytes as f64 / 1048576.0,
+                        one.convolutions,
+                        coverage.join(", ")
+                    ),
                 )
             }
-            Err(e) => format!("definition does not read: {e}"),
+            Err(e) => (format!("definition does not read: {e}"), String::new()),
         };
         kiln::outln!(
-            "  {:<20} {summary}; weights {} B ({} B embedded), sha256 {}",
+            "  {:<20} {summary}; weights {} B ({} B embedded), sha256 {}{detail}",
             m.name,
             m.weights_len,
             m.weights_zst.len(),
@@ -191,17 +200,43 @@ fn as_json() -> Result<Json, Box<dyn std::error::Error>> {
     let models = kiln::embedded::models()
         .iter()
         .map(|m| {
-            let def = kiln::net::NetworkDef::from_text(m.definition).ok();
+            let summaries = model_summaries(m.definition).ok();
+            let one = summaries.as_ref().map(|(_, [one, _])| one);
+            let coverage = summaries
+                .as_ref()
+                .map(|(_, [one, many])| {
+                    one.find_db_coverage
+                        .iter()
+                        .zip(&many.find_db_coverage)
+                        .map(|((t, a), (_, b))| {
+                            Json::obj([
+                                ("target", Json::str(*t)),
+                                ("ranked_by_find_db_n1", Json::uint(*a as u64)),
+                                ("ranked_by_find_db_n32", Json::uint(*b as u64)),
+                            ])
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
             Json::obj([
                 ("name", Json::str(m.name)),
                 (
                     "operators",
-                    Json::uint(def.as_ref().map_or(0, |d| d.nodes.len() as u64)),
+                    Json::uint(one.map_or(0, |s| s.operators as u64)),
+                ),
+                (
+                    "convolutions",
+                    Json::uint(one.map_or(0, |s| s.convolutions as u64)),
+                ),
+                (
+                    "activation_bytes_fp16_n1",
+                    Json::uint(one.map_or(0, |s| s.activation_bytes)),
                 ),
                 ("weights_bytes", Json::uint(m.weights_len as u64)),
                 ("embedded_bytes", Json::uint(m.weights_zst.len() as u64)),
                 ("weights_sha256", Json::str(m.weights_sha256)),
-                ("definition_reads", Json::Bool(def.is_some())),
+                ("definition_reads", Json::Bool(summaries.is_some())),
+                ("find_db_coverage", Json::Arr(coverage)),
             ])
         })
         .collect();
@@ -211,4 +246,21 @@ fn as_json() -> Result<Json, Box<dyn std::error::Error>> {
         ("models", Json::Arr(models)),
         ("build_provenance", Json::Arr(provenance)),
     ]))
+}
+
+/// The larger batch `kiln info` reports an embedded network at (beside N=1).
+const COVERAGE_BATCH: u32 = 32;
+
+/// An embedded network's input shape and its summaries at N=1 and N=[`COVERAGE_BATCH`] (FP16)
+/// on every embedded target; an error when its definition does not read.
+fn model_summaries(
+    definition: &str,
+) -> Result<(kiln::net::Shape, [kiln::net::NetworkSummary; 2]), String> {
+    let def = kiln::net::NetworkDef::from_text(definition).map_err(|e| e.to_string())?;
+    let targets = kiln::embedded::targets();
+    let at = |n| {
+        def.summary(n, kiln::DataType::Fp16, targets)
+            .map_err(|e| e.to_string())
+    };
+    Ok((def.input.1, [at(1)?, at(COVERAGE_BATCH)?]))
 }
