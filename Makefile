@@ -5,16 +5,17 @@ FUZZ_SECONDS ?= 20
 .PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb device-pack capi header examples dist install package-check
 
 ## Run kiln's main job on its embedded default databases: every ResNet-50 conv layer through
-## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects),
-## then the whole network's plan (fused convolutions and operators) on every target.
+## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects);
+## then an ONNX ResNet-50 imported and embedded in the binary, listed, planned on every target
+## and (on a GPU) run against the CPU reference (ci/demo.sh).
 demo:
 	$(CARGO) build --release --quiet -p kiln-cli
 	./target/release/kiln devices || [ $$? -eq 3 ]  # 3: no GPU here (the demo then resolves)
 	./target/release/kiln demo
 	@echo
-	./target/release/kiln net plan resnet50 --brief  # the whole network resolved and its objects checked, every target
-	@echo
 	./target/release/kiln resolve --target mi300x -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1
+	@echo
+	CARGO=$(CARGO) bash ci/demo.sh
 
 ## Install toolchains (clang-19, NVRTC wheel, strace, libamdhip64) and run every test: the
 ## workspace (library, both binaries, build-time crate), the HIP struct-layout check against

@@ -8,10 +8,28 @@
 #         12.9, CCCL and CUDA runtime headers, CUTLASS 4.2 headers), into $KILN_TOOLS/cuda-wheels;
 #         those of ci/onnx-wheels.txt (onnx, onnxruntime, numpy: the ONNX import's checks) into
 #         $KILN_TOOLS/onnx-wheels
-# Set KILN_SETUP_SKIP_APT=1 to skip apt (e.g. without root).
+# Set KILN_SETUP_SKIP_APT=1 to skip apt (e.g. without root); `ci/setup.sh onnx` installs only
+# the onnx wheels (what `make demo` needs beyond cargo).
 set -euo pipefail
 KILN_TOOLS=${KILN_TOOLS:-$HOME/.cache/kiln-tools}
 export DEBIAN_FRONTEND=noninteractive
+HERE="$(cd "$(dirname "$0")" && pwd)"
+
+# Pinned wheels into a folder, reinstalled whenever the pins change (the stamp holds the pins
+# the folder was made from).
+install_pinned() { # pins file, folder
+  if ! cmp -s "$1" "$2/.kiln-pins" 2>/dev/null; then
+    rm -rf "$2.new"
+    python3 -m pip install -q --disable-pip-version-check --no-deps --require-hashes \
+      --target "$2.new" -r "$1"
+    cp "$1" "$2.new/.kiln-pins"
+    rm -rf "$2" && mv "$2.new" "$2"
+  fi
+}
+# The ONNX import's checks against onnxruntime (ci/onnx_check.py) and the demo's model.
+ONNX_WHEELS="$KILN_TOOLS/onnx-wheels"
+install_pinned "$HERE/onnx-wheels.txt" "$ONNX_WHEELS"
+[ "${1:-}" = onnx ] && exit 0
 
 need_apt=()
 command -v clang++-19 >/dev/null || need_apt+=(clang-19 lld-19)
@@ -32,21 +50,6 @@ if [ ${#need_apt[@]} -gt 0 ] && [ "${KILN_SETUP_SKIP_APT:-0}" != 1 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
-# Pinned wheels into a folder, reinstalled whenever the pins change (the stamp holds the pins
-# the folder was made from).
-install_pinned() { # pins file, folder
-  if ! cmp -s "$1" "$2/.kiln-pins" 2>/dev/null; then
-    rm -rf "$2.new"
-    python3 -m pip install -q --disable-pip-version-check --no-deps --require-hashes \
-      --target "$2.new" -r "$1"
-    cp "$1" "$2.new/.kiln-pins"
-    rm -rf "$2" && mv "$2.new" "$2"
-  fi
-}
-HERE="$(cd "$(dirname "$0")" && pwd)"
 WHEELS="$KILN_TOOLS/cuda-wheels"
 install_pinned "$HERE/cuda-wheels.txt" "$WHEELS"
-# The ONNX import's checks against onnxruntime (ci/onnx_check.py).
-ONNX_WHEELS="$KILN_TOOLS/onnx-wheels"
-install_pinned "$HERE/onnx-wheels.txt" "$ONNX_WHEELS"
 echo "kiln tools ready: clang++-19 $(clang++-19 --version | head -1 | sed 's/.*version //'), CUDA and CUTLASS wheels in $WHEELS, onnx and onnxruntime in $ONNX_WHEELS"

@@ -5,6 +5,7 @@
 pub mod coldstart;
 pub mod epilogue;
 pub mod net;
+pub mod npy;
 pub mod networks;
 pub mod ops;
 pub mod output;

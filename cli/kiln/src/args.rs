@@ -108,7 +108,8 @@ pub struct NetRunArgs {
     /// Data type of activations and weights: FP16, BF16, FP32.
     #[arg(long = "type", default_value = "FP16")]
     pub dtype: String,
-    /// Input: raw NHWC values of the data type, batch x h x w x c (default: random in [-1, 1)).
+    /// Input: a `.npy` array (N x C x H x W, float32/16/64, as PyTorch and ONNX hold images),
+    /// or raw NHWC values of the data type, batch x h x w x c (default: random in [-1, 1)).
     #[arg(long)]
     pub input: Option<std::path::PathBuf>,
     /// Write the output here: raw values of the data type, batch x c.

@@ -190,6 +190,11 @@ pub fn run(a: &NetRunArgs) -> CliResult {
     // The input is read (at most the bytes the batch needs) and checked before the device
     // opens, so that a wrong file fails fast, GPU or not.
     let input = match &a.input {
+        Some(path) if path.extension().is_some_and(|e| e == "npy") => {
+            let values = kiln::harness::npy::read_nchw(path, a.batch, (s.c, s.h, s.w))
+                .map_err(|e| format!("net: --input {}: {e}", path.display()))?;
+            Some(kiln::elements::encode(dtype, &values).0)
+        }
         Some(path) => {
             let b = kiln::format::file::read_capped(path, in_bytes)
                 .map_err(|e| format!("net: --input {}: {e}", path.display()))?;
