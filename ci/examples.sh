@@ -62,3 +62,13 @@ echo "== Rust example: a whole network"
 ${CARGO:-cargo} run --quiet "${release[@]}" --example network
 echo "== Rust example: the appliance (an embedded network; none embedded in this build)"
 ${CARGO:-cargo} run --quiet "${release[@]}" --features safetensors --example appliance
+echo "== the appliance with a network embedded (KILN_MODELS), under strace: no file access but the loader's, the image's and the system's"
+tiny=target/examples/tiny
+mkdir -p "$tiny"
+python3 ci/tiny_onnx.py "$tiny/tiny.onnx"
+${CARGO:-cargo} run --quiet "${release[@]}" -p kiln-tools -- net import "$tiny/tiny.onnx" --out "$tiny" --name tiny
+KILN_MODELS="$PWD/$tiny/tiny.txt" ${CARGO:-cargo} build --quiet "${release[@]}" --features safetensors --example appliance
+profile_dir=debug
+[ "${PROFILE:-release}" = release ] && profile_dir=release
+python3 ci/appliance_strace.py "target/$profile_dir/examples/appliance" --shape 3,32,32 --out "$tiny" --no-device-ok \
+  | grep -E '"(ok|other|loader|image|system)"|ready|class'
