@@ -8,5 +8,11 @@ set -u
 OUT=${OUT:-/tmp/kiln-out}
 mkdir -p "$OUT"
 gunzip -kf out/app/appliance.gz && chmod +x out/app/appliance
-command -v strace >/dev/null || { echo "strace is not installed on this machine"; exit 1; }
-python3 ci/appliance_strace.py out/app/appliance --out "$OUT"
+# Without strace there, Debian's (out/app/strace, its libraries in out/app/strace-lib), run
+# through the loader so that only strace itself sees those libraries.
+tracer=strace
+if ! command -v strace >/dev/null; then
+  [ -x out/app/strace ] || { echo "no strace on this machine, and none in out/app"; exit 1; }
+  tracer="/lib64/ld-linux-x86-64.so.2 --library-path $PWD/out/app/strace-lib $PWD/out/app/strace"
+fi
+python3 ci/appliance_strace.py out/app/appliance --out "$OUT" --strace "$tracer"

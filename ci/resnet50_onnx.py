@@ -76,7 +76,8 @@ def build(seed):
 
 def classifier(rng, nodes, inits):
     """fc.weight and fc.bias: random directions, scaled and centred on the pooled features of
-    16 random images so that each logit varies between images with a standard deviation of 3."""
+    16 random images (8 uniform, 8 normal) so that each logit varies between images with a
+    standard deviation of 3."""
     import onnxruntime as ort
     graph = helper.make_graph(
         nodes, "features", [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["batch", 3, 224, 224])],
@@ -84,7 +85,9 @@ def classifier(rng, nodes, inits):
     probe = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     probe.ir_version = 8
     session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
-    x = rng.standard_normal((16, 3, 224, 224), dtype=np.float32)
+    # Images as `kiln net run` makes them (uniform in [-1, 1)) and normalised ones (N(0, 1)).
+    x = np.concatenate([rng.uniform(-1.0, 1.0, (8, 3, 224, 224)).astype(np.float32),
+                        rng.standard_normal((8, 3, 224, 224), dtype=np.float32)])
     f = session.run(None, {"images": x})[0].astype(np.float64)
     w = rng.standard_normal((1000, 2048))
     logits = (f - f.mean(0)) @ w.T
