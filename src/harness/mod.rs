@@ -5,8 +5,8 @@
 pub mod coldstart;
 pub mod epilogue;
 pub mod net;
-pub mod npy;
 pub mod networks;
+pub mod npy;
 pub mod ops;
 pub mod output;
 pub mod problem_list;
