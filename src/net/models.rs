@@ -562,7 +562,7 @@ pub fn yolov8n(classes: u32) -> NetworkDef {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::MemoryPlan;
+    use crate::net::{MemoryPlan, NetworkSummary};
 
     #[test]
     fn mobilenet_and_efficientnet_are_valid() {
@@ -623,6 +623,31 @@ mod tests {
             .map(|c| 2 * c.out as usize)
             .sum();
         assert_eq!(w.values() - statistics, 3_157_184);
+    }
+
+    #[cfg(feature = "sm_90_132")]
+    #[test]
+    fn a_summary_counts_what_the_find_db_ranks_by_its_own_records() {
+        let def = resnet50(1000);
+        let targets = crate::embedded::targets();
+        let at = |n| def.summary(n, crate::DataType::Fp16, targets).unwrap();
+        let (one, many) = (at(1), at(32));
+        // 53 convolutions and the classifier (a 1x1 on a 1x1 map), all measured on sm_90_132
+        // (ci/problems/fused_resnet50.txt); every other target, none or some.
+        assert_eq!((one.operators, one.convolutions), (def.nodes.len(), 54));
+        let sm90 = |s: &NetworkSummary| {
+            s.find_db_coverage
+                .iter()
+                .find(|(t, _)| *t == "sm_90_132")
+                .unwrap()
+                .1
+        };
+        assert_eq!((sm90(&one), sm90(&many)), (54, 54));
+        assert_eq!(one.find_db_coverage.len(), targets.len());
+        // FP16 activation memory: the plan's buffers, 32 samples 32 times one's.
+        let plan = MemoryPlan::plan(&def, |s| s.bytes(1, crate::DataType::Fp16)).unwrap();
+        assert_eq!(one.activation_bytes, plan.total_bytes());
+        assert_eq!(many.activation_bytes, 32 * one.activation_bytes);
     }
 
     #[test]
