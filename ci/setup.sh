@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what kiln's builds and tests need on a fresh Debian 12 machine (idempotent).
-#   apt:  clang-19 lld-19 clang-tools-19 (AMD code objects), strace (no-file-access test),
+#   apt:  clang-19 lld-19 clang-tools-19 (AMD code objects), llvm-19 (kiln-emu's decode oracle:
+#         llvm-objdump-19, llvm-readobj-19), strace (no-file-access test),
 #         gcc, pkg-config, valgrind (the C examples and the C library's leak check),
 #         hipcc libamdhip64-dev (the `hip` feature builds and links against them),
 #         python3 (plain SQLite client in tests; already on the image)
@@ -34,6 +35,8 @@ install_pinned "$HERE/onnx-wheels.txt" "$ONNX_WHEELS"
 need_apt=()
 command -v clang++-19 >/dev/null || need_apt+=(clang-19 lld-19)
 command -v clang-offload-bundler-19 >/dev/null || [ -x /usr/lib/llvm-19/bin/clang-offload-bundler ] || need_apt+=(clang-tools-19)
+# kiln-emu's decode oracle: llvm-objdump-19 and llvm-readobj-19.
+command -v llvm-objdump-19 >/dev/null || need_apt+=(llvm-19)
 command -v strace >/dev/null || need_apt+=(strace)
 # The `hip` feature links libamdhip64 (Debian's ROCm 5.2); hipconfig (package hipcc) tells
 # hip-runtime-sys where the headers are.
