@@ -27,6 +27,14 @@ install_pinned() { # pins file, folder
     rm -rf "$2" && mv "$2.new" "$2"
   fi
 }
+apt_install() { # packages
+  [ "${KILN_SETUP_SKIP_APT:-0}" = 1 ] && return 0
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+# pip installs the pinned wheels (Debian's python3 comes without it).
+python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
 # The ONNX import's checks against onnxruntime (ci/onnx_check.py) and the demo's model.
 ONNX_WHEELS="$KILN_TOOLS/onnx-wheels"
 install_pinned "$HERE/onnx-wheels.txt" "$ONNX_WHEELS"
@@ -47,10 +55,8 @@ command -v python3 >/dev/null || need_apt+=(python3)
 command -v cc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 command -v valgrind >/dev/null || need_apt+=(valgrind)
-if [ ${#need_apt[@]} -gt 0 ] && [ "${KILN_SETUP_SKIP_APT:-0}" != 1 ]; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+if [ ${#need_apt[@]} -gt 0 ]; then
+  apt_install "${need_apt[@]}"
 fi
 
 WHEELS="$KILN_TOOLS/cuda-wheels"
