@@ -10,6 +10,17 @@ use std::process::Command;
 
 use kiln_emu::code_object::CodeObject;
 use kiln_emu::decode::{self, Extension, Family, Format, Shape};
+use kiln_emu::opcodes;
+
+/// The formats whose gfx9 opcodes kiln's tables hold.
+const SCALAR: [Format; 6] = [
+    Format::Sop2,
+    Format::Sop1,
+    Format::Sopc,
+    Format::Sopk,
+    Format::Sopp,
+    Format::Smem,
+];
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -158,14 +169,14 @@ fn agrees(m: &str, s: &Shape) -> bool {
 fn every_instruction_decodes_to_llvms_boundaries_and_format() {
     let objdump_bin = tool("llvm-objdump-19");
     let dir = tempfile::tempdir().unwrap();
-    let mut per_target: Vec<(String, usize, usize)> = Vec::new();
+    let mut per_target: Vec<(String, usize, usize, usize)> = Vec::new();
     for (i, (target, arch, bytes)) in amd_objects().iter().enumerate() {
         let family = Family::of_arch(arch).unwrap();
         let co = CodeObject::parse(bytes).unwrap_or_else(|e| panic!("{target} object {i}: {e}"));
         let path = dir.path().join(format!("{i}.o"));
         std::fs::write(&path, bytes).unwrap();
         let llvm = objdump(&objdump_bin, &path);
-        let mut count = 0;
+        let (mut count, mut named) = (0, 0);
         for k in &co.kernels {
             let words = co.words_from(k.entry).unwrap();
             let words = &words[..(k.code_size as usize / 4).min(words.len())];
@@ -182,21 +193,35 @@ fn every_instruction_decodes_to_llvms_boundaries_and_format() {
                     k.name
                 );
                 count += 1;
+                // Where kiln's opcode tables cover the format, the same mnemonic.
+                let first = words[((pc - k.entry) / 4) as usize];
+                if let Ok(name) = opcodes::mnemonic(family, s.format, first, pc) {
+                    assert_eq!(name, m, "{target} ({arch}) object {i}, 0x{pc:x}: {s:?}");
+                    named += 1;
+                } else if family == Family::Gfx9 && SCALAR.contains(&s.format) {
+                    panic!("{target} ({arch}) object {i}, 0x{pc:x}: LLVM `{m}`, kiln has no name for 0x{first:08x}");
+                }
             }
         }
-        match per_target.iter_mut().find(|(t, _, _)| t == target) {
+        match per_target.iter_mut().find(|(t, _, _, _)| t == target) {
             Some(t) => {
                 t.1 += 1;
                 t.2 += count;
+                t.3 += named;
             }
-            None => per_target.push((target.clone(), 1, count)),
+            None => per_target.push((target.clone(), 1, count, named)),
         }
     }
-    for (t, objects, n) in &per_target {
-        println!("{t}: {objects} objects, {n} instructions decoded as LLVM does");
+    for (t, objects, n, named) in &per_target {
+        println!("{t}: {objects} objects, {n} instructions decoded as LLVM does, {named} of them named as LLVM names them");
     }
     assert_eq!(per_target.len(), 10, "{per_target:?}");
-    assert!(per_target.iter().all(|(_, o, n)| *o > 0 && *n > 1000));
+    assert!(per_target.iter().all(|(_, o, n, _)| *o > 0 && *n > 1000));
+    // gfx9's scalar instructions (about two in five) all carry LLVM's name.
+    assert!(per_target
+        .iter()
+        .filter(|(t, ..)| t.starts_with("gfx9"))
+        .all(|(_, _, n, named)| *named * 4 > *n));
 }
 
 /// The metadata note's numbers for each kernel, from llvm-readobj's YAML dump: the entries of

@@ -1,0 +1,260 @@
+//! Opcode names, by family and format, as AMD's ISA reference guides number them (Vega and
+//! CDNA for gfx9), spelled as LLVM prints them. So far the scalar formats of gfx9 (SOP2, SOP1,
+//! SOPC, SOPK, SOPP) and its scalar memory (SMEM); other formats and families answer with an
+//! error naming them.
+
+use crate::decode::{Family, Format};
+use crate::Error;
+
+/// gfx9 SOP2, by opcode (bits 29:23).
+const GFX9_SOP2: &[&str] = &[
+    "s_add_u32",
+    "s_sub_u32",
+    "s_add_i32",
+    "s_sub_i32",
+    "s_addc_u32",
+    "s_subb_u32",
+    "s_min_i32",
+    "s_min_u32",
+    "s_max_i32",
+    "s_max_u32",
+    "s_cselect_b32",
+    "s_cselect_b64",
+    "s_and_b32",
+    "s_and_b64",
+    "s_or_b32",
+    "s_or_b64",
+    "s_xor_b32",
+    "s_xor_b64",
+    "s_andn2_b32",
+    "s_andn2_b64",
+    "s_orn2_b32",
+    "s_orn2_b64",
+    "s_nand_b32",
+    "s_nand_b64",
+    "s_nor_b32",
+    "s_nor_b64",
+    "s_xnor_b32",
+    "s_xnor_b64",
+    "s_lshl_b32",
+    "s_lshl_b64",
+    "s_lshr_b32",
+    "s_lshr_b64",
+    "s_ashr_i32",
+    "s_ashr_i64",
+    "s_bfm_b32",
+    "s_bfm_b64",
+    "s_mul_i32",
+    "s_bfe_u32",
+    "s_bfe_i32",
+    "s_bfe_u64",
+    "s_bfe_i64",
+    "s_cbranch_g_fork",
+    "s_absdiff_i32",
+    "s_rfe_restore_b64",
+    "s_mul_hi_u32",
+    "s_mul_hi_i32",
+    "s_lshl1_add_u32",
+    "s_lshl2_add_u32",
+    "s_lshl3_add_u32",
+    "s_lshl4_add_u32",
+    "s_pack_ll_b32_b16",
+    "s_pack_lh_b32_b16",
+    "s_pack_hh_b32_b16",
+];
+
+/// gfx9 SOP1, by opcode (bits 15:8).
+const GFX9_SOP1: &[&str] = &[
+    "s_mov_b32",
+    "s_mov_b64",
+    "s_cmov_b32",
+    "s_cmov_b64",
+    "s_not_b32",
+    "s_not_b64",
+    "s_wqm_b32",
+    "s_wqm_b64",
+    "s_brev_b32",
+    "s_brev_b64",
+    "s_bcnt0_i32_b32",
+    "s_bcnt0_i32_b64",
+    "s_bcnt1_i32_b32",
+    "s_bcnt1_i32_b64",
+    "s_ff0_i32_b32",
+    "s_ff0_i32_b64",
+    "s_ff1_i32_b32",
+    "s_ff1_i32_b64",
+    "s_flbit_i32_b32",
+    "s_flbit_i32_b64",
+    "s_flbit_i32",
+    "s_flbit_i32_i64",
+    "s_sext_i32_i8",
+    "s_sext_i32_i16",
+    "s_bitset0_b32",
+    "s_bitset0_b64",
+    "s_bitset1_b32",
+    "s_bitset1_b64",
+    "s_getpc_b64",
+    "s_setpc_b64",
+    "s_swappc_b64",
+    "s_rfe_b64",
+    "s_and_saveexec_b64",
+    "s_or_saveexec_b64",
+    "s_xor_saveexec_b64",
+    "s_andn2_saveexec_b64",
+    "s_orn2_saveexec_b64",
+    "s_nand_saveexec_b64",
+    "s_nor_saveexec_b64",
+    "s_xnor_saveexec_b64",
+    "s_quadmask_b32",
+    "s_quadmask_b64",
+    "s_movrels_b32",
+    "s_movrels_b64",
+    "s_movreld_b32",
+    "s_movreld_b64",
+    "s_cbranch_join",
+    "",
+    "s_abs_i32",
+    "",
+    "s_set_gpr_idx_idx",
+    "s_andn1_saveexec_b64",
+    "s_orn1_saveexec_b64",
+    "s_andn1_wrexec_b64",
+    "s_andn2_wrexec_b64",
+    "s_bitreplicate_b64_b32",
+];
+
+/// gfx9 SOPC, by opcode (bits 22:16).
+const GFX9_SOPC: &[&str] = &[
+    "s_cmp_eq_i32",
+    "s_cmp_lg_i32",
+    "s_cmp_gt_i32",
+    "s_cmp_ge_i32",
+    "s_cmp_lt_i32",
+    "s_cmp_le_i32",
+    "s_cmp_eq_u32",
+    "s_cmp_lg_u32",
+    "s_cmp_gt_u32",
+    "s_cmp_ge_u32",
+    "s_cmp_lt_u32",
+    "s_cmp_le_u32",
+    "s_bitcmp0_b32",
+    "s_bitcmp1_b32",
+    "s_bitcmp0_b64",
+    "s_bitcmp1_b64",
+    "s_setvskip",
+    "s_set_gpr_idx_on",
+    "s_cmp_eq_u64",
+    "s_cmp_lg_u64",
+];
+
+/// gfx9 SOPK, by opcode (bits 27:23).
+const GFX9_SOPK: &[&str] = &[
+    "s_movk_i32",
+    "s_cmovk_i32",
+    "s_cmpk_eq_i32",
+    "s_cmpk_lg_i32",
+    "s_cmpk_gt_i32",
+    "s_cmpk_ge_i32",
+    "s_cmpk_lt_i32",
+    "s_cmpk_le_i32",
+    "s_cmpk_eq_u32",
+    "s_cmpk_lg_u32",
+    "s_cmpk_gt_u32",
+    "s_cmpk_ge_u32",
+    "s_cmpk_lt_u32",
+    "s_cmpk_le_u32",
+    "s_addk_i32",
+    "s_mulk_i32",
+    "s_cbranch_i_fork",
+    "s_getreg_b32",
+    "s_setreg_b32",
+    "",
+    "s_setreg_imm32_b32",
+    "s_call_b64",
+];
+
+/// gfx9 SOPP, by opcode (bits 22:16).
+const GFX9_SOPP: &[&str] = &[
+    "s_nop",
+    "s_endpgm",
+    "s_branch",
+    "s_wakeup",
+    "s_cbranch_scc0",
+    "s_cbranch_scc1",
+    "s_cbranch_vccz",
+    "s_cbranch_vccnz",
+    "s_cbranch_execz",
+    "s_cbranch_execnz",
+    "s_barrier",
+    "s_setkill",
+    "s_waitcnt",
+    "s_sethalt",
+    "s_sleep",
+    "s_setprio",
+    "s_sendmsg",
+    "s_sendmsghalt",
+    "s_trap",
+    "s_icache_inv",
+    "s_incperflevel",
+    "s_decperflevel",
+    "s_ttracedata",
+    "s_cbranch_cdbgsys",
+    "s_cbranch_cdbguser",
+    "s_cbranch_cdbgsys_or_user",
+    "s_cbranch_cdbgsys_and_user",
+    "s_endpgm_saved",
+    "s_set_gpr_idx_off",
+    "s_set_gpr_idx_mode",
+    "s_endpgm_ordered_ps_done",
+];
+
+/// gfx9 SMEM, by opcode (bits 25:18); gaps are opcodes kiln's objects never hold.
+fn gfx9_smem(op: u32) -> Option<&'static str> {
+    Some(match op {
+        0x00 => "s_load_dword",
+        0x01 => "s_load_dwordx2",
+        0x02 => "s_load_dwordx4",
+        0x03 => "s_load_dwordx8",
+        0x04 => "s_load_dwordx16",
+        0x08 => "s_buffer_load_dword",
+        0x09 => "s_buffer_load_dwordx2",
+        0x0a => "s_buffer_load_dwordx4",
+        0x0b => "s_buffer_load_dwordx8",
+        0x0c => "s_buffer_load_dwordx16",
+        0x10 => "s_store_dword",
+        0x11 => "s_store_dwordx2",
+        0x12 => "s_store_dwordx4",
+        0x20 => "s_dcache_inv",
+        0x21 => "s_dcache_wb",
+        0x22 => "s_dcache_inv_vol",
+        0x23 => "s_dcache_wb_vol",
+        0x24 => "s_memtime",
+        0x25 => "s_memrealtime",
+        _ => return None,
+    })
+}
+
+/// The mnemonic of the instruction whose first dword is `w`, decoded as `format`.
+pub fn mnemonic(family: Family, format: Format, w: u32, pc: u64) -> Result<&'static str, Error> {
+    let from = |table: &'static [&'static str], op: u32| {
+        table.get(op as usize).copied().filter(|m| !m.is_empty())
+    };
+    let name = match (family, format) {
+        (Family::Gfx9, Format::Sop2) => from(GFX9_SOP2, (w >> 23) & 0x7f),
+        (Family::Gfx9, Format::Sop1) => from(GFX9_SOP1, (w >> 8) & 0xff),
+        (Family::Gfx9, Format::Sopc) => from(GFX9_SOPC, (w >> 16) & 0x7f),
+        (Family::Gfx9, Format::Sopk) => from(GFX9_SOPK, (w >> 23) & 0x1f),
+        (Family::Gfx9, Format::Sopp) => from(GFX9_SOPP, (w >> 16) & 0x7f),
+        (Family::Gfx9, Format::Smem) => gfx9_smem((w >> 18) & 0xff),
+        _ => {
+            return Err(Error::Decode(format!(
+                "pc 0x{pc:x}: {format:?} opcodes of {family:?} are not in kiln's tables yet"
+            )))
+        }
+    };
+    name.ok_or_else(|| {
+        Error::Decode(format!(
+            "pc 0x{pc:x}: {format:?} dword 0x{w:08x} holds an opcode {family:?} does not define"
+        ))
+    })
+}
