@@ -235,9 +235,9 @@ pub fn shape(family: Family, words: &[u32], pc: u64) -> Result<Shape, Error> {
 /// VOP2 opcodes whose third operand is always a literal (madmk/madak, fmamk/fmaak).
 fn vop2_takes_literal(family: Family, op: u32) -> bool {
     match family {
-        // v_madmk_f32, v_madak_f32, v_madmk_f16, v_madak_f16; gfx90a/gfx940: v_fmamk_f32,
-        // v_fmaak_f32.
-        Family::Gfx9 => matches!(op, 0x17 | 0x18 | 0x24 | 0x25 | 0x37 | 0x38),
+        // v_madmk_f32, v_madak_f32 (gfx940: v_fmamk_f32, v_fmaak_f32), v_madmk_f16,
+        // v_madak_f16.
+        Family::Gfx9 => matches!(op, 0x17 | 0x18 | 0x24 | 0x25),
         // v_madmk_f32, v_madak_f32, v_fmamk_f32, v_fmaak_f32, v_madmk_f16, v_madak_f16,
         // v_fmamk_f16, v_fmaak_f16.
         Family::Gfx10 => matches!(op, 0x21 | 0x22 | 0x2c | 0x2d | 0x37 | 0x38),
