@@ -562,7 +562,7 @@ pub fn yolov8n(classes: u32) -> NetworkDef {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::{MemoryPlan, NetworkSummary};
+    use crate::net::MemoryPlan;
 
     #[test]
     fn mobilenet_and_efficientnet_are_valid() {
@@ -628,6 +628,7 @@ mod tests {
     #[cfg(feature = "sm_90_132")]
     #[test]
     fn a_summary_counts_what_the_find_db_ranks_by_its_own_records() {
+        use crate::net::NetworkSummary;
         let def = resnet50(1000);
         let targets = crate::embedded::targets();
         let at = |n| def.summary(n, crate::DataType::Fp16, targets).unwrap();
