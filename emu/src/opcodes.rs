@@ -1,7 +1,8 @@
 //! Opcode names, by family and format, as AMD's ISA reference guides number them (Vega and
-//! CDNA for gfx9), spelled as LLVM prints them. So far the scalar formats of gfx9 (SOP2, SOP1,
-//! SOPC, SOPK, SOPP) and its scalar memory (SMEM); other formats and families answer with an
-//! error naming them.
+//! CDNA for gfx9), spelled as LLVM prints them (without its `_e32`/`_e64`/`_sdwa`/`_dpp`
+//! suffixes). So far gfx9's scalar formats (SOP2, SOP1, SOPC, SOPK, SOPP), its scalar memory
+//! (SMEM) and its 32-bit vector formats (VOP1, VOP2, VOPC); other formats and families answer
+//! with an error naming them.
 
 use crate::decode::{Family, Format};
 use crate::Error;
@@ -234,12 +235,185 @@ fn gfx9_smem(op: u32) -> Option<&'static str> {
     })
 }
 
-/// The mnemonic of the instruction whose first dword is `w`, decoded as `format`.
-pub fn mnemonic(family: Family, format: Format, w: u32, pc: u64) -> Result<&'static str, Error> {
+/// gfx9 VOP1, by opcode (bits 16:9); gfx90a and gfx940 add v_mov_b64.
+fn gfx9_vop1(arch: &str, op: u32) -> Option<&'static str> {
+    const TABLE: &[&str] = &[
+        "v_nop",
+        "v_mov_b32",
+        "v_readfirstlane_b32",
+        "v_cvt_i32_f64",
+        "v_cvt_f64_i32",
+        "v_cvt_f32_i32",
+        "v_cvt_f32_u32",
+        "v_cvt_u32_f32",
+        "v_cvt_i32_f32",
+        "",
+        "v_cvt_f16_f32",
+        "v_cvt_f32_f16",
+        "v_cvt_rpi_i32_f32",
+        "v_cvt_flr_i32_f32",
+        "v_cvt_off_f32_i4",
+        "v_cvt_f32_f64",
+        "v_cvt_f64_f32",
+        "v_cvt_f32_ubyte0",
+        "v_cvt_f32_ubyte1",
+        "v_cvt_f32_ubyte2",
+        "v_cvt_f32_ubyte3",
+        "v_cvt_u32_f64",
+        "v_cvt_f64_u32",
+        "v_trunc_f64",
+        "v_ceil_f64",
+        "v_rndne_f64",
+        "v_floor_f64",
+        "v_fract_f32",
+        "v_trunc_f32",
+        "v_ceil_f32",
+        "v_rndne_f32",
+        "v_floor_f32",
+        "v_exp_f32",
+        "v_log_f32",
+        "v_rcp_f32",
+        "v_rcp_iflag_f32",
+        "v_rsq_f32",
+        "v_rcp_f64",
+        "v_rsq_f64",
+        "v_sqrt_f32",
+        "v_sqrt_f64",
+        "v_sin_f32",
+        "v_cos_f32",
+        "v_not_b32",
+        "v_bfrev_b32",
+        "v_ffbh_u32",
+        "v_ffbl_b32",
+        "v_ffbh_i32",
+        "v_frexp_exp_i32_f64",
+        "v_frexp_mant_f64",
+        "v_fract_f64",
+        "v_frexp_exp_i32_f32",
+        "v_frexp_mant_f32",
+        "v_clrexcp",
+    ];
+    match op {
+        0x38 if matches!(arch, "gfx90a" | "gfx942") => Some("v_mov_b64"),
+        _ => TABLE.get(op as usize).copied().filter(|m| !m.is_empty()),
+    }
+}
+
+/// gfx9 VOP2, by opcode (bits 30:25); gfx940 fuses where the others multiply and add.
+fn gfx9_vop2(arch: &str, op: u32) -> Option<&'static str> {
+    const TABLE: &[&str] = &[
+        "v_cndmask_b32",
+        "v_add_f32",
+        "v_sub_f32",
+        "v_subrev_f32",
+        "v_mul_legacy_f32",
+        "v_mul_f32",
+        "v_mul_i32_i24",
+        "v_mul_hi_i32_i24",
+        "v_mul_u32_u24",
+        "v_mul_hi_u32_u24",
+        "v_min_f32",
+        "v_max_f32",
+        "v_min_i32",
+        "v_max_i32",
+        "v_min_u32",
+        "v_max_u32",
+        "v_lshrrev_b32",
+        "v_ashrrev_i32",
+        "v_lshlrev_b32",
+        "v_and_b32",
+        "v_or_b32",
+        "v_xor_b32",
+        "v_mac_f32",
+        "v_madmk_f32",
+        "v_madak_f32",
+        "v_add_co_u32",
+        "v_sub_co_u32",
+        "v_subrev_co_u32",
+        "v_addc_co_u32",
+        "v_subb_co_u32",
+        "v_subbrev_co_u32",
+        "v_add_f16",
+        "v_sub_f16",
+        "v_subrev_f16",
+        "v_mul_f16",
+        "v_mac_f16",
+        "v_madmk_f16",
+        "v_madak_f16",
+        "v_add_u16",
+        "v_sub_u16",
+        "v_subrev_u16",
+        "v_mul_lo_u16",
+        "v_lshlrev_b16",
+        "v_lshrrev_b16",
+        "v_ashrrev_i16",
+        "v_max_f16",
+        "v_min_f16",
+        "v_max_u16",
+        "v_max_i16",
+        "v_min_u16",
+        "v_min_i16",
+        "v_ldexp_f16",
+        "v_add_u32",
+        "v_sub_u32",
+        "v_subrev_u32",
+    ];
+    match (arch, op) {
+        ("gfx942", 0x17) => Some("v_fmamk_f32"),
+        ("gfx942", 0x18) => Some("v_fmaak_f32"),
+        (_, 0x3b) if arch != "gfx900" => Some("v_fmac_f32"),
+        _ => TABLE.get(op as usize).copied().filter(|m| !m.is_empty()),
+    }
+}
+
+/// gfx9 VOPC, by opcode (bits 24:17): classes, then each float type's 16 conditions (compare,
+/// then compare-and-write-exec), then each integer type's 8.
+fn gfx9_vopc(op: u32) -> Option<String> {
+    const FLOAT: [&str; 16] = [
+        "f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt", "nle", "neq",
+        "nlt", "tru",
+    ];
+    const INT: [&str; 8] = ["f", "lt", "eq", "le", "gt", "ne", "ge", "t"];
+    let op = op as usize;
+    Some(match op {
+        0x10..=0x15 => {
+            let (x, ty) = (op & 1 == 1, ["f32", "f64", "f16"][(op - 0x10) / 2]);
+            format!("v_cmp{}_class_{ty}", if x { "x" } else { "" })
+        }
+        0x20..=0x7f => {
+            let group = (op - 0x20) / 16;
+            let ty = ["f16", "f32", "f64"][group / 2];
+            let x = if group % 2 == 1 { "x" } else { "" };
+            format!("v_cmp{x}_{}_{ty}", FLOAT[op % 16])
+        }
+        0xa0..=0xff => {
+            let group = (op - 0xa0) / 8;
+            let ty = ["i16", "u16", "i32", "u32", "i64", "u64"][(group / 4) * 2 + group % 2];
+            let x = if (group / 2) % 2 == 1 { "x" } else { "" };
+            format!("v_cmp{x}_{}_{ty}", INT[op % 8])
+        }
+        _ => return None,
+    })
+}
+
+/// The mnemonic of the instruction whose first dword is `w`, decoded as `format`, on `arch`
+/// (`gfx90a`, ...; its family's tables, with the architecture's own opcodes).
+pub fn mnemonic(
+    arch: &str,
+    family: Family,
+    format: Format,
+    w: u32,
+    pc: u64,
+) -> Result<String, Error> {
     let from = |table: &'static [&'static str], op: u32| {
         table.get(op as usize).copied().filter(|m| !m.is_empty())
     };
     let name = match (family, format) {
+        (Family::Gfx9, Format::Vop1) => gfx9_vop1(arch, (w >> 9) & 0xff),
+        (Family::Gfx9, Format::Vop2) => gfx9_vop2(arch, (w >> 25) & 0x3f),
+        (Family::Gfx9, Format::Vopc) => {
+            return gfx9_vopc((w >> 17) & 0xff).ok_or_else(|| undefined(family, format, w, pc))
+        }
         (Family::Gfx9, Format::Sop2) => from(GFX9_SOP2, (w >> 23) & 0x7f),
         (Family::Gfx9, Format::Sop1) => from(GFX9_SOP1, (w >> 8) & 0xff),
         (Family::Gfx9, Format::Sopc) => from(GFX9_SOPC, (w >> 16) & 0x7f),
@@ -252,9 +426,12 @@ pub fn mnemonic(family: Family, format: Format, w: u32, pc: u64) -> Result<&'sta
             )))
         }
     };
-    name.ok_or_else(|| {
-        Error::Decode(format!(
-            "pc 0x{pc:x}: {format:?} dword 0x{w:08x} holds an opcode {family:?} does not define"
-        ))
-    })
+    name.map(str::to_string)
+        .ok_or_else(|| undefined(family, format, w, pc))
+}
+
+fn undefined(family: Family, format: Format, w: u32, pc: u64) -> Error {
+    Error::Decode(format!(
+        "pc 0x{pc:x}: {format:?} dword 0x{w:08x} holds an opcode {family:?} does not define"
+    ))
 }
