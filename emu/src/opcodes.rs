@@ -1,8 +1,8 @@
 //! Opcode names, by family and format, as AMD's ISA reference guides number them (Vega and
 //! CDNA for gfx9), spelled as LLVM prints them (without its `_e32`/`_e64`/`_sdwa`/`_dpp`
 //! suffixes). So far gfx9's scalar formats (SOP2, SOP1, SOPC, SOPK, SOPP), its scalar memory
-//! (SMEM) and its 32-bit vector formats (VOP1, VOP2, VOPC); other formats and families answer
-//! with an error naming them.
+//! (SMEM) and its vector ALU formats (VOP1, VOP2, VOPC, VOP3); other formats and families
+//! answer with an error naming them.
 
 use crate::decode::{Family, Format};
 use crate::Error;
@@ -396,6 +396,130 @@ fn gfx9_vopc(op: u32) -> Option<String> {
     })
 }
 
+/// gfx9 VOP3-only opcodes (bits 25:16, from 0x1c0; below are VOPC, VOP2 + 0x100 and
+/// VOP1 + 0x140 in their 64-bit form).
+fn gfx9_vop3_only(arch: &str, op: u32) -> Option<&'static str> {
+    const FROM_1C0: &[&str] = &[
+        "v_mad_legacy_f32",
+        "v_mad_f32",
+        "v_mad_i32_i24",
+        "v_mad_u32_u24",
+        "v_cubeid_f32",
+        "v_cubesc_f32",
+        "v_cubetc_f32",
+        "v_cubema_f32",
+        "v_bfe_u32",
+        "v_bfe_i32",
+        "v_bfi_b32",
+        "v_fma_f32",
+        "v_fma_f64",
+        "v_lerp_u8",
+        "v_alignbit_b32",
+        "v_alignbyte_b32",
+        "v_min3_f32",
+        "v_min3_i32",
+        "v_min3_u32",
+        "v_max3_f32",
+        "v_max3_i32",
+        "v_max3_u32",
+        "v_med3_f32",
+        "v_med3_i32",
+        "v_med3_u32",
+        "v_sad_u8",
+        "v_sad_hi_u8",
+        "v_sad_u16",
+        "v_sad_u32",
+        "v_cvt_pk_u8_f32",
+        "v_div_fixup_f32",
+        "v_div_fixup_f64",
+        "v_div_scale_f32",
+        "v_div_scale_f64",
+        "v_div_fmas_f32",
+        "v_div_fmas_f64",
+        "v_msad_u8",
+        "v_qsad_pk_u16_u8",
+        "v_mqsad_pk_u16_u8",
+        "v_mqsad_u32_u8",
+        "v_mad_u64_u32",
+        "v_mad_i64_i32",
+        "v_mad_legacy_f16",
+        "v_mad_legacy_u16",
+        "v_mad_legacy_i16",
+        "v_perm_b32",
+        "v_fma_legacy_f16",
+        "v_div_fixup_legacy_f16",
+        "v_cvt_pkaccum_u8_f32",
+        "v_mad_u32_u16",
+        "v_mad_i32_i16",
+        "v_xad_u32",
+        "v_min3_f16",
+        "v_min3_i16",
+        "v_min3_u16",
+        "v_max3_f16",
+        "v_max3_i16",
+        "v_max3_u16",
+        "v_med3_f16",
+        "v_med3_i16",
+        "v_med3_u16",
+        "v_lshl_add_u32",
+        "v_add_lshl_u32",
+        "v_add3_u32",
+        "v_lshl_or_b32",
+        "v_and_or_b32",
+        "v_or3_b32",
+        "v_mad_f16",
+        "v_mad_u16",
+        "v_mad_i16",
+        "v_fma_f16",
+        "v_div_fixup_f16",
+    ];
+    const FROM_280: &[&str] = &[
+        "v_add_f64",
+        "v_mul_f64",
+        "v_min_f64",
+        "v_max_f64",
+        "v_ldexp_f64",
+        "v_mul_lo_u32",
+        "v_mul_hi_u32",
+        "v_mul_hi_i32",
+        "v_ldexp_f32",
+        "v_readlane_b32",
+        "v_writelane_b32",
+        "v_bcnt_u32_b32",
+        "v_mbcnt_lo_u32_b32",
+        "v_mbcnt_hi_u32_b32",
+        "",
+        "v_lshlrev_b64",
+        "v_lshrrev_b64",
+        "v_ashrrev_i64",
+        "v_trig_preop_f64",
+        "v_bfm_b32",
+        "v_cvt_pknorm_i16_f32",
+        "v_cvt_pknorm_u16_f32",
+        "v_cvt_pkrtz_f16_f32",
+        "v_cvt_pk_u16_u32",
+        "v_cvt_pk_i16_i32",
+        "v_cvt_pknorm_i16_f16",
+        "v_cvt_pknorm_u16_f16",
+        "",
+        "v_add_i32",
+        "v_sub_i32",
+        "v_add_i16",
+        "v_sub_i16",
+        "v_pack_b32_f16",
+    ];
+    let at = |table: &'static [&'static str], i: u32| {
+        table.get(i as usize).copied().filter(|m| !m.is_empty())
+    };
+    match op {
+        // gfx940: a 64-bit shift-and-add.
+        0x208 if arch == "gfx942" => Some("v_lshl_add_u64"),
+        0x1c0..=0x27f => at(FROM_1C0, op - 0x1c0),
+        0x280..=0x2ff => at(FROM_280, op - 0x280),
+        _ => None,
+    }
+}
+
 /// The mnemonic of the instruction whose first dword is `w`, decoded as `format`, on `arch`
 /// (`gfx90a`, ...; its family's tables, with the architecture's own opcodes).
 pub fn mnemonic(
@@ -413,6 +537,18 @@ pub fn mnemonic(
         (Family::Gfx9, Format::Vop2) => gfx9_vop2(arch, (w >> 25) & 0x3f),
         (Family::Gfx9, Format::Vopc) => {
             return gfx9_vopc((w >> 17) & 0xff).ok_or_else(|| undefined(family, format, w, pc))
+        }
+        (Family::Gfx9, Format::Vop3) => {
+            let op = (w >> 16) & 0x3ff;
+            let name = match op {
+                0x000..=0x0ff => {
+                    return gfx9_vopc(op).ok_or_else(|| undefined(family, format, w, pc))
+                }
+                0x100..=0x13f => gfx9_vop2(arch, op - 0x100),
+                0x140..=0x1bf => gfx9_vop1(arch, op - 0x140),
+                _ => gfx9_vop3_only(arch, op),
+            };
+            name
         }
         (Family::Gfx9, Format::Sop2) => from(GFX9_SOP2, (w >> 23) & 0x7f),
         (Family::Gfx9, Format::Sop1) => from(GFX9_SOP1, (w >> 8) & 0xff),

@@ -13,7 +13,7 @@ use kiln_emu::decode::{self, Extension, Family, Format, Shape};
 use kiln_emu::opcodes;
 
 /// The formats whose gfx9 opcodes kiln's tables hold.
-const NAMED: [Format; 9] = [
+const NAMED: [Format; 10] = [
     Format::Sop2,
     Format::Sop1,
     Format::Sopc,
@@ -23,6 +23,7 @@ const NAMED: [Format; 9] = [
     Format::Vop1,
     Format::Vop2,
     Format::Vopc,
+    Format::Vop3,
 ];
 
 fn repo() -> PathBuf {
