@@ -1,8 +1,9 @@
 //! Opcode names, by family and format, as AMD's ISA reference guides number them (Vega and
 //! CDNA for gfx9), spelled as LLVM prints them (without its `_e32`/`_e64`/`_sdwa`/`_dpp`
 //! suffixes). So far gfx9's scalar formats (SOP2, SOP1, SOPC, SOPK, SOPP), its scalar memory
-//! (SMEM) and its vector ALU formats (VOP1, VOP2, VOPC, VOP3); other formats and families
-//! answer with an error naming them.
+//! (SMEM), its vector ALU formats (VOP1, VOP2, VOPC, VOP3, VOP3P) and the LDS, flat/global/
+//! scratch and buffer loads and stores kiln's kernels use; other formats and families answer
+//! with an error naming them.
 
 use crate::decode::{Family, Format};
 use crate::Error;
@@ -520,6 +521,95 @@ fn gfx9_vop3_only(arch: &str, op: u32) -> Option<&'static str> {
     }
 }
 
+/// gfx9 VOP3P (bits 22:16): packed 16-bit math; gfx90a's packed FP32; gfx908's AGPR moves.
+fn gfx9_vop3p(arch: &str, op: u32) -> Option<&'static str> {
+    const PACKED: &[&str] = &[
+        "v_pk_mad_i16",
+        "v_pk_mul_lo_u16",
+        "v_pk_add_i16",
+        "v_pk_sub_i16",
+        "v_pk_lshlrev_b16",
+        "v_pk_lshrrev_b16",
+        "v_pk_ashrrev_i16",
+        "v_pk_max_i16",
+        "v_pk_min_i16",
+        "v_pk_mad_u16",
+        "v_pk_add_u16",
+        "v_pk_sub_u16",
+        "v_pk_max_u16",
+        "v_pk_min_u16",
+        "v_pk_fma_f16",
+        "v_pk_add_f16",
+        "v_pk_mul_f16",
+        "v_pk_min_f16",
+        "v_pk_max_f16",
+    ];
+    let cdna = matches!(arch, "gfx908" | "gfx90a" | "gfx942");
+    match op {
+        0x00..=0x12 => PACKED.get(op as usize).copied(),
+        0x30 if matches!(arch, "gfx90a" | "gfx942") => Some("v_pk_fma_f32"),
+        0x31 if matches!(arch, "gfx90a" | "gfx942") => Some("v_pk_mul_f32"),
+        0x32 if matches!(arch, "gfx90a" | "gfx942") => Some("v_pk_add_f32"),
+        0x33 if matches!(arch, "gfx90a" | "gfx942") => Some("v_pk_mov_b32"),
+        0x58 if cdna => Some("v_accvgpr_read_b32"),
+        0x59 if cdna => Some("v_accvgpr_write_b32"),
+        _ => None,
+    }
+}
+
+/// gfx9 LDS (DS, bits 24:17), the operations kiln's kernels use and their kin.
+fn gfx9_ds(op: u32) -> Option<&'static str> {
+    Some(match op {
+        0x0d => "ds_write_b32",
+        0x0e => "ds_write2_b32",
+        0x0f => "ds_write2st64_b32",
+        0x1e => "ds_write_b8",
+        0x1f => "ds_write_b16",
+        0x36 => "ds_read_b32",
+        0x37 => "ds_read2_b32",
+        0x38 => "ds_read2st64_b32",
+        0x39 => "ds_read_i8",
+        0x3a => "ds_read_u8",
+        0x3b => "ds_read_i16",
+        0x3c => "ds_read_u16",
+        0x4d => "ds_write_b64",
+        0x4e => "ds_write2_b64",
+        0x4f => "ds_write2st64_b64",
+        0x76 => "ds_read_b64",
+        0x77 => "ds_read2_b64",
+        0x78 => "ds_read2st64_b64",
+        0xde => "ds_write_b96",
+        0xdf => "ds_write_b128",
+        0xfe => "ds_read_b96",
+        0xff => "ds_read_b128",
+        _ => return None,
+    })
+}
+
+/// gfx9 flat, global and scratch loads and stores, and buffer ones (MUBUF), by opcode (bits
+/// 24:18); the segment or `buffer_` prefix comes from the caller.
+fn gfx9_load_store(op: u32) -> Option<&'static str> {
+    const FROM_10: &[&str] = &[
+        "load_ubyte",
+        "load_sbyte",
+        "load_ushort",
+        "load_sshort",
+        "load_dword",
+        "load_dwordx2",
+        "load_dwordx3",
+        "load_dwordx4",
+        "store_byte",
+        "store_byte_d16_hi",
+        "store_short",
+        "store_short_d16_hi",
+        "store_dword",
+        "store_dwordx2",
+        "store_dwordx3",
+        "store_dwordx4",
+    ];
+    FROM_10.get(op.checked_sub(0x10)? as usize).copied()
+}
+
 /// The mnemonic of the instruction whose first dword is `w`, decoded as `format`, on `arch`
 /// (`gfx90a`, ...; its family's tables, with the architecture's own opcodes).
 pub fn mnemonic(
@@ -549,6 +639,20 @@ pub fn mnemonic(
                 _ => gfx9_vop3_only(arch, op),
             };
             name
+        }
+        (Family::Gfx9, Format::Vop3p) => gfx9_vop3p(arch, (w >> 16) & 0x7f),
+        (Family::Gfx9, Format::Ds) => gfx9_ds((w >> 17) & 0xff),
+        (Family::Gfx9, Format::Flat | Format::Mubuf) => {
+            let prefix = match (format, (w >> 14) & 3) {
+                (Format::Mubuf, _) => "buffer_",
+                (_, 0) => "flat_",
+                (_, 1) => "scratch_",
+                (_, 2) => "global_",
+                _ => return Err(undefined(family, format, w, pc)),
+            };
+            return gfx9_load_store((w >> 18) & 0x7f)
+                .map(|op| format!("{prefix}{op}"))
+                .ok_or_else(|| undefined(family, format, w, pc));
         }
         (Family::Gfx9, Format::Sop2) => from(GFX9_SOP2, (w >> 23) & 0x7f),
         (Family::Gfx9, Format::Sop1) => from(GFX9_SOP1, (w >> 8) & 0xff),
