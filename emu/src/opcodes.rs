@@ -630,15 +630,14 @@ pub fn mnemonic(
         }
         (Family::Gfx9, Format::Vop3) => {
             let op = (w >> 16) & 0x3ff;
-            let name = match op {
+            match op {
                 0x000..=0x0ff => {
                     return gfx9_vopc(op).ok_or_else(|| undefined(family, format, w, pc))
                 }
                 0x100..=0x13f => gfx9_vop2(arch, op - 0x100),
                 0x140..=0x1bf => gfx9_vop1(arch, op - 0x140),
                 _ => gfx9_vop3_only(arch, op),
-            };
-            name
+            }
         }
         (Family::Gfx9, Format::Vop3p) => gfx9_vop3p(arch, (w >> 16) & 0x7f),
         (Family::Gfx9, Format::Ds) => gfx9_ds((w >> 17) & 0xff),
