@@ -10,9 +10,9 @@ use std::process::Command;
 
 use kiln_emu::code_object::CodeObject;
 use kiln_emu::decode::{self, Extension, Family, Format, Shape};
-use kiln_emu::opcodes;
+use kiln_emu::{opcodes, operands};
 
-/// The formats whose gfx9 opcodes kiln's tables hold.
+/// The formats whose gfx9 opcodes kiln's tables hold (the first six: their operands too).
 const NAMED: [Format; 14] = [
     Format::Sop2,
     Format::Sop1,
@@ -68,8 +68,8 @@ fn tool(name: &str) -> String {
     name.to_string()
 }
 
-/// llvm-objdump's instructions: address -> (mnemonic, dwords).
-fn objdump(objdump: &str, file: &Path) -> HashMap<u64, (String, usize)> {
+/// llvm-objdump's instructions: address -> (mnemonic, operands, dwords).
+fn objdump(objdump: &str, file: &Path) -> HashMap<u64, (String, String, usize)> {
     let out = Command::new(objdump).arg("-d").arg(file).output().unwrap();
     assert!(
         out.status.success(),
@@ -87,13 +87,15 @@ fn objdump(objdump: &str, file: &Path) -> HashMap<u64, (String, usize)> {
         let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
             continue;
         };
-        let mnemonic = insn.split_whitespace().next().unwrap_or("").to_string();
+        let mut parts = insn.split_whitespace();
+        let mnemonic = parts.next().unwrap_or("").to_string();
+        let operands = parts.collect::<Vec<_>>().join(" ");
         // The dwords, then for a branch its target (`<kernel+0x244>`).
         let dwords = words
             .split_whitespace()
             .take_while(|w| w.len() == 8 && w.chars().all(|c| c.is_ascii_hexdigit()))
             .count();
-        map.insert(addr, (mnemonic, dwords));
+        map.insert(addr, (mnemonic, operands, dwords));
     }
     map
 }
@@ -177,21 +179,21 @@ fn agrees(m: &str, s: &Shape) -> bool {
 fn every_instruction_decodes_to_llvms_boundaries_and_format() {
     let objdump_bin = tool("llvm-objdump-19");
     let dir = tempfile::tempdir().unwrap();
-    let mut per_target: Vec<(String, usize, usize, usize)> = Vec::new();
+    let mut per_target: Vec<(String, usize, usize, usize, usize)> = Vec::new();
     for (i, (target, arch, bytes)) in amd_objects().iter().enumerate() {
         let family = Family::of_arch(arch).unwrap();
         let co = CodeObject::parse(bytes).unwrap_or_else(|e| panic!("{target} object {i}: {e}"));
         let path = dir.path().join(format!("{i}.o"));
         std::fs::write(&path, bytes).unwrap();
         let llvm = objdump(&objdump_bin, &path);
-        let (mut count, mut named) = (0, 0);
+        let (mut count, mut named, mut with_operands) = (0, 0, 0);
         for k in &co.kernels {
             let words = co.words_from(k.entry).unwrap();
             let words = &words[..(k.code_size as usize / 4).min(words.len())];
             for (pc, s) in decode::walk(family, words, k.entry)
                 .unwrap_or_else(|e| panic!("{target} ({arch}) object {i}, kernel {}: {e}", k.name))
             {
-                let Some((m, dwords)) = llvm.get(&pc) else {
+                let Some((m, ops, dwords)) = llvm.get(&pc) else {
                     panic!("{target} object {i}, kernel {}: kiln decodes an instruction at 0x{pc:x} ({s:?}); LLVM has none there", k.name);
                 };
                 assert_eq!(
@@ -209,30 +211,46 @@ fn every_instruction_decodes_to_llvms_boundaries_and_format() {
                         .fold(m.as_str(), |m, suffix| m.strip_suffix(suffix).unwrap_or(m));
                     assert_eq!(name, bare, "{target} ({arch}) object {i}, 0x{pc:x}: {s:?}");
                     named += 1;
+                    let at = ((pc - k.entry) / 4) as usize;
+                    match operands::scalar_operands(family, &s, &name, &words[at..], pc) {
+                        Ok(text) => {
+                            assert_eq!(
+                                &text, ops,
+                                "{target} ({arch}) object {i}, 0x{pc:x}: `{m} {ops}`, kiln {s:?}"
+                            );
+                            with_operands += 1;
+                        }
+                        // gfx9's scalar operands are all written as LLVM writes them.
+                        Err(e) if family == Family::Gfx9 && NAMED[..6].contains(&s.format) => {
+                            panic!("{target} object {i}: {e}")
+                        }
+                        Err(_) => {}
+                    }
                 } else if family == Family::Gfx9 && NAMED.contains(&s.format) {
                     panic!("{target} ({arch}) object {i}, 0x{pc:x}: LLVM `{m}`, kiln has no name for 0x{first:08x}");
                 }
             }
         }
-        match per_target.iter_mut().find(|(t, _, _, _)| t == target) {
+        match per_target.iter_mut().find(|(t, ..)| t == target) {
             Some(t) => {
                 t.1 += 1;
                 t.2 += count;
                 t.3 += named;
+                t.4 += with_operands;
             }
-            None => per_target.push((target.clone(), 1, count, named)),
+            None => per_target.push((target.clone(), 1, count, named, with_operands)),
         }
     }
-    for (t, objects, n, named) in &per_target {
-        println!("{t}: {objects} objects, {n} instructions decoded as LLVM does, {named} of them named as LLVM names them");
+    for (t, objects, n, named, ops) in &per_target {
+        println!("{t}: {objects} objects, {n} instructions decoded as LLVM does, {named} of them named as LLVM names them, {ops} with its operands");
     }
     assert_eq!(per_target.len(), 10, "{per_target:?}");
-    assert!(per_target.iter().all(|(_, o, n, _)| *o > 0 && *n > 1000));
+    assert!(per_target.iter().all(|(_, o, n, ..)| *o > 0 && *n > 1000));
     // Every gfx9 instruction carries LLVM's name.
     assert!(per_target
         .iter()
         .filter(|(t, ..)| t.starts_with("gfx9"))
-        .all(|(_, _, n, named)| named == n));
+        .all(|(_, _, n, named, _)| named == n));
 }
 
 /// The metadata note's numbers for each kernel, from llvm-readobj's YAML dump: the entries of

@@ -1,0 +1,201 @@
+//! Operands of scalar instructions, written as LLVM's disassembler writes them, so that the
+//! decoder's view of each operand (register, width, inline constant, literal, immediate) can be
+//! checked against it. So far gfx9's SOP2, SOP1, SOPC, SOPK, SOPP and SMEM.
+
+use crate::decode::{Family, Format, Shape};
+use crate::Error;
+
+/// A scalar source or destination operand field (8 bits, or 7 for destinations) as text,
+/// `dwords` wide.
+fn scalar(field: u32, dwords: u32, literal: Option<u32>) -> String {
+    let range = |base: &str, first: u32| {
+        if dwords == 1 {
+            format!("{base}{first}")
+        } else {
+            format!("{base}[{first}:{}]", first + dwords - 1)
+        }
+    };
+    match field {
+        0..=101 => range("s", field),
+        102 if dwords == 2 => "flat_scratch".into(),
+        102 => "flat_scratch_lo".into(),
+        103 => "flat_scratch_hi".into(),
+        104 if dwords == 2 => "xnack_mask".into(),
+        104 => "xnack_mask_lo".into(),
+        105 => "xnack_mask_hi".into(),
+        106 if dwords == 2 => "vcc".into(),
+        106 => "vcc_lo".into(),
+        107 => "vcc_hi".into(),
+        108..=123 => range("ttmp", field - 108),
+        124 => "m0".into(),
+        126 if dwords == 2 => "exec".into(),
+        126 => "exec_lo".into(),
+        127 => "exec_hi".into(),
+        128..=192 => (field - 128).to_string(),
+        193..=208 => format!("-{}", field - 192),
+        235 => "src_shared_base".into(),
+        236 => "src_shared_limit".into(),
+        237 => "src_private_base".into(),
+        238 => "src_private_limit".into(),
+        239 => "src_pops_exiting_wave_id".into(),
+        240 => "0.5".into(),
+        241 => "-0.5".into(),
+        242 => "1.0".into(),
+        243 => "-1.0".into(),
+        244 => "2.0".into(),
+        245 => "-2.0".into(),
+        246 => "4.0".into(),
+        247 => "-4.0".into(),
+        248 => "0.15915494".into(),
+        251 => "src_vccz".into(),
+        252 => "src_execz".into(),
+        253 => "src_scc".into(),
+        255 => format!("0x{:x}", literal.unwrap_or(0)),
+        _ => format!("<field {field}>"),
+    }
+}
+
+/// Dwords of a scalar ALU instruction's destination, first and second source, from its name.
+fn widths(name: &str) -> (u32, u32, u32) {
+    let wide = name.ends_with("_b64") || name.ends_with("_u64") || name.ends_with("_i64");
+    if !wide {
+        return (1, 1, 1);
+    }
+    let op = name.trim_start_matches("s_");
+    if op.starts_with("lshl_")
+        || op.starts_with("lshr_")
+        || op.starts_with("ashr_")
+        || op.starts_with("bfe_")
+    {
+        (2, 2, 1)
+    } else if op.starts_with("bfm_") {
+        (2, 1, 1)
+    } else if op.starts_with("bitcmp") {
+        (1, 2, 1)
+    } else if op.starts_with("bitset") {
+        (2, 1, 1)
+    } else if op.contains("_i32_") {
+        // s_bcnt1_i32_b64, s_ff1_i32_b64, s_flbit_i32_b64 / _i64: a 32-bit count of 64 bits.
+        (1, 2, 2)
+    } else {
+        (2, 2, 2)
+    }
+}
+
+/// s_waitcnt's counters (gfx9): each one not at its maximum, as LLVM lists them (all of them
+/// when none is waited for).
+fn waitcnt(imm: u32) -> String {
+    let vm = (imm & 0xf) | ((imm >> 10) & 0x30);
+    let exp = (imm >> 4) & 0x7;
+    let lgkm = (imm >> 8) & 0xf;
+    let all = [("vmcnt", vm, 63), ("expcnt", exp, 7), ("lgkmcnt", lgkm, 15)];
+    let waited: Vec<_> = all.iter().filter(|(_, v, max)| v != max).collect();
+    // A wait for nothing lists every counter at its maximum.
+    let shown = if waited.is_empty() {
+        all.iter().collect()
+    } else {
+        waited
+    };
+    shown
+        .iter()
+        .map(|(n, v, _)| format!("{n}({v})"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Operands of the scalar instruction `words` (shape `shape`, mnemonic `name`) as LLVM writes
+/// them after the mnemonic (empty when it has none).
+pub fn scalar_operands(
+    family: Family,
+    shape: &Shape,
+    name: &str,
+    words: &[u32],
+    pc: u64,
+) -> Result<String, Error> {
+    if family != Family::Gfx9 {
+        return Err(Error::Decode(format!(
+            "pc 0x{pc:x}: operands of {family:?} are not in kiln's decoder yet"
+        )));
+    }
+    let short = || {
+        Error::Decode(format!(
+            "pc 0x{pc:x}: fewer dwords than the instruction's {}",
+            shape.dwords
+        ))
+    };
+    if words.len() < shape.dwords {
+        return Err(short());
+    }
+    let w = words[0];
+    let literal = shape.literal.then(|| words.get(1).copied()).flatten();
+    let (d, s0, s1) = widths(name);
+    Ok(match shape.format {
+        Format::Sop2 => format!(
+            "{}, {}, {}",
+            scalar((w >> 16) & 0x7f, d, literal),
+            scalar(w & 0xff, s0, literal),
+            scalar((w >> 8) & 0xff, s1, literal)
+        ),
+        Format::Sop1 => {
+            let (dst, src) = (
+                scalar((w >> 16) & 0x7f, d, literal),
+                scalar(w & 0xff, s0, literal),
+            );
+            match name {
+                "s_getpc_b64" => dst,
+                "s_setpc_b64" => src,
+                _ => format!("{dst}, {src}"),
+            }
+        }
+        Format::Sopc => format!(
+            "{}, {}",
+            scalar(w & 0xff, s0, literal),
+            scalar((w >> 8) & 0xff, s1, literal)
+        ),
+        Format::Sopk => {
+            let imm = w & 0xffff;
+            format!("{}, 0x{imm:x}", scalar((w >> 16) & 0x7f, d, literal))
+        }
+        Format::Sopp => {
+            let imm = w & 0xffff;
+            match name {
+                "s_endpgm"
+                | "s_barrier"
+                | "s_wakeup"
+                | "s_icache_inv"
+                | "s_ttracedata"
+                | "s_endpgm_saved"
+                | "s_set_gpr_idx_off"
+                | "s_endpgm_ordered_ps_done" => String::new(),
+                "s_waitcnt" => waitcnt(imm),
+                // Branch offsets too: LLVM writes the 16 bits unsigned, the target aside.
+                _ => imm.to_string(),
+            }
+        }
+        Format::Smem => {
+            let w1 = words[1];
+            let dwords = match name.rsplit('x').next().and_then(|n| n.parse::<u32>().ok()) {
+                Some(n) if name.contains("dwordx") => n,
+                _ => 1,
+            };
+            let data = scalar((w >> 6) & 0x7f, dwords, None);
+            let base = scalar(
+                (w & 0x3f) * 2,
+                if name.contains("buffer") { 4 } else { 2 },
+                None,
+            );
+            let offset = if (w >> 17) & 1 == 1 {
+                format!("0x{:x}", w1 & 0xfffff)
+            } else {
+                scalar(w1 & 0x7f, 1, None)
+            };
+            let glc = if (w >> 16) & 1 == 1 { " glc" } else { "" };
+            format!("{data}, {base}, {offset}{glc}")
+        }
+        other => {
+            return Err(Error::Decode(format!(
+                "pc 0x{pc:x}: {other:?} operands are not in kiln's decoder yet"
+            )))
+        }
+    })
+}
