@@ -1,6 +1,7 @@
-//! Operands of scalar instructions, written as LLVM's disassembler writes them, so that the
-//! decoder's view of each operand (register, width, inline constant, literal, immediate) can be
-//! checked against it. So far gfx9's SOP2, SOP1, SOPC, SOPK, SOPP and SMEM.
+//! Operands, written as LLVM's disassembler writes them, so that the decoder's view of each
+//! operand (register, width, inline constant, literal, immediate) can be checked against it.
+//! So far gfx9's scalar formats (SOP2, SOP1, SOPC, SOPK, SOPP, SMEM) and its 32-bit vector
+//! ones (VOP1, VOP2, VOPC) without SDWA or DPP.
 
 use crate::decode::{Family, Format, Shape};
 use crate::Error;
@@ -195,6 +196,113 @@ pub fn scalar_operands(
         other => {
             return Err(Error::Decode(format!(
                 "pc 0x{pc:x}: {other:?} operands are not in kiln's decoder yet"
+            )))
+        }
+    })
+}
+
+/// A 9-bit vector source field (0-255: the scalar operand space, 256-511: VGPRs) as text.
+fn vector_source(field: u32, dwords: u32, literal: Option<u32>) -> String {
+    if field >= 256 {
+        vgpr(field - 256, dwords)
+    } else {
+        scalar(field, dwords, literal)
+    }
+}
+
+fn vgpr(n: u32, dwords: u32) -> String {
+    if dwords == 1 {
+        format!("v{n}")
+    } else {
+        format!("v[{n}:{}]", n + dwords - 1)
+    }
+}
+
+/// Dwords of a value of the type a mnemonic's part names (`f64`, `u32`, ...).
+fn type_dwords(t: &str) -> u32 {
+    if matches!(t, "f64" | "i64" | "u64" | "b64") {
+        2
+    } else {
+        1
+    }
+}
+
+/// Operands of a VOP1, VOP2 or VOPC instruction without SDWA or DPP (gfx9), as LLVM writes
+/// them; `name` is its mnemonic without `_e32`.
+pub fn vector32_operands(
+    family: Family,
+    shape: &Shape,
+    name: &str,
+    words: &[u32],
+    pc: u64,
+) -> Result<String, Error> {
+    if family != Family::Gfx9 || shape.extension.is_some() || words.len() < shape.dwords {
+        return Err(Error::Decode(format!(
+            "pc 0x{pc:x}: operands of {family:?} {:?} ({:?}) are not in kiln's decoder yet",
+            shape.format, shape.extension
+        )));
+    }
+    let w = words[0];
+    let literal = shape.literal.then(|| words.get(1).copied()).flatten();
+    let types: Vec<&str> = name.split('_').skip(2).collect();
+    let last = types.last().copied().unwrap_or("");
+    let (vdst, src0, vsrc1) = ((w >> 17) & 0xff, w & 0x1ff, (w >> 9) & 0xff);
+    let k = || format!("0x{:x}", literal.unwrap_or(0));
+    Ok(match shape.format {
+        Format::Vop1 => {
+            let op = name.trim_start_matches("v_");
+            // v_cvt_<to>_<from>: each side its own width; otherwise one type throughout.
+            let (d, s) = match types.as_slice() {
+                [to, from] if op.starts_with("cvt_") => (type_dwords(to), type_dwords(from)),
+                _ => (type_dwords(last), type_dwords(last)),
+            };
+            match name {
+                "v_nop" | "v_clrexcp" => String::new(),
+                "v_readfirstlane_b32" => {
+                    format!(
+                        "{}, {}",
+                        scalar(vdst, 1, None),
+                        vector_source(src0, 1, literal)
+                    )
+                }
+                _ => format!("{}, {}", vgpr(vdst, d), vector_source(src0, s, literal)),
+            }
+        }
+        Format::Vop2 => {
+            let (d, s) = (type_dwords(last), type_dwords(last));
+            let (v, a, b) = (
+                vgpr(vdst, d),
+                vector_source(src0, s, literal),
+                vgpr(vsrc1, s),
+            );
+            match name {
+                "v_add_co_u32" | "v_sub_co_u32" | "v_subrev_co_u32" => {
+                    format!("{v}, vcc, {a}, {b}")
+                }
+                "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32" => {
+                    format!("{v}, vcc, {a}, {b}, vcc")
+                }
+                "v_cndmask_b32" => format!("{v}, {a}, {b}, vcc"),
+                _ if name.ends_with("mk_f32") || name.ends_with("mk_f16") => {
+                    format!("{v}, {a}, {}, {b}", k())
+                }
+                _ if name.ends_with("ak_f32") || name.ends_with("ak_f16") => {
+                    format!("{v}, {a}, {b}, {}", k())
+                }
+                _ => format!("{v}, {a}, {b}"),
+            }
+        }
+        Format::Vopc => {
+            let s = type_dwords(last);
+            format!(
+                "vcc, {}, {}",
+                vector_source(src0, s, literal),
+                vgpr(vsrc1, s)
+            )
+        }
+        other => {
+            return Err(Error::Decode(format!(
+                "pc 0x{pc:x}: {other:?} is not a 32-bit vector format"
             )))
         }
     })
