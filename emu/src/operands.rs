@@ -1,7 +1,8 @@
 //! Operands, written as LLVM's disassembler writes them, so that the decoder's view of each
 //! operand (register, width, inline constant, literal, immediate) can be checked against it.
-//! So far gfx9's scalar formats (SOP2, SOP1, SOPC, SOPK, SOPP, SMEM) and its 32-bit vector
-//! ones (VOP1, VOP2, VOPC) without SDWA or DPP.
+//! So far gfx9's scalar formats (SOP2, SOP1, SOPC, SOPK, SOPP, SMEM), its 32-bit vector ones
+//! (VOP1, VOP2, VOPC) without SDWA or DPP, and its LDS, flat/global/scratch and buffer
+//! instructions.
 
 use crate::decode::{Family, Format, Shape};
 use crate::Error;
@@ -303,6 +304,170 @@ pub fn vector32_operands(
         other => {
             return Err(Error::Decode(format!(
                 "pc 0x{pc:x}: {other:?} is not a 32-bit vector format"
+            )))
+        }
+    })
+}
+
+/// Dwords a load or store moves, from its name (`dwordx4` 4, `b64` 2, `ushort` 1, ...).
+fn data_dwords(name: &str) -> u32 {
+    if let Some(n) = name.rsplit_once("dwordx").and_then(|(_, n)| n.parse().ok()) {
+        return n;
+    }
+    let bits = name
+        .rsplit_once("_b")
+        .and_then(|(_, b)| b.parse::<u32>().ok())
+        .unwrap_or(32);
+    bits.div_ceil(32)
+}
+
+/// A signed field of `bits` bits.
+fn signed(v: u32, bits: u32) -> i32 {
+    ((v << (32 - bits)) as i32) >> (32 - bits)
+}
+
+/// Operands of an LDS, flat/global/scratch or buffer instruction (gfx9), as LLVM writes them.
+pub fn memory_operands(
+    arch: &str,
+    family: Family,
+    shape: &Shape,
+    name: &str,
+    words: &[u32],
+    pc: u64,
+) -> Result<String, Error> {
+    if family != Family::Gfx9 || words.len() < 2 {
+        return Err(Error::Decode(format!(
+            "pc 0x{pc:x}: memory operands of {family:?} are not in kiln's decoder yet"
+        )));
+    }
+    let (w, w1) = (words[0], words[1]);
+    let n = data_dwords(name);
+    let load = name.contains("load") || name.contains("read");
+    Ok(match shape.format {
+        Format::Ds => {
+            let (off0, off1) = (w & 0xff, (w >> 8) & 0xff);
+            let (addr, data0, data1, vdst) =
+                (w1 & 0xff, (w1 >> 8) & 0xff, (w1 >> 16) & 0xff, w1 >> 24);
+            let two = name.contains("read2") || name.contains("write2");
+            let offsets = if two {
+                let mut s = String::new();
+                if off0 != 0 {
+                    s += &format!(" offset0:{off0}");
+                }
+                if off1 != 0 {
+                    s += &format!(" offset1:{off1}");
+                }
+                s
+            } else {
+                let off = off0 | (off1 << 8);
+                if off != 0 {
+                    format!(" offset:{off}")
+                } else {
+                    String::new()
+                }
+            };
+            let per = n;
+            match (load, two) {
+                (true, true) => format!("{}, {}{offsets}", vgpr(vdst, 2 * per), vgpr(addr, 1)),
+                (true, false) => format!("{}, {}{offsets}", vgpr(vdst, per), vgpr(addr, 1)),
+                (false, true) => format!(
+                    "{}, {}, {}{offsets}",
+                    vgpr(addr, 1),
+                    vgpr(data0, per),
+                    vgpr(data1, per)
+                ),
+                (false, false) => format!("{}, {}{offsets}", vgpr(addr, 1), vgpr(data0, per)),
+            }
+        }
+        Format::Flat => {
+            let seg = (w >> 14) & 3;
+            let (addr, data, saddr, vdst) =
+                (w1 & 0xff, (w1 >> 8) & 0xff, (w1 >> 16) & 0x7f, w1 >> 24);
+            let offset = if seg == 0 {
+                (w & 0xfff) as i32
+            } else {
+                signed(w & 0x1fff, 13)
+            };
+            let offset = if offset != 0 {
+                format!(" offset:{offset}")
+            } else {
+                String::new()
+            };
+            let cache = format!(
+                "{}{}",
+                if (w >> 16) & 1 == 1 { " glc" } else { "" },
+                if (w >> 17) & 1 == 1 { " slc" } else { "" }
+            );
+            let (address, sbase) = match seg {
+                0 => (vgpr(addr, 2), None),
+                2 if saddr == 0x7f => (vgpr(addr, 2), Some("off".to_string())),
+                2 => (vgpr(addr, 1), Some(scalar(saddr, 2, None))),
+                _ => {
+                    let uses_vaddr = if arch == "gfx942" {
+                        (w >> 13) & 1 == 1
+                    } else {
+                        saddr == 0x7f
+                    };
+                    let v = if uses_vaddr {
+                        vgpr(addr, 1)
+                    } else {
+                        "off".to_string()
+                    };
+                    let s = if saddr == 0x7f {
+                        "off".to_string()
+                    } else {
+                        scalar(saddr, 1, None)
+                    };
+                    (v, Some(s))
+                }
+            };
+            let tail = sbase.map(|s| format!(", {s}")).unwrap_or_default();
+            if load {
+                format!("{}, {address}{tail}{offset}{cache}", vgpr(vdst, n))
+            } else {
+                format!("{address}, {}{tail}{offset}{cache}", vgpr(data, n))
+            }
+        }
+        Format::Mubuf => {
+            let (offen, idxen) = ((w >> 12) & 1 == 1, (w >> 13) & 1 == 1);
+            let (vaddr, vdata, srsrc, soffset) = (
+                w1 & 0xff,
+                (w1 >> 8) & 0xff,
+                ((w1 >> 16) & 0x1f) * 4,
+                w1 >> 24,
+            );
+            let address = match (offen, idxen) {
+                (false, false) => "off".to_string(),
+                (true, true) => vgpr(vaddr, 2),
+                _ => vgpr(vaddr, 1),
+            };
+            let mut mods = String::new();
+            if idxen {
+                mods += " idxen";
+            }
+            if offen {
+                mods += " offen";
+            }
+            let off = w & 0xfff;
+            if off != 0 {
+                mods += &format!(" offset:{off}");
+            }
+            if (w >> 14) & 1 == 1 {
+                mods += " glc";
+            }
+            if (w >> 17) & 1 == 1 {
+                mods += " slc";
+            }
+            format!(
+                "{}, {address}, {}, {}{mods}",
+                vgpr(vdata, n),
+                scalar(srsrc, 4, None),
+                scalar(soffset, 1, None)
+            )
+        }
+        other => {
+            return Err(Error::Decode(format!(
+                "pc 0x{pc:x}: {other:?} is not a memory format"
             )))
         }
     })

@@ -12,8 +12,8 @@ use kiln_emu::code_object::CodeObject;
 use kiln_emu::decode::{self, Extension, Family, Format, Shape};
 use kiln_emu::{opcodes, operands};
 
-/// The formats whose gfx9 opcodes kiln's tables hold (the first nine: their operands too,
-/// SDWA and DPP aside).
+/// The formats whose gfx9 opcodes kiln's tables hold (all but VOP3 and VOP3P: their operands
+/// too, SDWA and DPP aside).
 const NAMED: [Format; 14] = [
     Format::Sop2,
     Format::Sop1,
@@ -213,11 +213,14 @@ fn every_instruction_decodes_to_llvms_boundaries_and_format() {
                     assert_eq!(name, bare, "{target} ({arch}) object {i}, 0x{pc:x}: {s:?}");
                     named += 1;
                     let at = ((pc - k.entry) / 4) as usize;
-                    let written = if matches!(s.format, Format::Vop1 | Format::Vop2 | Format::Vopc)
-                    {
-                        operands::vector32_operands(family, &s, &name, &words[at..], pc)
-                    } else {
-                        operands::scalar_operands(family, &s, &name, &words[at..], pc)
+                    let written = match s.format {
+                        Format::Vop1 | Format::Vop2 | Format::Vopc => {
+                            operands::vector32_operands(family, &s, &name, &words[at..], pc)
+                        }
+                        Format::Ds | Format::Flat | Format::Mubuf => {
+                            operands::memory_operands(arch, family, &s, &name, &words[at..], pc)
+                        }
+                        _ => operands::scalar_operands(family, &s, &name, &words[at..], pc),
                     };
                     match written {
                         Ok(text) => {
@@ -227,11 +230,13 @@ fn every_instruction_decodes_to_llvms_boundaries_and_format() {
                             );
                             with_operands += 1;
                         }
-                        // gfx9's scalar and plain 32-bit vector operands are all written as
-                        // LLVM writes them.
+                        // gfx9's operands are all written as LLVM writes them, but for VOP3,
+                        // VOP3P, SDWA and DPP.
                         Err(e)
                             if family == Family::Gfx9
-                                && (NAMED[..9].contains(&s.format) && s.extension.is_none()) =>
+                                && s.format != Format::Vop3
+                                && s.format != Format::Vop3p
+                                && s.extension.is_none() =>
                         {
                             panic!("{target} object {i}: {e}")
                         }
