@@ -472,3 +472,156 @@ pub fn memory_operands(
         }
     })
 }
+
+/// VOP3 opcodes with a scalar carry-out or condition destination (VOP3b) instead of
+/// absolute-value modifiers.
+fn vop3b(name: &str) -> bool {
+    matches!(
+        name,
+        "v_add_co_u32"
+            | "v_sub_co_u32"
+            | "v_subrev_co_u32"
+            | "v_addc_co_u32"
+            | "v_subb_co_u32"
+            | "v_subbrev_co_u32"
+            | "v_div_scale_f32"
+            | "v_div_scale_f64"
+            | "v_mad_u64_u32"
+            | "v_mad_i64_i32"
+    )
+}
+
+/// Operands of a gfx9 VOP3 instruction (the 64-bit forms of VOPC/VOP2/VOP1 and the
+/// three-source operations), with their modifiers, as LLVM writes them. `op` is the 10-bit
+/// opcode; `name` the mnemonic without `_e64`.
+pub fn vop3_operands(
+    family: Family,
+    name: &str,
+    op: u32,
+    words: &[u32],
+    pc: u64,
+) -> Result<String, Error> {
+    if family != Family::Gfx9 || words.len() < 2 {
+        return Err(Error::Decode(format!(
+            "pc 0x{pc:x}: VOP3 operands of {family:?} are not in kiln's decoder yet"
+        )));
+    }
+    let (w, w1) = (words[0], words[1]);
+    let vdst = w & 0xff;
+    let srcs = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];
+    let carry = vop3b(name);
+    let (abs, neg) = (if carry { 0 } else { (w >> 8) & 7 }, (w1 >> 29) & 7);
+    let src = |i: usize, dwords: u32| {
+        let text = vector_source(srcs[i], dwords, None);
+        let text = if abs & (1 << i) != 0 {
+            format!("|{text}|")
+        } else {
+            text
+        };
+        if neg & (1 << i) != 0 {
+            format!("-{text}")
+        } else {
+            text
+        }
+    };
+    let types: Vec<&str> = name.split('_').skip(2).collect();
+    let last = types.last().copied().unwrap_or("");
+    let t = type_dwords(last);
+    let sdst = scalar((w >> 8) & 0x7f, 2, None);
+    let body = match op {
+        // VOPC: the condition into an SGPR pair (or VCC).
+        0x000..=0x0ff => format!("{}, {}, {}", scalar(vdst, 2, None), src(0, t), src(1, t)),
+        _ => match name {
+            "v_cndmask_b32" => format!(
+                "{}, {}, {}, {}",
+                vgpr(vdst, 1),
+                src(0, 1),
+                src(1, 1),
+                vector_source(srcs[2], 2, None)
+            ),
+            "v_add_co_u32" | "v_sub_co_u32" | "v_subrev_co_u32" => {
+                format!("{}, {sdst}, {}, {}", vgpr(vdst, 1), src(0, 1), src(1, 1))
+            }
+            "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32" => format!(
+                "{}, {sdst}, {}, {}, {}",
+                vgpr(vdst, 1),
+                src(0, 1),
+                src(1, 1),
+                vector_source(srcs[2], 2, None)
+            ),
+            "v_div_scale_f32" | "v_div_scale_f64" => format!(
+                "{}, {sdst}, {}, {}, {}",
+                vgpr(vdst, t),
+                src(0, t),
+                src(1, t),
+                src(2, t)
+            ),
+            "v_mad_u64_u32" | "v_mad_i64_i32" => format!(
+                "{}, {sdst}, {}, {}, {}",
+                vgpr(vdst, 2),
+                src(0, 1),
+                src(1, 1),
+                src(2, 2)
+            ),
+            "v_lshlrev_b64" | "v_lshrrev_b64" | "v_ashrrev_i64" => {
+                format!("{}, {}, {}", vgpr(vdst, 2), src(0, 1), src(1, 2))
+            }
+            "v_lshl_add_u64" => format!(
+                "{}, {}, {}, {}",
+                vgpr(vdst, 2),
+                src(0, 2),
+                src(1, 1),
+                src(2, 2)
+            ),
+            "v_readlane_b32" => format!("{}, {}, {}", scalar(vdst, 1, None), src(0, 1), src(1, 1)),
+            _ => {
+                // VOP1 forms take one source, VOP2 forms and the listed two-source operations
+                // two, the rest three.
+                let two = matches!(
+                    name,
+                    "v_mul_lo_u32"
+                        | "v_mul_hi_u32"
+                        | "v_mul_hi_i32"
+                        | "v_bfm_b32"
+                        | "v_ldexp_f32"
+                        | "v_bcnt_u32_b32"
+                        | "v_mbcnt_lo_u32_b32"
+                        | "v_mbcnt_hi_u32_b32"
+                        | "v_add_i32"
+                        | "v_sub_i32"
+                        | "v_pack_b32_f16"
+                        | "v_writelane_b32"
+                        | "v_cvt_pkrtz_f16_f32"
+                        | "v_cvt_pknorm_i16_f32"
+                        | "v_cvt_pknorm_u16_f32"
+                        | "v_cvt_pk_u16_u32"
+                        | "v_cvt_pk_i16_i32"
+                );
+                let count = match op {
+                    0x140..=0x1bf => 1,
+                    0x100..=0x13f => 2,
+                    _ if two => 2,
+                    _ => 3,
+                };
+                let (d, s) = if name.starts_with("v_cvt_") && types.len() == 2 {
+                    (type_dwords(types[0]), type_dwords(types[1]))
+                } else {
+                    (t, t)
+                };
+                let list: Vec<String> = (0..count).map(|i| src(i, s)).collect();
+                format!("{}, {}", vgpr(vdst, d), list.join(", "))
+            }
+        },
+    };
+    let mut mods = String::new();
+    if (w >> 15) & 1 == 1 {
+        mods += " clamp";
+    }
+    mods += match (w1 >> 27) & 3 {
+        1 => " mul:2",
+        2 => " mul:4",
+        3 => " div:2",
+        _ => "",
+    };
+    Ok(format!("{body}{mods}"))
+}

@@ -12,8 +12,8 @@ use kiln_emu::code_object::CodeObject;
 use kiln_emu::decode::{self, Extension, Family, Format, Shape};
 use kiln_emu::{opcodes, operands};
 
-/// The formats whose gfx9 opcodes kiln's tables hold (all but VOP3 and VOP3P: their operands
-/// too, SDWA and DPP aside).
+/// The formats whose gfx9 opcodes kiln's tables hold (all but VOP3P: their operands too, SDWA
+/// and DPP aside).
 const NAMED: [Format; 14] = [
     Format::Sop2,
     Format::Sop1,
@@ -217,6 +217,13 @@ fn every_instruction_decodes_to_llvms_boundaries_and_format() {
                         Format::Vop1 | Format::Vop2 | Format::Vopc => {
                             operands::vector32_operands(family, &s, &name, &words[at..], pc)
                         }
+                        Format::Vop3 => operands::vop3_operands(
+                            family,
+                            &name,
+                            (first >> 16) & 0x3ff,
+                            &words[at..],
+                            pc,
+                        ),
                         Format::Ds | Format::Flat | Format::Mubuf => {
                             operands::memory_operands(arch, family, &s, &name, &words[at..], pc)
                         }
@@ -230,11 +237,10 @@ fn every_instruction_decodes_to_llvms_boundaries_and_format() {
                             );
                             with_operands += 1;
                         }
-                        // gfx9's operands are all written as LLVM writes them, but for VOP3,
-                        // VOP3P, SDWA and DPP.
+                        // gfx9's operands are all written as LLVM writes them, but for VOP3P,
+                        // SDWA and DPP.
                         Err(e)
                             if family == Family::Gfx9
-                                && s.format != Format::Vop3
                                 && s.format != Format::Vop3p
                                 && s.extension.is_none() =>
                         {
