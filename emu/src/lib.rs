@@ -1,8 +1,8 @@
 //! `kiln-emu`: an instruction-level model of AMD GPUs for checking kiln's AMD code objects
 //! without AMD hardware. So far: the code-object reader ([`code_object`]), the decoder of
-//! instruction boundaries and formats ([`decode`]), gfx9's opcode names ([`opcodes`]) and its
-//! scalar instructions' operands ([`operands`]), all checked against LLVM's tools on every
-//! embedded AMD object (`tests/llvm.rs`).
+//! instruction boundaries and formats ([`decode`]), and gfx9's opcode names ([`opcodes`]) and
+//! operands ([`operands`]), all checked against LLVM's tools on every embedded AMD object
+//! (`tests/llvm.rs`).
 
 pub mod code_object;
 pub mod decode;

@@ -1,8 +1,7 @@
 //! Operands, written as LLVM's disassembler writes them, so that the decoder's view of each
 //! operand (register, width, inline constant, literal, immediate) can be checked against it.
-//! So far gfx9's scalar formats (SOP2, SOP1, SOPC, SOPK, SOPP, SMEM), its 32-bit vector ones
-//! (VOP1, VOP2, VOPC) without SDWA or DPP, and its LDS, flat/global/scratch and buffer
-//! instructions.
+//! So far gfx9: its scalar formats (SOP2, SOP1, SOPC, SOPK, SOPP, SMEM), VOP1/VOP2/VOPC (with
+//! SDWA; DPP not yet), VOP3, VOP3P, LDS, flat/global/scratch and buffer instructions.
 
 use crate::decode::{Family, Format, Shape};
 use crate::Error;
@@ -624,4 +623,135 @@ pub fn vop3_operands(
         _ => "",
     };
     Ok(format!("{body}{mods}"))
+}
+
+/// A modifier list (`op_sel:[0,1]`) over `n` sources from per-source bits, or nothing when
+/// every bit equals `default`.
+fn source_bits(label: &str, bits: [u32; 3], n: usize, default: u32) -> String {
+    if bits[..n].iter().all(|&b| b == default) {
+        return String::new();
+    }
+    let list: Vec<String> = bits[..n].iter().map(|b| b.to_string()).collect();
+    format!(" {label}:[{}]", list.join(","))
+}
+
+/// Operands of a gfx9 VOP3P instruction (packed math, gfx90a's packed FP32, CDNA's AGPR
+/// moves) with its op_sel/op_sel_hi/neg/clamp modifiers, as LLVM writes them.
+pub fn vop3p_operands(family: Family, name: &str, words: &[u32], pc: u64) -> Result<String, Error> {
+    if family != Family::Gfx9 || words.len() < 2 {
+        return Err(Error::Decode(format!(
+            "pc 0x{pc:x}: VOP3P operands of {family:?} are not in kiln's decoder yet"
+        )));
+    }
+    let (w, w1) = (words[0], words[1]);
+    let vdst = w & 0xff;
+    let srcs = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];
+    match name {
+        "v_accvgpr_read_b32" => return Ok(format!("v{vdst}, a{}", srcs[0].saturating_sub(256))),
+        "v_accvgpr_write_b32" => {
+            return Ok(format!("a{vdst}, {}", vector_source(srcs[0], 1, None)))
+        }
+        _ => {}
+    }
+    let dwords = if name.ends_with("_f32") || name.ends_with("_b32") {
+        2
+    } else {
+        1
+    };
+    let n = if name.contains("fma") || name.contains("mad") {
+        3
+    } else {
+        2
+    };
+    let list: Vec<String> = (0..n)
+        .map(|i| vector_source(srcs[i], dwords, None))
+        .collect();
+    let bit = |v: u32, i: u32| (v >> i) & 1;
+    let op_sel = [bit(w, 11), bit(w, 12), bit(w, 13)];
+    let op_sel_hi = [bit(w1, 27), bit(w1, 28), bit(w, 14)];
+    let neg_lo = [bit(w1, 29), bit(w1, 30), bit(w1, 31)];
+    let neg_hi = [bit(w, 8), bit(w, 9), bit(w, 10)];
+    let mut text = format!("{}, {}", vgpr(vdst, dwords), list.join(", "));
+    text += &source_bits("op_sel", op_sel, n, 0);
+    text += &source_bits("op_sel_hi", op_sel_hi, n, 1);
+    text += &source_bits("neg_lo", neg_lo, n, 0);
+    text += &source_bits("neg_hi", neg_hi, n, 0);
+    if bit(w, 15) == 1 {
+        text += " clamp";
+    }
+    Ok(text)
+}
+
+/// Operands of a gfx9 VOP1 or VOP2 instruction with SDWA controls, as LLVM writes them.
+pub fn sdwa_operands(
+    family: Family,
+    shape: &Shape,
+    name: &str,
+    words: &[u32],
+    pc: u64,
+) -> Result<String, Error> {
+    if family != Family::Gfx9 || words.len() < 2 || shape.format == Format::Vopc {
+        return Err(Error::Decode(format!(
+            "pc 0x{pc:x}: SDWA operands of {family:?} {:?} are not in kiln's decoder yet",
+            shape.format
+        )));
+    }
+    const SEL: [&str; 8] = [
+        "BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "?",
+    ];
+    const UNUSED: [&str; 4] = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "?"];
+    let (w, s) = (words[0], words[1]);
+    let vdst = (w >> 17) & 0xff;
+    let bit = |i: u32| (s >> i) & 1 == 1;
+    let operand = |reg: u32, scalar_bit: bool, sext: bool, neg: bool, abs: bool| {
+        let r = if scalar_bit {
+            scalar(reg, 1, None)
+        } else {
+            format!("v{reg}")
+        };
+        let r = if abs { format!("|{r}|") } else { r };
+        let r = if neg { format!("-{r}") } else { r };
+        if sext {
+            format!("sext({r})")
+        } else {
+            r
+        }
+    };
+    let src0 = operand(s & 0xff, bit(23), bit(19), bit(20), bit(21));
+    let sels = format!(
+        " dst_sel:{} dst_unused:{} src0_sel:{}",
+        SEL[((s >> 8) & 7) as usize],
+        UNUSED[((s >> 11) & 3) as usize],
+        SEL[((s >> 16) & 7) as usize]
+    );
+    let mut text = match shape.format {
+        Format::Vop1 => format!("v{vdst}, {src0}"),
+        _ => {
+            let src1 = operand((w >> 9) & 0xff, bit(31), bit(27), bit(28), bit(29));
+            match name {
+                "v_add_co_u32" | "v_sub_co_u32" | "v_subrev_co_u32" => {
+                    format!("v{vdst}, vcc, {src0}, {src1}")
+                }
+                "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32" => {
+                    format!("v{vdst}, vcc, {src0}, {src1}, vcc")
+                }
+                "v_cndmask_b32" => format!("v{vdst}, {src0}, {src1}, vcc"),
+                _ => format!("v{vdst}, {src0}, {src1}"),
+            }
+        }
+    };
+    if bit(13) {
+        text += " clamp";
+    }
+    text += match (s >> 14) & 3 {
+        1 => " mul:2",
+        2 => " mul:4",
+        3 => " div:2",
+        _ => "",
+    };
+    text += &sels;
+    if shape.format == Format::Vop2 {
+        text += &format!(" src1_sel:{}", SEL[((s >> 24) & 7) as usize]);
+    }
+    Ok(text)
 }

@@ -12,8 +12,7 @@ use kiln_emu::code_object::CodeObject;
 use kiln_emu::decode::{self, Extension, Family, Format, Shape};
 use kiln_emu::{opcodes, operands};
 
-/// The formats whose gfx9 opcodes kiln's tables hold (all but VOP3P: their operands too, SDWA
-/// and DPP aside).
+/// The formats whose gfx9 opcodes and operands kiln's tables hold.
 const NAMED: [Format; 14] = [
     Format::Sop2,
     Format::Sop1,
@@ -214,6 +213,10 @@ fn every_instruction_decodes_to_llvms_boundaries_and_format() {
                     named += 1;
                     let at = ((pc - k.entry) / 4) as usize;
                     let written = match s.format {
+                        Format::Vop1 | Format::Vop2 if s.extension == Some(Extension::Sdwa) => {
+                            operands::sdwa_operands(family, &s, &name, &words[at..], pc)
+                        }
+                        Format::Vop3p => operands::vop3p_operands(family, &name, &words[at..], pc),
                         Format::Vop1 | Format::Vop2 | Format::Vopc => {
                             operands::vector32_operands(family, &s, &name, &words[at..], pc)
                         }
@@ -237,13 +240,8 @@ fn every_instruction_decodes_to_llvms_boundaries_and_format() {
                             );
                             with_operands += 1;
                         }
-                        // gfx9's operands are all written as LLVM writes them, but for VOP3P,
-                        // SDWA and DPP.
-                        Err(e)
-                            if family == Family::Gfx9
-                                && s.format != Format::Vop3p
-                                && s.extension.is_none() =>
-                        {
+                        // gfx9's operands are all written as LLVM writes them.
+                        Err(e) if family == Family::Gfx9 => {
                             panic!("{target} object {i}: {e}")
                         }
                         Err(_) => {}
@@ -268,11 +266,11 @@ fn every_instruction_decodes_to_llvms_boundaries_and_format() {
     }
     assert_eq!(per_target.len(), 10, "{per_target:?}");
     assert!(per_target.iter().all(|(_, o, n, ..)| *o > 0 && *n > 1000));
-    // Every gfx9 instruction carries LLVM's name.
+    // Every gfx9 instruction carries LLVM's name and operands.
     assert!(per_target
         .iter()
         .filter(|(t, ..)| t.starts_with("gfx9"))
-        .all(|(_, _, n, named, _)| named == n));
+        .all(|(_, _, n, named, ops)| named == n && ops == n));
 }
 
 /// The metadata note's numbers for each kernel, from llvm-readobj's YAML dump: the entries of
