@@ -3,8 +3,52 @@
 //! So far gfx9: its scalar formats (SOP2, SOP1, SOPC, SOPK, SOPP, SMEM), VOP1/VOP2/VOPC (with
 //! SDWA; DPP not yet), VOP3, VOP3P, LDS, flat/global/scratch and buffer instructions.
 
-use crate::decode::{Family, Format, Shape};
+use crate::decode::{Extension, Family, Format, Shape};
 use crate::Error;
+
+/// The operands of the instruction `words` (of shape `shape`, mnemonic `name` without LLVM's
+/// `_e32`/`_e64`/`_sdwa`/`_dpp` suffix) on `arch`, as LLVM writes them after the mnemonic
+/// (empty when it has none); an error naming the pc for what kiln's decoder does not write yet
+/// (gfx10/gfx11, DPP, SDWA compares).
+pub fn operands(
+    arch: &str,
+    family: Family,
+    shape: &Shape,
+    name: &str,
+    words: &[u32],
+    pc: u64,
+) -> Result<String, Error> {
+    let not_yet = || {
+        Error::Decode(format!(
+            "pc 0x{pc:x}: operands of {family:?} {:?} ({:?}) are not in kiln's decoder yet",
+            shape.format, shape.extension
+        ))
+    };
+    if family != Family::Gfx9 {
+        return Err(not_yet());
+    }
+    if words.len() < shape.dwords {
+        return Err(Error::Decode(format!(
+            "pc 0x{pc:x}: {} dwords of a {}-dword instruction",
+            words.len(),
+            shape.dwords
+        )));
+    }
+    let written = match (shape.format, shape.extension) {
+        (Format::Vop1 | Format::Vop2, Some(Extension::Sdwa)) => {
+            Some(sdwa_operands(shape, name, words))
+        }
+        (_, Some(_)) => None,
+        (Format::Vop1 | Format::Vop2 | Format::Vopc, None) => vector32_operands(shape, name, words),
+        (Format::Vop3, None) => Some(vop3_operands(name, words)),
+        (Format::Vop3p, None) => Some(vop3p_operands(name, words)),
+        (Format::Ds | Format::Flat | Format::Mubuf, None) => {
+            memory_operands(arch, shape, name, words)
+        }
+        _ => scalar_operands(shape, name, words),
+    };
+    written.ok_or_else(not_yet)
+}
 
 /// A scalar source or destination operand field (8 bits, or 7 for destinations) as text,
 /// `dwords` wide.
@@ -106,31 +150,11 @@ fn waitcnt(imm: u32) -> String {
 
 /// Operands of the scalar instruction `words` (shape `shape`, mnemonic `name`) as LLVM writes
 /// them after the mnemonic (empty when it has none).
-pub fn scalar_operands(
-    family: Family,
-    shape: &Shape,
-    name: &str,
-    words: &[u32],
-    pc: u64,
-) -> Result<String, Error> {
-    if family != Family::Gfx9 {
-        return Err(Error::Decode(format!(
-            "pc 0x{pc:x}: operands of {family:?} are not in kiln's decoder yet"
-        )));
-    }
-    let short = || {
-        Error::Decode(format!(
-            "pc 0x{pc:x}: fewer dwords than the instruction's {}",
-            shape.dwords
-        ))
-    };
-    if words.len() < shape.dwords {
-        return Err(short());
-    }
+fn scalar_operands(shape: &Shape, name: &str, words: &[u32]) -> Option<String> {
     let w = words[0];
     let literal = shape.literal.then(|| words.get(1).copied()).flatten();
     let (d, s0, s1) = widths(name);
-    Ok(match shape.format {
+    Some(match shape.format {
         Format::Sop2 => format!(
             "{}, {}, {}",
             scalar((w >> 16) & 0x7f, d, literal),
@@ -193,11 +217,7 @@ pub fn scalar_operands(
             let glc = if (w >> 16) & 1 == 1 { " glc" } else { "" };
             format!("{data}, {base}, {offset}{glc}")
         }
-        other => {
-            return Err(Error::Decode(format!(
-                "pc 0x{pc:x}: {other:?} operands are not in kiln's decoder yet"
-            )))
-        }
+        _ => return None,
     })
 }
 
@@ -227,28 +247,16 @@ fn type_dwords(t: &str) -> u32 {
     }
 }
 
-/// Operands of a VOP1, VOP2 or VOPC instruction without SDWA or DPP (gfx9), as LLVM writes
-/// them; `name` is its mnemonic without `_e32`.
-pub fn vector32_operands(
-    family: Family,
-    shape: &Shape,
-    name: &str,
-    words: &[u32],
-    pc: u64,
-) -> Result<String, Error> {
-    if family != Family::Gfx9 || shape.extension.is_some() || words.len() < shape.dwords {
-        return Err(Error::Decode(format!(
-            "pc 0x{pc:x}: operands of {family:?} {:?} ({:?}) are not in kiln's decoder yet",
-            shape.format, shape.extension
-        )));
-    }
+/// Operands of a VOP1, VOP2 or VOPC instruction without SDWA or DPP, as LLVM writes them;
+/// `name` is its mnemonic without `_e32`.
+fn vector32_operands(shape: &Shape, name: &str, words: &[u32]) -> Option<String> {
     let w = words[0];
     let literal = shape.literal.then(|| words.get(1).copied()).flatten();
     let types: Vec<&str> = name.split('_').skip(2).collect();
     let last = types.last().copied().unwrap_or("");
     let (vdst, src0, vsrc1) = ((w >> 17) & 0xff, w & 0x1ff, (w >> 9) & 0xff);
     let k = || format!("0x{:x}", literal.unwrap_or(0));
-    Ok(match shape.format {
+    Some(match shape.format {
         Format::Vop1 => {
             let op = name.trim_start_matches("v_");
             // v_cvt_<to>_<from>: each side its own width; otherwise one type throughout.
@@ -276,13 +284,7 @@ pub fn vector32_operands(
                 vgpr(vsrc1, s),
             );
             match name {
-                "v_add_co_u32" | "v_sub_co_u32" | "v_subrev_co_u32" => {
-                    format!("{v}, vcc, {a}, {b}")
-                }
-                "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32" => {
-                    format!("{v}, vcc, {a}, {b}, vcc")
-                }
-                "v_cndmask_b32" => format!("{v}, {a}, {b}, vcc"),
+                _ if uses_vcc(name) => vop2_through_vcc(name, &v, &a, &b),
                 _ if name.ends_with("mk_f32") || name.ends_with("mk_f16") => {
                     format!("{v}, {a}, {}, {b}", k())
                 }
@@ -300,12 +302,39 @@ pub fn vector32_operands(
                 vgpr(vsrc1, s)
             )
         }
-        other => {
-            return Err(Error::Decode(format!(
-                "pc 0x{pc:x}: {other:?} is not a 32-bit vector format"
-            )))
-        }
+        _ => return None,
     })
+}
+
+/// VOP2 opcodes with a carry out into VCC (`v_add_co_u32`), and those that also take one in.
+const CARRY_OUT: [&str; 3] = ["v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32"];
+const CARRY_IN: [&str; 3] = ["v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32"];
+
+/// Whether a VOP2 opcode's 32-bit forms (plain and SDWA) name VCC: the carries and
+/// v_cndmask_b32.
+fn uses_vcc(name: &str) -> bool {
+    CARRY_OUT.contains(&name) || CARRY_IN.contains(&name) || name == "v_cndmask_b32"
+}
+
+/// A 32-bit VOP2 form that names VCC ([`uses_vcc`]): its destination `v`, sources `a` and `b`.
+fn vop2_through_vcc(name: &str, v: &str, a: &str, b: &str) -> String {
+    if CARRY_OUT.contains(&name) {
+        format!("{v}, vcc, {a}, {b}")
+    } else if CARRY_IN.contains(&name) {
+        format!("{v}, vcc, {a}, {b}, vcc")
+    } else {
+        format!("{v}, {a}, {b}, vcc")
+    }
+}
+
+/// An output modifier (VOP3's and SDWA's two omod bits) as LLVM writes it.
+fn omod(bits: u32) -> &'static str {
+    match bits & 3 {
+        1 => " mul:2",
+        2 => " mul:4",
+        3 => " div:2",
+        _ => "",
+    }
 }
 
 /// Dwords a load or store moves, from its name (`dwordx4` 4, `b64` 2, `ushort` 1, ...).
@@ -325,24 +354,13 @@ fn signed(v: u32, bits: u32) -> i32 {
     ((v << (32 - bits)) as i32) >> (32 - bits)
 }
 
-/// Operands of an LDS, flat/global/scratch or buffer instruction (gfx9), as LLVM writes them.
-pub fn memory_operands(
-    arch: &str,
-    family: Family,
-    shape: &Shape,
-    name: &str,
-    words: &[u32],
-    pc: u64,
-) -> Result<String, Error> {
-    if family != Family::Gfx9 || words.len() < 2 {
-        return Err(Error::Decode(format!(
-            "pc 0x{pc:x}: memory operands of {family:?} are not in kiln's decoder yet"
-        )));
-    }
+/// Operands of an LDS, flat/global/scratch or buffer instruction on `arch`, as LLVM writes
+/// them.
+fn memory_operands(arch: &str, shape: &Shape, name: &str, words: &[u32]) -> Option<String> {
     let (w, w1) = (words[0], words[1]);
     let n = data_dwords(name);
     let load = name.contains("load") || name.contains("read");
-    Ok(match shape.format {
+    Some(match shape.format {
         Format::Ds => {
             let (off0, off1) = (w & 0xff, (w >> 8) & 0xff);
             let (addr, data0, data1, vdst) =
@@ -365,17 +383,16 @@ pub fn memory_operands(
                     String::new()
                 }
             };
-            let per = n;
             match (load, two) {
-                (true, true) => format!("{}, {}{offsets}", vgpr(vdst, 2 * per), vgpr(addr, 1)),
-                (true, false) => format!("{}, {}{offsets}", vgpr(vdst, per), vgpr(addr, 1)),
+                (true, true) => format!("{}, {}{offsets}", vgpr(vdst, 2 * n), vgpr(addr, 1)),
+                (true, false) => format!("{}, {}{offsets}", vgpr(vdst, n), vgpr(addr, 1)),
                 (false, true) => format!(
                     "{}, {}, {}{offsets}",
                     vgpr(addr, 1),
-                    vgpr(data0, per),
-                    vgpr(data1, per)
+                    vgpr(data0, n),
+                    vgpr(data1, n)
                 ),
-                (false, false) => format!("{}, {}{offsets}", vgpr(addr, 1), vgpr(data0, per)),
+                (false, false) => format!("{}, {}{offsets}", vgpr(addr, 1), vgpr(data0, n)),
             }
         }
         Format::Flat => {
@@ -464,48 +481,27 @@ pub fn memory_operands(
                 scalar(soffset, 1, None)
             )
         }
-        other => {
-            return Err(Error::Decode(format!(
-                "pc 0x{pc:x}: {other:?} is not a memory format"
-            )))
-        }
+        _ => return None,
     })
 }
 
 /// VOP3 opcodes with a scalar carry-out or condition destination (VOP3b) instead of
 /// absolute-value modifiers.
 fn vop3b(name: &str) -> bool {
-    matches!(
-        name,
-        "v_add_co_u32"
-            | "v_sub_co_u32"
-            | "v_subrev_co_u32"
-            | "v_addc_co_u32"
-            | "v_subb_co_u32"
-            | "v_subbrev_co_u32"
-            | "v_div_scale_f32"
-            | "v_div_scale_f64"
-            | "v_mad_u64_u32"
-            | "v_mad_i64_i32"
-    )
+    CARRY_OUT.contains(&name)
+        || CARRY_IN.contains(&name)
+        || matches!(
+            name,
+            "v_div_scale_f32" | "v_div_scale_f64" | "v_mad_u64_u32" | "v_mad_i64_i32"
+        )
 }
 
-/// Operands of a gfx9 VOP3 instruction (the 64-bit forms of VOPC/VOP2/VOP1 and the
-/// three-source operations), with their modifiers, as LLVM writes them. `op` is the 10-bit
-/// opcode; `name` the mnemonic without `_e64`.
-pub fn vop3_operands(
-    family: Family,
-    name: &str,
-    op: u32,
-    words: &[u32],
-    pc: u64,
-) -> Result<String, Error> {
-    if family != Family::Gfx9 || words.len() < 2 {
-        return Err(Error::Decode(format!(
-            "pc 0x{pc:x}: VOP3 operands of {family:?} are not in kiln's decoder yet"
-        )));
-    }
+/// Operands of a VOP3 instruction (the 64-bit forms of VOPC/VOP2/VOP1 and the three-source
+/// operations), with their modifiers, as LLVM writes them; `name` is the mnemonic without
+/// `_e64`.
+fn vop3_operands(name: &str, words: &[u32]) -> String {
     let (w, w1) = (words[0], words[1]);
+    let op = (w >> 16) & 0x3ff;
     let vdst = w & 0xff;
     let srcs = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];
     let carry = vop3b(name);
@@ -538,10 +534,10 @@ pub fn vop3_operands(
                 src(1, 1),
                 vector_source(srcs[2], 2, None)
             ),
-            "v_add_co_u32" | "v_sub_co_u32" | "v_subrev_co_u32" => {
+            _ if CARRY_OUT.contains(&name) => {
                 format!("{}, {sdst}, {}, {}", vgpr(vdst, 1), src(0, 1), src(1, 1))
             }
-            "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32" => format!(
+            _ if CARRY_IN.contains(&name) => format!(
                 "{}, {sdst}, {}, {}, {}",
                 vgpr(vdst, 1),
                 src(0, 1),
@@ -612,17 +608,8 @@ pub fn vop3_operands(
             }
         },
     };
-    let mut mods = String::new();
-    if (w >> 15) & 1 == 1 {
-        mods += " clamp";
-    }
-    mods += match (w1 >> 27) & 3 {
-        1 => " mul:2",
-        2 => " mul:4",
-        3 => " div:2",
-        _ => "",
-    };
-    Ok(format!("{body}{mods}"))
+    let clamp = if (w >> 15) & 1 == 1 { " clamp" } else { "" };
+    format!("{body}{clamp}{}", omod(w1 >> 27))
 }
 
 /// A modifier list (`op_sel:[0,1]`) over `n` sources from per-source bits, or nothing when
@@ -635,22 +622,15 @@ fn source_bits(label: &str, bits: [u32; 3], n: usize, default: u32) -> String {
     format!(" {label}:[{}]", list.join(","))
 }
 
-/// Operands of a gfx9 VOP3P instruction (packed math, gfx90a's packed FP32, CDNA's AGPR
-/// moves) with its op_sel/op_sel_hi/neg/clamp modifiers, as LLVM writes them.
-pub fn vop3p_operands(family: Family, name: &str, words: &[u32], pc: u64) -> Result<String, Error> {
-    if family != Family::Gfx9 || words.len() < 2 {
-        return Err(Error::Decode(format!(
-            "pc 0x{pc:x}: VOP3P operands of {family:?} are not in kiln's decoder yet"
-        )));
-    }
+/// Operands of a VOP3P instruction (packed math, gfx90a's packed FP32, CDNA's AGPR moves)
+/// with its op_sel/op_sel_hi/neg/clamp modifiers, as LLVM writes them.
+fn vop3p_operands(name: &str, words: &[u32]) -> String {
     let (w, w1) = (words[0], words[1]);
     let vdst = w & 0xff;
     let srcs = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];
     match name {
-        "v_accvgpr_read_b32" => return Ok(format!("v{vdst}, a{}", srcs[0].saturating_sub(256))),
-        "v_accvgpr_write_b32" => {
-            return Ok(format!("a{vdst}, {}", vector_source(srcs[0], 1, None)))
-        }
+        "v_accvgpr_read_b32" => return format!("v{vdst}, a{}", srcs[0].saturating_sub(256)),
+        "v_accvgpr_write_b32" => return format!("a{vdst}, {}", vector_source(srcs[0], 1, None)),
         _ => {}
     }
     let dwords = if name.ends_with("_f32") || name.ends_with("_b32") {
@@ -679,23 +659,11 @@ pub fn vop3p_operands(family: Family, name: &str, words: &[u32], pc: u64) -> Res
     if bit(w, 15) == 1 {
         text += " clamp";
     }
-    Ok(text)
+    text
 }
 
-/// Operands of a gfx9 VOP1 or VOP2 instruction with SDWA controls, as LLVM writes them.
-pub fn sdwa_operands(
-    family: Family,
-    shape: &Shape,
-    name: &str,
-    words: &[u32],
-    pc: u64,
-) -> Result<String, Error> {
-    if family != Family::Gfx9 || words.len() < 2 || shape.format == Format::Vopc {
-        return Err(Error::Decode(format!(
-            "pc 0x{pc:x}: SDWA operands of {family:?} {:?} are not in kiln's decoder yet",
-            shape.format
-        )));
-    }
+/// Operands of a VOP1 or VOP2 instruction with SDWA controls, as LLVM writes them.
+fn sdwa_operands(shape: &Shape, name: &str, words: &[u32]) -> String {
     const SEL: [&str; 8] = [
         "BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "?",
     ];
@@ -728,30 +696,20 @@ pub fn sdwa_operands(
         Format::Vop1 => format!("v{vdst}, {src0}"),
         _ => {
             let src1 = operand((w >> 9) & 0xff, bit(31), bit(27), bit(28), bit(29));
-            match name {
-                "v_add_co_u32" | "v_sub_co_u32" | "v_subrev_co_u32" => {
-                    format!("v{vdst}, vcc, {src0}, {src1}")
-                }
-                "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32" => {
-                    format!("v{vdst}, vcc, {src0}, {src1}, vcc")
-                }
-                "v_cndmask_b32" => format!("v{vdst}, {src0}, {src1}, vcc"),
-                _ => format!("v{vdst}, {src0}, {src1}"),
+            if uses_vcc(name) {
+                vop2_through_vcc(name, &format!("v{vdst}"), &src0, &src1)
+            } else {
+                format!("v{vdst}, {src0}, {src1}")
             }
         }
     };
     if bit(13) {
         text += " clamp";
     }
-    text += match (s >> 14) & 3 {
-        1 => " mul:2",
-        2 => " mul:4",
-        3 => " div:2",
-        _ => "",
-    };
+    text += omod(s >> 14);
     text += &sels;
     if shape.format == Format::Vop2 {
         text += &format!(" src1_sel:{}", SEL[((s >> 24) & 7) as usize]);
     }
-    Ok(text)
+    text
 }

@@ -68,16 +68,22 @@ fn tool(name: &str) -> String {
     name.to_string()
 }
 
-/// llvm-objdump's instructions: address -> (mnemonic, operands, dwords).
-fn objdump(objdump: &str, file: &Path) -> HashMap<u64, (String, String, usize)> {
-    let out = Command::new(objdump).arg("-d").arg(file).output().unwrap();
+/// What one of LLVM's tools prints for `file` with `flag`; the test fails if it fails.
+fn run(tool: &str, flag: &str, file: &Path) -> String {
+    let out = Command::new(tool).arg(flag).arg(file).output().unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "{tool} {flag} {}: {}",
+        file.display(),
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// llvm-objdump's instructions: address -> (mnemonic, operands, dwords).
+fn objdump(objdump: &str, file: &Path) -> HashMap<u64, (String, String, usize)> {
     let mut map = HashMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
+    for line in run(objdump, "-d", file).lines() {
         let Some((insn, comment)) = line.split_once("//") else {
             continue;
         };
@@ -100,6 +106,20 @@ fn objdump(objdump: &str, file: &Path) -> HashMap<u64, (String, String, usize)> 
     map
 }
 
+/// How the scalar memory mnemonics begin (any other `s_` mnemonic is scalar ALU or control).
+const SMEM_PREFIXES: [&str; 10] = [
+    "s_load",
+    "s_buffer_",
+    "s_store",
+    "s_dcache",
+    "s_memtime",
+    "s_memrealtime",
+    "s_scratch_",
+    "s_atc_",
+    "s_atomic",
+    "s_gl1_inv",
+];
+
 /// Whether LLVM's mnemonic fits the decoded shape's format and extension.
 fn agrees(m: &str, s: &Shape) -> bool {
     use Format::*;
@@ -110,32 +130,8 @@ fn agrees(m: &str, s: &Shape) -> bool {
     };
     let prefix = |p: &[&str]| p.iter().any(|x| m.starts_with(x));
     let fmt_ok = match s.format {
-        Sop1 | Sop2 | Sopk | Sopc | Sopp => {
-            m.starts_with("s_")
-                && !prefix(&[
-                    "s_load",
-                    "s_buffer_",
-                    "s_store",
-                    "s_dcache",
-                    "s_memtime",
-                    "s_memrealtime",
-                    "s_scratch_",
-                    "s_atc_",
-                    "s_atomic",
-                ])
-        }
-        Smem => prefix(&[
-            "s_load",
-            "s_buffer_",
-            "s_store",
-            "s_dcache",
-            "s_memtime",
-            "s_memrealtime",
-            "s_scratch_",
-            "s_atc_",
-            "s_atomic",
-            "s_gl1_inv",
-        ]),
+        Sop1 | Sop2 | Sopk | Sopc | Sopp => m.starts_with("s_") && !prefix(&SMEM_PREFIXES),
+        Smem => prefix(&SMEM_PREFIXES),
         // LLVM writes `_e32` where a VOP3 form exists (v_readfirstlane_b32 and v_nop have none).
         Vop1 | Vop2 | Vopc => {
             m.starts_with("v_")
@@ -212,26 +208,7 @@ fn every_instruction_decodes_to_llvms_boundaries_and_format() {
                     assert_eq!(name, bare, "{target} ({arch}) object {i}, 0x{pc:x}: {s:?}");
                     named += 1;
                     let at = ((pc - k.entry) / 4) as usize;
-                    let written = match s.format {
-                        Format::Vop1 | Format::Vop2 if s.extension == Some(Extension::Sdwa) => {
-                            operands::sdwa_operands(family, &s, &name, &words[at..], pc)
-                        }
-                        Format::Vop3p => operands::vop3p_operands(family, &name, &words[at..], pc),
-                        Format::Vop1 | Format::Vop2 | Format::Vopc => {
-                            operands::vector32_operands(family, &s, &name, &words[at..], pc)
-                        }
-                        Format::Vop3 => operands::vop3_operands(
-                            family,
-                            &name,
-                            (first >> 16) & 0x3ff,
-                            &words[at..],
-                            pc,
-                        ),
-                        Format::Ds | Format::Flat | Format::Mubuf => {
-                            operands::memory_operands(arch, family, &s, &name, &words[at..], pc)
-                        }
-                        _ => operands::scalar_operands(family, &s, &name, &words[at..], pc),
-                    };
+                    let written = operands::operands(arch, family, &s, &name, &words[at..], pc);
                     match written {
                         Ok(text) => {
                             assert_eq!(
@@ -276,17 +253,7 @@ fn every_instruction_decodes_to_llvms_boundaries_and_format() {
 /// The metadata note's numbers for each kernel, from llvm-readobj's YAML dump: the entries of
 /// `amdhsa.kernels` (keys at one indentation; their argument lists, deeper, are skipped).
 fn notes(readobj: &str, file: &Path) -> HashMap<String, HashMap<String, u64>> {
-    let out = Command::new(readobj)
-        .arg("--notes")
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = run(readobj, "--notes", file);
     let mut kernels = Vec::new();
     let mut names: HashMap<usize, String> = HashMap::new();
     let mut item_indent = None;
