@@ -33,8 +33,18 @@ pub fn sha256_hex(path: &Path) -> String {
 
 /// Runs binary `exe` with `args` in the repository root: its exit code, stdout and stderr.
 pub fn run_in_repo(exe: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    run_in_repo_with_env(exe, args, &[])
+}
+
+/// As [`run_in_repo`], with these environment variables set for the run.
+pub fn run_in_repo_with_env(
+    exe: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
     let out = std::process::Command::new(exe)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(repo())
         .output()
         .unwrap();

@@ -123,6 +123,18 @@ fn find_from_log_records_what_the_log_measured() {
     assert!(err.contains("--target"), "{err}");
 }
 
+/// Writes `keys` as a problem list and `log` as a find log into `dir`: their paths.
+fn problems_and_log(
+    dir: &std::path::Path,
+    keys: &[String],
+    log: &[String],
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (list_path, log_path) = (dir.join("list.txt"), dir.join("find-log.tsv"));
+    std::fs::write(&list_path, keys.join("\n") + "\n").unwrap();
+    std::fs::write(&log_path, log.join("\n") + "\n").unwrap();
+    (list_path, log_path)
+}
+
 /// `find --shard I/N` over a problem list and `db merge` of the shard directories: every problem
 /// measured by exactly one shard, the merged DBs the same bytes whatever the shard count and
 /// order, and shards measured elsewhere, given twice or holding records they did not measure
@@ -136,9 +148,6 @@ fn shards_cover_the_list_once_and_merge_to_the_same_bytes() {
             format!("{c}-14-14-3x3-{c}-14-14-1-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F")
         })
         .collect();
-    let list = dir.path().join("list.txt");
-    std::fs::write(&list, keys.join("\n") + "\n").unwrap();
-    let log = dir.path().join("find-log.tsv");
     let lines: Vec<String> = keys
         .iter()
         .enumerate()
@@ -153,7 +162,7 @@ fn shards_cover_the_list_once_and_merge_to_the_same_bytes() {
             ]
         })
         .collect();
-    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let (list, log) = problems_and_log(dir.path(), &keys, &lines);
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
     let find_into = |db: &std::path::Path, extra: &[&str]| {
         let (l, f, d) = (path(&list), path(&log), path(db));
@@ -341,30 +350,32 @@ fn a_dead_worker_loses_only_the_problem_in_flight_and_a_rerun_resumes() {
             format!("{c}-28-28-1x1-{c}-28-28-1-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F")
         })
         .collect();
-    let list = dir.path().join("list.txt");
-    std::fs::write(&list, keys.join("\n") + "\n").unwrap();
-    let log = dir.path().join("find-log.tsv");
     let lines: Vec<String> = keys
         .iter()
         .map(|k| format!("{k}\tConvDirectNaiveFwd\t\t0.25\t0.0e0\ttrue"))
         .collect();
-    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let (list, log) = problems_and_log(dir.path(), &keys, &lines);
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
     let find = |db: &std::path::Path, die_at: Option<&str>| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kiln-tools"));
-        cmd.args(["find", "--from-log", &path(&log), "--target", "sm_90_132"])
-            .args(["--problems", &path(&list), "--db-dir", &path(db)])
-            .args(["--workers", "1"])
-            .current_dir(common::repo());
-        if let Some(i) = die_at {
-            cmd.env("KILN_FIND_WORKER_DIES_AT", i);
-        }
-        let out = cmd.output().unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let (l, f, d) = (path(&list), path(&log), path(db));
+        let args = [
+            "find",
+            "--from-log",
+            &f,
+            "--target",
+            "sm_90_132",
+            "--problems",
+            &l,
+            "--db-dir",
+            &d,
+            "--workers",
+            "1",
+        ];
+        let env: Vec<(&str, &str)> = die_at
+            .map(|i| ("KILN_FIND_WORKER_DIES_AT", i))
+            .into_iter()
+            .collect();
+        common::run_in_repo_with_env(env!("CARGO_BIN_EXE_kiln-tools"), &args, &env)
     };
     let whole = dir.path().join("whole");
     let (code, out, err) = find(&whole, None);
