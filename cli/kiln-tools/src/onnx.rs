@@ -257,10 +257,16 @@ impl<'g> Builder<'g> {
             OpType::Squeeze | OpType::Unsqueeze | OpType::Cast => &inputs[..inputs.len().min(1)],
             _ => &inputs,
         };
-        if !folds || data.is_empty() || !data.iter().all(|i| self.integers(i).is_some()) {
+        if !folds || data.is_empty() {
             return Ok(false);
         }
-        let vals: Vec<Vec<Option<i64>>> = data.iter().filter_map(|i| self.integers(i)).collect();
+        let Some(vals) = data
+            .iter()
+            .map(|i| self.integers(i))
+            .collect::<Option<Vec<Vec<Option<i64>>>>>()
+        else {
+            return Ok(false);
+        };
         let result = match n.op_type {
             OpType::Gather => {
                 if int(n, "axis", 0) != 0 {
