@@ -19,6 +19,7 @@ import json
 import os
 import random
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -85,10 +86,9 @@ def main():
             kinds["own_queries"] += 1
         else:
             kinds["other"].append(call + "".join("\n    " + f for f in frames[:6]))
-    lines = calls
     ran = "class" in r.stdout
     no_device = "ready, but no device" in r.stdout
-    report = {"exit": r.returncode, "ran": ran, "no_device": no_device, "calls": len(lines),
+    report = {"exit": r.returncode, "ran": ran, "no_device": no_device, "calls": len(calls),
               "loader": kinds["loader"], "driver": kinds["driver"], "driver_library": kinds["driver_library"],
               "image": kinds["image"], "own_queries": kinds["own_queries"], "descriptor_stats": kinds["descriptor_stats"], "driver_paths": sorted(driver_paths), "other": kinds["other"]}
     ok = (r.returncode == 0 and (ran or (no_device and a.no_device_ok)) and not kinds["other"]
@@ -97,7 +97,7 @@ def main():
     print(json.dumps(report, indent=1))
     with open(os.path.join(a.out, "appliance-strace.json"), "w") as f:
         json.dump(report, f, indent=1)
-    os.system(f"cp {trace} {os.path.join(a.out, 'appliance-strace.txt')}")
+    shutil.copy(trace, os.path.join(a.out, "appliance-strace.txt"))
     return 0 if ok else 1
 
 
