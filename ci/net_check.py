@@ -134,10 +134,52 @@ def kiln_run(kiln, model, weights, batch, x, out_dir, tag, dtype, profile=False)
     return torch.cat(parts, 1), ms
 
 
+def with_head(m, detector):
+    """A copy of the network as kiln runs it: a classifier ends in its softmax."""
+    m = copy.deepcopy(m)
+    return m if detector else torch.nn.Sequential(m, torch.nn.Softmax(dim=1))
+
+
 def torch_net(m, detector, tdt):
-    """The PyTorch network as kiln runs it: a classifier with its softmax, channels-last."""
-    head = (lambda n: n) if detector else (lambda n: torch.nn.Sequential(n, torch.nn.Softmax(dim=1)))
-    return head(copy.deepcopy(m)).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
+    """The PyTorch network as kiln runs it, on the GPU in `tdt`, channels-last."""
+    return with_head(m, detector).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
+
+
+def reference_outputs(m, size, detector, tdt):
+    """Random images (64 for a classifier, 16 for the detector) and PyTorch's outputs for them,
+    flattened as kiln writes them: in `tdt` channels-last, and in FP32 with TF32 off. Returns
+    (net in tdt, images, x, y_same_type, y_fp32)."""
+    dev = torch.device("cuda")
+    net = torch_net(m, detector, tdt)
+    ref32 = Flat(with_head(m, detector)).to(dev).float().eval()
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(1)
+    images = 16 if detector else 64
+    x = torch.randn(images, 3, size, size, dtype=tdt)
+    with torch.no_grad():
+        y_torch = Flat(net)(x.to(dev).to(memory_format=torch.channels_last)).float().cpu()
+        y_ref32 = ref32(x.to(dev).float()).cpu()
+    return net, images, x, y_torch, y_ref32
+
+
+def output_agreement(y_kiln, y_torch, y_ref32, detector):
+    """kiln's outputs against PyTorch's in the same type and in FP32 (largest differences and,
+    for a classifier, top-1 agreement), PyTorch's own type against FP32 beside them."""
+    report = {
+        "max_abs_error_vs_torch_same_type": float((y_kiln - y_torch).abs().max()),
+        "max_abs_error_vs_torch_fp32": float((y_kiln - y_ref32).abs().max()),
+        "torch_same_type_max_abs_error_vs_fp32": float((y_torch - y_ref32).abs().max()),
+        "max_abs_output_fp32": float(y_ref32.abs().max()),
+    }
+    if not detector:
+        report.update({
+            "top1_agree_with_torch_same_type": int((y_kiln.argmax(1) == y_torch.argmax(1)).sum()),
+            "top1_agree_with_torch_fp32": int((y_kiln.argmax(1) == y_ref32.argmax(1)).sum()),
+            "torch_same_type_top1_agree_with_fp32": int((y_torch.argmax(1) == y_ref32.argmax(1)).sum()),
+            "distinct_top1_classes": int(y_ref32.argmax(1).unique().numel()),
+        })
+    return report
 
 
 def convolutions_only(net, x):
@@ -197,19 +239,8 @@ def main():
     save_safetensors(weights, m.state_dict())
     dev = torch.device("cuda")
     tdt = torch.float16 if a.dtype == "fp16" else torch.float32
-    head = (lambda n: n) if detector else (lambda n: torch.nn.Sequential(n, torch.nn.Softmax(dim=1)))
-    net = torch_net(m, detector, tdt)
-    ref32 = Flat(head(copy.deepcopy(m))).to(dev).float().eval()
-
     # Correctness: random images, against PyTorch in the same type and in FP32 (TF32 off).
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.manual_seed(1)
-    images = 16 if detector else 64
-    x = torch.randn(images, 3, size, size, dtype=tdt)
-    with torch.no_grad():
-        y_torch = Flat(net)(x.to(dev).to(memory_format=torch.channels_last)).float().cpu()
-        y_ref32 = ref32(x.to(dev).float()).cpu()
+    net, images, x, y_torch, y_ref32 = reference_outputs(m, size, detector, tdt)
     y_kiln, _ = kiln_run(a.kiln, a.model, weights, images, x, a.out, "check", a.dtype)
     report = {
         "model": a.model,
@@ -218,18 +249,8 @@ def main():
         "torch": torch.__version__,
         "date": time.strftime("%Y-%m-%d"),
         "images": images,
-        "max_abs_error_vs_torch_same_type": float((y_kiln - y_torch).abs().max()),
-        "max_abs_error_vs_torch_fp32": float((y_kiln - y_ref32).abs().max()),
-        "torch_same_type_max_abs_error_vs_fp32": float((y_torch - y_ref32).abs().max()),
-        "max_abs_output_fp32": float(y_ref32.abs().max()),
+        **output_agreement(y_kiln, y_torch, y_ref32, detector),
     }
-    if not detector:
-        report.update({
-            "top1_agree_with_torch_same_type": int((y_kiln.argmax(1) == y_torch.argmax(1)).sum()),
-            "top1_agree_with_torch_fp32": int((y_kiln.argmax(1) == y_ref32.argmax(1)).sum()),
-            "torch_same_type_top1_agree_with_fp32": int((y_torch.argmax(1) == y_ref32.argmax(1)).sum()),
-            "distinct_top1_classes": int(y_ref32.argmax(1).unique().numel()),
-        })
     print(json.dumps(report, indent=1), flush=True)
 
     # Speed: GPU-only, same run. FP32 PyTorch is timed with TF32 off (kiln's accuracy) and

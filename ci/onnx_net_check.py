@@ -16,7 +16,6 @@ Writes $OUT/onnx-<model>.json.
 """
 
 import argparse
-import copy
 import filecmp
 import json
 import os
@@ -32,9 +31,8 @@ import net_check  # ci/: the networks, kiln runs and PyTorch timing
 
 def export(m, size, detector, path):
     """torch.onnx.export of the network as kiln runs it (a classifier with its softmax)."""
-    net = m if detector else torch.nn.Sequential(m, torch.nn.Softmax(dim=1))
     x = torch.randn(1, 3, size, size)
-    torch.onnx.export(copy.deepcopy(net).eval(), (x,), path, dynamo=False, opset_version=17,
+    torch.onnx.export(net_check.with_head(m, detector).eval(), (x,), path, dynamo=False, opset_version=17,
                       input_names=["images"], dynamic_axes={"images": {0: "batch"}})
 
 
@@ -75,18 +73,7 @@ def main():
         import_s = (time.time() - t0) / 2
         hand_weights = os.path.join("/tmp", f"{name}-hand.safetensors")
         net_check.save_safetensors(hand_weights, m.state_dict())
-        net = net_check.torch_net(m, detector, torch.float16)
-        head = (lambda n: n) if detector else (lambda n: torch.nn.Sequential(n, torch.nn.Softmax(dim=1)))
-        ref32 = net_check.Flat(head(copy.deepcopy(m))).to(dev).float().eval()
-
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.manual_seed(1)
-        images = 16 if detector else 64
-        x = torch.randn(images, 3, size, size, dtype=torch.float16)
-        with torch.no_grad():
-            y_torch = net_check.Flat(net)(x.to(dev).to(memory_format=torch.channels_last)).float().cpu()
-            y_ref32 = ref32(x.to(dev).float()).cpu()
+        net, images, x, y_torch, y_ref32 = net_check.reference_outputs(m, size, detector, torch.float16)
         y_kiln, _ = net_check.kiln_run(a.kiln, definition, imported_weights, images, x, a.out, f"{name}-check", "fp16")
         report = {
             "model": name, "dtype": "fp16", "device": torch.cuda.get_device_name(), "torch": torch.__version__,
@@ -94,13 +81,8 @@ def main():
             "export_s": export_s, "import_s": import_s, "import_reproducible": same_bytes,
             "kiln_nodes": sum(1 for line in open(definition) if line.startswith("node ")),
             "images": images,
-            "max_abs_error_vs_torch_same_type": float((y_kiln - y_torch).abs().max()),
-            "max_abs_error_vs_torch_fp32": float((y_kiln - y_ref32).abs().max()),
-            "torch_same_type_max_abs_error_vs_fp32": float((y_torch - y_ref32).abs().max()),
+            **net_check.output_agreement(y_kiln, y_torch, y_ref32, detector),
         }
-        if not detector:
-            report["top1_agree_with_torch_fp32"] = int((y_kiln.argmax(1) == y_ref32.argmax(1)).sum())
-            report["torch_same_type_top1_agree_with_fp32"] = int((y_torch.argmax(1) == y_ref32.argmax(1)).sum())
         print(json.dumps(report, indent=1), flush=True)
 
         torch._inductor.config.freezing = True
