@@ -151,18 +151,19 @@ pub fn resolve_on(
     // Before it, the same epilogue with the other form of its per-channel affine part: a
     // bias alone and a folded batch norm (scale and bias) cost every solver the same, and
     // networks hold either (an ONNX exporter folds batch norms into the weights and a bias).
+    // The kin are built only when the problem's own records are missing (resolve is a hot
+    // path; a problem with no epilogue has none).
     let plain = p.without_fusion();
-    let sibling = affine_sibling(p);
     let mut tuned = target.perf_record(p)?;
-    for q in [sibling.as_ref(), Some(&plain)].into_iter().flatten() {
-        if tuned.is_empty() && q != p {
-            tuned = target.perf_record(q)?;
-        }
-    }
     let mut record = target.find_record(p)?;
-    for q in [sibling.as_ref(), Some(&plain)].into_iter().flatten() {
-        if record.is_none() && q != p {
-            record = target.find_record(q)?;
+    if (tuned.is_empty() || record.is_none()) && plain != *p {
+        for q in [affine_sibling(p), Some(plain)].iter().flatten() {
+            if tuned.is_empty() {
+                tuned = target.perf_record(q)?;
+            }
+            if record.is_none() {
+                record = target.find_record(q)?;
+            }
         }
     }
     let mut ranked = heapless::Vec::new();
