@@ -850,6 +850,28 @@ fn network_commands_name_their_bad_input() {
     let small_input = file("in-small.bin", &[0; 100]);
     let large_input = file("in-large.bin", &vec![0; 301_057]);
     let good_input = file("in-good.bin", &vec![0; 301_056]);
+    // .npy: a version-1 header (padded to 64 bytes), then the data.
+    let npy = |descr: &str, shape: &str, data_bytes: usize| {
+        let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+        while (10 + h.len() + 1) % 64 != 0 {
+            h.push(' ');
+        }
+        h.push('\n');
+        let mut b = b"\x93NUMPY\x01\x00".to_vec();
+        b.extend((h.len() as u16).to_le_bytes());
+        b.extend(h.as_bytes());
+        b.extend(vec![0u8; data_bytes]);
+        b
+    };
+    let npy_good = file("good.npy", &npy("<f4", "(1, 3, 224, 224)", 4 * 150_528));
+    let npy_nhwc = file("nhwc.npy", &npy("<f4", "(1, 224, 224, 3)", 4 * 150_528));
+    let npy_ints = file("ints.npy", &npy("<i8", "(1, 3, 224, 224)", 8 * 150_528));
+    let npy_short = file("short.npy", &npy("<f4", "(1, 3, 224, 224)", 1000));
+    let npy_huge_header = file("huge.npy", b"\x93NUMPY\x02\x00\xff\xff\xff\xff");
+    let npy_text = file("text.npy", b"not an array");
+    let npy_zero = tmp.path().join("zero.npy");
+    std::os::unix::fs::symlink("/dev/zero", &npy_zero).unwrap();
+    let npy_zero = npy_zero.display().to_string();
     fn run<'a>(extra: &[&'a str]) -> Vec<&'a str> {
         let mut a = vec!["net", "run"];
         a.extend_from_slice(extra);
@@ -955,6 +977,41 @@ fn network_commands_name_their_bad_input() {
             "net input right size",
             run(&["resnet50", rw, "--input", &good_input]),
             Expect::NoDevice,
+        ),
+        (
+            "net input .npy of the network's N x C x H x W",
+            run(&["resnet50", rw, "--input", &npy_good]),
+            Expect::NoDevice,
+        ),
+        (
+            "net input .npy N x H x W x C",
+            run(&["resnet50", rw, "--input", &npy_nhwc]),
+            Expect::Error,
+        ),
+        (
+            "net input .npy of integers",
+            run(&["resnet50", rw, "--input", &npy_ints]),
+            Expect::Error,
+        ),
+        (
+            "net input .npy data short",
+            run(&["resnet50", rw, "--input", &npy_short]),
+            Expect::Error,
+        ),
+        (
+            "net input .npy header 4 GiB",
+            run(&["resnet50", rw, "--input", &npy_huge_header]),
+            Expect::Error,
+        ),
+        (
+            "net input .npy text",
+            run(&["resnet50", rw, "--input", &npy_text]),
+            Expect::Error,
+        ),
+        (
+            "net input .npy to /dev/zero",
+            run(&["resnet50", rw, "--input", &npy_zero]),
+            Expect::Error,
         ),
         (
             "net plan unknown model",

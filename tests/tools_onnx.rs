@@ -338,6 +338,25 @@ fn unsupported_graphs_are_refused_naming_the_node_and_nothing_is_written() {
     let (code, _, err) = import(dir.path(), "two", &two);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("one input; the graph has 2"), "{err}");
+    // A weight type kiln does not store: one line naming the flag, nothing written.
+    let file = dir.path().join("valid.onnx");
+    std::fs::write(&file, classifier(|_| {})).unwrap();
+    let out = dir.path().join("out-int8");
+    let (code, _, err) = tools(&[
+        "net",
+        "import",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--weights-type",
+        "INT8",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--weights-type \"INT8\"") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(!out.exists(), "wrote");
 }
 
 /// `find --model` measures exactly a network's convolutions as it runs them (fused), here an
