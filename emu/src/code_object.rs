@@ -3,6 +3,7 @@
 //! its 64-byte kernel descriptor (`<kernel>.kd`, an object symbol in `.rodata`). Layouts from
 //! the ELF specification and LLVM's AMDGPU usage guide (the AMDHSA kernel descriptor).
 
+use crate::metadata::{self, KernelMeta};
 use crate::Error;
 
 /// ELF's e_machine for AMD GPUs.
@@ -122,6 +123,9 @@ pub struct CodeObject {
     pub text: Vec<u8>,
     /// Kernels by name, in symbol-table order.
     pub kernels: Vec<Kernel>,
+    /// Each kernel's metadata (arguments, kernarg size) from the `NT_AMDGPU_METADATA` note;
+    /// empty when the object has none.
+    pub metadata: Vec<KernelMeta>,
 }
 
 impl CodeObject {
@@ -265,12 +269,46 @@ impl CodeObject {
                 descriptor,
             });
         }
+        // SHT_NOTE (7) sections: the AMDGPU metadata note.
+        let mut metadata = Vec::new();
+        for note in sections.iter().filter(|s| s.kind == 7) {
+            let body = get(note.offset, note.size)?;
+            let mut at = 0usize;
+            while at + 12 <= body.len() {
+                let (namesz, descsz, kind) = (
+                    u32_at(body, at) as usize,
+                    u32_at(body, at + 4) as usize,
+                    u32_at(body, at + 8),
+                );
+                let name_at = at + 12;
+                let desc_at = name_at.saturating_add(namesz.next_multiple_of(4));
+                let end = desc_at.saturating_add(descsz.next_multiple_of(4));
+                let (Some(name), Some(desc)) = (
+                    body.get(name_at..name_at.saturating_add(namesz)),
+                    body.get(desc_at..desc_at.saturating_add(descsz)),
+                ) else {
+                    return Err(bad("a note runs past its section"));
+                };
+                if name.strip_suffix(b"\0").unwrap_or(name) == b"AMDGPU"
+                    && kind == metadata::NT_AMDGPU_METADATA
+                {
+                    metadata = metadata::parse(desc)?;
+                }
+                at = end;
+            }
+        }
         Ok(CodeObject {
             mach,
             text_addr: text.addr,
             text: text_bytes,
             kernels,
+            metadata,
         })
+    }
+
+    /// The metadata of the kernel `name`.
+    pub fn metadata_of(&self, name: &str) -> Option<&KernelMeta> {
+        self.metadata.iter().find(|m| m.name == name)
     }
 
     /// The 32-bit words of `.text` from `addr` to its end (instructions are dword-aligned).

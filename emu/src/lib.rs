@@ -6,8 +6,15 @@
 
 pub mod code_object;
 pub mod decode;
+pub mod driver;
+pub mod isa;
+pub mod launch;
+pub mod memory;
+pub mod metadata;
 pub mod opcodes;
 pub mod operands;
+pub mod program;
+pub mod wave;
 
 /// What went wrong, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +23,14 @@ pub enum Error {
     CodeObject(String),
     /// An instruction could not be decoded (names the pc and the dword).
     Decode(String),
+    /// A kernel touched memory it does not own (names the kernel, pc and address).
+    Fault(String),
+    /// A kernel ran an instruction or operand the executor does not model (names them).
+    Unsupported(String),
+    /// A launch was malformed or ran past its instruction limit.
+    Launch(String),
+    /// Device memory is exhausted.
+    OutOfMemory(String),
 }
 
 impl std::fmt::Display for Error {
@@ -23,6 +38,10 @@ impl std::fmt::Display for Error {
         match self {
             Error::CodeObject(why) => write!(f, "code object: {why}"),
             Error::Decode(why) => write!(f, "decode: {why}"),
+            Error::Fault(why) => write!(f, "memory fault: {why}"),
+            Error::Unsupported(why) => write!(f, "not modelled: {why}"),
+            Error::Launch(why) => write!(f, "launch: {why}"),
+            Error::OutOfMemory(why) => write!(f, "out of device memory: {why}"),
         }
     }
 }
