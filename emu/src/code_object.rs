@@ -110,6 +110,8 @@ pub struct Kernel {
     pub code_size: u64,
     /// Its descriptor.
     pub descriptor: Descriptor,
+    /// Where the descriptor's 64 bytes lie in the file.
+    pub descriptor_file_offset: u64,
 }
 
 /// A code object's kernels and code.
@@ -121,6 +123,8 @@ pub struct CodeObject {
     pub text_addr: u64,
     /// `.text`'s bytes.
     pub text: Vec<u8>,
+    /// Where `.text` lies in the file.
+    pub text_file_offset: u64,
     /// Kernels by name, in symbol-table order.
     pub kernels: Vec<Kernel>,
     /// Each kernel's metadata (arguments, kernarg size) from the `NT_AMDGPU_METADATA` note;
@@ -230,14 +234,15 @@ impl CodeObject {
                     let at = value
                         .checked_sub(sec.addr)
                         .ok_or_else(|| bad("a descriptor lies before its section"))?;
-                    let b = get(sec.offset.saturating_add(at), DESCRIPTOR_BYTES as u64)?;
-                    descriptors.push((name, value, Descriptor::parse(b)?));
+                    let file_offset = sec.offset.saturating_add(at);
+                    let b = get(file_offset, DESCRIPTOR_BYTES as u64)?;
+                    descriptors.push((name, value, file_offset, Descriptor::parse(b)?));
                 }
                 _ => {}
             }
         }
         let mut kernels = Vec::new();
-        for (kd_name, kd_addr, descriptor) in descriptors {
+        for (kd_name, kd_addr, descriptor_file_offset, descriptor) in descriptors {
             let name = kd_name.trim_end_matches(".kd").to_string();
             let entry =
                 (kd_addr as i64).wrapping_add(descriptor.kernel_code_entry_byte_offset) as u64;
@@ -267,6 +272,7 @@ impl CodeObject {
                 entry,
                 code_size,
                 descriptor,
+                descriptor_file_offset,
             });
         }
         // SHT_NOTE (7) sections: the AMDGPU metadata note.
@@ -301,6 +307,7 @@ impl CodeObject {
             mach,
             text_addr: text.addr,
             text: text_bytes,
+            text_file_offset: text.offset,
             kernels,
             metadata,
         })

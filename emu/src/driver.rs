@@ -37,11 +37,15 @@ pub struct Totals {
     pub work: Stats,
 }
 
+/// Rewrites a code object's bytes as it loads.
+pub type ObjectRewrite = Box<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
+
 /// An emulated AMD GPU of one architecture.
 pub struct EmulatedGpu {
     info: DeviceInfo,
     arch: &'static str,
     instruction_limit: u64,
+    rewrite: Option<ObjectRewrite>,
     state: Mutex<State>,
 }
 
@@ -75,6 +79,7 @@ impl EmulatedGpu {
             },
             arch: known,
             instruction_limit: DEFAULT_INSTRUCTION_LIMIT,
+            rewrite: None,
             state: Mutex::new(State {
                 memory: Memory::new(memory_bytes),
                 modules: HashMap::new(),
@@ -88,6 +93,14 @@ impl EmulatedGpu {
     /// The same with a limit on the wave instructions one launch may run.
     pub fn with_instruction_limit(mut self, limit: u64) -> EmulatedGpu {
         self.instruction_limit = limit;
+        self
+    }
+
+    /// The same, rewriting every code object as it loads: tests plant faults with it (a
+    /// kernarg offset the code disagrees with, a descriptor's wrong wave size) to show that
+    /// a conformance run catches them.
+    pub fn with_object_rewrite(mut self, rewrite: ObjectRewrite) -> EmulatedGpu {
+        self.rewrite = Some(rewrite);
         self
     }
 
@@ -108,6 +121,8 @@ impl Driver for EmulatedGpu {
     }
 
     unsafe fn load_module(&self, image: &[u8]) -> Result<Raw, BackendError> {
+        let rewritten = self.rewrite.as_ref().map(|r| r(image));
+        let image = rewritten.as_deref().unwrap_or(image);
         let object = CodeObject::parse(image).map_err(|e| err("load module", e))?;
         let arch = arch_of_mach(object.mach);
         if arch != Some(self.arch) {

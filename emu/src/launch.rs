@@ -108,6 +108,12 @@ pub fn run(memory: &mut Memory, d: &Dispatch<'_>, limit: u64) -> Result<Stats, E
                 p.name, desc.group_segment_fixed_size, d.dynamic_lds
             ))
         })?;
+    if !p.wave64() && p.family == Family::Gfx9 {
+        return Err(Error::Launch(format!(
+            "kernel {}: its descriptor asks for wave32, which {} does not have",
+            p.name, p.arch
+        )));
+    }
     let lanes = if p.wave64() { 64 } else { 32 };
     let waves_per_group = threads.div_ceil(lanes as u64) as usize;
     // The kernarg segment, the dispatch packet and the queue, as the runtime allocates them.

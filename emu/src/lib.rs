@@ -1,8 +1,10 @@
 //! `kiln-emu`: an instruction-level model of AMD GPUs for checking kiln's AMD code objects
-//! without AMD hardware. So far: the code-object reader ([`code_object`]), the decoder of
-//! instruction boundaries and formats ([`decode`]), and gfx9's opcode names ([`opcodes`]) and
+//! without AMD hardware: the code-object reader ([`code_object`], [`metadata`]), the decoder
+//! of instruction boundaries and formats ([`decode`]), gfx9's opcode names ([`opcodes`]) and
 //! operands ([`operands`]), all checked against LLVM's tools on every embedded AMD object
-//! (`tests/llvm.rs`).
+//! (`tests/llvm.rs`); and the gfx9 executor ([`program`], [`wave`], [`memory`], [`launch`])
+//! behind kiln's driver interface ([`driver`]), on which kiln's selftest runs every AMD solver
+//! against the CPU reference (`tests/conformance.rs`).
 
 pub mod code_object;
 pub mod decode;

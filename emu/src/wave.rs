@@ -1779,11 +1779,50 @@ fn div_fixup(q: f32, den: f32, num: f32) -> f32 {
     if den == 0.0 || num.is_infinite() {
         return sign * f32::INFINITY;
     }
-    if den.is_infinite() {
+    if den.is_infinite() || num == 0.0 {
         return sign * 0.0;
     }
     if q.is_nan() {
         return sign * f32::INFINITY;
     }
     sign * q.abs()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn division_steps_handle_the_special_cases() {
+        // 0 / 9: the scale step yields NaN, the fixup a signed zero (the case an average
+        // pool of an exactly cancelling window meets).
+        assert_eq!(div_fixup(f32::NAN, 9.0, 0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(
+            div_fixup(f32::NAN, -9.0, 0.0).to_bits(),
+            (-0.0f32).to_bits()
+        );
+        assert_eq!(div_fixup(1.0, 0.0, 3.0), f32::INFINITY);
+        assert!(div_fixup(1.0, 0.0, 0.0).is_nan());
+        assert!(div_fixup(1.0, f32::INFINITY, f32::NEG_INFINITY).is_nan());
+        assert_eq!(div_fixup(0.25, -4.0, 1.0), -0.25);
+        // Ordinary operands pass unscaled; a tiny numerator is scaled up by 2^64.
+        assert_eq!(div_scale(3.0, 7.0, 3.0), (3.0, false));
+        assert_eq!(div_scale(1e-32, 7.0, 1e-32), (ldexp(1e-32, 64), false));
+        // A quotient past the float range asks fmas to rescale.
+        assert!(div_scale(1e30, 1e-30, 1e30).1);
+    }
+
+    #[test]
+    fn byte_permutes_and_sdwa_selects() {
+        let data = 0x8899_aabb_ccdd_eeffu64;
+        assert_eq!(perm_byte(data, 0), 0xff);
+        assert_eq!(perm_byte(data, 7), 0x88);
+        assert_eq!(perm_byte(data, 8), 0xff); // bit 15 of 0xeeff is set
+        assert_eq!(perm_byte(data, 12), 0x00);
+        assert_eq!(perm_byte(data, 13), 0xff);
+        assert_eq!(sdwa_select(0x8001_7f02, 5, true), 0xffff_8001);
+        assert_eq!(sdwa_select(0x8001_7f02, 4, false), 0x7f02);
+        assert_eq!(sdwa_select(0x8001_7f02, 1, true), 0x7f);
+        assert_eq!(sdwa_select(0x8001_7f02, 6, true), 0x8001_7f02);
+    }
 }

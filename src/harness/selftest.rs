@@ -50,18 +50,21 @@ impl Report {
     }
 }
 
-/// The selftest problem set: 2-D and 3-D, both layout families, three types, groups and
-/// depthwise, padding, stride, dilation, odd sizes.
-pub fn problems() -> Vec<ConvProblem> {
-    let d2 = |n,
-              c,
-              k,
-              hw: [u32; 2],
-              f: [u32; 2],
-              pad: [u32; 2],
-              stride: [u32; 2],
-              dil: [u32; 2],
-              groups| ConvSpec {
+/// A 2-D convolution's shape in the selftest's notation: n, c, k, input [h, w], filter,
+/// padding, stride, dilation (each [h, w]) and groups; NCHW FP32 until the caller says.
+#[allow(clippy::too_many_arguments)]
+pub fn d2(
+    n: u32,
+    c: u32,
+    k: u32,
+    hw: [u32; 2],
+    f: [u32; 2],
+    pad: [u32; 2],
+    stride: [u32; 2],
+    dil: [u32; 2],
+    groups: u32,
+) -> ConvSpec {
+    ConvSpec {
         n,
         c,
         k,
@@ -72,7 +75,12 @@ pub fn problems() -> Vec<ConvProblem> {
         dilation: [1, dil[0], dil[1]],
         groups,
         ..ConvSpec::default()
-    };
+    }
+}
+
+/// The selftest problem set: 2-D and 3-D, both layout families, three types, groups and
+/// depthwise, padding, stride, dilation, odd sizes.
+pub fn problems() -> Vec<ConvProblem> {
     let shapes = [
         d2(2, 16, 32, [14, 14], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         d2(3, 24, 40, [17, 13], [1, 1], [0, 0], [1, 1], [1, 1], 1),

@@ -1,0 +1,208 @@
+//! kiln's AMD code objects executed: on each AMD target the emulator runs, a kiln context on
+//! an emulated GPU of that architecture runs every solver and perf config of the target's
+//! kdb on a set of small problems, checked by kiln's selftest against the f64 CPU reference
+//! with random inputs and again with IEEE special values. kiln's own resolver, invokers and
+//! argument packing drive the launches, as on a real HIP device.
+//!
+//! The standalone operators (pooling, resizing, elementwise, softmax, in every type) run
+//! too. The problems (each in FP32, FP16 and BF16, NCHW and NHWC, plain and with a fused
+//! epilogue) cover 3x3, 1x1, strided, padded, dilated, grouped and depthwise convolutions, and
+//! sizes that leave partial tiles at every edge. Every variant a solver offers for a problem
+//! runs; nothing is sampled. A planted fault shows the run can fail: a kernarg offset that the
+//! code disagrees with.
+
+use std::sync::Arc;
+
+use kiln::backend::Device;
+use kiln::context::{Context, ContextOptions};
+use kiln::format::{Activation, ConvProblem, ConvSpec, DataType, Fusion, Layout};
+use kiln::harness::selftest::{self, d2};
+use kiln_emu::driver::EmulatedGpu;
+
+/// The architectures whose every instruction the executor runs (gfx10/gfx11: not yet).
+const EXECUTED: [&str; 5] = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"];
+
+/// The conformance problems: each shape in every type and layout, plain and fused.
+fn problems() -> Vec<ConvProblem> {
+    let shapes = [
+        // 3x3, padded, odd sizes: partial tiles on every edge.
+        d2(2, 8, 12, [9, 7], [3, 3], [1, 1], [1, 1], [1, 1], 1),
+        // 1x1 over an odd pixel count, channels not a multiple of any tile.
+        d2(2, 12, 20, [5, 7], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        // Strided 3x3 and an unpadded 5x3 with unequal stride and dilation.
+        d2(1, 4, 8, [11, 10], [3, 3], [1, 1], [2, 2], [1, 1], 1),
+        d2(1, 8, 8, [12, 11], [5, 3], [2, 0], [2, 1], [1, 2], 1),
+        // Grouped (2 groups of 8) and depthwise (16 channels, 3x3 stride 2).
+        d2(1, 16, 16, [7, 9], [3, 3], [1, 1], [1, 1], [1, 1], 2),
+        d2(2, 16, 16, [9, 8], [3, 3], [1, 1], [2, 2], [1, 1], 16),
+    ];
+    let mut out = Vec::new();
+    for (i, base) in shapes.into_iter().enumerate() {
+        for dtype in [DataType::Fp32, DataType::Fp16, DataType::Bf16] {
+            for layout in [Layout::Nchw, Layout::Nhwc] {
+                let p = ConvProblem::new(ConvSpec {
+                    layouts: [layout; 3],
+                    data_types: [dtype; 3],
+                    ..base
+                })
+                .unwrap();
+                // The fused copy: a folded batch norm, a residual on every other shape, each
+                // shape its own activation.
+                let fused = p
+                    .with_fusion(Fusion {
+                        scale: true,
+                        bias: true,
+                        residual: i % 2 == 0,
+                        activation: Activation::ALL[(3 * i + 1) % Activation::ALL.len()],
+                        y_ld: 0,
+                        z_ld: 0,
+                    })
+                    .unwrap();
+                out.push(p);
+                out.push(fused);
+            }
+        }
+    }
+    out
+}
+
+/// A context on an emulated GPU of `target`'s architecture and CU count.
+fn context(
+    target: &kiln::format::EmbeddedTarget,
+    gpu: impl FnOnce(EmulatedGpu) -> EmulatedGpu,
+) -> (Arc<EmulatedGpu>, Context) {
+    let emu = gpu(EmulatedGpu::new(target.arch, target.compute_units, 1 << 30).unwrap());
+    let emu = Arc::new(emu);
+    let ctx = Context::new(Device::new(emu.clone())).unwrap();
+    assert_eq!(ctx.target().basename, target.basename);
+    (emu, ctx)
+}
+
+fn amd_targets() -> Vec<&'static kiln::format::EmbeddedTarget> {
+    kiln::targets()
+        .iter()
+        .filter(|t| EXECUTED.contains(&t.arch))
+        .collect()
+}
+
+#[test]
+fn every_solver_of_every_gfx9_target_matches_the_cpu_reference() {
+    let targets = amd_targets();
+    assert_eq!(
+        targets.len(),
+        EXECUTED.len(),
+        "one embedded target per executed arch"
+    );
+    let problems = problems();
+    // One thread per target (CI has two cores; each target's run is independent).
+    let reports: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = targets
+            .iter()
+            .map(|t| {
+                let problems = &problems;
+                s.spawn(move || {
+                    let (emu, ctx) = context(t, |g| g);
+                    let mut failures = Vec::new();
+                    let report = selftest::run(
+                        &ctx,
+                        problems,
+                        |_| true,
+                        true,
+                        |f| {
+                            failures.push(format!(
+                                "{} {} {}: {}",
+                                f.solver, f.params, f.problem, f.error
+                            ))
+                        },
+                    );
+                    (t.basename, report, failures, emu.totals())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut all = Vec::new();
+    for (base, report, failures, totals) in &reports {
+        let solvers: Vec<String> = report
+            .per_solver
+            .iter()
+            .map(|(s, (runs, failed))| format!("{s} {runs}/{failed}"))
+            .collect();
+        println!(
+            "{base}: {} runs of {} problems, {} failed; {} launches, {} wave instructions; per solver (runs/failed): {}",
+            report.runs,
+            report.problems,
+            report.failures,
+            totals.launches,
+            totals.work.instructions,
+            solvers.join(", ")
+        );
+        all.extend(failures.iter().map(|f| format!("{base}: {f}")));
+        // Every AMD solver ran here: the portable kernels each target builds.
+        for s in [
+            selftest::OPERATORS,
+            "ConvDirectNaiveFwd",
+            "ConvDirectTiledFwd",
+            "ConvImplicitGemmFwd",
+            "ConvGemm1x1Fwd",
+            "ConvDirectGroupedFwd",
+        ] {
+            assert!(
+                report.per_solver.get(s).is_some_and(|r| r.0 > 0),
+                "{base}: {s} never ran"
+            );
+        }
+    }
+    assert!(
+        all.is_empty(),
+        "{} failures:\n{}",
+        all.len(),
+        all.join("\n")
+    );
+}
+
+/// Runs the first problem on every solver of `target` on a GPU whose code objects `rewrite`
+/// damages; returns the failures (a context that cannot open counts as one).
+fn planted(
+    target: &kiln::format::EmbeddedTarget,
+    rewrite: kiln_emu::driver::ObjectRewrite,
+) -> usize {
+    let emu = Arc::new(
+        EmulatedGpu::new(target.arch, target.compute_units, 1 << 30)
+            .unwrap()
+            .with_object_rewrite(rewrite),
+    );
+    let options = ContextOptions {
+        warm_up: false,
+        ..ContextOptions::default()
+    };
+    let Ok(ctx) = Context::with_options(Device::new(emu), options) else {
+        return 1;
+    };
+    let report = selftest::run(&ctx, &problems()[..2], |_| true, false, |_| {});
+    assert!(report.runs > 0);
+    report.failures
+}
+
+/// Moves the convolution arguments (KilnConvArgs, at byte 24 of every conv kernel's
+/// segment) to byte 28 in the metadata: the runtime packs them there, the code reads byte 24.
+fn move_kernarg_offset(obj: &[u8]) -> Vec<u8> {
+    let from = b"\xa7.offset\x18";
+    let mut out = obj.to_vec();
+    if let Some(at) = obj.windows(from.len()).position(|w| w == from) {
+        out[at + from.len() - 1] = 28;
+    }
+    out
+}
+
+#[test]
+fn a_kernarg_offset_the_code_disagrees_with_fails_the_run() {
+    for t in amd_targets() {
+        let failures = planted(t, Box::new(move_kernarg_offset));
+        assert!(
+            failures > 0,
+            "{}: the moved kernarg offset went unnoticed",
+            t.basename
+        );
+    }
+}
