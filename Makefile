@@ -20,9 +20,11 @@ demo:
 ## Install toolchains (clang-19, NVRTC wheel, strace, libamdhip64) and run every test: the
 ## workspace (library, both binaries, build-time crate), the HIP struct-layout check against
 ## hip-runtime-sys, the vendor-only builds, kdb freshness, the ONNX import against onnxruntime,
-## and the examples (C and Rust; the C library under valgrind).
+## the AMD objects executed in kiln-emu (its per-target counts printed), and the examples (C
+## and Rust; the C library under valgrind).
 test: setup
 	$(CARGO) test --workspace
+	@cat "$${CARGO_TARGET_DIR:-target}/tmp/kiln-emu-conformance.txt"
 	$(CARGO) build --quiet -p kiln --features hip-abi-check
 	$(CARGO) test --quiet -p kiln --lib --no-default-features --features hip,all-amd
 	$(CARGO) test --quiet -p kiln --lib --no-default-features --features cuda,all-nvidia

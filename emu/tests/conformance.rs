@@ -122,13 +122,14 @@ fn every_solver_of_every_gfx9_target_matches_the_cpu_reference() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     let mut all = Vec::new();
+    let mut summary = String::new();
     for (base, report, failures, totals) in &reports {
         let solvers: Vec<String> = report
             .per_solver
             .iter()
             .map(|(s, (runs, failed))| format!("{s} {runs}/{failed}"))
             .collect();
-        println!(
+        let line = format!(
             "{base}: {} runs of {} problems, {} failed; {} launches, {} wave instructions; per solver (runs/failed): {}",
             report.runs,
             report.problems,
@@ -137,6 +138,9 @@ fn every_solver_of_every_gfx9_target_matches_the_cpu_reference() {
             totals.work.instructions,
             solvers.join(", ")
         );
+        println!("{line}");
+        summary += &line;
+        summary.push('\n');
         all.extend(failures.iter().map(|f| format!("{base}: {f}")));
         // Every AMD solver ran here: the portable kernels each target builds.
         for s in [
@@ -153,6 +157,12 @@ fn every_solver_of_every_gfx9_target_matches_the_cpu_reference() {
             );
         }
     }
+    // `make test` prints this file: the counts per target appear in CI's log.
+    std::fs::write(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("kiln-emu-conformance.txt"),
+        &summary,
+    )
+    .unwrap();
     assert!(
         all.is_empty(),
         "{} failures:\n{}",
