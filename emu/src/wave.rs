@@ -637,8 +637,13 @@ impl Wave {
         let sdata = (w >> 6) & 0x7f;
         let base = self.sread64(sbase, 0)?;
         let offset = if (w >> 17) & 1 == 1 {
-            // A 21-bit signed byte offset.
-            i64::from(((w1 & 0x1f_ffff) << 11) as i32 >> 11)
+            // A 21-bit signed byte offset, plus with SOE an SGPR's (word 1, bits 31:25).
+            let imm = i64::from(((w1 & 0x1f_ffff) << 11) as i32 >> 11);
+            if (w >> 14) & 1 == 1 {
+                imm + i64::from(self.sread(w1 >> 25, 0)?)
+            } else {
+                imm
+            }
         } else {
             i64::from(self.sread(w1 & 0x7f, 0)?)
         };
