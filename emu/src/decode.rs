@@ -238,9 +238,8 @@ fn vop2_takes_literal(family: Family, op: u32) -> bool {
         // v_madmk_f32, v_madak_f32 (gfx940: v_fmamk_f32, v_fmaak_f32), v_madmk_f16,
         // v_madak_f16.
         Family::Gfx9 => matches!(op, 0x17 | 0x18 | 0x24 | 0x25),
-        // v_madmk_f32, v_madak_f32, v_fmamk_f32, v_fmaak_f32, v_madmk_f16, v_madak_f16,
-        // v_fmamk_f16, v_fmaak_f16.
-        Family::Gfx10 => matches!(op, 0x21 | 0x22 | 0x2c | 0x2d | 0x37 | 0x38),
+        // v_madmk_f32, v_madak_f32, v_fmamk_f32, v_fmaak_f32, v_fmamk_f16, v_fmaak_f16.
+        Family::Gfx10 => matches!(op, 0x20 | 0x21 | 0x2c | 0x2d | 0x37 | 0x38),
         // v_fmamk_f32, v_fmaak_f32, v_fmamk_f16, v_fmaak_f16.
         Family::Gfx11 => matches!(op, 0x2c | 0x2d | 0x37 | 0x38),
     }

@@ -14,6 +14,7 @@ pub mod launch;
 pub mod memory;
 pub mod metadata;
 pub mod opcodes;
+pub mod opcodes_rdna;
 pub mod operands;
 pub mod program;
 pub mod wave;

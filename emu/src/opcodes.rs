@@ -6,6 +6,7 @@
 //! with an error naming them.
 
 use crate::decode::{Family, Format};
+use crate::opcodes_rdna as rdna;
 use crate::Error;
 
 /// gfx9 SOP2, by opcode (bits 29:23).
@@ -659,6 +660,63 @@ pub fn mnemonic(
         (Family::Gfx9, Format::Sopk) => from(GFX9_SOPK, (w >> 23) & 0x1f),
         (Family::Gfx9, Format::Sopp) => from(GFX9_SOPP, (w >> 16) & 0x7f),
         (Family::Gfx9, Format::Smem) => gfx9_smem((w >> 18) & 0xff),
+        (_, Format::Vopc) => {
+            return rdna::vopc(family, (w >> 17) & 0xff)
+                .ok_or_else(|| undefined(family, format, w, pc))
+        }
+        (_, Format::Vop1) => rdna::vop1(family, (w >> 9) & 0xff),
+        (_, Format::Vop2) => rdna::vop2(family, (w >> 25) & 0x3f),
+        (_, Format::Vop3) => {
+            let op = (w >> 16) & 0x3ff;
+            match op {
+                0x000..=0x0ff => {
+                    return rdna::vopc(family, op).ok_or_else(|| undefined(family, format, w, pc))
+                }
+                0x100..=0x13f => rdna::vop2(family, op - 0x100),
+                0x180..=0x1ff => rdna::vop1(family, op - 0x180),
+                _ => rdna::vop3_only(family, op),
+            }
+        }
+        (Family::Gfx11, Format::Vopd) => rdna::vopd((w >> 22) & 0xf),
+        (_, Format::Sop2) => rdna::sop2(family, (w >> 23) & 0x7f),
+        (_, Format::Sop1) => rdna::sop1(family, (w >> 8) & 0xff),
+        (_, Format::Sopc) => {
+            return rdna::sopc(family, (w >> 16) & 0x7f)
+                .ok_or_else(|| undefined(family, format, w, pc))
+        }
+        (_, Format::Sopk) => rdna::sopk(family, (w >> 23) & 0x1f),
+        (_, Format::Sopp) => rdna::sopp(family, (w >> 16) & 0x7f),
+        (_, Format::Smem) => rdna::smem(family, (w >> 18) & 0xff),
+        (_, Format::Ds) => rdna::ds(family, (w >> 18) & 0xff),
+        (_, Format::Flat) => {
+            let seg = if family == Family::Gfx10 {
+                (w >> 14) & 3
+            } else {
+                (w >> 16) & 3
+            };
+            let prefix = match seg {
+                0 => "flat_",
+                1 => "scratch_",
+                2 => "global_",
+                _ => return Err(undefined(family, format, w, pc)),
+            };
+            return rdna::load_store(family, (w >> 18) & 0x7f)
+                .map(|op| format!("{prefix}{op}"))
+                .ok_or_else(|| undefined(family, format, w, pc));
+        }
+        (_, Format::Mubuf) => {
+            let op = if family == Family::Gfx10 {
+                (w >> 18) & 0x7f
+            } else {
+                (w >> 18) & 0xff
+            };
+            if let Some(name) = rdna::buffer_other(family, op) {
+                return Ok(name.to_string());
+            }
+            return rdna::load_store(family, op)
+                .map(|op| format!("buffer_{op}"))
+                .ok_or_else(|| undefined(family, format, w, pc));
+        }
         _ => {
             return Err(Error::Decode(format!(
                 "pc 0x{pc:x}: {format:?} opcodes of {family:?} are not in kiln's tables yet"
