@@ -170,21 +170,26 @@ pub struct Access {
 
 impl Access {
     fn parse(space: Space, rest: &str) -> Option<Access> {
-        let (store, what) = if let Some(w) = rest.strip_prefix("load_") {
-            (false, w)
-        } else if let Some(w) = rest.strip_prefix("read_") {
-            (false, w)
-        } else if let Some(w) = rest.strip_prefix("read2_") {
+        if let Some(w) = rest
+            .strip_prefix("read2_")
+            .or(rest.strip_prefix("load_2addr_"))
+        {
             return Access::pair(space, false, w);
-        } else if let Some(w) = rest.strip_prefix("store_") {
-            (true, w)
-        } else if let Some(w) = rest.strip_prefix("write_") {
-            (true, w)
-        } else if let Some(w) = rest.strip_prefix("write2_") {
+        }
+        if let Some(w) = rest
+            .strip_prefix("write2_")
+            .or(rest.strip_prefix("store_2addr_"))
+        {
             return Access::pair(space, true, w);
-        } else {
-            return None;
-        };
+        }
+        let (store, what) =
+            if let Some(w) = rest.strip_prefix("load_").or(rest.strip_prefix("read_")) {
+                (false, w)
+            } else if let Some(w) = rest.strip_prefix("store_").or(rest.strip_prefix("write_")) {
+                (true, w)
+            } else {
+                return None;
+            };
         let (bytes, count, signed) = match what {
             "ubyte" | "byte" | "u8" | "b8" => (1, 1, false),
             "sbyte" | "i8" => (1, 1, true),
@@ -315,6 +320,8 @@ macro_rules! plain_ops {
             SLoad { dwords: u32 },
             /// A vector memory access.
             Mem(Access),
+            /// gfx11's dual-issue pair (both halves decoded when it runs).
+            Vopd,
             /// A mnemonic the executor does not know.
             Unknown,
         }
@@ -326,7 +333,7 @@ macro_rules! plain_ops {
                     $($name => return Op::$variant,)*
                     _ => {}
                 }
-                Op::parse_family(name).unwrap_or(Op::Unknown)
+                Op::alias(name).or_else(|| Op::parse_family(name)).unwrap_or(Op::Unknown)
             }
         }
     };
@@ -470,9 +477,51 @@ plain_ops! {
     VPkMulF32 = "v_pk_mul_f32",
     VPkAddF32 = "v_pk_add_f32",
     VPkMovB32 = "v_pk_mov_b32",
+    VMovrelsB32 = "v_movrels_b32",
+    VBfrevB32 = "v_bfrev_b32",
+    VXor3B32 = "v_xor3_b32",
+    SSetregB32 = "s_setreg_b32",
+    SSendmsg = "s_sendmsg",
+    SCvtF32I32 = "s_cvt_f32_i32",
+    SCvtF32U32 = "s_cvt_f32_u32",
+    SCvtI32F32 = "s_cvt_i32_f32",
+    SCvtU32F32 = "s_cvt_u32_f32",
+    STruncF32 = "s_trunc_f32",
+    SAddF32 = "s_add_f32",
+    SSubF32 = "s_sub_f32",
+    SMulF32 = "s_mul_f32",
+    SFmamkF32 = "s_fmamk_f32",
+    SFmaakF32 = "s_fmaak_f32",
+    CacheInvalidate = "buffer_gl0_inv",
 }
 
 impl Op {
+    /// Later families' names for operations gfx9 names otherwise, and the waits, hints and
+    /// cache controls that a functional model satisfies by doing nothing.
+    fn alias(name: &str) -> Option<Op> {
+        Some(match name {
+            "v_add_nc_u32" => Op::VAddU32,
+            "v_sub_nc_u32" => Op::VSubU32,
+            "v_subrev_nc_u32" => Op::VSubrevU32,
+            "v_add_co_ci_u32" => Op::VAddcCoU32,
+            "v_sub_co_ci_u32" => Op::VSubbCoU32,
+            "v_subrev_co_ci_u32" => Op::VSubbrevCoU32,
+            "s_ctz_i32_b32" => Op::SFf1I32B32,
+            "s_ctz_i32_b64" => Op::SFf1I32B64,
+            "s_clause"
+            | "s_inst_prefetch"
+            | "s_set_inst_prefetch_distance"
+            | "s_delay_alu"
+            | "s_waitcnt_depctr"
+            | "s_waitcnt_vscnt"
+            | "s_waitcnt_vmcnt"
+            | "s_waitcnt_expcnt"
+            | "s_waitcnt_lgkmcnt" => Op::SWaitcnt,
+            "buffer_gl1_inv" => Op::CacheInvalidate,
+            _ => return None,
+        })
+    }
+
     /// Families named by pattern: comparisons, logic, save-exec, branches, memory.
     fn parse_family(name: &str) -> Option<Op> {
         if let Some(rest) = name.strip_prefix("s_cmpk_").or(name.strip_prefix("s_cmp_")) {
@@ -510,6 +559,10 @@ impl Op {
                 _ => rest.strip_prefix('x')?.parse().ok()?,
             };
             return Some(Op::SLoad { dwords });
+        }
+        if let Some(bits) = name.strip_prefix("s_load_b") {
+            let bits: u32 = bits.parse().ok()?;
+            return Some(Op::SLoad { dwords: bits / 32 });
         }
         if let Some(rest) = name.strip_prefix("s_") {
             let (body, width) = rest.rsplit_once('_')?;
@@ -608,5 +661,25 @@ mod tests {
         );
         assert_eq!(Op::of("v_mfma_f32_32x32x8f16"), Op::Unknown);
         assert_eq!(Op::of("s_mov_b32"), Op::SMovB32);
+        assert_eq!(Op::of("v_add_co_ci_u32"), Op::VAddcCoU32);
+        assert_eq!(Op::of("s_load_b512"), Op::SLoad { dwords: 16 });
+        assert_eq!(
+            Op::of("ds_load_2addr_b32"),
+            Op::Mem(Access {
+                space: Space::Lds,
+                store: false,
+                bytes: 4,
+                count: 1,
+                signed: false,
+                pair: true
+            })
+        );
+        assert_eq!(
+            Op::of("s_and_not1_saveexec_b32"),
+            Op::SaveExec {
+                logic: Logic::Andn2,
+                wide: false
+            }
+        );
     }
 }

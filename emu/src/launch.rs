@@ -174,7 +174,9 @@ fn run_groups(
     let p = d.program;
     let desc = &p.descriptor;
     let mut stats = Stats::default();
-    let mut waves: Vec<Wave> = (0..waves_per_group).map(|_| Wave::new(lanes)).collect();
+    let mut waves: Vec<Wave> = (0..waves_per_group)
+        .map(|_| Wave::new(lanes, p.family))
+        .collect();
     let scratch_bytes = desc.private_segment_fixed_size;
     let scratch: Vec<u64> = if scratch_bytes > 0 {
         (0..waves_per_group)
@@ -313,13 +315,17 @@ fn init_wave(
     if props & 64 != 0 {
         put(w, &mut sgpr, &[desc.private_segment_fixed_size]);
     }
+    // USER_SGPR_COUNT may exceed what the enable bits fill: gfx1100-1102 pad it so that the
+    // system SGPRs start at s16 minus their count (LLVM's user-SGPR-init16 workaround). The
+    // system SGPRs start at the count either way; fewer counted than enabled is malformed.
     let user = desc.user_sgprs() as usize;
-    if sgpr != user {
+    if sgpr > user {
         return Err(Error::Unsupported(format!(
             "kernel {}: the descriptor enables {sgpr} user SGPRs but counts {user}",
             p.name
         )));
     }
+    sgpr = user;
     // System SGPRs: workgroup ids, then the scratch wave offset (gfx9 before gfx940).
     for (i, on) in desc.workgroup_id_sgprs().iter().enumerate() {
         if *on {
@@ -333,7 +339,7 @@ fn init_wave(
         )));
     }
     let architected_scratch = p.arch == "gfx942";
-    if desc.compute_pgm_rsrc2 & 1 != 0 && !architected_scratch && p.family == Family::Gfx9 {
+    if desc.compute_pgm_rsrc2 & 1 != 0 && !architected_scratch {
         put(w, &mut sgpr, &[0]);
     }
     // Work-item ids: packed in v0 (gfx90a, gfx942, gfx11) or one per VGPR.

@@ -110,7 +110,9 @@ impl Program {
                 .trim_end_matches("_e32")
                 .trim_end_matches("_e64")
                 .to_string();
-            let op = if shape.extension.is_some_and(|e| e != Extension::Sdwa) {
+            let op = if shape.format == Format::Vopd {
+                Op::Vopd
+            } else if shape.extension.is_some_and(|e| e != Extension::Sdwa) {
                 // DPP is not executed yet: the instruction fails if it runs.
                 Op::Unknown
             } else {
@@ -120,6 +122,7 @@ impl Program {
                 shape.format,
                 Format::Vop3
                     | Format::Vop3p
+                    | Format::Vopd
                     | Format::Smem
                     | Format::Ds
                     | Format::Flat

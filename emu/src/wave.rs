@@ -6,7 +6,7 @@
 // Lane loops index several per-lane arrays (sources, results, EXEC bits) by the lane.
 #![allow(clippy::needless_range_loop)]
 
-use crate::decode::{Extension, Format};
+use crate::decode::{Extension, Family, Format};
 use crate::isa::{Access, BranchIf, CmpType, Op, Space};
 use crate::memory::Memory;
 use crate::program::{Inst, Program};
@@ -41,6 +41,8 @@ pub enum Status {
 pub struct Wave {
     /// Lanes: 64 (gfx9) or 32.
     pub lanes: usize,
+    /// The encoding family (gfx10 and gfx11 number M0 and the null register apart).
+    pub family: Family,
     /// Scalar registers by operand field: s0-s101, flat_scratch, xnack_mask, vcc, ttmp, m0,
     /// exec (126-127).
     pub s: [u32; 128],
@@ -129,9 +131,10 @@ fn sdwa_select(x: u32, sel: u32, sext: bool) -> u32 {
 
 impl Wave {
     /// A wave of `lanes` lanes with every register zero.
-    pub fn new(lanes: usize) -> Wave {
+    pub fn new(lanes: usize, family: Family) -> Wave {
         Wave {
             lanes,
+            family,
             s: [0; 128],
             v: vec![0; VGPRS * LANES],
             a: vec![0; VGPRS * LANES],
@@ -203,15 +206,25 @@ impl Wave {
 
     // ---- scalar operands ----
 
+    /// Where a scalar register field (0-127) lives: its slot in `s` (M0 always in slot 124),
+    /// or `None` for the null register (gfx10: 125; gfx11: 124, with M0 at 125).
+    fn slot(&self, field: u32) -> Result<Option<usize>, Error> {
+        Ok(match (self.family, field) {
+            (Family::Gfx9, 125) => return Err(Self::unsupported("operand field 125")),
+            (Family::Gfx10, 125) | (Family::Gfx11, 124) => None,
+            (Family::Gfx11, 125) => Some(M0 as usize),
+            (_, 0..=127) => Some(field as usize),
+            _ => return Err(Error::Unsupported(format!("scalar register field {field}"))),
+        })
+    }
+
     /// A 32-bit scalar operand field (8 bits).
     fn sread(&self, field: u32, literal: u32) -> Result<u32, Error> {
         Ok(match field {
-            0..=127 => {
-                if field == 125 {
-                    return Err(Self::unsupported("operand field 125"));
-                }
-                self.s[field as usize]
-            }
+            0..=127 => match self.slot(field)? {
+                Some(i) => self.s[i],
+                None => 0,
+            },
             128..=192 => field - 128,
             193..=208 => (-((field - 192) as i32)) as u32,
             235 => (SHARED_APERTURE >> 32) as u32,
@@ -239,6 +252,9 @@ impl Wave {
     fn sread64(&self, field: u32, literal: u32) -> Result<u64, Error> {
         Ok(match field {
             0..=127 => {
+                if self.slot(field)?.is_none() {
+                    return Ok(0);
+                }
                 if field % 2 == 1 || field == 124 {
                     return Err(Error::Unsupported(format!(
                         "64-bit operand at odd field {field}"
@@ -263,9 +279,11 @@ impl Wave {
 
     /// Writes a 32-bit scalar destination field (7 bits).
     fn swrite(&mut self, field: u32, v: u32) -> Result<(), Error> {
-        match field {
-            0..=107 | M0 | 126 | 127 => self.s[field as usize] = v,
-            125 => {}
+        let Some(slot) = self.slot(field)? else {
+            return Ok(());
+        };
+        match slot as u32 {
+            0..=107 | M0 | 126 | 127 => self.s[slot] = v,
             _ => {
                 return Err(Error::Unsupported(format!(
                     "scalar destination field {field}"
@@ -279,6 +297,9 @@ impl Wave {
     }
 
     fn swrite64(&mut self, field: u32, v: u64) -> Result<(), Error> {
+        if self.slot(field)?.is_none() {
+            return Ok(());
+        }
         if field % 2 == 1 || field > 126 || field == 124 {
             return Err(Error::Unsupported(format!(
                 "64-bit scalar destination at field {field}"
@@ -286,6 +307,15 @@ impl Wave {
         }
         self.swrite(field, v as u32)?;
         self.swrite(field + 1, (v >> 32) as u32)
+    }
+
+    /// A lane mask from a scalar operand: 64 bits on wave64, 32 on wave32.
+    fn read_mask(&self, field: u32) -> Result<u64, Error> {
+        if self.lanes == 32 {
+            Ok(u64::from(self.sread(field, 0)?))
+        } else {
+            self.sread64(field, 0)
+        }
     }
 
     // ---- vector operands ----
@@ -353,6 +383,7 @@ impl Wave {
             Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p => {
                 self.valu(inst)
             }
+            Format::Vopd => self.vopd(inst),
             Format::Ds | Format::Flat | Format::Mubuf => self.vmem(inst, env),
             _ => Err(Self::unsupported("an encoding the executor does not run")),
         }
@@ -582,6 +613,46 @@ impl Wave {
                 let v = (s0()? & 0xffff) | (s1()? << 16);
                 self.swrite(sdst, v)?
             }
+            Op::SSetregB32 => {
+                // Only the flat-scratch base (gfx10 hwreg 20/21), which the model's scratch
+                // addressing does not use.
+                let id = (w & 0xffff) & 0x3f;
+                if !(self.family == Family::Gfx10 && matches!(id, 20 | 21)) {
+                    return Err(Error::Unsupported(format!(
+                        "s_setreg_b32 of hardware register {id}"
+                    )));
+                }
+            }
+            Op::SSendmsg => {
+                // gfx11's MSG_DEALLOC_VGPRS before s_endpgm: nothing to model.
+                if !(self.family == Family::Gfx11 && (w & 0xffff) == 3) {
+                    return Err(Error::Unsupported(format!("s_sendmsg {}", w & 0xffff)));
+                }
+            }
+            Op::SCvtF32I32 | Op::SCvtF32U32 | Op::SCvtI32F32 | Op::SCvtU32F32 | Op::STruncF32 => {
+                let x = s0()?;
+                let v = match inst.op {
+                    Op::SCvtF32I32 => b(x as i32 as f32),
+                    Op::SCvtF32U32 => b(x as f32),
+                    Op::SCvtI32F32 => f(x) as i32 as u32,
+                    Op::SCvtU32F32 => f(x) as u32,
+                    _ => b(f(x).trunc()),
+                };
+                self.swrite(sdst, v)?
+            }
+            Op::SAddF32 | Op::SSubF32 | Op::SMulF32 | Op::SFmamkF32 | Op::SFmaakF32 => {
+                let (x, y) = (f(s0()?), f(s1()?));
+                let k = f(lit);
+                let v = match inst.op {
+                    Op::SAddF32 => x + y,
+                    Op::SSubF32 => x - y,
+                    Op::SMulF32 => x * y,
+                    // D = S0 * K + S1, and D = S0 * S1 + K.
+                    Op::SFmamkF32 => x.mul_add(k, y),
+                    _ => x.mul_add(y, k),
+                };
+                self.swrite(sdst, b(v))?
+            }
             Op::SLogic { logic, wide } => {
                 if wide {
                     let v = logic.apply(s0w()?, s1w()?);
@@ -636,7 +707,10 @@ impl Wave {
         let sbase = (w & 0x3f) * 2;
         let sdata = (w >> 6) & 0x7f;
         let base = self.sread64(sbase, 0)?;
-        let offset = if (w >> 17) & 1 == 1 {
+        let offset = if self.family != Family::Gfx9 {
+            // gfx10/gfx11: always the 21-bit signed offset plus an SGPR's (null: none).
+            i64::from(((w1 & 0x1f_ffff) << 11) as i32 >> 11) + i64::from(self.sread(w1 >> 25, 0)?)
+        } else if (w >> 17) & 1 == 1 {
             // A 21-bit signed byte offset, plus with SOE an SGPR's (word 1, bits 31:25).
             let imm = i64::from(((w1 & 0x1f_ffff) << 11) as i32 >> 11);
             if (w >> 14) & 1 == 1 {
@@ -830,7 +904,7 @@ impl Wave {
         let carry_dst = if vop3 { sdst } else { VCC };
         let carry_in = |me: &Self| -> Result<u64, Error> {
             if vop3 {
-                me.sread64(src[2], 0)
+                me.read_mask(src[2])
             } else {
                 Ok(me.vcc())
             }
@@ -887,7 +961,7 @@ impl Wave {
             Op::VCndmaskB32 => {
                 let (a, bb) = (readf(self, 0)?, readf(self, 1)?);
                 let mask = if vop3 {
-                    self.sread64(src[2], 0)?
+                    self.read_mask(src[2])?
                 } else {
                     self.vcc()
                 };
@@ -1355,12 +1429,108 @@ impl Wave {
                         }
                     }
                 }
-                write_mask(self, vdst, mask)?;
+                // gfx10 and later: v_cmpx writes EXEC alone.
+                if !(to_exec && self.family != Family::Gfx9) {
+                    write_mask(self, vdst, mask)?;
+                }
                 if to_exec {
                     self.set_exec(mask);
                 }
             }
+            Op::VMovrelsB32 => {
+                // D = VGPR[src0 + M0].
+                let r = src[0]
+                    .checked_sub(256)
+                    .ok_or_else(|| Self::unsupported("v_movrels_b32 of a non-VGPR"))?
+                    as usize
+                    + self.s[M0 as usize] as usize;
+                if r >= VGPRS {
+                    return Err(Error::Fault(format!(
+                        "v_movrels_b32 reads v{r}, past the VGPR file"
+                    )));
+                }
+                let mut out = [0u32; LANES];
+                out.copy_from_slice(&self.v[r * LANES..(r + 1) * LANES]);
+                write(self, out)?
+            }
+            Op::VBfrevB32 => {
+                let a = read(self, 0)?;
+                write(self, lanewise!(|a| a.reverse_bits()))?
+            }
+            Op::VXor3B32 => {
+                let (a, bb, c) = (read(self, 0)?, read(self, 1)?, read(self, 2)?);
+                write(self, lanewise!(|a, bb, c| a ^ bb ^ c))?
+            }
             _ => return Err(Self::unsupported("not in the executor's vector operations")),
+        }
+        Ok(())
+    }
+
+    /// gfx11's dual issue: two VOP2-like operations whose sources are all read before either
+    /// result is written (word 0: src0X, vsrc1X, opY, opX; word 1: src0Y, vsrc1Y, vdstY's
+    /// upper bits, vdstX).
+    fn vopd(&mut self, inst: &Inst) -> Result<(), Error> {
+        let (w, w1) = (inst.w[0], inst.w[1]);
+        let lit = inst.literal;
+        let exec = self.exec();
+        let vdst_x = w1 >> 24;
+        // vdstY's lowest bit is the opposite of vdstX's (the two land in different banks).
+        let vdst_y = (((w1 >> 17) & 0x7f) << 1) | ((vdst_x & 1) ^ 1);
+        let halves = [
+            ((w >> 22) & 0xf, w & 0x1ff, 256 + ((w >> 9) & 0xff), vdst_x),
+            (
+                (w >> 17) & 0x1f,
+                w1 & 0x1ff,
+                256 + ((w1 >> 9) & 0xff),
+                vdst_y,
+            ),
+        ];
+        let vcc = self.vcc();
+        let mut results = Vec::with_capacity(2);
+        for (op, s0, s1, vdst) in halves {
+            let a = self.vread(s0, lit)?;
+            let bb = self.vread(s1, lit)?;
+            let d = self.vread(256 + vdst, 0)?;
+            let k = f(lit);
+            let mut out = [0u32; LANES];
+            for l in 0..self.lanes {
+                if exec >> l & 1 == 0 {
+                    continue;
+                }
+                let (x, y) = (f(a[l]), f(bb[l]));
+                out[l] = match op {
+                    0x00 => b(x.mul_add(y, f(d[l]))),
+                    0x01 => b(x.mul_add(y, k)),
+                    0x02 => b(x.mul_add(k, y)),
+                    0x03 => b(x * y),
+                    0x04 => b(x + y),
+                    0x05 => b(x - y),
+                    0x06 => b(y - x),
+                    0x08 => a[l],
+                    0x09 => {
+                        if vcc >> l & 1 == 1 {
+                            bb[l]
+                        } else {
+                            a[l]
+                        }
+                    }
+                    0x0a => b(ieee_max(x, y)),
+                    0x0b => b(ieee_min(x, y)),
+                    0x10 => a[l].wrapping_add(bb[l]),
+                    0x11 => bb[l] << (a[l] & 31),
+                    0x12 => a[l] & bb[l],
+                    _ => {
+                        return Err(Error::Unsupported(format!(
+                            "VOPD operation {op} ({})",
+                            crate::opcodes_rdna::vopd(op).unwrap_or("undefined")
+                        )))
+                    }
+                };
+            }
+            results.push((vdst, out));
+        }
+        for (vdst, out) in results {
+            self.vwrite(vdst, &out, exec);
         }
         Ok(())
     }
@@ -1430,6 +1600,10 @@ impl Wave {
     // ---- vector memory ----
 
     fn vmem(&mut self, inst: &Inst, env: &mut Env<'_>) -> Result<(), Error> {
+        if inst.op == Op::CacheInvalidate {
+            // Memory is coherent in the model: nothing is cached.
+            return Ok(());
+        }
         let Op::Mem(acc) = inst.op else {
             return Err(Self::unsupported("not in the executor's memory operations"));
         };
@@ -1446,7 +1620,8 @@ impl Wave {
             Format::Ds => {
                 let (off0, off1) = (w & 0xff, (w >> 8) & 0xff);
                 let (addr, d0, d1, vd) = (w1 & 0xff, (w1 >> 8) & 0xff, (w1 >> 16) & 0xff, w1 >> 24);
-                if (w >> 16) & 1 == 1 {
+                let gds_bit = if self.family == Family::Gfx9 { 16 } else { 17 };
+                if (w >> gds_bit) & 1 == 1 {
                     return Err(Self::unsupported("GDS"));
                 }
                 let a = self.vread(256 + addr, 0)?;
@@ -1472,16 +1647,34 @@ impl Wave {
                 }
             }
             Format::Flat => {
-                let seg = (w >> 14) & 3;
+                // By family: the segment's bits, the offset's width (flat's unsigned, global's
+                // and scratch's signed), and the saddr value meaning "off" (gfx10/gfx11: null).
+                let (seg, flat_bits, signed_bits, off) = match self.family {
+                    Family::Gfx9 => ((w >> 14) & 3, 12, 13, 0x7f),
+                    Family::Gfx10 => ((w >> 14) & 3, 11, 12, 0x7d),
+                    Family::Gfx11 => ((w >> 16) & 3, 12, 13, 0x7c),
+                };
                 let (addr, d, saddr, vd) =
                     (w1 & 0xff, (w1 >> 8) & 0xff, (w1 >> 16) & 0x7f, w1 >> 24);
-                if (w1 >> 23) & 1 == 1 && env.program.arch != "gfx942" {
+                if self.family == Family::Gfx9
+                    && (w1 >> 23) & 1 == 1
+                    && env.program.arch != "gfx942"
+                {
                     return Err(Self::unsupported("AGPR data"));
                 }
                 let offset = if seg == 0 {
-                    i64::from(w & 0xfff)
+                    i64::from(w & ((1 << flat_bits) - 1))
                 } else {
-                    i64::from(((w & 0x1fff) << 19) as i32 >> 19)
+                    let shift = 32 - signed_bits;
+                    i64::from(((w & ((1 << signed_bits) - 1)) << shift) as i32 >> shift)
+                };
+                let saddr = if saddr == off { 0x7f } else { saddr };
+                // Scratch takes its VGPR address only when told (gfx942 and gfx11: the SVE
+                // bit), or else when no SGPR address is given.
+                let scratch_vaddr = match (self.family, env.program.arch) {
+                    (_, "gfx942") => (w >> 13) & 1 == 1,
+                    (Family::Gfx11, _) => (w1 >> 23) & 1 == 1,
+                    _ => saddr == 0x7f,
                 };
                 match seg {
                     0 => {
@@ -1508,12 +1701,7 @@ impl Wave {
                     }
                     1 => {
                         // Scratch: a private offset per lane.
-                        let uses_vaddr = if env.program.arch == "gfx942" {
-                            (w >> 13) & 1 == 1
-                        } else {
-                            saddr == 0x7f
-                        };
-                        let v = if uses_vaddr {
+                        let v = if scratch_vaddr {
                             self.vread(256 + addr, 0)?
                         } else {
                             [0; LANES]
@@ -1532,6 +1720,9 @@ impl Wave {
                 parts[0].1 = if acc.store { d } else { vd };
             }
             Format::Mubuf => {
+                if self.family == Family::Gfx11 {
+                    return Err(Self::unsupported("gfx11 buffer loads and stores"));
+                }
                 let (offen, idxen) = ((w >> 12) & 1 == 1, (w >> 13) & 1 == 1);
                 if (w >> 16) & 1 == 1 {
                     return Err(Self::unsupported("buffer loads into LDS"));

@@ -8,8 +8,8 @@
 //! too. The problems (each in FP32, FP16 and BF16, NCHW and NHWC, plain and with a fused
 //! epilogue) cover 3x3, 1x1, strided, padded, dilated, grouped and depthwise convolutions, and
 //! sizes that leave partial tiles at every edge. Every variant a solver offers for a problem
-//! runs; nothing is sampled. A planted fault shows the run can fail: a kernarg offset that the
-//! code disagrees with.
+//! runs; nothing is sampled. Planted faults show the run can fail: a kernarg offset that the
+//! code disagrees with, and wave32 code run as wave64.
 
 use std::sync::Arc;
 
@@ -19,8 +19,11 @@ use kiln::format::{Activation, ConvProblem, ConvSpec, DataType, Fusion, Layout};
 use kiln::harness::selftest::{self, d2};
 use kiln_emu::driver::EmulatedGpu;
 
-/// The architectures whose every instruction the executor runs (gfx10/gfx11: not yet).
-const EXECUTED: [&str; 5] = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"];
+/// Every AMD architecture kiln builds for: gfx9 (wave64) and gfx10/gfx11 (wave32).
+const EXECUTED: [&str; 10] = [
+    "gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1103", "gfx1150",
+    "gfx1151",
+];
 
 /// The conformance problems: each shape in every type and layout, plain and fused.
 fn problems() -> Vec<ConvProblem> {
@@ -86,7 +89,7 @@ fn amd_targets() -> Vec<&'static kiln::format::EmbeddedTarget> {
 }
 
 #[test]
-fn every_solver_of_every_gfx9_target_matches_the_cpu_reference() {
+fn every_solver_of_every_amd_target_matches_the_cpu_reference() {
     let targets = amd_targets();
     assert_eq!(
         targets.len(),
@@ -94,32 +97,44 @@ fn every_solver_of_every_gfx9_target_matches_the_cpu_reference() {
         "one embedded target per executed arch"
     );
     let problems = problems();
-    // One thread per target (CI has two cores; each target's run is independent).
+    // Two threads, each taking the next target (CI has two cores; targets are independent).
+    let next = std::sync::atomic::AtomicUsize::new(0);
     let reports: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = targets
-            .iter()
-            .map(|t| {
-                let problems = &problems;
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let (problems, targets, next) = (&problems, &targets, &next);
                 s.spawn(move || {
-                    let (emu, ctx) = context(t, |g| g);
-                    let mut failures = Vec::new();
-                    let report = selftest::run(
-                        &ctx,
-                        problems,
-                        |_| true,
-                        true,
-                        |f| {
-                            failures.push(format!(
-                                "{} {} {}: {}",
-                                f.solver, f.params, f.problem, f.error
-                            ))
-                        },
-                    );
-                    (t.basename, report, failures, emu.totals())
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(t) = targets.get(i) else {
+                            break done;
+                        };
+                        let (emu, ctx) = context(t, |g| g);
+                        let mut failures = Vec::new();
+                        let report = selftest::run(
+                            &ctx,
+                            problems,
+                            |_| true,
+                            true,
+                            |f| {
+                                failures.push(format!(
+                                    "{} {} {}: {}",
+                                    f.solver, f.params, f.problem, f.error
+                                ))
+                            },
+                        );
+                        done.push((t.basename, report, failures, emu.totals()));
+                    }
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+        let mut all: Vec<_> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        all.sort_by_key(|r| r.0);
+        all
     });
     let mut all = Vec::new();
     let mut summary = String::new();
@@ -212,6 +227,32 @@ fn a_kernarg_offset_the_code_disagrees_with_fails_the_run() {
         assert!(
             failures > 0,
             "{}: the moved kernarg offset went unnoticed",
+            t.basename
+        );
+    }
+}
+
+/// Marks every descriptor wave64 (clears KERNEL_CODE_PROPERTY_ENABLE_WAVEFRONT_SIZE32): the
+/// emulator runs 64-lane waves of code built for 32, whose EXEC and VCC writes reach only the
+/// low 32 lanes.
+fn claim_wave64(obj: &[u8]) -> Vec<u8> {
+    let mut out = obj.to_vec();
+    for k in kiln_emu::code_object::CodeObject::parse(obj)
+        .unwrap()
+        .kernels
+    {
+        out[k.descriptor_file_offset as usize + 57] &= !(1 << 2);
+    }
+    out
+}
+
+#[test]
+fn wave32_code_run_as_wave64_fails_the_run() {
+    for t in amd_targets().iter().filter(|t| t.arch.starts_with("gfx1")) {
+        let failures = planted(t, Box::new(claim_wave64));
+        assert!(
+            failures > 0,
+            "{}: wave64 execution of wave32 code went unnoticed",
             t.basename
         );
     }
