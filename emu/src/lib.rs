@@ -1,8 +1,8 @@
 //! `kiln-emu`: an instruction-level model of AMD GPUs for checking kiln's AMD code objects
 //! without AMD hardware: the code-object reader ([`code_object`], [`metadata`]), the decoder
 //! of instruction boundaries and formats ([`decode`]), the opcode names of gfx9
-//! ([`opcodes`]) and of gfx10/gfx11 ([`opcodes_rdna`]), and gfx9's operands ([`operands`]),
-//! all checked against LLVM's tools on every embedded AMD object (`tests/llvm.rs`); and the executor for gfx9, gfx10 and gfx11 ([`program`], [`wave`],
+//! ([`opcodes`]) and of gfx10/gfx11 ([`opcodes_rdna`]), and every family's operands
+//! ([`operands`]), all checked against LLVM's tools on every embedded AMD object (`tests/llvm.rs`); and the executor for gfx9, gfx10 and gfx11 ([`program`], [`wave`],
 //! [`memory`], [`launch`]) behind kiln's driver interface ([`driver`]), on which kiln's
 //! selftest runs every AMD solver against the CPU reference (`tests/conformance.rs`).
 

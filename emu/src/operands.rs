@@ -1,7 +1,8 @@
 //! Operands, written as LLVM's disassembler writes them, so that the decoder's view of each
 //! operand (register, width, inline constant, literal, immediate) can be checked against it.
-//! So far gfx9: its scalar formats (SOP2, SOP1, SOPC, SOPK, SOPP, SMEM), VOP1/VOP2/VOPC (with
-//! SDWA; DPP not yet), VOP3, VOP3P, LDS, flat/global/scratch and buffer instructions.
+//! gfx9, gfx10 and gfx11 (wave32, as kiln builds them): the scalar formats (SOP2, SOP1, SOPC,
+//! SOPK, SOPP, SMEM), VOP1/VOP2/VOPC (with SDWA; DPP not yet), VOP3, VOP3P, gfx11's VOPD, LDS,
+//! flat/global/scratch and buffer instructions.
 
 use crate::decode::{Extension, Family, Format, Shape};
 use crate::Error;
@@ -9,7 +10,7 @@ use crate::Error;
 /// The operands of the instruction `words` (of shape `shape`, mnemonic `name` without LLVM's
 /// `_e32`/`_e64`/`_sdwa`/`_dpp` suffix) on `arch`, as LLVM writes them after the mnemonic
 /// (empty when it has none); an error naming the pc for what kiln's decoder does not write yet
-/// (gfx10/gfx11, DPP, SDWA compares).
+/// (DPP, SDWA compares, VOP3P beyond gfx9).
 pub fn operands(
     arch: &str,
     family: Family,
@@ -24,9 +25,6 @@ pub fn operands(
             shape.format, shape.extension
         ))
     };
-    if family != Family::Gfx9 {
-        return Err(not_yet());
-    }
     if words.len() < shape.dwords {
         return Err(Error::Decode(format!(
             "pc 0x{pc:x}: {} dwords of a {}-dword instruction",
@@ -36,23 +34,30 @@ pub fn operands(
     }
     let written = match (shape.format, shape.extension) {
         (Format::Vop1 | Format::Vop2, Some(Extension::Sdwa)) => {
-            Some(sdwa_operands(shape, name, words))
+            Some(sdwa_operands(family, shape, name, words))
         }
         (_, Some(_)) => None,
-        (Format::Vop1 | Format::Vop2 | Format::Vopc, None) => vector32_operands(shape, name, words),
-        (Format::Vop3, None) => Some(vop3_operands(name, words)),
-        (Format::Vop3p, None) => Some(vop3p_operands(name, words)),
-        (Format::Ds | Format::Flat | Format::Mubuf, None) => {
-            memory_operands(arch, shape, name, words)
+        (Format::Vop1 | Format::Vop2 | Format::Vopc, None) => {
+            vector32_operands(family, shape, name, words)
         }
-        _ => scalar_operands(shape, name, words),
+        (Format::Vop3, None) => Some(vop3_operands(family, name, words)),
+        (Format::Vop3p, None) if family == Family::Gfx9 => {
+            Some(vop3p_operands(family, name, words))
+        }
+        (Format::Vopd, None) => vopd_operands(family, shape, words),
+        (Format::Vop3p | Format::Vintrp | Format::Vinterp | Format::Ldsdir, None) => None,
+        (Format::Mtbuf | Format::Mimg | Format::Exp, None) => None,
+        (Format::Ds | Format::Flat | Format::Mubuf, None) => {
+            memory_operands(family, arch, shape, name, words)
+        }
+        _ => scalar_operands(family, shape, name, words),
     };
     written.ok_or_else(not_yet)
 }
 
 /// A scalar source or destination operand field (8 bits, or 7 for destinations) as text,
 /// `dwords` wide.
-fn scalar(field: u32, dwords: u32, literal: Option<u32>) -> String {
+fn scalar(fam: Family, field: u32, dwords: u32, literal: Option<u32>) -> String {
     let range = |base: &str, first: u32| {
         if dwords == 1 {
             format!("{base}{first}")
@@ -60,6 +65,12 @@ fn scalar(field: u32, dwords: u32, literal: Option<u32>) -> String {
             format!("{base}[{first}:{}]", first + dwords - 1)
         }
     };
+    match (fam, field) {
+        (Family::Gfx10, 124) | (Family::Gfx11, 125) => return "m0".into(),
+        (Family::Gfx10, 125) | (Family::Gfx11, 124) => return "null".into(),
+        (Family::Gfx10 | Family::Gfx11, 0..=105) => return range("s", field),
+        _ => {}
+    }
     match field {
         0..=101 => range("s", field),
         102 if dwords == 2 => "flat_scratch".into(),
@@ -127,13 +138,30 @@ fn widths(name: &str) -> (u32, u32, u32) {
     }
 }
 
-/// s_waitcnt's counters (gfx9): each one not at its maximum, as LLVM lists them (all of them
-/// when none is waited for).
-fn waitcnt(imm: u32) -> String {
-    let vm = (imm & 0xf) | ((imm >> 10) & 0x30);
-    let exp = (imm >> 4) & 0x7;
-    let lgkm = (imm >> 8) & 0xf;
-    let all = [("vmcnt", vm, 63), ("expcnt", exp, 7), ("lgkmcnt", lgkm, 15)];
+/// s_waitcnt's counters: each one not at its maximum, as LLVM lists them (all of them when
+/// none is waited for). Their fields by family: gfx9 vmcnt 3:0 and 15:14, expcnt 6:4, lgkmcnt
+/// 11:8; gfx10 the same with lgkmcnt 13:8; gfx11 vmcnt 15:10, expcnt 2:0, lgkmcnt 9:4.
+fn waitcnt(fam: Family, imm: u32) -> String {
+    let (vm, exp, lgkm, lgkm_max) = match fam {
+        Family::Gfx9 => (
+            (imm & 0xf) | ((imm >> 10) & 0x30),
+            (imm >> 4) & 0x7,
+            (imm >> 8) & 0xf,
+            15,
+        ),
+        Family::Gfx10 => (
+            (imm & 0xf) | ((imm >> 10) & 0x30),
+            (imm >> 4) & 0x7,
+            (imm >> 8) & 0x3f,
+            63,
+        ),
+        Family::Gfx11 => ((imm >> 10) & 0x3f, imm & 0x7, (imm >> 4) & 0x3f, 63),
+    };
+    let all = [
+        ("vmcnt", vm, 63),
+        ("expcnt", exp, 7),
+        ("lgkmcnt", lgkm, lgkm_max),
+    ];
     let waited: Vec<_> = all.iter().filter(|(_, v, max)| v != max).collect();
     // A wait for nothing lists every counter at its maximum.
     let shown = if waited.is_empty() {
@@ -148,23 +176,70 @@ fn waitcnt(imm: u32) -> String {
         .join(" ")
 }
 
+/// gfx11's s_delay_alu: the first instruction's dependency, how many instructions to skip,
+/// the second's dependency; each written unless zero, joined by `|`.
+fn delay_alu(imm: u32) -> String {
+    const ID: [&str; 12] = [
+        "NO_DEP",
+        "VALU_DEP_1",
+        "VALU_DEP_2",
+        "VALU_DEP_3",
+        "VALU_DEP_4",
+        "TRANS32_DEP_1",
+        "TRANS32_DEP_2",
+        "TRANS32_DEP_3",
+        "FMA_ACCUM_CYCLE_1",
+        "SALU_CYCLE_1",
+        "SALU_CYCLE_2",
+        "SALU_CYCLE_3",
+    ];
+    const SKIP: [&str; 6] = ["SAME", "NEXT", "SKIP_1", "SKIP_2", "SKIP_3", "SKIP_4"];
+    let name = |table: &[&str], v: u32| table.get(v as usize).copied().unwrap_or("?").to_string();
+    let mut parts = Vec::new();
+    let (id0, skip, id1) = (imm & 0xf, (imm >> 4) & 0x7, (imm >> 7) & 0xf);
+    if id0 != 0 {
+        parts.push(format!("instid0({})", name(&ID, id0)));
+    }
+    if skip != 0 {
+        parts.push(format!("instskip({})", name(&SKIP, skip)));
+    }
+    if id1 != 0 {
+        parts.push(format!("instid1({})", name(&ID, id1)));
+    }
+    parts.join(" | ")
+}
+
 /// Operands of the scalar instruction `words` (shape `shape`, mnemonic `name`) as LLVM writes
 /// them after the mnemonic (empty when it has none).
-fn scalar_operands(shape: &Shape, name: &str, words: &[u32]) -> Option<String> {
+fn scalar_operands(fam: Family, shape: &Shape, name: &str, words: &[u32]) -> Option<String> {
     let w = words[0];
     let literal = shape.literal.then(|| words.get(1).copied()).flatten();
     let (d, s0, s1) = widths(name);
     Some(match shape.format {
+        // gfx11.5's scalar fmamk (D = S0 * K + S1) and fmaak (D = S0 * S1 + K).
+        Format::Sop2 if name == "s_fmamk_f32" || name == "s_fmaak_f32" => {
+            let (d, a, b) = (
+                scalar(fam, (w >> 16) & 0x7f, 1, None),
+                scalar(fam, w & 0xff, 1, literal),
+                scalar(fam, (w >> 8) & 0xff, 1, literal),
+            );
+            let k = format!("0x{:x}", literal.unwrap_or(0));
+            if name == "s_fmamk_f32" {
+                format!("{d}, {a}, {k}, {b}")
+            } else {
+                format!("{d}, {a}, {b}, {k}")
+            }
+        }
         Format::Sop2 => format!(
             "{}, {}, {}",
-            scalar((w >> 16) & 0x7f, d, literal),
-            scalar(w & 0xff, s0, literal),
-            scalar((w >> 8) & 0xff, s1, literal)
+            scalar(fam, (w >> 16) & 0x7f, d, literal),
+            scalar(fam, w & 0xff, s0, literal),
+            scalar(fam, (w >> 8) & 0xff, s1, literal)
         ),
         Format::Sop1 => {
             let (dst, src) = (
-                scalar((w >> 16) & 0x7f, d, literal),
-                scalar(w & 0xff, s0, literal),
+                scalar(fam, (w >> 16) & 0x7f, d, literal),
+                scalar(fam, w & 0xff, s0, literal),
             );
             match name {
                 "s_getpc_b64" => dst,
@@ -174,12 +249,22 @@ fn scalar_operands(shape: &Shape, name: &str, words: &[u32]) -> Option<String> {
         }
         Format::Sopc => format!(
             "{}, {}",
-            scalar(w & 0xff, s0, literal),
-            scalar((w >> 8) & 0xff, s1, literal)
+            scalar(fam, w & 0xff, s0, literal),
+            scalar(fam, (w >> 8) & 0xff, s1, literal)
         ),
+        Format::Sopk if name == "s_setreg_b32" => {
+            // hwreg(id[, offset, size]): only the flat-scratch halves, whole, are written.
+            let imm = w & 0xffff;
+            let reg = match (fam, imm) {
+                (Family::Gfx10, 0xf814) => "HW_REG_FLAT_SCR_LO",
+                (Family::Gfx10, 0xf815) => "HW_REG_FLAT_SCR_HI",
+                _ => return None,
+            };
+            format!("hwreg({reg}), {}", scalar(fam, (w >> 16) & 0x7f, 1, None))
+        }
         Format::Sopk => {
             let imm = w & 0xffff;
-            format!("{}, 0x{imm:x}", scalar((w >> 16) & 0x7f, d, literal))
+            format!("{}, 0x{imm:x}", scalar(fam, (w >> 16) & 0x7f, d, literal))
         }
         Format::Sopp => {
             let imm = w & 0xffff;
@@ -191,42 +276,88 @@ fn scalar_operands(shape: &Shape, name: &str, words: &[u32]) -> Option<String> {
                 | "s_ttracedata"
                 | "s_endpgm_saved"
                 | "s_set_gpr_idx_off"
-                | "s_endpgm_ordered_ps_done" => String::new(),
-                "s_waitcnt" => waitcnt(imm),
+                | "s_endpgm_ordered_ps_done"
+                | "s_code_end" => String::new(),
+                "s_waitcnt" => waitcnt(fam, imm),
+                "s_clause"
+                | "s_inst_prefetch"
+                | "s_set_inst_prefetch_distance"
+                | "s_waitcnt_depctr" => format!("0x{imm:x}"),
+                "s_delay_alu" => delay_alu(imm),
+                // gfx11's MSG_DEALLOC_VGPRS; other messages are not written yet.
+                "s_sendmsg" if fam == Family::Gfx11 && imm == 3 => {
+                    "sendmsg(MSG_DEALLOC_VGPRS)".into()
+                }
+                "s_sendmsg" => return None,
                 // Branch offsets too: LLVM writes the 16 bits unsigned, the target aside.
                 _ => imm.to_string(),
             }
         }
         Format::Smem => {
             let w1 = words[1];
-            let dwords = match name.rsplit('x').next().and_then(|n| n.parse::<u32>().ok()) {
-                Some(n) if name.contains("dwordx") => n,
-                _ => 1,
+            let dwords = if let Some(bits) = name
+                .rsplit_once("_b")
+                .and_then(|(_, b)| b.parse::<u32>().ok())
+            {
+                bits / 32
+            } else {
+                match name.rsplit('x').next().and_then(|n| n.parse::<u32>().ok()) {
+                    Some(n) if name.contains("dwordx") => n,
+                    _ => 1,
+                }
             };
-            let data = scalar((w >> 6) & 0x7f, dwords, None);
+            let data = scalar(fam, (w >> 6) & 0x7f, dwords, None);
             let base = scalar(
+                fam,
                 (w & 0x3f) * 2,
                 if name.contains("buffer") { 4 } else { 2 },
                 None,
             );
-            let offset = if (w >> 17) & 1 == 1 {
-                format!("0x{:x}", w1 & 0xfffff)
-            } else {
-                scalar(w1 & 0x7f, 1, None)
+            let (offset, glc, dlc) = match fam {
+                Family::Gfx9 => (
+                    if (w >> 17) & 1 == 1 {
+                        format!("0x{:x}", w1 & 0xfffff)
+                    } else {
+                        scalar(fam, w1 & 0x7f, 1, None)
+                    },
+                    (w >> 16) & 1,
+                    0,
+                ),
+                _ => {
+                    // An immediate offset, and an SGPR one unless it names null.
+                    let soffset = w1 >> 25;
+                    let imm = w1 & 0x1f_ffff;
+                    let text = if scalar(fam, soffset, 1, None) == "null" && imm == 0 {
+                        "null".to_string()
+                    } else if scalar(fam, soffset, 1, None) == "null" {
+                        format!("0x{imm:x}")
+                    } else if imm == 0 {
+                        scalar(fam, soffset, 1, None)
+                    } else {
+                        format!("{} offset:0x{imm:x}", scalar(fam, soffset, 1, None))
+                    };
+                    let (glc, dlc) = if fam == Family::Gfx10 {
+                        (16, 14)
+                    } else {
+                        (14, 13)
+                    };
+                    (text, (w >> glc) & 1, (w >> dlc) & 1)
+                }
             };
-            let glc = if (w >> 16) & 1 == 1 { " glc" } else { "" };
-            format!("{data}, {base}, {offset}{glc}")
+            let glc = if glc == 1 { " glc" } else { "" };
+            let dlc = if dlc == 1 { " dlc" } else { "" };
+            format!("{data}, {base}, {offset}{glc}{dlc}")
         }
         _ => return None,
     })
 }
 
 /// A 9-bit vector source field (0-255: the scalar operand space, 256-511: VGPRs) as text.
-fn vector_source(field: u32, dwords: u32, literal: Option<u32>) -> String {
+fn vector_source(fam: Family, field: u32, dwords: u32, literal: Option<u32>) -> String {
     if field >= 256 {
         vgpr(field - 256, dwords)
     } else {
-        scalar(field, dwords, literal)
+        scalar(fam, field, dwords, literal)
     }
 }
 
@@ -249,7 +380,7 @@ fn type_dwords(t: &str) -> u32 {
 
 /// Operands of a VOP1, VOP2 or VOPC instruction without SDWA or DPP, as LLVM writes them;
 /// `name` is its mnemonic without `_e32`.
-fn vector32_operands(shape: &Shape, name: &str, words: &[u32]) -> Option<String> {
+fn vector32_operands(fam: Family, shape: &Shape, name: &str, words: &[u32]) -> Option<String> {
     let w = words[0];
     let literal = shape.literal.then(|| words.get(1).copied()).flatten();
     let types: Vec<&str> = name.split('_').skip(2).collect();
@@ -269,22 +400,26 @@ fn vector32_operands(shape: &Shape, name: &str, words: &[u32]) -> Option<String>
                 "v_readfirstlane_b32" => {
                     format!(
                         "{}, {}",
-                        scalar(vdst, 1, None),
-                        vector_source(src0, 1, literal)
+                        scalar(fam, vdst, 1, None),
+                        vector_source(fam, src0, 1, literal)
                     )
                 }
-                _ => format!("{}, {}", vgpr(vdst, d), vector_source(src0, s, literal)),
+                _ => format!(
+                    "{}, {}",
+                    vgpr(vdst, d),
+                    vector_source(fam, src0, s, literal)
+                ),
             }
         }
         Format::Vop2 => {
             let (d, s) = (type_dwords(last), type_dwords(last));
             let (v, a, b) = (
                 vgpr(vdst, d),
-                vector_source(src0, s, literal),
+                vector_source(fam, src0, s, literal),
                 vgpr(vsrc1, s),
             );
             match name {
-                _ if uses_vcc(name) => vop2_through_vcc(name, &v, &a, &b),
+                _ if uses_vcc(name) => vop2_through_vcc(fam, name, &v, &a, &b),
                 _ if name.ends_with("mk_f32") || name.ends_with("mk_f16") => {
                     format!("{v}, {a}, {}, {b}", k())
                 }
@@ -296,19 +431,78 @@ fn vector32_operands(shape: &Shape, name: &str, words: &[u32]) -> Option<String>
         }
         Format::Vopc => {
             let s = type_dwords(last);
-            format!(
-                "vcc, {}, {}",
-                vector_source(src0, s, literal),
+            let sources = format!(
+                "{}, {}",
+                vector_source(fam, src0, s, literal),
                 vgpr(vsrc1, s)
-            )
+            );
+            // gfx10 and later: v_cmpx writes EXEC alone and names no destination.
+            if fam != Family::Gfx9 && name.starts_with("v_cmpx_") {
+                sources
+            } else {
+                format!("{}, {sources}", vcc(fam))
+            }
         }
         _ => return None,
     })
 }
 
+/// VCC as a wave's lane mask: the pair on gfx9 (wave64), its low half on wave32.
+fn vcc(fam: Family) -> &'static str {
+    if fam == Family::Gfx9 {
+        "vcc"
+    } else {
+        "vcc_lo"
+    }
+}
+
+/// Dwords of a lane mask: 2 on gfx9 (wave64), 1 on wave32.
+fn mask_dwords(fam: Family) -> u32 {
+    if fam == Family::Gfx9 {
+        2
+    } else {
+        1
+    }
+}
+
+/// gfx11's VOPD: `vdstX, src0X, vsrc1X :: v_dual_<Y> vdstY, src0Y, vsrc1Y` (fmamk/fmaak with
+/// the literal in place, mov with one source, cndmask with VCC implied).
+fn vopd_operands(fam: Family, shape: &Shape, words: &[u32]) -> Option<String> {
+    let (w, w1) = (words[0], words[1]);
+    let literal = shape.literal.then(|| words.get(2).copied()).flatten();
+    let vdst_x = w1 >> 24;
+    let vdst_y = (((w1 >> 17) & 0x7f) << 1) | ((vdst_x & 1) ^ 1);
+    let half = |op: u32, src0: u32, vsrc1: u32, vdst: u32| -> Option<String> {
+        let name = crate::opcodes_rdna::vopd(op)?;
+        let (d, a, b) = (
+            vgpr(vdst, 1),
+            vector_source(fam, src0, 1, literal),
+            vgpr(vsrc1, 1),
+        );
+        let k = format!("0x{:x}", literal.unwrap_or(0));
+        Some(match name {
+            "v_dual_mov_b32" => format!("{d}, {a}"),
+            "v_dual_fmamk_f32" => format!("{d}, {a}, {k}, {b}"),
+            "v_dual_fmaak_f32" => format!("{d}, {a}, {b}, {k}"),
+            _ => format!("{d}, {a}, {b}"),
+        })
+    };
+    let x = half((w >> 22) & 0xf, w & 0x1ff, (w >> 9) & 0xff, vdst_x)?;
+    let y_op = (w >> 17) & 0x1f;
+    let y = half(y_op, w1 & 0x1ff, (w1 >> 9) & 0xff, vdst_y)?;
+    Some(format!("{x} :: {} {y}", crate::opcodes_rdna::vopd(y_op)?))
+}
+
 /// VOP2 opcodes with a carry out into VCC (`v_add_co_u32`), and those that also take one in.
 const CARRY_OUT: [&str; 3] = ["v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32"];
-const CARRY_IN: [&str; 3] = ["v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32"];
+const CARRY_IN: [&str; 6] = [
+    "v_addc_co_u32",
+    "v_subb_co_u32",
+    "v_subbrev_co_u32",
+    "v_add_co_ci_u32",
+    "v_sub_co_ci_u32",
+    "v_subrev_co_ci_u32",
+];
 
 /// Whether a VOP2 opcode's 32-bit forms (plain and SDWA) name VCC: the carries and
 /// v_cndmask_b32.
@@ -317,13 +511,14 @@ fn uses_vcc(name: &str) -> bool {
 }
 
 /// A 32-bit VOP2 form that names VCC ([`uses_vcc`]): its destination `v`, sources `a` and `b`.
-fn vop2_through_vcc(name: &str, v: &str, a: &str, b: &str) -> String {
+fn vop2_through_vcc(fam: Family, name: &str, v: &str, a: &str, b: &str) -> String {
+    let vcc = vcc(fam);
     if CARRY_OUT.contains(&name) {
-        format!("{v}, vcc, {a}, {b}")
+        format!("{v}, {vcc}, {a}, {b}")
     } else if CARRY_IN.contains(&name) {
-        format!("{v}, vcc, {a}, {b}, vcc")
+        format!("{v}, {vcc}, {a}, {b}, {vcc}")
     } else {
-        format!("{v}, {a}, {b}, vcc")
+        format!("{v}, {a}, {b}, {vcc}")
     }
 }
 
@@ -356,7 +551,13 @@ fn signed(v: u32, bits: u32) -> i32 {
 
 /// Operands of an LDS, flat/global/scratch or buffer instruction on `arch`, as LLVM writes
 /// them.
-fn memory_operands(arch: &str, shape: &Shape, name: &str, words: &[u32]) -> Option<String> {
+fn memory_operands(
+    fam: Family,
+    arch: &str,
+    shape: &Shape,
+    name: &str,
+    words: &[u32],
+) -> Option<String> {
     let (w, w1) = (words[0], words[1]);
     let n = data_dwords(name);
     let load = name.contains("load") || name.contains("read");
@@ -365,7 +566,7 @@ fn memory_operands(arch: &str, shape: &Shape, name: &str, words: &[u32]) -> Opti
             let (off0, off1) = (w & 0xff, (w >> 8) & 0xff);
             let (addr, data0, data1, vdst) =
                 (w1 & 0xff, (w1 >> 8) & 0xff, (w1 >> 16) & 0xff, w1 >> 24);
-            let two = name.contains("read2") || name.contains("write2");
+            let two = name.contains("read2") || name.contains("write2") || name.contains("_2addr_");
             let offsets = if two {
                 let mut s = String::new();
                 if off0 != 0 {
@@ -396,33 +597,42 @@ fn memory_operands(arch: &str, shape: &Shape, name: &str, words: &[u32]) -> Opti
             }
         }
         Format::Flat => {
-            let seg = (w >> 14) & 3;
+            // By family: the segment's bits, the offset's width (flat's unsigned, global's and
+            // scratch's signed), the saddr value meaning "off", and the cache bits.
+            let (seg, flat_bits, signed_bits, off, glc, slc, dlc) = match fam {
+                Family::Gfx9 => ((w >> 14) & 3, 12, 13, 0x7f, 16, 17, None),
+                Family::Gfx10 => ((w >> 14) & 3, 11, 12, 0x7d, 16, 17, Some(12)),
+                Family::Gfx11 => ((w >> 16) & 3, 12, 13, 0x7c, 14, 15, Some(13)),
+            };
             let (addr, data, saddr, vdst) =
                 (w1 & 0xff, (w1 >> 8) & 0xff, (w1 >> 16) & 0x7f, w1 >> 24);
+            let saddr = if saddr == off { 0x7f } else { saddr };
             let offset = if seg == 0 {
-                (w & 0xfff) as i32
+                (w & ((1 << flat_bits) - 1)) as i32
             } else {
-                signed(w & 0x1fff, 13)
+                signed(w & ((1 << signed_bits) - 1), signed_bits)
             };
             let offset = if offset != 0 {
                 format!(" offset:{offset}")
             } else {
                 String::new()
             };
+            let bit = |b: u32| (w >> b) & 1 == 1;
             let cache = format!(
-                "{}{}",
-                if (w >> 16) & 1 == 1 { " glc" } else { "" },
-                if (w >> 17) & 1 == 1 { " slc" } else { "" }
+                "{}{}{}",
+                if bit(glc) { " glc" } else { "" },
+                if bit(slc) { " slc" } else { "" },
+                if dlc.is_some_and(bit) { " dlc" } else { "" }
             );
             let (address, sbase) = match seg {
                 0 => (vgpr(addr, 2), None),
                 2 if saddr == 0x7f => (vgpr(addr, 2), Some("off".to_string())),
-                2 => (vgpr(addr, 1), Some(scalar(saddr, 2, None))),
+                2 => (vgpr(addr, 1), Some(scalar(fam, saddr, 2, None))),
                 _ => {
-                    let uses_vaddr = if arch == "gfx942" {
-                        (w >> 13) & 1 == 1
-                    } else {
-                        saddr == 0x7f
+                    let uses_vaddr = match (fam, arch) {
+                        (_, "gfx942") => (w >> 13) & 1 == 1,
+                        (Family::Gfx11, _) => (w1 >> 23) & 1 == 1,
+                        _ => saddr == 0x7f,
                     };
                     let v = if uses_vaddr {
                         vgpr(addr, 1)
@@ -432,7 +642,7 @@ fn memory_operands(arch: &str, shape: &Shape, name: &str, words: &[u32]) -> Opti
                     let s = if saddr == 0x7f {
                         "off".to_string()
                     } else {
-                        scalar(saddr, 1, None)
+                        scalar(fam, saddr, 1, None)
                     };
                     (v, Some(s))
                 }
@@ -444,6 +654,9 @@ fn memory_operands(arch: &str, shape: &Shape, name: &str, words: &[u32]) -> Opti
                 format!("{address}, {}{tail}{offset}{cache}", vgpr(data, n))
             }
         }
+        Format::Mubuf if name.starts_with("buffer_gl") => String::new(),
+        // gfx11's buffer encoding is not written yet (kiln's gfx11 objects use scratch).
+        Format::Mubuf if fam == Family::Gfx11 => return None,
         Format::Mubuf => {
             let (offen, idxen) = ((w >> 12) & 1 == 1, (w >> 13) & 1 == 1);
             let (vaddr, vdata, srsrc, soffset) = (
@@ -474,11 +687,14 @@ fn memory_operands(arch: &str, shape: &Shape, name: &str, words: &[u32]) -> Opti
             if (w >> 17) & 1 == 1 {
                 mods += " slc";
             }
+            if fam == Family::Gfx10 && (w >> 15) & 1 == 1 {
+                mods += " dlc";
+            }
             format!(
                 "{}, {address}, {}, {}{mods}",
                 vgpr(vdata, n),
-                scalar(srsrc, 4, None),
-                scalar(soffset, 1, None)
+                scalar(fam, srsrc, 4, None),
+                scalar(fam, soffset, 1, None)
             )
         }
         _ => return None,
@@ -499,15 +715,22 @@ fn vop3b(name: &str) -> bool {
 /// Operands of a VOP3 instruction (the 64-bit forms of VOPC/VOP2/VOP1 and the three-source
 /// operations), with their modifiers, as LLVM writes them; `name` is the mnemonic without
 /// `_e64`.
-fn vop3_operands(name: &str, words: &[u32]) -> String {
+fn vop3_operands(fam: Family, name: &str, words: &[u32]) -> String {
     let (w, w1) = (words[0], words[1]);
     let op = (w >> 16) & 0x3ff;
     let vdst = w & 0xff;
     let srcs = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];
+    // From gfx10 a VOP3 source may be a literal, in the dword after the instruction.
+    let literal = if fam == Family::Gfx9 {
+        None
+    } else {
+        words.get(2).copied()
+    };
     let carry = vop3b(name);
     let (abs, neg) = (if carry { 0 } else { (w >> 8) & 7 }, (w1 >> 29) & 7);
+    let mask = mask_dwords(fam);
     let src = |i: usize, dwords: u32| {
-        let text = vector_source(srcs[i], dwords, None);
+        let text = vector_source(fam, srcs[i], dwords, literal);
         let text = if abs & (1 << i) != 0 {
             format!("|{text}|")
         } else {
@@ -522,17 +745,25 @@ fn vop3_operands(name: &str, words: &[u32]) -> String {
     let types: Vec<&str> = name.split('_').skip(2).collect();
     let last = types.last().copied().unwrap_or("");
     let t = type_dwords(last);
-    let sdst = scalar((w >> 8) & 0x7f, 2, None);
+    let sdst = scalar(fam, (w >> 8) & 0x7f, mask, None);
     let body = match op {
-        // VOPC: the condition into an SGPR pair (or VCC).
-        0x000..=0x0ff => format!("{}, {}, {}", scalar(vdst, 2, None), src(0, t), src(1, t)),
+        // VOPC: the condition into an SGPR pair (or VCC); from gfx10 v_cmpx names none.
+        0x000..=0x0ff if fam != Family::Gfx9 && name.starts_with("v_cmpx_") => {
+            format!("{}, {}", src(0, t), src(1, t))
+        }
+        0x000..=0x0ff => format!(
+            "{}, {}, {}",
+            scalar(fam, vdst, mask, None),
+            src(0, t),
+            src(1, t)
+        ),
         _ => match name {
             "v_cndmask_b32" => format!(
                 "{}, {}, {}, {}",
                 vgpr(vdst, 1),
                 src(0, 1),
                 src(1, 1),
-                vector_source(srcs[2], 2, None)
+                vector_source(fam, srcs[2], mask, None)
             ),
             _ if CARRY_OUT.contains(&name) => {
                 format!("{}, {sdst}, {}, {}", vgpr(vdst, 1), src(0, 1), src(1, 1))
@@ -542,7 +773,7 @@ fn vop3_operands(name: &str, words: &[u32]) -> String {
                 vgpr(vdst, 1),
                 src(0, 1),
                 src(1, 1),
-                vector_source(srcs[2], 2, None)
+                vector_source(fam, srcs[2], mask, None)
             ),
             "v_div_scale_f32" | "v_div_scale_f64" => format!(
                 "{}, {sdst}, {}, {}, {}",
@@ -568,7 +799,12 @@ fn vop3_operands(name: &str, words: &[u32]) -> String {
                 src(1, 1),
                 src(2, 2)
             ),
-            "v_readlane_b32" => format!("{}, {}, {}", scalar(vdst, 1, None), src(0, 1), src(1, 1)),
+            "v_readlane_b32" => format!(
+                "{}, {}, {}",
+                scalar(fam, vdst, 1, None),
+                src(0, 1),
+                src(1, 1)
+            ),
             _ => {
                 // VOP1 forms take one source, VOP2 forms and the listed two-source operations
                 // two, the rest three.
@@ -584,6 +820,8 @@ fn vop3_operands(name: &str, words: &[u32]) -> String {
                         | "v_mbcnt_hi_u32_b32"
                         | "v_add_i32"
                         | "v_sub_i32"
+                        | "v_add_nc_i32"
+                        | "v_sub_nc_i32"
                         | "v_pack_b32_f16"
                         | "v_writelane_b32"
                         | "v_cvt_pkrtz_f16_f32"
@@ -592,8 +830,12 @@ fn vop3_operands(name: &str, words: &[u32]) -> String {
                         | "v_cvt_pk_u16_u32"
                         | "v_cvt_pk_i16_i32"
                 );
+                let vop1 = match fam {
+                    Family::Gfx9 => 0x140..=0x1bf,
+                    _ => 0x180..=0x1ff,
+                };
                 let count = match op {
-                    0x140..=0x1bf => 1,
+                    _ if vop1.contains(&op) => 1,
                     0x100..=0x13f => 2,
                     _ if two => 2,
                     _ => 3,
@@ -624,13 +866,15 @@ fn source_bits(label: &str, bits: [u32; 3], n: usize, default: u32) -> String {
 
 /// Operands of a VOP3P instruction (packed math, gfx90a's packed FP32, CDNA's AGPR moves)
 /// with its op_sel/op_sel_hi/neg/clamp modifiers, as LLVM writes them.
-fn vop3p_operands(name: &str, words: &[u32]) -> String {
+fn vop3p_operands(fam: Family, name: &str, words: &[u32]) -> String {
     let (w, w1) = (words[0], words[1]);
     let vdst = w & 0xff;
     let srcs = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];
     match name {
         "v_accvgpr_read_b32" => return format!("v{vdst}, a{}", srcs[0].saturating_sub(256)),
-        "v_accvgpr_write_b32" => return format!("a{vdst}, {}", vector_source(srcs[0], 1, None)),
+        "v_accvgpr_write_b32" => {
+            return format!("a{vdst}, {}", vector_source(fam, srcs[0], 1, None))
+        }
         _ => {}
     }
     let dwords = if name.ends_with("_f32") || name.ends_with("_b32") {
@@ -644,7 +888,7 @@ fn vop3p_operands(name: &str, words: &[u32]) -> String {
         2
     };
     let list: Vec<String> = (0..n)
-        .map(|i| vector_source(srcs[i], dwords, None))
+        .map(|i| vector_source(fam, srcs[i], dwords, None))
         .collect();
     let bit = |v: u32, i: u32| (v >> i) & 1;
     let op_sel = [bit(w, 11), bit(w, 12), bit(w, 13)];
@@ -663,7 +907,7 @@ fn vop3p_operands(name: &str, words: &[u32]) -> String {
 }
 
 /// Operands of a VOP1 or VOP2 instruction with SDWA controls, as LLVM writes them.
-fn sdwa_operands(shape: &Shape, name: &str, words: &[u32]) -> String {
+fn sdwa_operands(fam: Family, shape: &Shape, name: &str, words: &[u32]) -> String {
     const SEL: [&str; 8] = [
         "BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "?",
     ];
@@ -673,7 +917,7 @@ fn sdwa_operands(shape: &Shape, name: &str, words: &[u32]) -> String {
     let bit = |i: u32| (s >> i) & 1 == 1;
     let operand = |reg: u32, scalar_bit: bool, sext: bool, neg: bool, abs: bool| {
         let r = if scalar_bit {
-            scalar(reg, 1, None)
+            scalar(fam, reg, 1, None)
         } else {
             format!("v{reg}")
         };
@@ -697,7 +941,7 @@ fn sdwa_operands(shape: &Shape, name: &str, words: &[u32]) -> String {
         _ => {
             let src1 = operand((w >> 9) & 0xff, bit(31), bit(27), bit(28), bit(29));
             if uses_vcc(name) {
-                vop2_through_vcc(name, &format!("v{vdst}"), &src0, &src1)
+                vop2_through_vcc(fam, name, &format!("v{vdst}"), &src0, &src1)
             } else {
                 format!("v{vdst}, {src0}, {src1}")
             }
