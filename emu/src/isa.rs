@@ -493,6 +493,10 @@ plain_ops! {
     SFmamkF32 = "s_fmamk_f32",
     SFmaakF32 = "s_fmaak_f32",
     CacheInvalidate = "buffer_gl0_inv",
+    VMfmaF32x32x8F16 = "v_mfma_f32_32x32x8f16",
+    VMfmaF32x32x8Bf16 = "v_mfma_f32_32x32x8bf16_1k",
+    VWmmaF32F16 = "v_wmma_f32_16x16x16_f16",
+    VWmmaF32Bf16 = "v_wmma_f32_16x16x16_bf16",
 }
 
 impl Op {
@@ -518,6 +522,8 @@ impl Op {
             | "s_waitcnt_expcnt"
             | "s_waitcnt_lgkmcnt" => Op::SWaitcnt,
             "buffer_gl1_inv" => Op::CacheInvalidate,
+            "v_mfma_f32_32x32x8_f16" => Op::VMfmaF32x32x8F16,
+            "v_mfma_f32_32x32x8_bf16" => Op::VMfmaF32x32x8Bf16,
             _ => return None,
         })
     }

@@ -552,6 +552,12 @@ fn gfx9_vop3p(arch: &str, op: u32) -> Option<&'static str> {
         0x31 if matches!(arch, "gfx90a" | "gfx942") => Some("v_pk_mul_f32"),
         0x32 if matches!(arch, "gfx90a" | "gfx942") => Some("v_pk_add_f32"),
         0x33 if matches!(arch, "gfx90a" | "gfx942") => Some("v_pk_mov_b32"),
+        // Matrix cores (VOP3P-MAI): the 32x32x8 half-precision products kiln's MFMA solver
+        // uses (gfx942 spells them with an underscore; its bf16 form replaced gfx90a's _1k).
+        0x4c if arch == "gfx942" => Some("v_mfma_f32_32x32x8_f16"),
+        0x4c if cdna => Some("v_mfma_f32_32x32x8f16"),
+        0x60 if arch == "gfx942" => Some("v_mfma_f32_32x32x8_bf16"),
+        0x66 if arch == "gfx90a" => Some("v_mfma_f32_32x32x8bf16_1k"),
         0x58 if cdna => Some("v_accvgpr_read_b32"),
         0x59 if cdna => Some("v_accvgpr_write_b32"),
         _ => None,
@@ -678,6 +684,7 @@ pub fn mnemonic(
             }
         }
         (Family::Gfx11, Format::Vopd) => rdna::vopd((w >> 22) & 0xf),
+        (Family::Gfx11, Format::Vop3p) => rdna::vop3p_gfx11((w >> 16) & 0x7f),
         (_, Format::Sop2) => rdna::sop2(family, (w >> 23) & 0x7f),
         (_, Format::Sop1) => rdna::sop1(family, (w >> 8) & 0xff),
         (_, Format::Sopc) => {

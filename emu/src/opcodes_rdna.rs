@@ -812,3 +812,14 @@ pub fn buffer_other(family: Family, op: u32) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// gfx11 VOP3P (bits 22:16): the matrix products (WMMA) kiln's WMMA solver uses and their kin.
+pub fn vop3p_gfx11(op: u32) -> Option<&'static str> {
+    match op {
+        0x40 => Some("v_wmma_f32_16x16x16_f16"),
+        0x41 => Some("v_wmma_f32_16x16x16_bf16"),
+        0x42 => Some("v_wmma_f16_16x16x16_f16"),
+        0x43 => Some("v_wmma_bf16_16x16x16_bf16"),
+        _ => None,
+    }
+}

@@ -41,6 +41,9 @@ pub fn operands(
             vector32_operands(family, shape, name, words)
         }
         (Format::Vop3, None) => Some(vop3_operands(family, name, words)),
+        (Format::Vop3p, None) if name.starts_with("v_mfma_") || name.starts_with("v_wmma_") => {
+            matrix_operands(family, name, words)
+        }
         (Format::Vop3p, None) if family == Family::Gfx9 => {
             Some(vop3p_operands(family, name, words))
         }
@@ -862,6 +865,56 @@ fn source_bits(label: &str, bits: [u32; 3], n: usize, default: u32) -> String {
     }
     let list: Vec<String> = bits[..n].iter().map(|b| b.to_string()).collect();
     format!(" {label}:[{}]", list.join(","))
+}
+
+/// The register ranges of a matrix product (`v_mfma_*`, `v_wmma_*`): D, A, B, C. MFMA's D and
+/// C are AGPRs when its ACC_CD bit (15) says so, A and B when its ACC bits (word 1, 27-28) do;
+/// CBSZ/ABID/BLGP broadcasts and WMMA's op_sel/neg are not written yet.
+fn matrix_operands(fam: Family, name: &str, words: &[u32]) -> Option<String> {
+    let (w, w1) = (words[0], words[1]);
+    let srcs = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];
+    let (d_dwords, ab_dwords) = match name {
+        "v_mfma_f32_32x32x8f16"
+        | "v_mfma_f32_32x32x8_f16"
+        | "v_mfma_f32_32x32x8bf16_1k"
+        | "v_mfma_f32_32x32x8_bf16" => (16, 2),
+        "v_wmma_f32_16x16x16_f16" | "v_wmma_f32_16x16x16_bf16" => (8, 8),
+        _ => return None,
+    };
+    let reg = |field: u32, dwords: u32, agpr: bool| -> Option<String> {
+        let n = field.checked_sub(256)?;
+        let base = if agpr { "a" } else { "v" };
+        Some(format!("{base}[{n}:{}]", n + dwords - 1))
+    };
+    if name.starts_with("v_mfma_") {
+        let (acc_cd, acc) = ((w >> 15) & 1 == 1, (w1 >> 27) & 3);
+        if (w >> 8) & 0x7f != 0 || w1 >> 29 != 0 {
+            return None;
+        }
+        let d = format!(
+            "{}[{}:{}]",
+            if acc_cd { "a" } else { "v" },
+            w & 0xff,
+            (w & 0xff) + d_dwords - 1
+        );
+        return Some(format!(
+            "{d}, {}, {}, {}",
+            reg(srcs[0], ab_dwords, acc & 1 == 1)?,
+            reg(srcs[1], ab_dwords, acc & 2 == 2)?,
+            reg(srcs[2], d_dwords, acc_cd)?
+        ));
+    }
+    // WMMA: op_sel_hi at its default (all ones), no negation.
+    if fam != Family::Gfx11 || (w >> 8) & 0x7f != 0x40 || (w1 >> 27) != 3 {
+        return None;
+    }
+    Some(format!(
+        "{}, {}, {}, {}",
+        reg(256 + (w & 0xff), d_dwords, false)?,
+        reg(srcs[0], ab_dwords, false)?,
+        reg(srcs[1], ab_dwords, false)?,
+        reg(srcs[2], d_dwords, false)?
+    ))
 }
 
 /// Operands of a VOP3P instruction (packed math, gfx90a's packed FP32, CDNA's AGPR moves)

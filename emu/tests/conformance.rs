@@ -171,6 +171,18 @@ fn every_solver_of_every_amd_target_matches_the_cpu_reference() {
                 "{base}: {s} never ran"
             );
         }
+        // And the matrix-core solvers where they are built.
+        let matrix = match *base {
+            "gfx90a68" | "gfx942130" => Some("ConvMfmaImplicitGemmFwd"),
+            "gfx1100_48" | "gfx1151_20" => Some("ConvWmmaImplicitGemmFwd"),
+            _ => None,
+        };
+        if let Some(s) = matrix {
+            assert!(
+                report.per_solver.get(s).is_some_and(|r| r.0 > 0),
+                "{base}: {s} never ran"
+            );
+        }
     }
     // `make test` prints this file: the counts per target appear in CI's log.
     std::fs::write(

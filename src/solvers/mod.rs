@@ -18,6 +18,7 @@ mod dot1x1;
 mod gemm1x1;
 mod grouped;
 mod igemm;
+pub mod mma_amd;
 mod naive;
 mod narrow;
 mod params;
@@ -378,6 +379,8 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &wgmma::GEMM_1X1_TF32,
     &wgmma::IMPLICIT_GEMM_TF32,
     &wgmma::FIRST_LAYER,
+    &mma_amd::MFMA,
+    &mma_amd::WMMA,
 ];
 
 /// The solver every other is checked against (`kiln selftest`, `kiln-tools find`).
@@ -842,16 +845,23 @@ mod tests {
         ]
         .map(|s| ConvProblem::new(s).unwrap());
         for s in registered() {
+            // The H100, or for a solver built for AMD archs alone the first of them.
+            let caps = match s.entry.archs.first() {
+                Some(arch) if arch.starts_with("gfx") && !s.entry.archs.contains(&"sm_90") => {
+                    TargetCaps::describe(kiln_format::Vendor::Amd, arch, arch, 104)
+                }
+                _ => caps(),
+            };
             let mut planned = 0;
             for p in &problems {
-                for q in s.offered_params(p, &caps()) {
-                    let plan = s.plan(p, &caps(), q).unwrap();
+                for q in s.offered_params(p, &caps) {
+                    let plan = s.plan(p, &caps, q).unwrap();
                     assert!(!plan.kernels.is_empty(), "{} [{q}]", s.id());
                     assert!(plan.within_launch_limits().is_ok(), "{} [{q}]", s.id());
                     for k in &plan.kernels {
                         assert!(s.entry.functions.contains(&k.kernel), "{} [{q}]", s.id());
                     }
-                    let t = s.estimate(p, &caps(), q).unwrap();
+                    let t = s.estimate(p, &caps, q).unwrap();
                     assert!(t.is_finite() && t > 0.0, "{} [{q}]: {t}", s.id());
                     planned += 1;
                 }
