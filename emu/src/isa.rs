@@ -665,7 +665,8 @@ mod tests {
                 pair: false
             })
         );
-        assert_eq!(Op::of("v_mfma_f32_32x32x8f16"), Op::Unknown);
+        assert_eq!(Op::of("v_mfma_f32_32x32x8_f16"), Op::VMfmaF32x32x8F16);
+        assert_eq!(Op::of("v_mfma_f32_16x16x16f16"), Op::Unknown);
         assert_eq!(Op::of("s_mov_b32"), Op::SMovB32);
         assert_eq!(Op::of("v_add_co_ci_u32"), Op::VAddcCoU32);
         assert_eq!(Op::of("s_load_b512"), Op::SLoad { dwords: 16 });

@@ -269,6 +269,21 @@ fn init_wave(
     w.status = Status::Ready;
     w.scratch_base = scratch;
     w.scratch_bytes = desc.private_segment_fixed_size;
+    // VGPRs are allocated in granules: 4 (gfx9 wave64), 8 (gfx90a/gfx942, VGPRs and AGPRs in
+    // one file; gfx10/gfx11 wave32).
+    let granule = if matches!(p.arch, "gfx90a" | "gfx942") || w.lanes == 32 {
+        8
+    } else {
+        4
+    };
+    w.vgpr_limit = ((desc.vgpr_granules() as usize + 1) * granule).min(crate::wave::VGPRS);
+    // gfx9 allocates SGPRs in granules of 8, VCC, FLAT_SCRATCH and XNACK_MASK among them at
+    // the top (so s0-s101 at most are the kernel's).
+    w.sgpr_limit = if p.family == Family::Gfx9 {
+        ((desc.sgpr_granules() as usize + 1) * 8).min(102)
+    } else {
+        106
+    };
     let lanes = w.lanes;
     let props = desc.kernel_code_properties;
     let mut sgpr = 0usize;

@@ -61,6 +61,10 @@ pub struct Wave {
     pub scratch_base: u64,
     /// Private bytes per lane.
     pub scratch_bytes: u32,
+    /// VGPRs the kernel descriptor allocates: touching one past them is a fault.
+    pub vgpr_limit: usize,
+    /// SGPRs the descriptor allocates (gfx9; gfx10 and later always have s0-s105).
+    pub sgpr_limit: usize,
 }
 
 /// What an instruction needs beyond its wave.
@@ -143,6 +147,8 @@ impl Wave {
             status: Status::Ready,
             scratch_base: 0,
             scratch_bytes: 0,
+            vgpr_limit: VGPRS,
+            sgpr_limit: 106,
         }
     }
 
@@ -213,6 +219,12 @@ impl Wave {
             (Family::Gfx9, 125) => return Err(Self::unsupported("operand field 125")),
             (Family::Gfx10, 125) | (Family::Gfx11, 124) => None,
             (Family::Gfx11, 125) => Some(M0 as usize),
+            (Family::Gfx9, 0..=101) if field as usize >= self.sgpr_limit => {
+                return Err(Error::Fault(format!(
+                    "s{field} is past the {} SGPRs the kernel descriptor allocates",
+                    self.sgpr_limit
+                )))
+            }
             (_, 0..=127) => Some(field as usize),
             _ => return Err(Error::Unsupported(format!("scalar register field {field}"))),
         })
@@ -309,6 +321,18 @@ impl Wave {
         self.swrite(field + 1, (v >> 32) as u32)
     }
 
+    /// Checks that VGPRs `first .. first + count` lie within the descriptor's allocation.
+    fn vgprs(&self, first: usize, count: usize) -> Result<usize, Error> {
+        if first + count > self.vgpr_limit {
+            return Err(Error::Fault(format!(
+                "v{} is past the {} VGPRs the kernel descriptor allocates",
+                first + count - 1,
+                self.vgpr_limit
+            )));
+        }
+        Ok(first)
+    }
+
     /// A lane mask from a scalar operand: 64 bits on wave64, 32 on wave32.
     fn read_mask(&self, field: u32) -> Result<u64, Error> {
         if self.lanes == 32 {
@@ -323,7 +347,7 @@ impl Wave {
     /// A 9-bit vector source field, per lane.
     fn vread(&self, field: u32, literal: u32) -> Result<Lanes, Error> {
         if field >= 256 {
-            let r = (field - 256) as usize;
+            let r = self.vgprs((field - 256) as usize, 1)?;
             let mut out = [0u32; LANES];
             out.copy_from_slice(&self.v[r * LANES..(r + 1) * LANES]);
             Ok(out)
@@ -335,10 +359,7 @@ impl Wave {
     /// A 9-bit vector source field read as 64 bits, per lane.
     fn vread64(&self, field: u32, literal: u32) -> Result<Lanes64, Error> {
         if field >= 256 {
-            let r = (field - 256) as usize;
-            if r + 1 >= VGPRS {
-                return Err(Self::unsupported("a 64-bit VGPR pair past v255"));
-            }
+            let r = self.vgprs((field - 256) as usize, 2)?;
             let mut out = [0u64; LANES];
             for (l, o) in out.iter_mut().enumerate() {
                 *o = u64::from(self.v[r * LANES + l])
@@ -350,20 +371,18 @@ impl Wave {
         }
     }
 
-    fn vwrite(&mut self, reg: u32, vals: &Lanes, exec: u64) {
-        let r = reg as usize;
+    fn vwrite(&mut self, reg: u32, vals: &Lanes, exec: u64) -> Result<(), Error> {
+        let r = self.vgprs(reg as usize, 1)?;
         for l in 0..self.lanes {
             if exec >> l & 1 == 1 {
                 self.v[r * LANES + l] = vals[l];
             }
         }
+        Ok(())
     }
 
     fn vwrite64(&mut self, reg: u32, vals: &Lanes64, exec: u64) -> Result<(), Error> {
-        let r = reg as usize;
-        if r + 1 >= VGPRS {
-            return Err(Self::unsupported("a 64-bit VGPR pair past v255"));
-        }
+        let r = self.vgprs(reg as usize, 2)?;
         for l in 0..self.lanes {
             if exec >> l & 1 == 1 {
                 self.v[r * LANES + l] = vals[l] as u32;
@@ -856,11 +875,11 @@ impl Wave {
                             }
                         };
                     }
-                    me.vwrite(vdst, &out, exec);
+                    me.vwrite(vdst, &out, exec)?;
                     return Ok(());
                 }
             }
-            me.vwrite(vdst, &vals, exec);
+            me.vwrite(vdst, &vals, exec)?;
             Ok(())
         };
         // Writes a float result with VOP3's output modifier and clamp.
@@ -875,7 +894,7 @@ impl Wave {
                     *v = b(x);
                 }
             }
-            me.vwrite(vdst, &vals, exec);
+            me.vwrite(vdst, &vals, exec)?;
             Ok(())
         };
         macro_rules! lanewise {
@@ -1446,11 +1465,7 @@ impl Wave {
                     .ok_or_else(|| Self::unsupported("v_movrels_b32 of a non-VGPR"))?
                     as usize
                     + self.s[M0 as usize] as usize;
-                if r >= VGPRS {
-                    return Err(Error::Fault(format!(
-                        "v_movrels_b32 reads v{r}, past the VGPR file"
-                    )));
-                }
+                let r = self.vgprs(r, 1)?;
                 let mut out = [0u32; LANES];
                 out.copy_from_slice(&self.v[r * LANES..(r + 1) * LANES]);
                 write(self, out)?
@@ -1506,8 +1521,19 @@ impl Wave {
             vgpr(src[2])?,
             (w & 0xff) as usize,
         );
-        if ra + 2 > VGPRS || rb + 2 > VGPRS || rc + 16 > VGPRS || rd + 16 > VGPRS {
-            return Err(Self::unsupported("MFMA registers past the file"));
+        for (r, n, agpr) in [
+            (ra, 2, acc_ab & 1 == 1),
+            (rb, 2, acc_ab & 2 == 2),
+            (rc, 16, acc_cd),
+            (rd, 16, acc_cd),
+        ] {
+            if agpr {
+                if r + n > VGPRS {
+                    return Err(Self::unsupported("MFMA AGPRs past a255"));
+                }
+            } else {
+                self.vgprs(r, n)?;
+            }
         }
         let (fa, fb) = (
             if acc_ab & 1 == 1 { &self.a } else { &self.v },
@@ -1562,8 +1588,8 @@ impl Wave {
             vgpr(src[2])?,
             (w & 0xff) as usize,
         );
-        if [ra, rb, rc, rd].iter().any(|&r| r + 8 > VGPRS) {
-            return Err(Self::unsupported("WMMA registers past the file"));
+        for r in [ra, rb, rc, rd] {
+            self.vgprs(r, 8)?;
         }
         // The A and B operands are replicated in both half-waves; a kernel that fills them
         // differently computes something else on hardware.
@@ -1665,7 +1691,7 @@ impl Wave {
             results.push((vdst, out));
         }
         for (vdst, out) in results {
-            self.vwrite(vdst, &out, exec);
+            self.vwrite(vdst, &out, exec)?;
         }
         Ok(())
     }
@@ -1937,10 +1963,7 @@ impl Wave {
                     let at = addrs[l]
                         .wrapping_add(offset)
                         .wrapping_add(u64::from(i) * u64::from(acc.bytes));
-                    let reg = (first + i) as usize;
-                    if reg >= VGPRS {
-                        return Err(Self::unsupported("a data register past v255"));
-                    }
+                    let reg = self.vgprs((first + i) as usize, 1)?;
                     let slot = reg * LANES + l;
                     let target = self.locate(env, space, at, bytes, l)?;
                     if acc.store {

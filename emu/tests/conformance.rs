@@ -9,7 +9,8 @@
 //! epilogue) cover 3x3, 1x1, strided, padded, dilated, grouped and depthwise convolutions, and
 //! sizes that leave partial tiles at every edge. Every variant a solver offers for a problem
 //! runs; nothing is sampled. Planted faults show the run can fail: a kernarg offset that the
-//! code disagrees with, and wave32 code run as wave64.
+//! code disagrees with, wave32 code run as wave64, and a descriptor that allocates fewer VGPRs
+//! than the code uses.
 
 use std::sync::Arc;
 
@@ -265,6 +266,31 @@ fn wave32_code_run_as_wave64_fails_the_run() {
         assert!(
             failures > 0,
             "{}: wave64 execution of wave32 code went unnoticed",
+            t.basename
+        );
+    }
+}
+
+/// Sets every descriptor's VGPR granules to one (GRANULATED_WORKITEM_VGPR_COUNT 0: 4 or 8
+/// VGPRs), fewer than any of kiln's kernels uses.
+fn claim_one_vgpr_granule(obj: &[u8]) -> Vec<u8> {
+    let mut out = obj.to_vec();
+    for k in kiln_emu::code_object::CodeObject::parse(obj)
+        .unwrap()
+        .kernels
+    {
+        out[k.descriptor_file_offset as usize + 48] &= !0x3f;
+    }
+    out
+}
+
+#[test]
+fn a_descriptor_allocating_too_few_vgprs_fails_the_run() {
+    for t in amd_targets() {
+        let failures = planted(t, Box::new(claim_one_vgpr_granule));
+        assert!(
+            failures > 0,
+            "{}: the short VGPR allocation went unnoticed",
             t.basename
         );
     }
