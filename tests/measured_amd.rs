@@ -70,3 +70,32 @@ fn the_cost_model_takes_miopen_s_measured_fractions_of_peak() {
     let floor = rows.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
     assert!((floor - MIOPEN_FLOOR_MS).abs() < 5e-5, "{floor}");
 }
+
+#[test]
+fn the_matrix_core_solvers_lead_their_targets_plans_for_half_precision_nhwc() {
+    // ResNet-50's 64-channel 3x3 layer at batch 32 (MIOpen's find-db: 0.115 ms on MI300X; the
+    // CUDA-core implicit GEMM's model, 0.54 ms there).
+    let key = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F";
+    let p = kiln::ConvProblem::from_find_db_key(key).unwrap();
+    for (target, solver) in [
+        ("gfx90a68", "ConvMfmaImplicitGemmFwd"),
+        ("gfx942130", "ConvMfmaImplicitGemmFwd"),
+        ("gfx1100_48", "ConvWmmaImplicitGemmFwd"),
+        ("gfx1151_20", "ConvWmmaImplicitGemmFwd"),
+    ] {
+        let plan = kiln::resolve::resolve(kiln::named_target(target).unwrap(), &p).unwrap();
+        assert_eq!(plan.best().variant.solver.id(), solver, "{target}");
+    }
+    let mi300x = kiln::resolve::resolve(kiln::named_target("gfx942130").unwrap(), &p).unwrap();
+    let ms = mi300x.best().time_ms;
+    assert!((0.10..0.20).contains(&ms), "{ms}");
+    // FP32 and NCHW problems are not theirs.
+    let fp32 = kiln::ConvProblem::from_find_db_key(
+        "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP32-F",
+    )
+    .unwrap();
+    let plan = kiln::resolve::resolve(kiln::named_target("gfx942130").unwrap(), &fp32).unwrap();
+    assert!(plan
+        .iter()
+        .all(|r| r.variant.solver.id() != "ConvMfmaImplicitGemmFwd"));
+}
