@@ -75,16 +75,32 @@ static __device__ KILN_INLINE void kiln_mma_stage(kiln_u16 (*As)[KILN_MMA_LD], k
   }
 }
 
+// A block's place in the GEMM: the reduction length, the output pixels, and its first pixel
+// and channel.
+struct KilnMmaTile {
+  kiln_i32 R;
+  kiln_i64 pixels, m0;
+  kiln_i32 k0;
+};
+
+static __device__ KILN_INLINE KilnMmaTile kiln_mma_tile(const KilnConvArgs& a) {
+  KilnMmaTile t;
+  t.R = a.c * a.fil_h * a.fil_w;
+  t.pixels = (kiln_i64)a.n * a.out_h * a.out_w;
+  t.m0 = (kiln_i64)blockIdx.x * KILN_MMA_BM;
+  t.k0 = blockIdx.y * KILN_MMA_BN;
+  return t;
+}
+
 #if defined(__gfx90a__) || defined(__gfx942__)
 extern "C" __global__ void conv_mfma_fwd(
     const kiln_t* __restrict__ x, const kiln_t* __restrict__ w, kiln_t* __restrict__ y,
     KilnConvArgs a, KilnEpilogue e) {
   __shared__ kiln_u16 As[KILN_MMA_BM][KILN_MMA_LD];
   __shared__ kiln_u16 Bs[KILN_MMA_BN][KILN_MMA_LD];
-  const kiln_i32 R = a.c * a.fil_h * a.fil_w;
-  const kiln_i64 pixels = (kiln_i64)a.n * a.out_h * a.out_w;
-  const kiln_i64 m0 = (kiln_i64)blockIdx.x * KILN_MMA_BM;
-  const kiln_i32 k0 = blockIdx.y * KILN_MMA_BN;
+  const KilnMmaTile tile = kiln_mma_tile(a);
+  const kiln_i32 R = tile.R, k0 = tile.k0;
+  const kiln_i64 pixels = tile.pixels, m0 = tile.m0;
   const kiln_i32 lane = threadIdx.x % 64, wave = threadIdx.x / 64;
   const kiln_i32 wm = 32 * (wave / 2), wn = 32 * (wave % 2);
   kiln_f16v acc = {};
@@ -121,10 +137,9 @@ extern "C" __global__ void conv_wmma_fwd(
     KilnConvArgs a, KilnEpilogue e) {
   __shared__ kiln_u16 As[KILN_MMA_BM][KILN_MMA_LD];
   __shared__ kiln_u16 Bs[KILN_MMA_BN][KILN_MMA_LD];
-  const kiln_i32 R = a.c * a.fil_h * a.fil_w;
-  const kiln_i64 pixels = (kiln_i64)a.n * a.out_h * a.out_w;
-  const kiln_i64 m0 = (kiln_i64)blockIdx.x * KILN_MMA_BM;
-  const kiln_i32 k0 = blockIdx.y * KILN_MMA_BN;
+  const KilnMmaTile tile = kiln_mma_tile(a);
+  const kiln_i32 R = tile.R, k0 = tile.k0;
+  const kiln_i64 pixels = tile.pixels, m0 = tile.m0;
   const kiln_i32 lane = threadIdx.x % 32, wave = threadIdx.x / 32;
   const kiln_i32 wm = 16 * (wave / 2), wn = 32 * (wave % 2);
   kiln_f8v acc[2] = {};

@@ -617,6 +617,14 @@ fn gfx9_load_store(op: u32) -> Option<&'static str> {
     FROM_10.get(op.checked_sub(0x10)? as usize).copied()
 }
 
+/// gfx9's SOPK mnemonic of opcode `op`.
+pub(crate) fn gfx9_sopk(op: u32) -> Option<&'static str> {
+    GFX9_SOPK
+        .get(op as usize)
+        .copied()
+        .filter(|m| !m.is_empty())
+}
+
 /// The mnemonic of the instruction whose first dword is `w`, decoded as `format`, on `arch`
 /// (`gfx90a`, ...; its family's tables, with the architecture's own opcodes).
 pub fn mnemonic(

@@ -135,20 +135,6 @@ pub fn sop2(family: Family, op: u32) -> Option<&'static str> {
 
 /// SOPK (bits 27:23).
 pub fn sopk(family: Family, op: u32) -> Option<&'static str> {
-    const CMPK: [&str; 12] = [
-        "s_cmpk_eq_i32",
-        "s_cmpk_lg_i32",
-        "s_cmpk_gt_i32",
-        "s_cmpk_ge_i32",
-        "s_cmpk_lt_i32",
-        "s_cmpk_le_i32",
-        "s_cmpk_eq_u32",
-        "s_cmpk_lg_u32",
-        "s_cmpk_gt_u32",
-        "s_cmpk_ge_u32",
-        "s_cmpk_lt_u32",
-        "s_cmpk_le_u32",
-    ];
     const GFX10: &[(u32, &str)] = &[
         (0x12, "s_getreg_b32"),
         (0x13, "s_setreg_b32"),
@@ -173,7 +159,8 @@ pub fn sopk(family: Family, op: u32) -> Option<&'static str> {
         0x00 => Some("s_movk_i32"),
         0x01 => Some("s_version"),
         0x02 => Some("s_cmovk_i32"),
-        0x03..=0x0e => Some(CMPK[(op - 3) as usize]),
+        // The twelve compares, numbered from 3 as on gfx9 (from 2 there).
+        0x03..=0x0e => crate::opcodes::gfx9_sopk(op - 1),
         0x0f => Some("s_addk_i32"),
         0x10 => Some("s_mulk_i32"),
         _ => match family {
