@@ -7,6 +7,7 @@
 //! selftest runs every AMD solver against the CPU reference (`tests/conformance.rs`).
 
 pub mod code_object;
+pub mod conformance;
 pub mod decode;
 pub mod driver;
 pub mod isa;

@@ -12,12 +12,9 @@
 //! code disagrees with, wave32 code run as wave64, and a descriptor that allocates fewer VGPRs
 //! than the code uses.
 
-use std::sync::Arc;
-
-use kiln::backend::Device;
-use kiln::context::{Context, ContextOptions};
-use kiln::format::{Activation, ConvProblem, ConvSpec, DataType, Fusion, Layout};
-use kiln::harness::selftest::{self, d2};
+use kiln::context::ContextOptions;
+use kiln::harness::selftest;
+use kiln_emu::conformance::{self, problems};
 use kiln_emu::driver::EmulatedGpu;
 
 /// Every AMD architecture kiln builds for: gfx9 (wave64) and gfx10/gfx11 (wave32).
@@ -25,62 +22,6 @@ const EXECUTED: [&str; 10] = [
     "gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1103", "gfx1150",
     "gfx1151",
 ];
-
-/// The conformance problems: each shape in every type and layout, plain and fused.
-fn problems() -> Vec<ConvProblem> {
-    let shapes = [
-        // 3x3, padded, odd sizes: partial tiles on every edge.
-        d2(2, 8, 12, [9, 7], [3, 3], [1, 1], [1, 1], [1, 1], 1),
-        // 1x1 over an odd pixel count, channels not a multiple of any tile.
-        d2(2, 12, 20, [5, 7], [1, 1], [0, 0], [1, 1], [1, 1], 1),
-        // Strided 3x3 and an unpadded 5x3 with unequal stride and dilation.
-        d2(1, 4, 8, [11, 10], [3, 3], [1, 1], [2, 2], [1, 1], 1),
-        d2(1, 8, 8, [12, 11], [5, 3], [2, 0], [2, 1], [1, 2], 1),
-        // Grouped (2 groups of 8) and depthwise (16 channels, 3x3 stride 2).
-        d2(1, 16, 16, [7, 9], [3, 3], [1, 1], [1, 1], [1, 1], 2),
-        d2(2, 16, 16, [9, 8], [3, 3], [1, 1], [2, 2], [1, 1], 16),
-    ];
-    let mut out = Vec::new();
-    for (i, base) in shapes.into_iter().enumerate() {
-        for dtype in [DataType::Fp32, DataType::Fp16, DataType::Bf16] {
-            for layout in [Layout::Nchw, Layout::Nhwc] {
-                let p = ConvProblem::new(ConvSpec {
-                    layouts: [layout; 3],
-                    data_types: [dtype; 3],
-                    ..base
-                })
-                .unwrap();
-                // The fused copy: a folded batch norm, a residual on every other shape, each
-                // shape its own activation.
-                let fused = p
-                    .with_fusion(Fusion {
-                        scale: true,
-                        bias: true,
-                        residual: i % 2 == 0,
-                        activation: Activation::ALL[(3 * i + 1) % Activation::ALL.len()],
-                        y_ld: 0,
-                        z_ld: 0,
-                    })
-                    .unwrap();
-                out.push(p);
-                out.push(fused);
-            }
-        }
-    }
-    out
-}
-
-/// A context on an emulated GPU of `target`'s architecture and CU count.
-fn context(
-    target: &kiln::format::EmbeddedTarget,
-    gpu: impl FnOnce(EmulatedGpu) -> EmulatedGpu,
-) -> (Arc<EmulatedGpu>, Context) {
-    let emu = gpu(EmulatedGpu::new(target.arch, target.compute_units, 1 << 30).unwrap());
-    let emu = Arc::new(emu);
-    let ctx = Context::new(Device::new(emu.clone())).unwrap();
-    assert_eq!(ctx.target().basename, target.basename);
-    (emu, ctx)
-}
 
 fn amd_targets() -> Vec<&'static kiln::format::EmbeddedTarget> {
     kiln::targets()
@@ -111,10 +52,9 @@ fn every_solver_of_every_amd_target_matches_the_cpu_reference() {
                         let Some(t) = targets.get(i) else {
                             break done;
                         };
-                        let (emu, ctx) = context(t, |g| g);
                         let mut failures = Vec::new();
-                        let report = selftest::run(
-                            &ctx,
+                        let (report, totals) = conformance::run(
+                            t,
                             problems,
                             |_| true,
                             true,
@@ -124,8 +64,9 @@ fn every_solver_of_every_amd_target_matches_the_cpu_reference() {
                                     f.solver, f.params, f.problem, f.error
                                 ))
                             },
-                        );
-                        done.push((t.basename, report, failures, emu.totals()));
+                        )
+                        .unwrap();
+                        done.push((t.basename, report, failures, totals));
                     }
                 })
             })
@@ -205,16 +146,12 @@ fn planted(
     target: &kiln::format::EmbeddedTarget,
     rewrite: kiln_emu::driver::ObjectRewrite,
 ) -> usize {
-    let emu = Arc::new(
-        EmulatedGpu::new(target.arch, target.compute_units, 1 << 30)
-            .unwrap()
-            .with_object_rewrite(rewrite),
-    );
     let options = ContextOptions {
         warm_up: false,
         ..ContextOptions::default()
     };
-    let Ok(ctx) = Context::with_options(Device::new(emu), options) else {
+    let setup = |g: EmulatedGpu| g.with_object_rewrite(rewrite);
+    let Ok((_, ctx)) = conformance::context(target, setup, options) else {
         return 1;
     };
     let report = selftest::run(&ctx, &problems()[..2], |_| true, false, |_| {});

@@ -53,6 +53,10 @@ enum Command {
     /// Whole networks.
     #[command(subcommand)]
     Net(NetCommand),
+    /// Run an AMD target's embedded code objects in kiln-emu, no GPU needed: the selftest's
+    /// checks against the CPU reference (function, not speed).
+    #[cfg(feature = "emulate")]
+    Emulate(cmd::emulate::EmulateArgs),
 }
 
 #[derive(Subcommand)]
@@ -132,5 +136,7 @@ fn dispatch(cli: Cli) -> CliResult {
         Command::Bench(a) => cmd::bench::run(&a),
         Command::Plot(a) => cmd::plot::run(&a),
         Command::Regret(a) => cmd::regret::run(&a),
+        #[cfg(feature = "emulate")]
+        Command::Emulate(a) => cmd::emulate::run(&a),
     }
 }

@@ -7,6 +7,8 @@ pub mod db_convert;
 pub mod db_import;
 pub mod db_merge;
 pub mod db_stats;
+#[cfg(feature = "emulate")]
+pub mod emulate;
 pub mod find;
 mod find_workers;
 pub mod kdb_build;

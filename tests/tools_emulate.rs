@@ -1,0 +1,71 @@
+//! `kiln-tools emulate`: an AMD target's objects checked in kiln-emu from the command line,
+//! their counts printed, and bad targets, solvers and problems refused with exit code 1.
+
+mod common;
+
+fn tools(args: &[&str]) -> (Option<i32>, String, String) {
+    common::run_in_repo(env!("CARGO_BIN_EXE_kiln-tools"), args)
+}
+
+#[test]
+fn a_problem_runs_on_an_emulated_gpu_and_bad_arguments_are_refused() {
+    // A small FP16 NHWC layer on MI210's matrix-core solver and its CUDA-core kin.
+    let key = "8-9-7-3x3-16-9-7-2-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F";
+    let (code, out, err) = tools(&[
+        "emulate",
+        "--target",
+        "mi210",
+        "--problem",
+        key,
+        "--solver",
+        "ConvMfmaImplicitGemmFwd",
+        "--solver",
+        "ConvImplicitGemmFwd",
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains(
+            "gfx90a68 in emulation (gfx90a 104 CUs): 1 problems, 5 checked runs, 0 failed"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("ConvMfmaImplicitGemmFwd          1 runs    0 failed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ConvImplicitGemmFwd              4 runs    0 failed"),
+        "{out}"
+    );
+    for (args, want) in [
+        (
+            vec!["emulate", "--target", "sm_90_132"],
+            "kiln-emu models AMD GPUs",
+        ),
+        (
+            vec!["emulate", "--target", "gfx90a68", "--solver", "Nope"],
+            "--solver Nope",
+        ),
+        (
+            vec!["emulate", "--target", "gfx90a68", "--problem", "1-2-3"],
+            "--problem 1-2-3",
+        ),
+        (
+            // FP32 on the FP16/BF16 solver alone: nothing applies.
+            vec![
+                "emulate",
+                "--target",
+                "gfx90a68",
+                "--problem",
+                "8-9-7-3x3-16-9-7-2-1x1-1x1-1x1-0-NCHW-FP32-F",
+                "--solver",
+                "ConvMfmaImplicitGemmFwd",
+            ],
+            "no solver of the target applies",
+        ),
+    ] {
+        let (code, out, err) = tools(&args);
+        assert_eq!(code, Some(1), "{args:?}: {out}{err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
