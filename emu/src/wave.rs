@@ -854,6 +854,9 @@ impl Wave {
             if sdwa {
                 let s = inst.sdwa;
                 let (sel, unused) = ((s >> 8) & 7, (s >> 11) & 3);
+                if sel == 7 || unused == 3 {
+                    return Err(Self::unsupported("a reserved SDWA destination select"));
+                }
                 if sel != 6 {
                     let old = me.vread(256 + vdst, 0)?;
                     let mut out = [0u32; LANES];

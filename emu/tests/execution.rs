@@ -43,9 +43,28 @@ fn problem() -> ConvProblem {
     .unwrap()
 }
 
+/// Runs the naive kernel of `object` on `problem()` with room for its 60 outputs, without
+/// checking them: the run's error, if any.
+fn run_naive_unchecked(object: &[u8], limit: u64) -> Result<(), Error> {
+    launch_naive(object, 60, limit).map(|_| ())
+}
+
 /// Runs the naive kernel of `object` on `problem()` with y holding `y_elements` floats (at
-/// least the 60 outputs for a good run); returns y or the error.
+/// least the 60 outputs for a good run), checking them against the CPU reference; returns y or
+/// the error.
 fn run_naive(object: &[u8], y_elements: usize, limit: u64) -> Result<Vec<f32>, Error> {
+    let (y, x, w) = launch_naive(object, y_elements, limit)?;
+    check_naive(&y, &x, &w, y_elements);
+    Ok(y)
+}
+
+/// Launches the naive kernel of `object`: y, x and w.
+#[allow(clippy::type_complexity)]
+fn launch_naive(
+    object: &[u8],
+    y_elements: usize,
+    limit: u64,
+) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>), Error> {
     let p = problem();
     let program = Program::load(&CodeObject::parse(object)?, "conv_naive_fwd")?;
     let mut mem = Memory::new(1 << 24);
@@ -86,7 +105,11 @@ fn run_naive(object: &[u8], y_elements: usize, limit: u64) -> Result<Vec<f32>, E
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    // The CPU reference, straight from the definition.
+    Ok((y, x, w))
+}
+
+/// Checks the naive kernel's outputs against the CPU reference, straight from the definition.
+fn check_naive(y: &[f32], x: &[f32], w: &[f32], y_elements: usize) {
     let mut want = vec![0f32; 60];
     for k in 0..3 {
         for oy in 0..5i32 {
@@ -110,7 +133,6 @@ fn run_naive(object: &[u8], y_elements: usize, limit: u64) -> Result<Vec<f32>, E
     if y_elements >= 60 {
         assert_eq!(&y[..60], &want[..], "the emulated kernel's output");
     }
-    Ok(y)
 }
 
 #[test]
@@ -132,12 +154,44 @@ fn a_store_past_the_output_names_kernel_pc_and_address() {
 
 /// The naive kernel with its first instruction replaced by `word`.
 fn with_first_instruction(word: u32) -> Vec<u8> {
+    with_first_words(&[word])
+}
+
+/// The naive gfx90a kernel with its first dwords replaced by `words`.
+fn with_first_words(words: &[u32]) -> Vec<u8> {
     let mut obj = naive_object("gfx90a68");
     let parsed = CodeObject::parse(&obj).unwrap();
     let k = &parsed.kernels[0];
     let at = (parsed.text_file_offset + k.entry - parsed.text_addr) as usize;
-    obj[at..at + 4].copy_from_slice(&word.to_le_bytes());
+    for (i, w) in words.iter().enumerate() {
+        obj[at + 4 * i..at + 4 * i + 4].copy_from_slice(&w.to_le_bytes());
+    }
     obj
+}
+
+#[test]
+fn operands_at_the_edges_of_the_register_files_are_errors() {
+    for (words, want) in [
+        // v_mov_b32_sdwa with the reserved destination select 7.
+        (
+            vec![0x7e00_02f9, 0x0000_0700],
+            "reserved SDWA destination select",
+        ),
+        // s_load_dwordx16 s[120:135], s[4:5], 0: trap registers and past s127.
+        (vec![0xc012_1e02, 0x0000_0000], "scalar destination field"),
+        // buffer_load_dword v0, off, s[124:127], 0: a descriptor of m0, null and exec.
+        (vec![0xe050_0000, 0x801f_0000], ""),
+        // v_mov_b32 v200, v0: past the descriptor's VGPRs.
+        (vec![0x7f90_0300], "VGPRs the kernel descriptor allocates"),
+    ] {
+        let result =
+            std::panic::catch_unwind(|| run_naive_unchecked(&with_first_words(&words), 100_000));
+        let Ok(result) = result else {
+            panic!("{words:x?} panicked the executor");
+        };
+        let e = result.expect_err(&format!("{words:x?} ran"));
+        assert!(e.to_string().contains(want), "{words:x?}: {e}");
+    }
 }
 
 #[test]
@@ -180,4 +234,42 @@ fn wave32_on_gfx9_and_wrong_arguments_are_refused() {
     let short: [&[u8]; 5] = [&[0; 8], &[0; 8], &[0; 8], &[0; 95], &[0; 48]];
     let e = pack_kernargs(&program.meta, &short).unwrap_err();
     assert!(e.to_string().contains("95 bytes given, it takes 96"), "{e}");
+}
+
+/// Mutated code: every error path of the executor, reached by flipping bits of a real
+/// kernel's instructions, reports an error or runs; none panics.
+#[test]
+fn mutated_kernels_fail_cleanly_never_panic() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut outcomes = [0usize; 2];
+    for base in ["gfx90a68", "gfx1100_48"] {
+        let good = naive_object(base);
+        let parsed = CodeObject::parse(&good).unwrap();
+        let k = &parsed.kernels[0];
+        let text = (parsed.text_file_offset + k.entry - parsed.text_addr) as usize;
+        for _ in 0..300 {
+            let mut obj = good.clone();
+            // One to four random dwords of the kernel's code, each with random bits flipped.
+            for _ in 0..1 + next() % 4 {
+                let at = text + 4 * (next() % (k.code_size / 4)) as usize;
+                let flip = (next() as u32).to_le_bytes();
+                for (b, f) in obj[at..at + 4].iter_mut().zip(flip) {
+                    *b ^= f;
+                }
+            }
+            let result = std::panic::catch_unwind(|| run_naive_unchecked(&obj, 100_000));
+            let Ok(result) = result else {
+                panic!("a mutated {base} kernel panicked the executor");
+            };
+            outcomes[usize::from(result.is_err())] += 1;
+        }
+    }
+    // Most mutations break the kernel; some land in unused bits or dead code.
+    assert!(outcomes[1] > 100, "{outcomes:?}");
 }
