@@ -30,6 +30,8 @@ pub fn problems() -> Vec<ConvProblem> {
         // Strided 3x3 and an unpadded 5x3 with unequal stride and dilation.
         d2(1, 4, 8, [11, 10], [3, 3], [1, 1], [2, 2], [1, 1], 1),
         d2(1, 8, 8, [12, 11], [5, 3], [2, 0], [2, 1], [1, 2], 1),
+        // More output channels than one 64-wide tile (a second, partial column of blocks).
+        d2(1, 24, 72, [6, 5], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         // Grouped (2 groups of 8) and depthwise (16 channels, 3x3 stride 2).
         d2(1, 16, 16, [7, 9], [3, 3], [1, 1], [1, 1], [1, 1], 2),
         d2(2, 16, 16, [9, 8], [3, 3], [1, 1], [2, 2], [1, 1], 16),

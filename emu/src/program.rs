@@ -94,6 +94,14 @@ impl Program {
             .metadata_of(name)
             .ok_or_else(|| Error::CodeObject(format!("kernel {name}: no metadata")))?
             .clone();
+        // The runtime packs what the metadata lists; the hardware maps what the descriptor
+        // sizes. A disagreement is a broken object.
+        if meta.kernarg_segment_size != kernel.descriptor.kernarg_size {
+            return Err(Error::CodeObject(format!(
+                "kernel {name}: the metadata's kernarg segment is {} B, the descriptor's {} B",
+                meta.kernarg_segment_size, kernel.descriptor.kernarg_size
+            )));
+        }
         let words = object.words_from(kernel.entry)?;
         let dwords = (kernel.code_size / 4) as usize;
         let words = &words[..dwords.min(words.len())];
