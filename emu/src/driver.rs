@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
-use kiln::backend::{BackendError, DeviceInfo, Driver, Raw, TensorMap, TensorMapShape, TmaElement};
+use kiln::backend::{
+    amd, BackendError, DeviceInfo, Driver, Raw, TensorMap, TensorMapShape, TmaElement,
+};
 
 use crate::code_object::CodeObject;
 use crate::launch::{self, Dispatch, Stats};
@@ -200,17 +202,7 @@ impl Driver for EmulatedGpu {
         _function: Raw,
         bytes: u32,
     ) -> Result<(), BackendError> {
-        if bytes <= launch::MAX_LDS_BYTES {
-            Ok(())
-        } else {
-            Err(err(
-                "set_max_dynamic_shared",
-                format!(
-                    "{bytes} B of LDS: AMD workgroups have at most {}",
-                    launch::MAX_LDS_BYTES
-                ),
-            ))
-        }
+        amd::check_lds(bytes)
     }
 
     unsafe fn launch(
@@ -224,12 +216,7 @@ impl Driver for EmulatedGpu {
         _programmatic: bool,
         cluster: u32,
     ) -> Result<(), BackendError> {
-        if cluster > 1 {
-            return Err(err(
-                "launch",
-                "thread-block clusters exist on NVIDIA sm_90+ only",
-            ));
-        }
+        amd::check_no_clusters(cluster)?;
         let mut s = self.lock();
         let State {
             memory,
@@ -330,24 +317,15 @@ impl Driver for EmulatedGpu {
     unsafe fn destroy_stream(&self, _stream: Raw) {}
 
     unsafe fn begin_capture(&self, _stream: Raw) -> Result<(), BackendError> {
-        Err(err(
-            "begin_capture",
-            "graph capture is not implemented for HIP",
-        ))
+        Err(amd::no_graphs("begin_capture"))
     }
 
     unsafe fn end_capture(&self, _stream: Raw) -> Result<Raw, BackendError> {
-        Err(err(
-            "end_capture",
-            "graph capture is not implemented for HIP",
-        ))
+        Err(amd::no_graphs("end_capture"))
     }
 
     unsafe fn launch_graph(&self, _graph: Raw, _stream: Raw) -> Result<(), BackendError> {
-        Err(err(
-            "launch_graph",
-            "graph capture is not implemented for HIP",
-        ))
+        Err(amd::no_graphs("launch_graph"))
     }
 
     unsafe fn destroy_graph(&self, _graph: Raw) {}
@@ -358,16 +336,10 @@ impl Driver for EmulatedGpu {
         _: Raw,
         _: &TensorMapShape,
     ) -> Result<TensorMap, BackendError> {
-        Err(err(
-            "encoding a tensor map",
-            "TMA tensor maps exist on NVIDIA sm_90+ only",
-        ))
+        Err(amd::no_tensor_maps())
     }
 
     fn replace_tensor_map_address(&self, _: &mut TensorMap, _: Raw) -> Result<(), BackendError> {
-        Err(err(
-            "encoding a tensor map",
-            "TMA tensor maps exist on NVIDIA sm_90+ only",
-        ))
+        Err(amd::no_tensor_maps())
     }
 }

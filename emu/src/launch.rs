@@ -14,7 +14,7 @@ use crate::wave::{Env, Status, Wave};
 use crate::Error;
 
 /// Bytes of LDS a workgroup may use.
-pub const MAX_LDS_BYTES: u32 = 65_536;
+pub const MAX_LDS_BYTES: u32 = kiln::backend::amd::MAX_LDS_BYTES;
 /// Work-items a workgroup may have.
 pub const MAX_WORKGROUP_SIZE: u32 = 1024;
 

@@ -437,24 +437,15 @@ impl Driver for HipDriver {
     // kiln's HIP backend does not capture graphs (no AMD GPU exists here to test them on);
     // timing falls back to back-to-back launches.
     unsafe fn begin_capture(&self, _stream: Raw) -> Result<(), BackendError> {
-        Err(BackendError::kiln(
-            "begin_capture",
-            "graph capture is not implemented for HIP",
-        ))
+        Err(super::amd::no_graphs("begin_capture"))
     }
 
     unsafe fn end_capture(&self, _stream: Raw) -> Result<Raw, BackendError> {
-        Err(BackendError::kiln(
-            "end_capture",
-            "graph capture is not implemented for HIP",
-        ))
+        Err(super::amd::no_graphs("end_capture"))
     }
 
     unsafe fn launch_graph(&self, _graph: Raw, _stream: Raw) -> Result<(), BackendError> {
-        Err(BackendError::kiln(
-            "launch_graph",
-            "graph capture is not implemented for HIP",
-        ))
+        Err(super::amd::no_graphs("launch_graph"))
     }
 
     unsafe fn destroy_graph(&self, _graph: Raw) {}
@@ -474,14 +465,7 @@ impl Driver for HipDriver {
     ) -> Result<(), BackendError> {
         // AMD GPUs give every workgroup up to 64 KiB of LDS without an opt-in; no AMD kernel
         // of kiln's asks for more.
-        if bytes <= 65_536 {
-            Ok(())
-        } else {
-            Err(BackendError::kiln(
-                "set_max_dynamic_shared",
-                format!("{bytes} B of LDS: AMD workgroups have at most 65536"),
-            ))
-        }
+        super::amd::check_lds(bytes)
     }
 
     fn encode_tensor_map(
@@ -490,17 +474,11 @@ impl Driver for HipDriver {
         _: Raw,
         _: &TensorMapShape,
     ) -> Result<TensorMap, BackendError> {
-        Err(BackendError::kiln(
-            "encoding a tensor map",
-            "TMA tensor maps exist on NVIDIA sm_90+ only",
-        ))
+        Err(super::amd::no_tensor_maps())
     }
 
     fn replace_tensor_map_address(&self, _: &mut TensorMap, _: Raw) -> Result<(), BackendError> {
-        Err(BackendError::kiln(
-            "encoding a tensor map",
-            "TMA tensor maps exist on NVIDIA sm_90+ only",
-        ))
+        Err(super::amd::no_tensor_maps())
     }
 
     unsafe fn launch(
@@ -514,12 +492,7 @@ impl Driver for HipDriver {
         _programmatic: bool,
         cluster: u32,
     ) -> Result<(), BackendError> {
-        if cluster > 1 {
-            return Err(BackendError::kiln(
-                "launch",
-                "thread-block clusters exist on NVIDIA sm_90+ only",
-            ));
-        }
+        super::amd::check_no_clusters(cluster)?;
         self.current()?;
         // SAFETY: the caller guarantees a live function, matching params and stream.
         self.api.check("hipModuleLaunchKernel", unsafe {

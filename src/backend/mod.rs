@@ -270,6 +270,53 @@ pub trait Driver: Send + Sync {
     ) -> Result<(), BackendError>;
 }
 
+/// What every AMD driver refuses alike (the HIP backend and an emulated GPU): AMD GPUs have
+/// no thread-block clusters and no TMA tensor maps, give a workgroup at most 64 KiB of LDS,
+/// and kiln captures no graphs on them.
+pub mod amd {
+    use super::BackendError;
+
+    /// LDS one AMD workgroup may have, bytes (no opt-in above it exists).
+    pub const MAX_LDS_BYTES: u32 = 65_536;
+
+    /// `Ok` for `bytes` of dynamic LDS within [`MAX_LDS_BYTES`].
+    pub fn check_lds(bytes: u32) -> Result<(), BackendError> {
+        if bytes <= MAX_LDS_BYTES {
+            Ok(())
+        } else {
+            Err(BackendError::kiln(
+                "set_max_dynamic_shared",
+                format!("{bytes} B of LDS: AMD workgroups have at most {MAX_LDS_BYTES}"),
+            ))
+        }
+    }
+
+    /// `Ok` for a launch of single blocks (`cluster` <= 1).
+    pub fn check_no_clusters(cluster: u32) -> Result<(), BackendError> {
+        if cluster > 1 {
+            Err(BackendError::kiln(
+                "launch",
+                "thread-block clusters exist on NVIDIA sm_90+ only",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The refusal of a graph-capture call.
+    pub fn no_graphs(call: &'static str) -> BackendError {
+        BackendError::kiln(call, "graph capture is not implemented for HIP")
+    }
+
+    /// The refusal of a tensor-map call.
+    pub fn no_tensor_maps() -> BackendError {
+        BackendError::kiln(
+            "encoding a tensor map",
+            "TMA tensor maps exist on NVIDIA sm_90+ only",
+        )
+    }
+}
+
 /// An open device: a shared handle to its driver. Cheap to clone.
 #[derive(Clone)]
 pub struct Device {
