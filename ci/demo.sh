@@ -4,7 +4,9 @@
 # `kiln-tools net import` turns it into a definition and FP16 weights, and `kiln` is built with
 # it inside (KILN_MODELS). Then `kiln info` lists it, `kiln net plan` resolves every layer on
 # every embedded target and checks the code objects, and `kiln net run --check` runs it on the
-# GPU against the CPU reference (without one, exit 3 says so and the demo goes on).
+# GPU against the CPU reference (without one, exit 3 says so and the demo goes on). Last, the
+# network's 64-channel 3x3 layer runs on AMD's matrix cores in kiln-emu (MI300X's MFMA and the
+# RX 7900 XTX's WMMA kernels), checked against the CPU reference: AMD executed, no AMD GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
@@ -29,3 +31,7 @@ if [ $rc -eq 3 ]; then
 elif [ $rc -ne 0 ]; then
   exit $rc
 fi
+echo
+layer=64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F
+./target/release/kiln-tools emulate --target mi300x --problem $layer --solver ConvMfmaImplicitGemmFwd
+./target/release/kiln-tools emulate --target rx7900xtx --problem $layer --solver ConvWmmaImplicitGemmFwd
