@@ -409,7 +409,7 @@ plain_ops! {
     VLshlOrB32 = "v_lshl_or_b32",
     VAndOrB32 = "v_and_or_b32",
     VOr3B32 = "v_or3_b32",
-    VXad3U32 = "v_xad_u32",
+    VXadU32 = "v_xad_u32",
     VAndB32 = "v_and_b32",
     VOrB32 = "v_or_b32",
     VXorB32 = "v_xor_b32",
