@@ -12,10 +12,7 @@ use kiln::context::Context;
 use kiln::format::{Activation, ConvProblem, ConvSpec, DataType, EmbeddedTarget, Fusion, Layout};
 use kiln::harness::selftest::{self, d2, Failure, Report};
 
-use crate::driver::{EmulatedGpu, Totals};
-
-/// Device memory each emulated GPU gets.
-const MEMORY_BYTES: usize = 1 << 30;
+use crate::driver::{EmulatedGpu, Totals, DEFAULT_MEMORY_BYTES};
 
 /// The conformance problems: 3x3, 1x1, strided, padded, dilated, grouped and depthwise shapes
 /// whose sizes leave partial tiles at every edge, each in FP32, FP16 and BF16, NCHW and NHWC,
@@ -71,7 +68,7 @@ pub fn context(
     setup: impl FnOnce(EmulatedGpu) -> EmulatedGpu,
     options: kiln::context::ContextOptions,
 ) -> Result<(Arc<EmulatedGpu>, Context), String> {
-    let gpu = EmulatedGpu::new(target.arch, target.compute_units, MEMORY_BYTES)
+    let gpu = EmulatedGpu::new(target.arch, target.compute_units, DEFAULT_MEMORY_BYTES)
         .map_err(|e| e.to_string())?;
     let gpu = Arc::new(setup(gpu));
     let ctx = Context::with_options(Device::new(gpu.clone()), options)

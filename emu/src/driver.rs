@@ -19,8 +19,8 @@ use crate::program::{arch_of_mach, known_arch, Program};
 
 /// Device memory of an emulated GPU unless told otherwise.
 pub const DEFAULT_MEMORY_BYTES: usize = 1 << 30;
-/// Wave instructions one launch may run unless told otherwise.
-pub const DEFAULT_INSTRUCTION_LIMIT: u64 = 1 << 32;
+/// Wave instructions one launch may run: a kernel that never ends stops here.
+pub const INSTRUCTION_LIMIT: u64 = 1 << 32;
 
 struct State {
     memory: Memory,
@@ -46,7 +46,6 @@ pub type ObjectRewrite = Box<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
 pub struct EmulatedGpu {
     info: DeviceInfo,
     arch: &'static str,
-    instruction_limit: u64,
     rewrite: Option<ObjectRewrite>,
     state: Mutex<State>,
 }
@@ -80,7 +79,6 @@ impl EmulatedGpu {
                 total_memory: memory_bytes as u64,
             },
             arch: known,
-            instruction_limit: DEFAULT_INSTRUCTION_LIMIT,
             rewrite: None,
             state: Mutex::new(State {
                 memory: Memory::new(memory_bytes),
@@ -90,12 +88,6 @@ impl EmulatedGpu {
                 totals: Totals::default(),
             }),
         })
-    }
-
-    /// The same with a limit on the wave instructions one launch may run.
-    pub fn with_instruction_limit(mut self, limit: u64) -> EmulatedGpu {
-        self.instruction_limit = limit;
-        self
     }
 
     /// The same, rewriting every code object as it loads: tests plant faults with it (a
@@ -268,7 +260,7 @@ impl Driver for EmulatedGpu {
                 dynamic_lds: shared_bytes,
                 kernarg: &kernarg,
             },
-            self.instruction_limit,
+            INSTRUCTION_LIMIT,
         )
         .map_err(|e| err("launch", e))?;
         totals.launches += 1;

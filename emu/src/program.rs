@@ -8,28 +8,24 @@ use crate::isa::Op;
 use crate::metadata::KernelMeta;
 use crate::{opcodes, Error};
 
-/// EF_AMDGPU_MACH values of the architectures kiln builds for (LLVM's ELF.h).
-const MACHS: [(&str, u32); 10] = [
-    ("gfx900", 0x2c),
-    ("gfx906", 0x2f),
-    ("gfx908", 0x30),
-    ("gfx90a", 0x3f),
-    ("gfx942", 0x4c),
-    ("gfx1030", 0x36),
-    ("gfx1100", 0x41),
-    ("gfx1103", 0x44),
-    ("gfx1150", 0x43),
-    ("gfx1151", 0x4a),
+/// The architectures kiln builds for, which the executor models (their EF_AMDGPU_MACH values
+/// are kiln's table, `kiln::codeobject::AMD_MACH`, checked against clang).
+const MODELED: [&str; 10] = [
+    "gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1103", "gfx1150",
+    "gfx1151",
 ];
 
 /// The architecture an object's EF_AMDGPU_MACH names, among those kiln builds for.
 pub fn arch_of_mach(mach: u32) -> Option<&'static str> {
-    MACHS.iter().find(|(_, m)| *m == mach).map(|(a, _)| *a)
+    kiln::codeobject::AMD_MACH
+        .iter()
+        .find(|(_, m)| *m == mach)
+        .and_then(|(a, _)| known_arch(a))
 }
 
 /// The architecture name `arch` as kiln-emu spells it, if it models it.
 pub fn known_arch(arch: &str) -> Option<&'static str> {
-    MACHS.iter().find(|(a, _)| *a == arch).map(|(a, _)| *a)
+    MODELED.iter().find(|a| **a == arch).copied()
 }
 
 /// One decoded instruction.
@@ -181,11 +177,6 @@ impl Program {
                     self.name
                 ))
             })
-    }
-
-    /// Every instruction, in address order.
-    pub fn instructions(&self) -> &[Inst] {
-        &self.insts
     }
 
     /// Whether waves are 64 lanes wide.

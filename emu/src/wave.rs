@@ -149,11 +149,6 @@ impl Wave {
         }
     }
 
-    /// A VGPR's value in one lane.
-    pub fn vgpr(&self, reg: usize, lane: usize) -> u32 {
-        self.v[reg * LANES + lane]
-    }
-
     /// Runs the instruction at the pc.
     pub fn step(&mut self, env: &mut Env<'_>) -> Result<(), Error> {
         let program: &Program = env.program;

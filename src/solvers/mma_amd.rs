@@ -21,27 +21,21 @@ const CONFIG: [u32; 3] = [64, 64, 16];
 /// Threads per block the kernel is written for.
 const BLOCK: u32 = 256;
 
-/// Which matrix instruction a solver builds on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MatrixCore {
-    /// CDNA 2/3's v_mfma_f32_32x32x8.
-    Mfma,
-    /// RDNA 3's v_wmma_f32_16x16x16.
-    Wmma,
-}
-
-/// An AMD matrix-core implicit-GEMM solver.
+/// An AMD matrix-core implicit-GEMM solver: its id and the kernel it launches.
 pub struct MmaAmd {
-    core: MatrixCore,
+    id: &'static str,
+    kernel: &'static str,
 }
 
-/// `ConvMfmaImplicitGemmFwd`.
+/// `ConvMfmaImplicitGemmFwd`: CDNA 2/3's v_mfma_f32_32x32x8.
 pub static MFMA: MmaAmd = MmaAmd {
-    core: MatrixCore::Mfma,
+    id: "ConvMfmaImplicitGemmFwd",
+    kernel: "conv_mfma_fwd",
 };
-/// `ConvWmmaImplicitGemmFwd`.
+/// `ConvWmmaImplicitGemmFwd`: RDNA 3's v_wmma_f32_16x16x16.
 pub static WMMA: MmaAmd = MmaAmd {
-    core: MatrixCore::Wmma,
+    id: "ConvWmmaImplicitGemmFwd",
+    kernel: "conv_wmma_fwd",
 };
 
 /// Dense FP16 matrix peak of an AMD arch, FLOPs per second: FLOPs per unit per cycle (AMD's
@@ -76,10 +70,11 @@ pub const MIOPEN_FLOOR_MS: f64 = 0.0123;
 
 /// Estimated ms of `flops` on a matrix peak of `peak` FLOPs/s at MIOpen's measured fraction.
 pub fn matrix_estimate_ms(flops: f64, peak: f64) -> f64 {
-    let fraction = MIOPEN_PEAK_FRACTION
+    // The last class reaches to infinity: only a NaN count falls through, to it.
+    let (_, fraction) = MIOPEN_PEAK_FRACTION
         .iter()
         .find(|(upto, _)| flops <= *upto)
-        .map_or(0.1436, |(_, f)| *f);
+        .unwrap_or(&MIOPEN_PEAK_FRACTION[MIOPEN_PEAK_FRACTION.len() - 1]);
     (flops / (peak * fraction) * 1e3).max(MIOPEN_FLOOR_MS)
 }
 
@@ -88,10 +83,7 @@ impl TunableSolver for MmaAmd {
     const CONFIG_FORM: &'static str = "perf config is not 64,64,16";
 
     fn id(&self) -> &'static str {
-        match self.core {
-            MatrixCore::Mfma => "ConvMfmaImplicitGemmFwd",
-            MatrixCore::Wmma => "ConvWmmaImplicitGemmFwd",
-        }
+        self.id
     }
 
     fn parse(&self, params: &str) -> Option<[u32; 3]> {
@@ -131,12 +123,8 @@ impl TunableSolver for MmaAmd {
         let [_, oh, ow] = p.output();
         let pixels = p.n() as u64 * oh as u64 * ow as u64;
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
-        let kernel = match self.core {
-            MatrixCore::Mfma => "conv_mfma_fwd",
-            MatrixCore::Wmma => "conv_wmma_fwd",
-        };
         LaunchPlan::single(
-            kernel,
+            self.kernel,
             [
                 clamp(pixels.div_ceil(CONFIG[0] as u64)),
                 p.k().div_ceil(CONFIG[1]),
