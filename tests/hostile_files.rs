@@ -353,6 +353,48 @@ fn every_hostile_database_file_gets_a_clear_error() {
             Expect::Error,
         ),
         (
+            "emulate a problem too large to emulate",
+            &[
+                "emulate",
+                "--target",
+                "mi300x",
+                "--problem",
+                "256-224-224-3x3-256-224-224-64-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F",
+            ],
+            Expect::Error,
+        ),
+        (
+            "emulate a problem of too many elements",
+            &[
+                "emulate",
+                "--target",
+                "mi300x",
+                "--problem",
+                "1-30000-30000-1x1-1-30000-30000-1-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F",
+            ],
+            Expect::Error,
+        ),
+        (
+            "emulate an NVIDIA target",
+            &["emulate", "--target", "h100"],
+            Expect::Error,
+        ),
+        (
+            "emulate an unknown target",
+            &["emulate", "--target", "gfx9999"],
+            Expect::Error,
+        ),
+        (
+            "emulate a key that is no key",
+            &["emulate", "--target", "mi300x", "--problem", "\u{1b}[2J"],
+            Expect::Error,
+        ),
+        (
+            "emulate with an unknown solver",
+            &["emulate", "--target", "mi300x", "--solver", "ConvNope"],
+            Expect::Error,
+        ),
+        (
             "net import /dev/zero",
             &["net", "import", "/dev/zero", "--out", "imported"],
             Expect::Error,

@@ -44,11 +44,22 @@ fn a_problem_runs_on_an_emulated_gpu_and_bad_arguments_are_refused() {
         ),
         (
             vec!["emulate", "--target", "gfx90a68", "--solver", "Nope"],
-            "--solver Nope",
+            "--solver \"Nope\": no solver of that id",
         ),
         (
             vec!["emulate", "--target", "gfx90a68", "--problem", "1-2-3"],
-            "--problem 1-2-3",
+            "--problem \"1-2-3\"",
+        ),
+        (
+            // ResNet's first layer at N=256: far past what the CPU reference should hold.
+            vec![
+                "emulate",
+                "--target",
+                "gfx90a68",
+                "--problem",
+                "256-224-224-7x7-64-112-112-3-3x3-2x2-1x1-0-NHWC-NHWC-NHWC-FP16-F",
+            ],
+            "emulation takes at most 1073741824",
         ),
         (
             // FP32 on the FP16/BF16 solver alone: nothing applies.

@@ -5,9 +5,15 @@
 //! speed: the emulator has no timing.
 
 use clap::Args;
-use kiln::format::{ConvProblem, Vendor};
+use kiln::format::{measured, ConvProblem, Vendor};
 
 use crate::CliResult;
+
+/// The largest problem emulated: multiply-adds (the demo's ResNet layer, 116 million, takes
+/// about 5 s per variant) and tensor elements (x, w and y together; the CPU reference holds
+/// them in f64).
+const MAX_MACS: f64 = (1u64 << 30) as f64;
+const MAX_ELEMENTS: u64 = 1 << 26;
 
 /// Arguments of `kiln-tools emulate`.
 #[derive(Args)]
@@ -30,10 +36,10 @@ pub struct EmulateArgs {
 /// Runs `kiln-tools emulate`.
 pub fn run(a: &EmulateArgs) -> CliResult {
     let target =
-        kiln::named_target(&a.target).map_err(|e| format!("--target {}: {e}", a.target))?;
+        kiln::named_target(&a.target).map_err(|e| format!("--target {:?}: {e}", a.target))?;
     if target.vendor != Vendor::Amd {
         return Err(format!(
-            "--target {}: kiln-emu models AMD GPUs; {} is {:?}",
+            "--target {:?}: kiln-emu models AMD GPUs; {} is {:?}",
             a.target, target.basename, target.vendor
         )
         .into());
@@ -43,11 +49,22 @@ pub fn run(a: &EmulateArgs) -> CliResult {
     } else {
         a.problems
             .iter()
-            .map(|k| ConvProblem::from_find_db_key(k).map_err(|e| format!("--problem {k}: {e}")))
+            .map(|k| {
+                let p = ConvProblem::from_find_db_key(k)
+                    .map_err(|e| format!("--problem {k:?}: {e}"))?;
+                let (macs, elements) = (measured::macs(&p), p.element_counts().iter().sum::<u64>());
+                if macs > MAX_MACS || elements > MAX_ELEMENTS {
+                    return Err(format!(
+                        "--problem {k:?}: {macs:.0} multiply-adds and {elements} tensor elements; \
+                         emulation takes at most {MAX_MACS:.0} and {MAX_ELEMENTS}"
+                    ));
+                }
+                Ok(p)
+            })
             .collect::<Result<_, _>>()?
     };
     if let Some(unknown) = a.solvers.iter().find(|s| kiln::solvers::by_id(s).is_none()) {
-        return Err(format!("--solver {unknown}: no solver of that id").into());
+        return Err(format!("--solver {unknown:?}: no solver of that id").into());
     }
     let chosen = |id: &str| a.solvers.is_empty() || a.solvers.iter().any(|s| s == id);
     let mut failures = Vec::new();
@@ -79,7 +96,7 @@ pub fn run(a: &EmulateArgs) -> CliResult {
         return Err("no solver of the target applies to these problems".into());
     }
     if report.failures > 0 {
-        return Err(format!("{} of {} runs failed", report.failures, report.runs).into());
+        return Err(format!("{} failed checks in {} runs", report.failures, report.runs).into());
     }
     Ok(())
 }
