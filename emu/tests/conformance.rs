@@ -185,12 +185,17 @@ fn a_kernarg_offset_the_code_disagrees_with_fails_the_run() {
 /// emulator runs 64-lane waves of code built for 32, whose EXEC and VCC writes reach only the
 /// low 32 lanes.
 fn claim_wave64(obj: &[u8]) -> Vec<u8> {
+    clear_descriptor_bits(obj, 57, 1 << 2)
+}
+
+/// `obj` with the bits of `mask` cleared in byte `at` of every kernel descriptor.
+fn clear_descriptor_bits(obj: &[u8], at: usize, mask: u8) -> Vec<u8> {
     let mut out = obj.to_vec();
     for k in kiln_emu::code_object::CodeObject::parse(obj)
         .unwrap()
         .kernels
     {
-        out[k.descriptor_file_offset as usize + 57] &= !(1 << 2);
+        out[k.descriptor_file_offset as usize + at] &= !mask;
     }
     out
 }
@@ -210,14 +215,7 @@ fn wave32_code_run_as_wave64_fails_the_run() {
 /// Sets every descriptor's VGPR granules to one (GRANULATED_WORKITEM_VGPR_COUNT 0: 4 or 8
 /// VGPRs), fewer than any of kiln's kernels uses.
 fn claim_one_vgpr_granule(obj: &[u8]) -> Vec<u8> {
-    let mut out = obj.to_vec();
-    for k in kiln_emu::code_object::CodeObject::parse(obj)
-        .unwrap()
-        .kernels
-    {
-        out[k.descriptor_file_offset as usize + 48] &= !0x3f;
-    }
-    out
+    clear_descriptor_bits(obj, 48, 0x3f)
 }
 
 #[test]

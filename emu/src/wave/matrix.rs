@@ -15,6 +15,24 @@ impl Wave {
         }
     }
 
+    /// The register numbers of a matrix instruction's A, B, C (VOP3P source fields, which
+    /// name a register from 256 on) and D (the low byte of `w`); `refusal` says what a source
+    /// that names no register is.
+    fn matrix_registers(src: [u32; 3], w: u32, refusal: &str) -> Result<[usize; 4], Error> {
+        let register = |field: u32| {
+            field
+                .checked_sub(256)
+                .map(|r| r as usize)
+                .ok_or_else(|| Self::unsupported(refusal))
+        };
+        Ok([
+            register(src[0])?,
+            register(src[1])?,
+            register(src[2])?,
+            (w & 0xff) as usize,
+        ])
+    }
+
     /// v_mfma_f32_32x32x8 (f16, bf16): D = A (32 x 8) B (8 x 32) + C, one wave64 instruction
     /// regardless of EXEC. A[i][k] is in lane i + 32 (k / 4), register src0 + (k % 4) / 2, half
     /// k % 2; B[k][j] likewise in lane j + 32 (k / 4); C and D[i][j] in lane j + 32 ((i / 4) %
@@ -29,18 +47,8 @@ impl Wave {
         let bf16 = inst.op == Op::VMfmaF32x32x8Bf16;
         let acc_cd = (w >> 15) & 1 == 1;
         let acc_ab = (w1 >> 27) & 3;
-        let vgpr = |field: u32| -> Result<usize, Error> {
-            field
-                .checked_sub(256)
-                .map(|r| r as usize)
-                .ok_or_else(|| Self::unsupported("an MFMA operand that is not a register"))
-        };
-        let (ra, rb, rc, rd) = (
-            vgpr(src[0])?,
-            vgpr(src[1])?,
-            vgpr(src[2])?,
-            (w & 0xff) as usize,
-        );
+        let [ra, rb, rc, rd] =
+            Self::matrix_registers(src, w, "an MFMA operand that is not a register")?;
         for (r, n, agpr) in [
             (ra, 2, acc_ab & 1 == 1),
             (rb, 2, acc_ab & 2 == 2),
@@ -96,18 +104,7 @@ impl Wave {
             ));
         }
         let bf16 = inst.op == Op::VWmmaF32Bf16;
-        let vgpr = |field: u32| -> Result<usize, Error> {
-            field
-                .checked_sub(256)
-                .map(|r| r as usize)
-                .ok_or_else(|| Self::unsupported("a WMMA operand that is not a VGPR"))
-        };
-        let (ra, rb, rc, rd) = (
-            vgpr(src[0])?,
-            vgpr(src[1])?,
-            vgpr(src[2])?,
-            (w & 0xff) as usize,
-        );
+        let [ra, rb, rc, rd] = Self::matrix_registers(src, w, "a WMMA operand that is not a VGPR")?;
         for r in [ra, rb, rc, rd] {
             self.vgprs(r, 8)?;
         }
