@@ -12,7 +12,12 @@ re-tuning (benches only; never committed under ci/problems).
 --depthwise-unseen writes depthwise.txt: the depthwise layers (FP16 NHWC, N=1 and 32) of seven
 torchvision networks whose depthwise layers no kiln list holds (MNASNet, ShuffleNetV2,
 MobileNetV3 large and small, EfficientNet-B3 at 300 px, EfficientNetV2-S at 384 px, ConvNeXt-T):
-the depthwise kernels against cuDNN off the tuned lists (benches only)."""
+the depthwise kernels against cuDNN off the tuned lists (benches only).
+
+--grouped-unseen writes grouped.txt: the grouped, not depthwise, layers (FP16 NHWC, N=1 and 32)
+of eight torchvision networks no kiln list holds (ResNeXt-50 32x4d, ResNeXt-101 32x8d and 64x4d,
+RegNetY 400MF / 800MF / 1.6GF, RegNetX 400MF / 3.2GF): the grouped kernels against cuDNN off the
+tuned lists (benches only)."""
 import sys
 
 import torch
@@ -142,6 +147,17 @@ DEPTHWISE_UNSEEN = {
     "convnext_tiny": (lambda: torchvision.models.convnext_tiny(), (3, 224, 224)),
 }
 
+GROUPED_UNSEEN = {
+    "resnext50_32x4d": (lambda: torchvision.models.resnext50_32x4d(), (3, 224, 224)),
+    "resnext101_32x8d": (lambda: torchvision.models.resnext101_32x8d(), (3, 224, 224)),
+    "resnext101_64x4d": (lambda: torchvision.models.resnext101_64x4d(), (3, 224, 224)),
+    "regnet_y_400mf": (lambda: torchvision.models.regnet_y_400mf(), (3, 224, 224)),
+    "regnet_y_800mf": (lambda: torchvision.models.regnet_y_800mf(), (3, 224, 224)),
+    "regnet_y_1_6gf": (lambda: torchvision.models.regnet_y_1_6gf(), (3, 224, 224)),
+    "regnet_x_400mf": (lambda: torchvision.models.regnet_x_400mf(), (3, 224, 224)),
+    "regnet_x_3_2gf": (lambda: torchvision.models.regnet_x_3_2gf(), (3, 224, 224)),
+}
+
 
 def main():
     out_dir = sys.argv[1]
@@ -153,6 +169,16 @@ def main():
                 keys += [k for k in (key(s, n, "FP16", "NHWC") for s in found) if k not in keys]
             print(name, len(found), "depthwise layers")
         with open(f"{out_dir}/depthwise.txt", "w") as fh:
+            fh.write("\n".join(keys) + "\n")
+        return
+    if "--grouped-unseen" in sys.argv:
+        keys = []
+        for name, (make, chw) in GROUPED_UNSEEN.items():
+            found = [s for s in shapes(make(), chw) if s[10] > 1 and not s[0] == s[4] == s[10]]
+            for n in (1, 32):
+                keys += [k for k in (key(s, n, "FP16", "NHWC") for s in found) if k not in keys]
+            print(name, len(found), "grouped layers")
+        with open(f"{out_dir}/grouped.txt", "w") as fh:
             fh.write("\n".join(keys) + "\n")
         return
     if "--held-out" in sys.argv:

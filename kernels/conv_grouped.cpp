@@ -6,8 +6,10 @@
 // consecutive output pixels (blockIdx.x). The block first stages its slice of the filter in shared
 // memory as FP32, transposed to [tap][channel] so a thread reads its KILN_VEC weights of a tap
 // side by side. Depthwise layers (one input channel per group, one output channel per group)
-// read KILN_VEC input channels with one vector load per tap; other groupings read each lane's
-// input channel on its own (neighbouring lanes still share cache lines). Accumulation is FP32.
+// read KILN_VEC input channels with one vector load per tap; where a thread's KILN_VEC outputs
+// lie in one group (K/groups a multiple of KILN_VEC), each of the group's input channels is read
+// once per tap and multiplies KILN_VEC weights; other groupings read each output's input
+// channel on its own (neighbouring lanes still share cache lines). Accumulation is FP32.
 //
 // Launch: grid (ceil(pixels / KILN_TY), ceil(K / (KILN_VEC * KILN_TX))), block (KILN_TX,
 // KILN_TY), dynamic shared memory: filter taps x channels per group x slice x 4 bytes. Needs
@@ -26,6 +28,11 @@
 // KILN_VEC elements read or written by one access.
 struct alignas(KILN_VEC * sizeof(kiln_t)) kiln_vec_t {
   kiln_t e[KILN_VEC];
+};
+
+// Four FP32 values read as one 16-byte access from shared memory.
+struct alignas(16) kiln_f4 {
+  float v[4];
 };
 
 // One element to FP32. NVIDIA converts FP16 with one instruction (exact, like kiln_gpu.h's
@@ -58,6 +65,31 @@ static __device__ KILN_INLINE void kiln_stage_filter(float* slice, const kiln_t*
 }
 
 #if !defined(KILN_DW_S)
+// Elements in 16 bytes of x: what one load of the one-group path reads.
+#define KILN_CHUNK (16 / (kiln_i32)sizeof(kiln_t))
+struct alignas(16) kiln_chunk_t {
+  kiln_t e[KILN_CHUNK];
+};
+
+// acc[j] += xv * wc[j] for the thread's KILN_VEC outputs; wc is one input channel's row of the
+// staged filter slice.
+static __device__ KILN_INLINE void kiln_group_products(float xv, const float* wc,
+                                                       float (&acc)[KILN_VEC]) {
+#if KILN_VEC % 4 == 0 && defined(__CUDACC_RTC__)
+  // 16-byte aligned: the slice, a tap's row and lane0 are multiples of KILN_VEC floats.
+  // NVIDIA only: the AMD objects keep the scalar reads kiln-emu was checked on.
+#pragma unroll
+  for (int j = 0; j < KILN_VEC; j += 4) {
+    const kiln_f4 q = *reinterpret_cast<const kiln_f4*>(wc + j);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[j + i] += xv * q.v[i];
+  }
+#else
+#pragma unroll
+  for (int j = 0; j < KILN_VEC; ++j) acc[j] += xv * wc[j];
+#endif
+}
+
 extern "C" __global__ void conv_grouped_nhwc_fwd(const kiln_t* __restrict__ x,
                                                  const kiln_t* __restrict__ w,
                                                  kiln_t* __restrict__ y, KilnConvArgs a,
@@ -83,6 +115,10 @@ extern "C" __global__ void conv_grouped_nhwc_fwd(const kiln_t* __restrict__ x,
   float acc[KILN_VEC];
   for (int j = 0; j < KILN_VEC; ++j) acc[j] = 0.0f;
   const bool depthwise = cpg == 1 && kpg == 1;
+  // Whether this thread's KILN_VEC outputs lie in one group (K/groups a multiple of KILN_VEC),
+  // and that group's first input channel.
+  const bool one_group = kpg % KILN_VEC == 0;
+  const kiln_i32 group_c0 = (k0 / kpg) * cpg;
   for (kiln_i32 fy = 0; fy < a.fil_h; ++fy) {
     const kiln_i32 ih = oh * a.stride_h - a.pad_h + fy * a.dil_h;
     if (ih < 0 || ih >= a.in_h) continue;
@@ -94,6 +130,25 @@ extern "C" __global__ void conv_grouped_nhwc_fwd(const kiln_t* __restrict__ x,
       if (depthwise) {
         const kiln_vec_t v = *reinterpret_cast<const kiln_vec_t*>(x + pixel + k0);
         for (int j = 0; j < KILN_VEC; ++j) acc[j] += kiln_elem_to_float(v.e[j]) * wt[j];
+      } else if (one_group) {
+        // Every output of this thread reads the same input channels: each is loaded once and
+        // multiplies KILN_VEC weights (one input load per KILN_VEC products, no division).
+        const kiln_t* xg = x + pixel + group_c0;
+        kiln_i32 cg = 0;
+#if defined(__CUDACC_RTC__)
+        // The group's channels 16 bytes a load where they come in whole 16-byte runs (C/groups
+        // a multiple of them, so C and the group's first channel are too). NVIDIA only: the
+        // AMD objects keep the scalar reads kiln-emu was checked on.
+        if (cpg % KILN_CHUNK == 0)
+          for (; cg < cpg; cg += KILN_CHUNK) {
+            const kiln_chunk_t v = *reinterpret_cast<const kiln_chunk_t*>(xg + cg);
+#pragma unroll
+            for (int i = 0; i < KILN_CHUNK; ++i)
+              kiln_group_products(kiln_elem_to_float(v.e[i]), wt + (cg + i) * KILN_SLICE, acc);
+          }
+#endif
+        for (; cg < cpg; ++cg)
+          kiln_group_products(kiln_elem_to_float(xg[cg]), wt + cg * KILN_SLICE, acc);
       } else {
         for (kiln_i32 cg = 0; cg < cpg; ++cg) {
           for (int j = 0; j < KILN_VEC; ++j) {
@@ -224,10 +279,6 @@ static __device__ KILN_INLINE void kiln_dw_store(kiln_t* p, const float (&f)[KIL
   *reinterpret_cast<kiln_dw_vec*>(p) = o;
 }
 
-// Four FP32 values read as one 16-byte access from shared memory.
-struct alignas(16) kiln_dw_f4 {
-  float v[4];
-};
 
 // The taps of filter row fy for this thread's KILN_VEC channels.
 static __device__ KILN_INLINE void kiln_dw_row_taps(const float* slice, int fy, kiln_i32 lane0,
@@ -238,7 +289,7 @@ static __device__ KILN_INLINE void kiln_dw_row_taps(const float* slice, int fy, 
 #if KILN_VEC % 4 == 0
 #pragma unroll
     for (int j = 0; j < KILN_VEC; j += 4) {
-      const kiln_dw_f4 q = *reinterpret_cast<const kiln_dw_f4*>(t + j);
+      const kiln_f4 q = *reinterpret_cast<const kiln_f4*>(t + j);
 #pragma unroll
       for (int i = 0; i < 4; ++i) wv[fx][j + i] = q.v[i];
     }
@@ -374,8 +425,8 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
 #if KILN_VEC % 4 == 0
 #pragma unroll
   for (int j = 0; j < KILN_VEC; j += 4) {
-    const kiln_dw_f4 sq = *reinterpret_cast<const kiln_dw_f4*>(factors + lane0 + j);
-    const kiln_dw_f4 bq = *reinterpret_cast<const kiln_dw_f4*>(factors + KILN_SLICE + lane0 + j);
+    const kiln_f4 sq = *reinterpret_cast<const kiln_f4*>(factors + lane0 + j);
+    const kiln_f4 bq = *reinterpret_cast<const kiln_f4*>(factors + KILN_SLICE + lane0 + j);
 #pragma unroll
     for (int i = 0; i < 4; ++i) scale[j + i] = sq.v[i], bias[j + i] = bq.v[i];
   }

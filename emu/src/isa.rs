@@ -308,6 +308,8 @@ macro_rules! plain_ops {
             )*
             /// A scalar comparison (`s_cmp_*`; `k`: against the 16-bit constant).
             SCmp { cond: Cond, ty: CmpType, k: bool },
+            /// `s_bitcmp0/1_b32/b64`: SCC = whether bit `S1 mod 32` (64) of S0 equals `one`.
+            SBitCmp { one: bool, wide: bool },
             /// A vector comparison (`v_cmp_*`, `v_cmpx_*` when `exec`).
             VCmp { cond: Cond, ty: CmpType, exec: bool },
             /// A scalar bitwise operation on 32 or 64 bits.
@@ -530,6 +532,21 @@ impl Op {
 
     /// Families named by pattern: comparisons, logic, save-exec, branches, memory.
     fn parse_family(name: &str) -> Option<Op> {
+        if let Some(rest) = name.strip_prefix("s_bitcmp") {
+            let (bit, width) = rest.split_once("_b")?;
+            return Some(Op::SBitCmp {
+                one: match bit {
+                    "0" => false,
+                    "1" => true,
+                    _ => return None,
+                },
+                wide: match width {
+                    "32" => false,
+                    "64" => true,
+                    _ => return None,
+                },
+            });
+        }
         if let Some(rest) = name.strip_prefix("s_cmpk_").or(name.strip_prefix("s_cmp_")) {
             let (cond, ty) = rest.split_once('_')?;
             return Some(Op::SCmp {
@@ -626,6 +643,20 @@ mod tests {
                 cond: Cond::Ne,
                 ty: CmpType::I32,
                 k: true
+            }
+        );
+        assert_eq!(
+            Op::of("s_bitcmp1_b32"),
+            Op::SBitCmp {
+                one: true,
+                wide: false
+            }
+        );
+        assert_eq!(
+            Op::of("s_bitcmp0_b64"),
+            Op::SBitCmp {
+                one: false,
+                wide: true
             }
         );
         assert_eq!(

@@ -21,6 +21,15 @@
 // NHWC tensor-core kernel serving channels-first problems, ranked by measurement against the
 // channels-first CUDA-core kernels.
 //
+// KILN_GROUPED (grouped convolution, NHWC, K/groups filters of C/groups channels each): CUTLASS's
+// group fprop with optimized iterators, a block computing part of one group (K/groups a
+// multiple of the tile's N). Its activation loads are masked at the group's last channel
+// (KilnGroupChannelIterator), so a reduction tile wider than C/groups reads no neighbouring
+// group's pixels (an inf there would add inf*0 = NaN). CUTLASS's other mode, a block over
+// several whole groups against weights zeroed between them, cannot be made exact: an inf pixel
+// of one group meets the zero weights of every other group in the tile (measured: NaN where
+// the reference has +-inf), so it is not built.
+//
 // Entry points. CUTLASS's Params holds precomputed iterator state that only its own
 // (device-compilable) constructors know how to build, so:
 //   kiln_cutlass_params: one thread builds Params for a problem and reports its size, the
@@ -72,6 +81,9 @@ struct NumericConverterFastF32<FloatRoundStyle::round_toward_zero,
 
 #include <cutlass/conv/conv2d_problem_size.h>
 #include <cutlass/conv/kernel/default_conv2d_fprop.h>
+#if defined(KILN_GROUPED)
+#include <cutlass/conv/kernel/default_conv2d_group_fprop.h>
+#endif
 #include <cutlass/conv/kernel/implicit_gemm_convolution.h>
 #include <cutlass/epilogue/thread/linear_combination.h>
 #include <cutlass/gemm/threadblock/threadblock_swizzle.h>
@@ -116,6 +128,28 @@ using KilnMathOp = cutlass::arch::OpMultiplyAddFastF32;  // 3xTF32: big*big + bi
 using KilnEpilogue = cutlass::epilogue::thread::LinearCombination<
     KilnElement, KILN_ALIGN_OUT, float, float>;
 
+#if defined(KILN_GROUPED)
+#define KILN_GROUP_MODE cutlass::conv::GroupMode::kSingleGroup
+using KilnDefaultKernel = typename cutlass::conv::kernel::DefaultConv2dGroupFprop<
+    KilnElement, cutlass::layout::TensorNHWC,
+    KilnElement, cutlass::layout::TensorNHWC,
+    KilnElement, cutlass::layout::TensorNHWC,
+    float,
+    cutlass::arch::OpClassTensorOp,
+    cutlass::arch::Sm80,
+    cutlass::gemm::GemmShape<KILN_TB_M, KILN_TB_N, KILN_TB_K>,
+    cutlass::gemm::GemmShape<KILN_W_M, KILN_W_N, KILN_TB_K>,
+    KilnInstruction,
+    KilnEpilogue,
+    cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<1>,
+    KILN_STAGES,
+    KilnMathOp,
+    KILN_GROUP_MODE,
+    cutlass::conv::IteratorAlgorithm::kOptimized,
+    cutlass::conv::StrideSupport::kStrided,
+    KILN_ALIGN,
+    KILN_ALIGN>::Kernel;
+#else
 using KilnDefaultKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
     KilnElement, cutlass::layout::TensorNHWC,
     KilnElement, cutlass::layout::TensorNHWC,
@@ -134,6 +168,8 @@ using KilnDefaultKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
     cutlass::conv::StrideSupport::kStrided,
     KILN_ALIGN,
     KILN_ALIGN>::Kernel;
+
+#endif
 
 #if defined(KILN_FIXED_CHANNELS)
 // CUTLASS's fixed-channels activation iterator masks a load only by the image's bounds, not by
@@ -201,6 +237,76 @@ using KilnConvKernel = cutlass::conv::kernel::ImplicitGemmConvolution<
         KilnDefaultMma::kCacheOpB, typename KilnDefaultMma::Policy, KILN_STAGES>,
     typename KilnDefaultKernel::Epilogue, typename KilnDefaultKernel::ThreadblockSwizzle,
     cutlass::conv::Operator::kFprop>;
+#elif defined(KILN_GROUPED)
+// CUTLASS's group-fprop activation iterators mask a load by the tensor's channel count, not the
+// group's: where C/groups is not a multiple of the tile's K, the last reduction tile of a group
+// reads the next group's channels against zero weights, and an inf or NaN there turns outputs
+// of this group into NaN. This iterator adds the group's bound to valid(). A thread's channel
+// within its group is its first channel in the tile, plus a tile's K per pass over the filter
+// positions, plus the access within its vector; the pass count restarts at each group (the
+// kernel runs one group's tiles, so it never wraps there).
+template <typename Base>
+class KilnGroupChannelIterator : public Base {
+ public:
+  using Params = typename Base::Params;
+  using Element = typename Base::Element;
+  using Index = typename Base::Index;
+
+  CUTLASS_HOST_DEVICE KilnGroupChannelIterator(
+      Params const& params, cutlass::conv::Conv2dProblemSize const& problem,
+      Element const* ptr, int thread_idx,
+      cutlass::MatrixCoord const& tile_offset = cutlass::MatrixCoord())
+      : Base(params, problem, ptr, thread_idx, tile_offset),
+        channel_(Base::ThreadMap::initial_offset(thread_idx).contiguous()),
+        access_(0),
+        step_(0),
+        taps_(problem.R * problem.S),
+        group_channels_(problem.C / problem.groups),
+        group_steps_(problem.R * problem.S *
+                     ((problem.C / problem.groups + KILN_TB_K - 1) / KILN_TB_K)) {}
+
+  CUTLASS_HOST_DEVICE void set_iteration_index(Index index) {
+    Base::set_iteration_index(index);
+    access_ = index % Base::kAccessesPerVector;
+  }
+
+  CUTLASS_HOST_DEVICE void advance() {
+    Base::advance();
+    step_ = step_ + 1 == group_steps_ ? 0 : step_ + 1;
+  }
+
+  CUTLASS_HOST_DEVICE KilnGroupChannelIterator& operator++() {
+    Base::operator++();
+    access_ = (access_ + 1) % Base::kAccessesPerVector;
+    return *this;
+  }
+
+  // Not const: the optimized base's valid() is not.
+  CUTLASS_HOST_DEVICE bool valid() {
+    return channel_ + (step_ / taps_) * KILN_TB_K + access_ * Base::AccessType::kElements <
+               group_channels_ &&
+           Base::valid();
+  }
+
+ private:
+  int channel_;         // the thread's first channel in the tile, within the group
+  int access_;          // which access of the vector the next get() / valid() concerns
+  int step_;            // reduction tiles of the current group done
+  int taps_;            // R * S
+  int group_channels_;  // C / groups
+  int group_steps_;     // reduction tiles per group
+};
+
+using KilnDefaultMma = typename KilnDefaultKernel::Mma;
+using KilnConvKernel = cutlass::conv::kernel::ImplicitGemmConvolution<
+    cutlass::conv::threadblock::ImplicitGemmMultistage<
+        typename KilnDefaultMma::Shape,
+        KilnGroupChannelIterator<typename KilnDefaultMma::IteratorA>,
+        typename KilnDefaultMma::SmemIteratorA, KilnDefaultMma::kCacheOpA,
+        typename KilnDefaultMma::IteratorB, typename KilnDefaultMma::SmemIteratorB,
+        KilnDefaultMma::kCacheOpB, typename KilnDefaultMma::Policy, KILN_STAGES>,
+    typename KilnDefaultKernel::Epilogue, typename KilnDefaultKernel::ThreadblockSwizzle,
+    cutlass::conv::Operator::kFprop, cutlass::conv::Conv2dProblemSize, KILN_GROUP_MODE>;
 #else
 using KilnConvKernel = KilnDefaultKernel;
 #endif
@@ -241,8 +347,8 @@ static __device__ kiln_i32 kiln_offset(const KilnParams* base, const void* field
 // Workspace copies start at 256-byte boundaries.
 static __device__ kiln_i64 kiln_round256(kiln_i64 v) { return (v + 255) & ~(kiln_i64)255; }
 
-#if defined(KILN_FIXED_CHANNELS) && defined(KILN_NCHW)
-#error "KILN_FIXED_CHANNELS and KILN_NCHW are separate variants"
+#if (defined(KILN_FIXED_CHANNELS) + defined(KILN_NCHW) + defined(KILN_GROUPED)) > 1
+#error "KILN_FIXED_CHANNELS, KILN_NCHW and KILN_GROUPED are separate variants"
 #endif
 
 #if defined(KILN_NCHW)
@@ -285,8 +391,17 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
   cutlass::Status status = KilnConvKernel::Mma::IteratorA::can_implement(problem);
   if (status == cutlass::Status::kSuccess)
     status = KilnConvKernel::Mma::IteratorB::can_implement(problem);
+#if defined(KILN_GROUPED)
+  // CUTLASS's own group checks (its host-side can_implement, which NVRTC cannot compile).
+  if (status == cutlass::Status::kSuccess &&
+      (a.groups < 2 || a.k % a.groups != 0 || a.c % a.groups != 0 || split_k != 1 ||
+       a.k % KILN_ALIGN_OUT != 0 ||
+       (a.k / a.groups) % KILN_TB_N != 0))
+    status = cutlass::Status::kErrorInvalidProblem;
+#else
   if (status == cutlass::Status::kSuccess && (a.k % KILN_ALIGN_OUT != 0 || a.groups != 1))
     status = cutlass::Status::kErrorInvalidProblem;
+#endif
 #if defined(KILN_FIXED_CHANNELS)
   if (a.c > 4) status = cutlass::Status::kErrorInvalidProblem;
 #endif

@@ -144,6 +144,17 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(2, 32, 96, [15, 13], [3, 3], [1, 1], [2, 1], [1, 1], 1),
         d2(2, 72, 160, [14, 14], [1, 1], [0, 0], [1, 1], [1, 1], 1),
         d2(8, 64, 192, [40, 40], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        // Grouped convolution on tensor cores (CUTLASS's group fprop, a block within one
+        // group): 64, 32, 16 and 8 channels a group, 8 inputs to 16 outputs, 4 inputs to 16
+        // and 8 to 32 (reduction tiles wider than the group: the loads past its channels are
+        // masked); stride 2 and partial tiles.
+        d2(2, 128, 128, [13, 11], [3, 3], [1, 1], [1, 1], [1, 1], 2),
+        d2(2, 96, 96, [9, 14], [3, 3], [1, 1], [2, 2], [1, 1], 3),
+        d2(2, 64, 64, [17, 15], [3, 3], [1, 1], [2, 2], [1, 1], 4),
+        d2(1, 64, 64, [12, 10], [3, 3], [1, 1], [1, 1], [1, 1], 8),
+        d2(2, 32, 64, [11, 9], [3, 3], [1, 1], [1, 1], [1, 1], 4),
+        d2(1, 16, 64, [10, 10], [3, 3], [1, 1], [1, 1], [1, 1], 4),
+        d2(2, 16, 64, [9, 7], [3, 3], [1, 1], [1, 1], [1, 1], 2),
         ConvSpec {
             spatial_dims: 3,
             n: 1,

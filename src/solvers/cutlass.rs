@@ -7,9 +7,12 @@
 //! a network's first layer), `ConvCutlassIgemmScalarOutFwd` (FP16/BF16 with any number of
 //! output channels: one-element stores), and `ConvCutlassNchwIgemmFwd`,
 //! `ConvCutlassNchw3xTf32Fwd`, `ConvCutlassNchwTf32Fwd` (NCHW problems: x and w transposed
-//! into NHWC copies in the workspace, the NHWC kernel, y transposed back).
+//! into NHWC copies in the workspace, the NHWC kernel, y transposed back), and
+//! `ConvCutlassGroupedFwd` (grouped NHWC convolution: CUTLASS's group fprop, a block within one
+//! group).
 //!
-//! The GEMM is M = N*P*Q output pixels, N = K output channels, K = C*R*S. Perf config:
+//! The GEMM is M = N*P*Q output pixels, N = K output channels, K = C*R*S (per group for grouped
+//! problems: the reduction runs over one group's C/groups channels). Perf config:
 //! `tb_m,tb_n,tb_k,warp_m,warp_n,stages,align,split_k`; the first seven select the code object,
 //! `split_k` (serial split-K slices) is a run-time value. These kernels take CUTLASS's own
 //! `Params` block, built on the device at prepare time by the code object's
@@ -78,8 +81,18 @@ fn gemm_shape(p: &ConvProblem) -> [u64; 3] {
     [
         p.n() as u64 * oh as u64 * ow as u64,
         p.k() as u64,
-        p.c() as u64 * fh as u64 * fw as u64,
+        group_channels(p) * fh as u64 * fw as u64,
     ]
+}
+
+/// Input channels per group (C for an ungrouped problem).
+fn group_channels(p: &ConvProblem) -> u64 {
+    (p.c() / p.groups().max(1)) as u64
+}
+
+/// Output channels per group (K for an ungrouped problem).
+fn group_outputs(p: &ConvProblem) -> u64 {
+    (p.k() / p.groups().max(1)) as u64
 }
 
 /// One of the CUTLASS solvers.
@@ -104,6 +117,9 @@ enum Form {
     ScalarStores,
     /// NCHW tensors: x and w transposed into the workspace, the kernel, y transposed back.
     Nchw,
+    /// Grouped NHWC: a block's output channels within one group (K/groups a multiple of the
+    /// tile's N).
+    Grouped,
 }
 
 /// Threads per block of the channel-padding kernel, and most blocks it launches (it strides).
@@ -214,6 +230,14 @@ pub static NCHW_TF32: Cutlass = Cutlass {
     form: Form::Nchw,
 };
 
+/// `ConvCutlassGroupedFwd`: grouped FP16/BF16 NHWC, a block within one group.
+pub static GROUPED: Cutlass = Cutlass {
+    id: "ConvCutlassGroupedFwd",
+    types: &[DataType::Fp16, DataType::Bf16],
+    gflops: 250_000.0,
+    form: Form::Grouped,
+};
+
 /// `ConvCutlass3xTf32Fwd`.
 pub static THREE_TF32: Cutlass = Cutlass {
     id: "ConvCutlass3xTf32Fwd",
@@ -284,7 +308,14 @@ impl TunableSolver for Cutlass {
         } else if p.layouts()[0] != Layout::Nhwc {
             return Err("needs 2-D NHWC tensors");
         }
-        if p.groups() != 1 {
+        if self.form == Form::Grouped {
+            if p.groups() < 2 {
+                return Err("not a grouped convolution (the ungrouped solvers serve it)");
+            }
+            if p.spatial_dims() != 2 {
+                return Err("needs a 2-D convolution");
+            }
+        } else if p.groups() != 1 {
             return Err("grouped convolution");
         }
         if self.form == Form::PadChannels && p.c() > 4 {
@@ -331,6 +362,20 @@ impl TunableSolver for Cutlass {
                     return Err("C or K is not a multiple of the config's vector width");
                 }
             }
+            Form::Grouped => {
+                let align = cfg.align as u64;
+                if !group_channels(p).is_multiple_of(align) || !p.k().is_multiple_of(cfg.align) {
+                    return Err("C/groups or K is not a multiple of the config's vector width");
+                }
+                if !group_outputs(p).is_multiple_of(cfg.tile[1] as u64) {
+                    return Err(
+                        "K/groups is not a multiple of the tile's N (a block within one group)",
+                    );
+                }
+                if cfg.split_k != 1 {
+                    return Err("split-K (CUTLASS's group fprop has none)");
+                }
+            }
         }
         let k_tiles = gemm_shape(p)[2].div_ceil(cfg.tile[2] as u64);
         if cfg.split_k as u64 > k_tiles {
@@ -360,7 +405,7 @@ impl TunableSolver for Cutlass {
         // The launches (capacity MAX_KERNELS >= 3), the library kernel's index among them, and
         // the workspace its copies take (before the split-K semaphores).
         let (launches, at, copies): (&[KernelLaunch], usize, u64) = match self.form {
-            Form::Nhwc | Form::ScalarStores => (&[library], 0, 0),
+            Form::Nhwc | Form::ScalarStores | Form::Grouped => (&[library], 0, 0),
             Form::PadChannels => {
                 let (pixels, taps) = Self::positions(p);
                 let blocks = (pixels + taps)
@@ -439,7 +484,7 @@ impl TunableSolver for Cutlass {
         // `benches/RESULTS.md` part 12).
         let [_, fh, fw] = p.filter();
         let tile_k = cfg.tile[2].max(1) as u64;
-        let k_read = fh as u64 * fw as u64 * (p.c() as u64).div_ceil(tile_k) * tile_k;
+        let k_read = fh as u64 * fw as u64 * group_channels(p).div_ceil(tile_k) * tile_k;
         let flops = 2.0 * m as f64 * n as f64 * k_read as f64;
         let bytes = (p.element_counts().iter().sum::<u64>() * Self::element_bytes(p) as u64) as f64;
         // Each split-K slice after the first re-reads and re-writes the output.
@@ -582,6 +627,68 @@ mod tests {
         assert!(THREE_TF32
             .check(&one, &caps, "64,64,32,32,32,4,4,4")
             .is_err());
+    }
+
+    #[test]
+    fn grouped_problems_take_the_group_solver_within_its_limits() {
+        let caps = h100();
+        let grouped = |c: u32, k: u32, groups: u32, t: DataType| {
+            ConvProblem::new(ConvSpec {
+                groups,
+                ..nhwc(32, c, k, 28, 3, t).spec()
+            })
+            .unwrap()
+        };
+        // ResNeXt-50's 512 channels in 32 groups: 16 a group, a 16-column tile.
+        let p = grouped(512, 512, 32, DataType::Fp16);
+        assert!(GROUPED.check(&p, &caps, "64,16,32,32,16,5,4,1").is_ok());
+        assert_eq!(
+            GROUPED.check(&p, &caps, "128,32,32,64,32,4,8,1"),
+            Err("K/groups is not a multiple of the tile's N (a block within one group)")
+        );
+        assert_eq!(
+            IGEMM.check(&p, &caps, "128,64,64,64,32,4,8,1"),
+            Err("grouped convolution")
+        );
+        // The reduction runs over one group's channels: 16 x 9, not 512 x 9.
+        assert_eq!(gemm_shape(&p), [32 * 28 * 28, 512, 16 * 9]);
+        // 4 channels a group need 4-element loads; an ungrouped problem is not the group
+        // solver's; FP32 is not built.
+        let narrow = grouped(128, 128, 32, DataType::Fp16);
+        assert_eq!(
+            GROUPED.check(&narrow, &caps, "64,16,32,32,16,5,8,1"),
+            Err("C/groups or K is not a multiple of the config's vector width")
+        );
+        assert_eq!(
+            GROUPED.check(
+                &nhwc(32, 64, 64, 28, 3, DataType::Fp16),
+                &caps,
+                "64,64,32,32,32,5,8,1"
+            ),
+            Err("not a grouped convolution (the ungrouped solvers serve it)")
+        );
+        assert!(GROUPED
+            .check(
+                &grouped(512, 512, 8, DataType::Fp32),
+                &caps,
+                "64,64,32,32,32,5,8,1"
+            )
+            .is_err());
+        // No split-K: CUTLASS's group kernel has none.
+        assert_eq!(
+            GROUPED.check(
+                &grouped(512, 512, 8, DataType::Bf16),
+                &caps,
+                "64,64,32,32,32,5,8,2"
+            ),
+            Err("split-K (CUTLASS's group fprop has none)")
+        );
+        let plan = GROUPED
+            .launch_plan(&p, &caps, "64,16,32,32,16,5,4,1")
+            .unwrap();
+        // 25088 pixels in 64-row tiles, 512 channels in 16-column tiles.
+        assert_eq!(plan.kernels[0].grid, [392, 32, 1]);
+        assert_eq!(plan.kernels[0].block, [64, 1, 1]);
     }
 
     #[test]

@@ -369,6 +369,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::NCHW_IGEMM,
     &cutlass::NCHW_3XTF32,
     &cutlass::NCHW_TF32,
+    &cutlass::GROUPED,
     &grouped::DirectGrouped,
     &depthwise::DirectDepthwise,
     &dot1x1::Dot1x1,
@@ -807,6 +808,13 @@ mod tests {
             },
             ConvSpec {
                 groups: 64,
+                layouts: [kiln_format::Layout::Nhwc; 3],
+                data_types: [DataType::Fp16; 3],
+                ..base
+            },
+            // Grouped, 16 channels a group (the grouped tensor-core solver's).
+            ConvSpec {
+                groups: 4,
                 layouts: [kiln_format::Layout::Nhwc; 3],
                 data_types: [DataType::Fp16; 3],
                 ..base

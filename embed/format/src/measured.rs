@@ -45,9 +45,12 @@ pub struct MeasuredProblem<'a> {
     pub solvers: &'a [MeasuredSolver<'a>],
 }
 
-/// Problems of one class may be compared: same direction, data types and layout, and both
-/// plain or both fused (an epilogue's cost is the output's, not the product's: a plain
-/// problem's fallback never takes a fused one's ranking, nor the reverse).
+/// Problems of one class may be compared: same direction, data types and layout, both plain or
+/// both fused (an epilogue's cost is the output's, not the product's: a plain problem's
+/// fallback never takes a fused one's ranking, nor the reverse), and the same grouping: dense,
+/// depthwise (one input channel a group) or grouped (several). Each grouping has kernels of its
+/// own: a grouped layer ranked by a dense neighbour ran on the dense implicit GEMM (43x cuDNN
+/// on one unseen layer), and one ranked by a depthwise neighbour never saw the grouped solvers.
 pub fn class(p: &ConvProblem) -> u32 {
     let dir = match p.direction() {
         Direction::Forward => 0,
@@ -63,7 +66,12 @@ pub fn class(p: &ConvProblem) -> u32 {
         .position(|&l| l == p.layouts()[0])
         .unwrap_or(0) as u32;
     let fused = !p.fusion().is_none() as u32;
-    dir | dtype << 2 | layout << 6 | fused << 9
+    let grouping = match p.groups() {
+        0 | 1 => 0,
+        g if p.c() == g => 1,
+        _ => 2,
+    };
+    dir | dtype << 2 | layout << 6 | fused << 9 | grouping << 10
 }
 
 fn log2(v: u64) -> f32 {
@@ -209,6 +217,7 @@ mod tests {
             record(&conv(1, 256, 256, 14, 1, 1, DataType::Fp32), S),
             record(&conv(1, 64, 64, 56, 3, 64, DataType::Fp32), S),
             record(&conv(1, 64, 64, 56, 3, 1, DataType::Fp16), S),
+            record(&conv(32, 512, 512, 7, 3, 32, DataType::Fp32), S),
         ];
         let at = |p: &ConvProblem| {
             let (m, _) = nearest(&model, p).unwrap();
@@ -219,7 +228,14 @@ mod tests {
         assert_eq!(at(&conv(1, 256, 512, 14, 1, 1, DataType::Fp32)), 2);
         assert_eq!(at(&conv(1, 32, 32, 56, 3, 32, DataType::Fp32)), 3); // depthwise -> depthwise
         assert_eq!(at(&conv(8, 64, 64, 28, 3, 1, DataType::Fp16)), 4); // only FP16 record
-                                                                       // A class with no record has no neighbour.
+                                                                       // Grouped (several channels a group) -> grouped, however far; never dense or depthwise
+                                                                       // of the same sizes.
+        assert_eq!(at(&conv(1, 64, 64, 56, 3, 4, DataType::Fp32)), 5);
+        assert_ne!(
+            class(&conv(1, 64, 64, 56, 3, 4, DataType::Fp32)),
+            class(&conv(1, 64, 64, 56, 3, 64, DataType::Fp32))
+        );
+        // A class with no record has no neighbour.
         assert!(nearest(&model, &conv(1, 8, 8, 8, 3, 1, DataType::Bf16)).is_none());
         // The k nearest, in order, only of the class.
         let order: heapless::Vec<usize, 8> =
@@ -227,7 +243,7 @@ mod tests {
                 .iter()
                 .map(|(m, _)| model.iter().position(|x| core::ptr::eq(x, *m)).unwrap())
                 .collect();
-        assert_eq!(order.as_slice(), [0, 1, 2, 3]);
+        assert_eq!(order.as_slice(), [0, 1, 2]);
         let two = nearest_k::<2>(&model, &conv(2, 64, 64, 56, 3, 1, DataType::Fp32));
         assert_eq!(two.len(), 2);
         assert!(two[0].1 <= two[1].1);

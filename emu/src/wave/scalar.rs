@@ -288,6 +288,15 @@ impl Wave {
                 self.set_exec(new);
                 self.scc = self.exec() != 0;
             }
+            Op::SBitCmp { one, wide } => {
+                // The bit index is S1's low 5 (6) bits; S1 is 32 bits either way.
+                let bit = if wide {
+                    (s0w()? >> (s1()? & 63)) & 1
+                } else {
+                    u64::from((s0()? >> (s1()? & 31)) & 1)
+                };
+                self.scc = (bit == 1) == one;
+            }
             Op::SCmp { cond, ty, k } => {
                 self.scc = if k {
                     let a = self.sread(sdst, 0)?;
