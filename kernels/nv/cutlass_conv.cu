@@ -12,7 +12,7 @@
 // the workspace with their channels padded to 4 (kiln_cutlass_pad_channels), and the
 // convolution runs CUTLASS's fixed-channels iterators on the padded copies, whose reduction runs
 // over filter position x 4 channels (a 7x7x3 filter: 49 vectors of 4, not 49 of 8), the
-// activation iterator masked at the reduction's end (KilnWindowedActivationIterator).
+// activation iterator masked at the reduction's end (KilnActivationIterator).
 //
 // KILN_NCHW (channels-first tensors): x (N,C,H,W) and w (K,C,R,S) are first transposed into
 // the workspace as NHWC and KRSC (kiln_cutlass_nchw_in; a 1x1 filter's KCRS is already KRSC
@@ -24,7 +24,7 @@
 // KILN_GROUPED (grouped convolution, NHWC, K/groups filters of C/groups channels each): CUTLASS's
 // group fprop with optimized iterators, a block computing part of one group (K/groups a
 // multiple of the tile's N). Its activation loads are masked at the group's last channel
-// (KilnGroupChannelIterator), so a reduction tile wider than C/groups reads no neighbouring
+// (KilnActivationIterator), so a reduction tile wider than C/groups reads no neighbouring
 // group's pixels (an inf there would add inf*0 = NaN). CUTLASS's other mode, a block over
 // several whole groups against weights zeroed between them, cannot be made exact: an inf pixel
 // of one group meets the zero weights of every other group in the tile (measured: NaN where
@@ -171,137 +171,132 @@ using KilnDefaultKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
 
 #endif
 
-#if defined(KILN_FIXED_CHANNELS)
-// CUTLASS's fixed-channels activation iterator masks a load only by the image's bounds, not by
-// the reduction's end: in the last reduction tile (R*S*4 is rarely a multiple of the tile's K),
-// positions past R*S map to filter rows r >= R, that is to real pixels outside the output's
-// window, and meet zero weights there. Finite pixels add 0, but an inf or NaN pixel adds
-// inf*0 = NaN to outputs whose window does not contain it. This iterator is CUTLASS's with one
-// more condition in valid(): the filter position it loads is below R*S. It follows the same
-// position arithmetic as its base (whose members are private): the thread's first position
-// in the tile, plus the access within the thread's vector, plus a tile's positions per advance.
+#if defined(KILN_FIXED_CHANNELS) || defined(KILN_GROUPED)
+// CUTLASS's activation iterator with the base's types and the one piece of position state its
+// masking wrappers below both need: which access of the thread's vector the next get() or
+// valid() concerns. The wrappers add a condition to valid() and follow the base's position
+// arithmetic, since its members are private.
 template <typename Base>
-class KilnWindowedActivationIterator : public Base {
+class KilnVectorAccessIterator : public Base {
  public:
   using Params = typename Base::Params;
   using Element = typename Base::Element;
   using Index = typename Base::Index;
 
-  CUTLASS_HOST_DEVICE KilnWindowedActivationIterator(
-      Params const& params, cutlass::conv::Conv2dProblemSize const& problem,
-      Element const* ptr, int thread_idx,
-      cutlass::MatrixCoord const& tile_offset = cutlass::MatrixCoord())
-      : Base(params, problem, ptr, thread_idx, tile_offset),
-        position_((tile_offset.column() +
-                   Base::ThreadMap::initial_offset(thread_idx).contiguous()) /
-                  Base::AccessType::kElements),
-        access_(0),
-        positions_(problem.R * problem.S),
-        step_(Base::kFilterPositionsPerTile * problem.split_k_slices) {}
+  CUTLASS_HOST_DEVICE KilnVectorAccessIterator(Params const& params,
+                                               cutlass::conv::Conv2dProblemSize const& problem,
+                                               Element const* ptr, int thread_idx,
+                                               cutlass::MatrixCoord const& tile_offset)
+      : Base(params, problem, ptr, thread_idx, tile_offset), access_(0) {}
 
   CUTLASS_HOST_DEVICE void set_iteration_index(Index index) {
     Base::set_iteration_index(index);
     access_ = index % Base::kAccessesPerVector;
   }
+
+  CUTLASS_HOST_DEVICE KilnVectorAccessIterator& operator++() {
+    Base::operator++();
+    access_ = (access_ + 1) % Base::kAccessesPerVector;
+    return *this;
+  }
+
+ protected:
+  int access_;  // which access of the vector the next get() / valid() concerns
+};
+#endif
+
+#if defined(KILN_FIXED_CHANNELS)
+// CUTLASS's fixed-channels activation iterator masks a load only by the image's bounds, not by
+// the reduction's end: in the last reduction tile (R*S*4 is rarely a multiple of the tile's K),
+// positions past R*S map to filter rows r >= R, that is to real pixels outside the output's
+// window, and meet zero weights there. Finite pixels add 0, but an inf or NaN pixel adds
+// inf*0 = NaN to outputs whose window does not contain it. This iterator adds to valid() that
+// the filter position it loads is below R*S: the thread's first position in the tile, plus the
+// access within the thread's vector, plus a tile's positions per advance.
+template <typename Base>
+class KilnActivationIterator : public KilnVectorAccessIterator<Base> {
+  using Access = KilnVectorAccessIterator<Base>;
+
+ public:
+  CUTLASS_HOST_DEVICE KilnActivationIterator(
+      typename Access::Params const& params, cutlass::conv::Conv2dProblemSize const& problem,
+      typename Access::Element const* ptr, int thread_idx,
+      cutlass::MatrixCoord const& tile_offset = cutlass::MatrixCoord())
+      : Access(params, problem, ptr, thread_idx, tile_offset),
+        position_((tile_offset.column() +
+                   Base::ThreadMap::initial_offset(thread_idx).contiguous()) /
+                  Base::AccessType::kElements),
+        positions_(problem.R * problem.S),
+        step_(Base::kFilterPositionsPerTile * problem.split_k_slices) {}
 
   CUTLASS_HOST_DEVICE void advance() {
     Base::advance();
     position_ += step_;
   }
 
-  CUTLASS_HOST_DEVICE KilnWindowedActivationIterator& operator++() {
-    Base::operator++();
-    access_ = (access_ + 1) % Base::kAccessesPerVector;
-    return *this;
-  }
-
   CUTLASS_HOST_DEVICE bool valid() const {
-    return position_ + access_ < positions_ && Base::valid();
+    return position_ + this->access_ < positions_ && Base::valid();
   }
 
  private:
   int position_;   // first filter position of this thread's vector in the current tile
-  int access_;     // which access of the vector the next get() / valid() concerns
   int positions_;  // R * S
   int step_;       // positions one advance() moves past
 };
-
-// The default kernel with the activation iterator above in its main loop.
-using KilnDefaultMma = typename KilnDefaultKernel::Mma;
-using KilnConvKernel = cutlass::conv::kernel::ImplicitGemmConvolution<
-    cutlass::conv::threadblock::ImplicitGemmMultistage<
-        typename KilnDefaultMma::Shape,
-        KilnWindowedActivationIterator<typename KilnDefaultMma::IteratorA>,
-        typename KilnDefaultMma::SmemIteratorA, KilnDefaultMma::kCacheOpA,
-        typename KilnDefaultMma::IteratorB, typename KilnDefaultMma::SmemIteratorB,
-        KilnDefaultMma::kCacheOpB, typename KilnDefaultMma::Policy, KILN_STAGES>,
-    typename KilnDefaultKernel::Epilogue, typename KilnDefaultKernel::ThreadblockSwizzle,
-    cutlass::conv::Operator::kFprop>;
 #elif defined(KILN_GROUPED)
 // CUTLASS's group-fprop activation iterators mask a load by the tensor's channel count, not the
 // group's: where C/groups is not a multiple of the tile's K, the last reduction tile of a group
 // reads the next group's channels against zero weights, and an inf or NaN there turns outputs
 // of this group into NaN. This iterator adds the group's bound to valid(). A thread's channel
 // within its group is its first channel in the tile, plus a tile's K per pass over the filter
-// positions, plus the access within its vector; the pass count restarts at each group (the
-// kernel runs one group's tiles, so it never wraps there).
+// positions, plus the access within its vector (the kernel runs one group's tiles, so the pass
+// count never wraps to another group).
 template <typename Base>
-class KilnGroupChannelIterator : public Base {
- public:
-  using Params = typename Base::Params;
-  using Element = typename Base::Element;
-  using Index = typename Base::Index;
+class KilnActivationIterator : public KilnVectorAccessIterator<Base> {
+  using Access = KilnVectorAccessIterator<Base>;
 
-  CUTLASS_HOST_DEVICE KilnGroupChannelIterator(
-      Params const& params, cutlass::conv::Conv2dProblemSize const& problem,
-      Element const* ptr, int thread_idx,
+ public:
+  CUTLASS_HOST_DEVICE KilnActivationIterator(
+      typename Access::Params const& params, cutlass::conv::Conv2dProblemSize const& problem,
+      typename Access::Element const* ptr, int thread_idx,
       cutlass::MatrixCoord const& tile_offset = cutlass::MatrixCoord())
-      : Base(params, problem, ptr, thread_idx, tile_offset),
+      : Access(params, problem, ptr, thread_idx, tile_offset),
         channel_(Base::ThreadMap::initial_offset(thread_idx).contiguous()),
-        access_(0),
         step_(0),
         taps_(problem.R * problem.S),
-        group_channels_(problem.C / problem.groups),
-        group_steps_(problem.R * problem.S *
-                     ((problem.C / problem.groups + KILN_TB_K - 1) / KILN_TB_K)) {}
-
-  CUTLASS_HOST_DEVICE void set_iteration_index(Index index) {
-    Base::set_iteration_index(index);
-    access_ = index % Base::kAccessesPerVector;
-  }
+        group_channels_(problem.C / problem.groups) {}
 
   CUTLASS_HOST_DEVICE void advance() {
     Base::advance();
-    step_ = step_ + 1 == group_steps_ ? 0 : step_ + 1;
-  }
-
-  CUTLASS_HOST_DEVICE KilnGroupChannelIterator& operator++() {
-    Base::operator++();
-    access_ = (access_ + 1) % Base::kAccessesPerVector;
-    return *this;
+    ++step_;
   }
 
   // Not const: the optimized base's valid() is not.
   CUTLASS_HOST_DEVICE bool valid() {
-    return channel_ + (step_ / taps_) * KILN_TB_K + access_ * Base::AccessType::kElements <
+    return channel_ + (step_ / taps_) * KILN_TB_K +
+                   this->access_ * Base::AccessType::kElements <
                group_channels_ &&
            Base::valid();
   }
 
  private:
   int channel_;         // the thread's first channel in the tile, within the group
-  int access_;          // which access of the vector the next get() / valid() concerns
-  int step_;            // reduction tiles of the current group done
+  int step_;            // reduction tiles done
   int taps_;            // R * S
   int group_channels_;  // C / groups
-  int group_steps_;     // reduction tiles per group
 };
+#endif
 
+#if defined(KILN_FIXED_CHANNELS) || defined(KILN_GROUPED)
+#if !defined(KILN_GROUP_MODE)
+#define KILN_GROUP_MODE cutlass::conv::GroupMode::kNone
+#endif
+// The default kernel with the activation iterator above in its main loop.
 using KilnDefaultMma = typename KilnDefaultKernel::Mma;
 using KilnConvKernel = cutlass::conv::kernel::ImplicitGemmConvolution<
     cutlass::conv::threadblock::ImplicitGemmMultistage<
         typename KilnDefaultMma::Shape,
-        KilnGroupChannelIterator<typename KilnDefaultMma::IteratorA>,
+        KilnActivationIterator<typename KilnDefaultMma::IteratorA>,
         typename KilnDefaultMma::SmemIteratorA, KilnDefaultMma::kCacheOpA,
         typename KilnDefaultMma::IteratorB, typename KilnDefaultMma::SmemIteratorB,
         KilnDefaultMma::kCacheOpB, typename KilnDefaultMma::Policy, KILN_STAGES>,
