@@ -142,27 +142,7 @@ pub trait TunableSolver: Sync {
         caps: &TargetCaps,
         candidates: &mut dyn Iterator<Item = (&'static str, Self::Config)>,
     ) -> Option<&'static str> {
-        let blocks = |c: &Self::Config| {
-            let plan = self.plan(p, caps, c);
-            plan.kernels
-                .iter()
-                .map(|k| k.grid.iter().map(|&g| g as u64).product::<u64>())
-                .max()
-                .unwrap_or(0)
-        };
-        // (config, tile) of the largest tile with 256 blocks, and of the smallest tile.
-        let mut big: Option<(&'static str, u64)> = None;
-        let mut small: Option<(&'static str, u64)> = None;
-        for (q, c) in candidates {
-            let tile = self.tile(&c);
-            if blocks(&c) >= 256 && big.is_none_or(|(_, b)| tile >= b) {
-                big = Some((q, tile));
-            }
-            if small.is_none_or(|(_, s)| tile < s) {
-                small = Some((q, tile));
-            }
-        }
-        big.or(small).map(|(q, _)| q)
+        largest_tile_filling_the_gpu(self, p, caps, candidates)
     }
 
     /// The candidate the cost model ranks fastest: the default pick of solvers whose model
@@ -178,6 +158,37 @@ pub trait TunableSolver: Sync {
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(q, _)| q)
     }
+}
+
+/// [`TunableSolver::default_config`]'s default: the largest tile that still gives the GPU at
+/// least 256 blocks (the last of equal tiles), else the smallest tile (the first).
+pub(crate) fn largest_tile_filling_the_gpu<S: TunableSolver + ?Sized>(
+    solver: &S,
+    p: &ConvProblem,
+    caps: &TargetCaps,
+    candidates: &mut dyn Iterator<Item = (&'static str, S::Config)>,
+) -> Option<&'static str> {
+    let blocks = |c: &S::Config| {
+        let plan = solver.plan(p, caps, c);
+        plan.kernels
+            .iter()
+            .map(|k| k.grid.iter().map(|&g| g as u64).product::<u64>())
+            .max()
+            .unwrap_or(0)
+    };
+    // (config, tile) of the largest tile with 256 blocks, and of the smallest tile.
+    let mut big: Option<(&'static str, u64)> = None;
+    let mut small: Option<(&'static str, u64)> = None;
+    for (q, c) in candidates {
+        let tile = solver.tile(&c);
+        if blocks(&c) >= 256 && big.is_none_or(|(_, b)| tile >= b) {
+            big = Some((q, tile));
+        }
+        if small.is_none_or(|(_, s)| tile < s) {
+            small = Some((q, tile));
+        }
+    }
+    big.or(small).map(|(q, _)| q)
 }
 
 /// A solver as the resolver, the context and the tools see it: perf configs as the manifest
