@@ -159,27 +159,27 @@ GROUPED_UNSEEN = {
 }
 
 
+def write_unseen(path, networks, what, keep):
+    """The layers `keep` selects of each network, FP16 NHWC at N=1 then 32, each key once."""
+    keys = []
+    for name, (make, chw) in networks.items():
+        found = [s for s in shapes(make(), chw) if keep(s)]
+        for n in (1, 32):
+            keys += [k for k in (key(s, n, "FP16", "NHWC") for s in found) if k not in keys]
+        print(name, len(found), what, "layers")
+    with open(path, "w") as fh:
+        fh.write("\n".join(keys) + "\n")
+
+
 def main():
     out_dir = sys.argv[1]
     if "--depthwise-unseen" in sys.argv:
-        keys = []
-        for name, (make, chw) in DEPTHWISE_UNSEEN.items():
-            found = [s for s in shapes(make(), chw) if s[0] == s[4] == s[10] > 1]
-            for n in (1, 32):
-                keys += [k for k in (key(s, n, "FP16", "NHWC") for s in found) if k not in keys]
-            print(name, len(found), "depthwise layers")
-        with open(f"{out_dir}/depthwise.txt", "w") as fh:
-            fh.write("\n".join(keys) + "\n")
+        write_unseen(f"{out_dir}/depthwise.txt", DEPTHWISE_UNSEEN, "depthwise",
+                     lambda s: s[0] == s[4] == s[10] > 1)
         return
     if "--grouped-unseen" in sys.argv:
-        keys = []
-        for name, (make, chw) in GROUPED_UNSEEN.items():
-            found = [s for s in shapes(make(), chw) if s[10] > 1 and not s[0] == s[4] == s[10]]
-            for n in (1, 32):
-                keys += [k for k in (key(s, n, "FP16", "NHWC") for s in found) if k not in keys]
-            print(name, len(found), "grouped layers")
-        with open(f"{out_dir}/grouped.txt", "w") as fh:
-            fh.write("\n".join(keys) + "\n")
+        write_unseen(f"{out_dir}/grouped.txt", GROUPED_UNSEEN, "grouped",
+                     lambda s: s[10] > 1 and not s[0] == s[4] == s[10])
         return
     if "--held-out" in sys.argv:
         for name, (make, chw) in HELD_OUT.items():

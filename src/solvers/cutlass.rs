@@ -81,18 +81,8 @@ fn gemm_shape(p: &ConvProblem) -> [u64; 3] {
     [
         p.n() as u64 * oh as u64 * ow as u64,
         p.k() as u64,
-        group_channels(p) * fh as u64 * fw as u64,
+        p.group_channels() as u64 * fh as u64 * fw as u64,
     ]
-}
-
-/// Input channels per group (C for an ungrouped problem).
-fn group_channels(p: &ConvProblem) -> u64 {
-    (p.c() / p.groups().max(1)) as u64
-}
-
-/// Output channels per group (K for an ungrouped problem).
-fn group_outputs(p: &ConvProblem) -> u64 {
-    (p.k() / p.groups().max(1)) as u64
 }
 
 /// One of the CUTLASS solvers.
@@ -363,11 +353,11 @@ impl TunableSolver for Cutlass {
                 }
             }
             Form::Grouped => {
-                let align = cfg.align as u64;
-                if !group_channels(p).is_multiple_of(align) || !p.k().is_multiple_of(cfg.align) {
+                if !p.group_channels().is_multiple_of(cfg.align) || !p.k().is_multiple_of(cfg.align)
+                {
                     return Err("C/groups or K is not a multiple of the config's vector width");
                 }
-                if !group_outputs(p).is_multiple_of(cfg.tile[1] as u64) {
+                if !p.group_outputs().is_multiple_of(cfg.tile[1]) {
                     return Err(
                         "K/groups is not a multiple of the tile's N (a block within one group)",
                     );
@@ -484,7 +474,7 @@ impl TunableSolver for Cutlass {
         // `benches/RESULTS.md` part 12).
         let [_, fh, fw] = p.filter();
         let tile_k = cfg.tile[2].max(1) as u64;
-        let k_read = fh as u64 * fw as u64 * group_channels(p).div_ceil(tile_k) * tile_k;
+        let k_read = fh as u64 * fw as u64 * (p.group_channels() as u64).div_ceil(tile_k) * tile_k;
         let flops = 2.0 * m as f64 * n as f64 * k_read as f64;
         let bytes = (p.element_counts().iter().sum::<u64>() * Self::element_bytes(p) as u64) as f64;
         // Each split-K slice after the first re-reads and re-writes the output.

@@ -26,7 +26,7 @@ fn slice([vec, tx, _]: [u32; 3]) -> u32 {
 /// Filter slice bytes in shared memory: taps x channels per group x slice, as FP32.
 fn slice_bytes(p: &ConvProblem, slice: u32) -> u64 {
     let [_, fh, fw] = p.filter();
-    let cpg = (p.c() / p.groups().max(1)) as u64;
+    let cpg = p.group_channels() as u64;
     fh as u64 * fw as u64 * cpg * slice as u64 * 4
 }
 
@@ -74,10 +74,7 @@ impl TunableSolver for DirectGrouped {
         // per-output path (an input load and an integer division per product): measured 2.9x
         // slower than a config whose vector lies in one group (ResNeXt-50's 4-channel groups,
         // 8 outputs a thread against 4). A vector of 1 always lies in one group.
-        let groups = p.groups().max(1);
-        let (cpg, kpg) = (p.c() / groups, p.k() / groups);
-        let depthwise = cpg == 1 && kpg == 1;
-        if !(depthwise || kpg.is_multiple_of(cfg[0])) {
+        if !(p.is_depthwise() || p.group_outputs().is_multiple_of(cfg[0])) {
             return Err(
                 "a thread's outputs would span two groups (K/groups not a multiple of the vector)",
             );
@@ -124,8 +121,7 @@ impl TunableSolver for DirectGrouped {
         caps: &TargetCaps,
         candidates: &mut dyn Iterator<Item = (&'static str, [u32; 3])>,
     ) -> Option<&'static str> {
-        let groups = p.groups().max(1);
-        if p.c() == groups && p.k() == groups {
+        if p.is_depthwise() {
             // Depthwise: the block-count rule (what the held-out depthwise layers were
             // measured to prefer).
             return super::largest_tile_filling_the_gpu(self, p, caps, candidates);

@@ -25,7 +25,7 @@ pub(super) fn gemm_applicable(p: &ConvProblem) -> Result<(), NotApplicable> {
     let product = |v: &[u32]| v.iter().map(|&x| x as u64).product::<u64>();
     let [fd, fh, fw] = p.filter();
     let [od, oh, ow] = p.output();
-    let cpg = (p.c() / p.groups().max(1)) as u64;
+    let cpg = p.group_channels() as u64;
     let int_max = i32::MAX as u64;
     if product(&[od, oh, ow]) > int_max {
         return Err("output pixels per image past 32-bit indexing");
@@ -48,7 +48,7 @@ pub(super) fn gemm_plan(
     p: &ConvProblem,
     [bm, bn, _]: [u32; 3],
 ) -> LaunchPlan {
-    let kpg = p.k() / p.groups().max(1);
+    let kpg = p.group_outputs();
     let output_pixels: u64 = p.output().iter().map(|&x| x as u64).product();
     let columns = p.n() as u64 * output_pixels;
     let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
@@ -65,7 +65,7 @@ pub(super) fn gemm_plan(
 
 /// Reduction length of one output: input channels of a group times filter taps.
 pub(super) fn reduction_length(p: &ConvProblem) -> u64 {
-    (p.c() / p.groups().max(1)) as u64 * p.filter().iter().map(|&f| f as u64).product::<u64>()
+    p.group_channels() as u64 * p.filter().iter().map(|&f| f as u64).product::<u64>()
 }
 
 /// The least time one `block_k` step of `igemm.h`'s main loop took on the H100 over 18,224
@@ -77,7 +77,7 @@ const GEMM_STEP_MS: f64 = 0.0021;
 /// Cost shared with the 1x1 GEMM: work / throughput, charging the unfilled share of M tiles,
 /// and never less than one block's serial walk over the reduction.
 pub(super) fn gemm_estimate(p: &ConvProblem, [bm, _, bk]: [u32; 3], gflops: f64) -> f64 {
-    let kpg = (p.k() / p.groups().max(1)).max(1) as f64;
+    let kpg = p.group_outputs().max(1) as f64;
     let throughput =
         2.0 * kiln_format::measured::macs(p) / (gflops * tile_fill(kpg, bm as f64) * 1e6);
     let steps = reduction_length(p).div_ceil(bk as u64) as f64;

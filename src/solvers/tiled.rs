@@ -55,7 +55,7 @@ impl TunableSolver for DirectTiled {
     }
 
     fn plan(&self, p: &ConvProblem, _: &TargetCaps, &[th, tw, kpb]: &[u32; 3]) -> LaunchPlan {
-        let kpg = p.k() / p.groups().max(1);
+        let kpg = p.group_outputs();
         let [_, oh, ow] = p.output();
         let tiles = oh.div_ceil(th) as u64 * ow.div_ceil(tw) as u64;
         let channel_blocks = p.groups() as u64 * kpg.div_ceil(kpb) as u64;
@@ -68,7 +68,7 @@ impl TunableSolver for DirectTiled {
     }
 
     fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, &[_, _, kpb]: &[u32; 3]) -> f64 {
-        let kpg = (p.k() / p.groups().max(1)).max(1) as f64;
+        let kpg = p.group_outputs().max(1) as f64;
         // Each thread walks the whole reduction: at least 0.128 us per element on the H100
         // (the least of 2,816 measurements, `data/find-logs/sm_90_132.tsv.zst`).
         let serial = super::igemm::reduction_length(p) as f64 * 0.000128;

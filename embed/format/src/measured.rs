@@ -93,8 +93,8 @@ pub fn features(p: &ConvProblem) -> [f32; FEATURES] {
     let out = product(p.output());
     [
         log2(p.n() as u64),
-        log2((p.c() / g) as u64),
-        log2((p.k() / g) as u64),
+        log2(p.group_channels() as u64),
+        log2(p.group_outputs() as u64),
         log2(out),
         log2(product(p.filter())),
         (p.stride().iter().copied().max().unwrap_or(1).max(1) - 1) as f32,
@@ -227,9 +227,10 @@ mod tests {
         assert_eq!(at(&conv(16, 64, 64, 56, 3, 1, DataType::Fp32)), 1);
         assert_eq!(at(&conv(1, 256, 512, 14, 1, 1, DataType::Fp32)), 2);
         assert_eq!(at(&conv(1, 32, 32, 56, 3, 32, DataType::Fp32)), 3); // depthwise -> depthwise
-        assert_eq!(at(&conv(8, 64, 64, 28, 3, 1, DataType::Fp16)), 4); // only FP16 record
-                                                                       // Grouped (several channels a group) -> grouped, however far; never dense or depthwise
-                                                                       // of the same sizes.
+                                                                        // Only an FP16 record.
+        assert_eq!(at(&conv(8, 64, 64, 28, 3, 1, DataType::Fp16)), 4);
+        // Grouped (several channels a group) -> grouped, however far; never dense or
+        // depthwise of the same sizes.
         assert_eq!(at(&conv(1, 64, 64, 56, 3, 4, DataType::Fp32)), 5);
         assert_ne!(
             class(&conv(1, 64, 64, 56, 3, 4, DataType::Fp32)),

@@ -319,7 +319,7 @@ impl ConvProblem {
         let [i, f, o] = [self.input, self.filter, self.output];
         [
             prod(&[self.n, self.c, i[0], i[1], i[2]]),
-            prod(&[self.k, self.c / self.groups.max(1), f[0], f[1], f[2]]),
+            prod(&[self.k, self.group_channels(), f[0], f[1], f[2]]),
             prod(&[self.n, self.k, o[0], o[1], o[2]]),
         ]
     }
@@ -390,6 +390,14 @@ impl ConvProblem {
     /// Group count.
     pub fn groups(&self) -> u32 {
         self.groups
+    }
+    /// Input channels per group: each filter's channel count (C for an ungrouped problem).
+    pub fn group_channels(&self) -> u32 {
+        self.c / self.groups.max(1)
+    }
+    /// Output channels per group (K for an ungrouped problem).
+    pub fn group_outputs(&self) -> u32 {
+        self.k / self.groups.max(1)
     }
     /// Layouts of x, w, y.
     pub fn layouts(&self) -> [Layout; 3] {
