@@ -279,7 +279,6 @@ static __device__ KILN_INLINE void kiln_dw_store(kiln_t* p, const float (&f)[KIL
   *reinterpret_cast<kiln_dw_vec*>(p) = o;
 }
 
-
 // The taps of filter row fy for this thread's KILN_VEC channels.
 static __device__ KILN_INLINE void kiln_dw_row_taps(const float* slice, int fy, kiln_i32 lane0,
                                                     float (&wv)[KILN_DW_S][KILN_VEC]) {

@@ -128,29 +128,17 @@ using KilnMathOp = cutlass::arch::OpMultiplyAddFastF32;  // 3xTF32: big*big + bi
 using KilnEpilogue = cutlass::epilogue::thread::LinearCombination<
     KilnElement, KILN_ALIGN_OUT, float, float>;
 
+// The library's default kernel: CUTLASS's group fprop (which takes a group mode before its
+// iterator algorithm, always the optimized one here) or its plain fprop.
 #if defined(KILN_GROUPED)
 #define KILN_GROUP_MODE cutlass::conv::GroupMode::kSingleGroup
-using KilnDefaultKernel = typename cutlass::conv::kernel::DefaultConv2dGroupFprop<
-    KilnElement, cutlass::layout::TensorNHWC,
-    KilnElement, cutlass::layout::TensorNHWC,
-    KilnElement, cutlass::layout::TensorNHWC,
-    float,
-    cutlass::arch::OpClassTensorOp,
-    cutlass::arch::Sm80,
-    cutlass::gemm::GemmShape<KILN_TB_M, KILN_TB_N, KILN_TB_K>,
-    cutlass::gemm::GemmShape<KILN_W_M, KILN_W_N, KILN_TB_K>,
-    KilnInstruction,
-    KilnEpilogue,
-    cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<1>,
-    KILN_STAGES,
-    KilnMathOp,
-    KILN_GROUP_MODE,
-    cutlass::conv::IteratorAlgorithm::kOptimized,
-    cutlass::conv::StrideSupport::kStrided,
-    KILN_ALIGN,
-    KILN_ALIGN>::Kernel;
+#define KILN_DEFAULT_FPROP cutlass::conv::kernel::DefaultConv2dGroupFprop
+#define KILN_GROUP_MODE_ARG KILN_GROUP_MODE,
 #else
-using KilnDefaultKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
+#define KILN_DEFAULT_FPROP cutlass::conv::kernel::DefaultConv2dFprop
+#define KILN_GROUP_MODE_ARG
+#endif
+using KilnDefaultKernel = typename KILN_DEFAULT_FPROP<
     KilnElement, cutlass::layout::TensorNHWC,
     KilnElement, cutlass::layout::TensorNHWC,
     KilnElement, cutlass::layout::TensorNHWC,
@@ -164,12 +152,11 @@ using KilnDefaultKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<
     cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<1>,
     KILN_STAGES,
     KilnMathOp,
+    KILN_GROUP_MODE_ARG
     KILN_ITERATOR,
     cutlass::conv::StrideSupport::kStrided,
     KILN_ALIGN,
     KILN_ALIGN>::Kernel;
-
-#endif
 
 #if defined(KILN_FIXED_CHANNELS) || defined(KILN_GROUPED)
 // CUTLASS's activation iterator with the base's types and the one piece of position state its

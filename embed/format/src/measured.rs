@@ -226,8 +226,9 @@ mod tests {
         assert_eq!(at(&conv(2, 64, 64, 56, 3, 1, DataType::Fp32)), 0);
         assert_eq!(at(&conv(16, 64, 64, 56, 3, 1, DataType::Fp32)), 1);
         assert_eq!(at(&conv(1, 256, 512, 14, 1, 1, DataType::Fp32)), 2);
-        assert_eq!(at(&conv(1, 32, 32, 56, 3, 32, DataType::Fp32)), 3); // depthwise -> depthwise
-                                                                        // Only an FP16 record.
+        // Depthwise -> depthwise.
+        assert_eq!(at(&conv(1, 32, 32, 56, 3, 32, DataType::Fp32)), 3);
+        // Only an FP16 record.
         assert_eq!(at(&conv(8, 64, 64, 28, 3, 1, DataType::Fp16)), 4);
         // Grouped (several channels a group) -> grouped, however far; never dense or
         // depthwise of the same sizes.
