@@ -17,7 +17,12 @@ the depthwise kernels against cuDNN off the tuned lists (benches only).
 --grouped-unseen writes grouped.txt: the grouped, not depthwise, layers (FP16 NHWC, N=1 and 32)
 of eight torchvision networks no kiln list holds (ResNeXt-50 32x4d, ResNeXt-101 32x8d and 64x4d,
 RegNetY 400MF / 800MF / 1.6GF, RegNetX 400MF / 3.2GF): the grouped kernels against cuDNN off the
-tuned lists (benches only)."""
+tuned lists (benches only).
+
+--video-unseen writes video.txt: the 3-D layers (FP16 NDHWC, N=1 and 32) of five torchvision
+video networks no kiln list holds (R3D-18, MC3-18 and R(2+1)D-18 on 16 frames of 112x112, S3D
+and Swin3D-T on 16 frames of 224x224): the 3-D kernels against cuDNN off the tuned lists
+(benches only)."""
 import sys
 
 import torch
@@ -122,6 +127,33 @@ def shapes(model, input_chw):
     return seen
 
 
+def shapes3d(model, input_cdhw):
+    """Every distinct Conv3d of a forward pass: (c, dhw, filter, k, out dhw, pad, stride,
+    dilation, groups)."""
+    seen = []
+
+    def hook(mod, inp, out):
+        s = (mod.in_channels, tuple(inp[0].shape[2:]), mod.kernel_size, mod.out_channels,
+             tuple(out.shape[2:]), mod.padding, mod.stride, mod.dilation, mod.groups)
+        if s not in seen:
+            seen.append(s)
+
+    for m in model.modules():
+        if isinstance(m, nn.Conv3d):
+            m.register_forward_hook(hook)
+    with torch.no_grad():
+        model.eval()(torch.zeros(1, *input_cdhw))
+    return seen
+
+
+def key3d(s, n, dtype):
+    """A 3-D find-db key: C-D-H-W-TxRxS-K-Z-P-Q-N-pads-strides-dilations-0-layouts-type-F."""
+    c, dhw, f, k, out, p, st, d, g = s
+    x = lambda v: "x".join(str(i) for i in v)
+    return (f"{c}-{x(dhw).replace('x', '-')}-{x(f)}-{k}-{x(out).replace('x', '-')}-{n}-{x(p)}-"
+            f"{x(st)}-{x(d)}-0-NDHWC-NDHWC-NDHWC-{dtype}-F" + (f"_g{g}" if g != 1 else ""))
+
+
 def key(s, n, dtype, layout):
     c, h, w, f, k, ho, wo, p, st, d, g = s
     lay = "NCHW" if layout == "NCHW" else "NHWC-NHWC-NHWC"
@@ -159,6 +191,15 @@ GROUPED_UNSEEN = {
 }
 
 
+VIDEO_UNSEEN = {
+    "r3d_18": (lambda: torchvision.models.video.r3d_18(), (3, 16, 112, 112)),
+    "mc3_18": (lambda: torchvision.models.video.mc3_18(), (3, 16, 112, 112)),
+    "r2plus1d_18": (lambda: torchvision.models.video.r2plus1d_18(), (3, 16, 112, 112)),
+    "s3d": (lambda: torchvision.models.video.s3d(), (3, 16, 224, 224)),
+    "swin3d_t": (lambda: torchvision.models.video.swin3d_t(), (3, 16, 224, 224)),
+}
+
+
 def write_unseen(path, networks, what, keep):
     """The layers `keep` selects of each network, FP16 NHWC at N=1 then 32, each key once."""
     keys = []
@@ -176,6 +217,16 @@ def main():
     if "--depthwise-unseen" in sys.argv:
         write_unseen(f"{out_dir}/depthwise.txt", DEPTHWISE_UNSEEN, "depthwise",
                      lambda s: s[0] == s[4] == s[10] > 1)
+        return
+    if "--video-unseen" in sys.argv:
+        keys = []
+        for name, (make, cdhw) in VIDEO_UNSEEN.items():
+            found = shapes3d(make(), cdhw)
+            for n in (1, 32):
+                keys += [k for k in (key3d(s, n, "FP16") for s in found) if k not in keys]
+            print(name, len(found), "3-D layers")
+        with open(f"{out_dir}/video.txt", "w") as fh:
+            fh.write("\n".join(keys) + "\n")
         return
     if "--grouped-unseen" in sys.argv:
         write_unseen(f"{out_dir}/grouped.txt", GROUPED_UNSEEN, "grouped",

@@ -42,10 +42,15 @@ def time_layer(c, k, f, s, h, n, dtype, cl):
 
 
 def time_conv(n, c, hw, k, rs, pad, stride, dil, groups, dtype, cl):
-    fmt = torch.channels_last if cl else torch.contiguous_format
+    """`hw` and the filter, pad, stride and dilation tuples have two entries (2-D) or three
+    (3-D: depth first)."""
+    volume = len(hw) == 3
+    last = torch.channels_last_3d if volume else torch.channels_last
+    fmt = last if cl else torch.contiguous_format
     xs = [torch.randn(n, c, *hw, device="cuda", dtype=dtype).to(memory_format=fmt) for _ in range(3)]
     w = torch.randn(k, c // groups, *rs, device="cuda", dtype=dtype).to(memory_format=fmt)
-    run = lambda x: F.conv2d(x, w, stride=stride, padding=pad, dilation=dil, groups=groups)
+    conv = F.conv3d if volume else F.conv2d
+    run = lambda x: conv(x, w, stride=stride, padding=pad, dilation=dil, groups=groups)
     for x in xs:  # cudnn.benchmark picks its algorithm on the first calls
         run(x)
     torch.cuda.synchronize()
@@ -97,10 +102,15 @@ ROW = re.compile(r"^\| [^|]* \| `([^`]+)` \| (\d+) \| ([^|]*) \| ([0-9.]+) \| [^
 
 
 def conv_of_key(key):
-    """A 2-D find-db key (C-H-W-RxS-K-OH-OW-N-PxP-SxS-DxD-0-L-L-L-T-F[_gG]) as conv arguments."""
+    """A 2-D find-db key (C-H-W-RxS-K-OH-OW-N-PxP-SxS-DxD-0-L-L-L-T-F[_gG]) or a 3-D one
+    (C-D-H-W-TxRxS-K-Z-P-Q-N-pads-strides-dilations-0-L-L-L-T-F[_gG]) as conv arguments."""
     body, _, g = key.partition("_g")
     f = body.split("-")
     pair = lambda v: tuple(int(x) for x in v.split("x"))
+    if f[-3] in ("NDHWC", "NCDHW"):
+        return dict(c=int(f[0]), hw=(int(f[1]), int(f[2]), int(f[3])), rs=pair(f[4]), k=int(f[5]),
+                    n=int(f[9]), pad=pair(f[10]), stride=pair(f[11]), dil=pair(f[12]),
+                    groups=int(g or 1), cl=f[-3] == "NDHWC", dtype=DTYPES[f[-2]])
     return dict(c=int(f[0]), hw=(int(f[1]), int(f[2])), rs=pair(f[3]), k=int(f[4]), n=int(f[7]),
                 pad=pair(f[8]), stride=pair(f[9]), dil=pair(f[10]), groups=int(g or 1),
                 cl=f[12] == "NHWC", dtype=DTYPES[f[-2]])

@@ -30,6 +30,12 @@
 // of one group meets the zero weights of every other group in the tile (measured: NaN where
 // the reference has +-inf), so it is not built.
 //
+// KILN_3D (3-D convolution, NDHWC activations, KTRSC filters, NZPQK output): CUTLASS's Conv3d
+// fprop with optimized iterators, which load 16 bytes a vector (KILN_ALIGN 8 for FP16/BF16, 4
+// for FP32). Where C is not a multiple of the vector width (a video network's RGB stem, 45 or
+// 921 channels of a (2+1)-D block), x and w are first copied into the workspace with their
+// channels padded to the next multiple (kiln_cutlass_pad_channels), zeros after C.
+//
 // Entry points. CUTLASS's Params holds precomputed iterator state that only its own
 // (device-compilable) constructors know how to build, so:
 //   kiln_cutlass_params: one thread builds Params for a problem and reports its size, the
@@ -81,6 +87,10 @@ struct NumericConverterFastF32<FloatRoundStyle::round_toward_zero,
 
 #include <cutlass/conv/conv2d_problem_size.h>
 #include <cutlass/conv/kernel/default_conv2d_fprop.h>
+#if defined(KILN_3D)
+#include <cutlass/conv/conv3d_problem_size.h>
+#include <cutlass/conv/kernel/default_conv3d_fprop.h>
+#endif
 #if defined(KILN_GROUPED)
 #include <cutlass/conv/kernel/default_conv2d_group_fprop.h>
 #endif
@@ -128,6 +138,34 @@ using KilnMathOp = cutlass::arch::OpMultiplyAddFastF32;  // 3xTF32: big*big + bi
 using KilnEpilogue = cutlass::epilogue::thread::LinearCombination<
     KilnElement, KILN_ALIGN_OUT, float, float>;
 
+#if defined(KILN_3D)
+using KilnProblemSize = cutlass::conv::Conv3dProblemSize;
+using KilnTensorLayout = cutlass::layout::TensorNDHWC;
+#else
+using KilnProblemSize = cutlass::conv::Conv2dProblemSize;
+using KilnTensorLayout = cutlass::layout::TensorNHWC;
+#endif
+
+#if defined(KILN_3D)
+static_assert(KILN_ALIGN * cutlass::sizeof_bits<KilnElement>::value == 128,
+              "CUTLASS's 3-D iterators load 16 bytes a vector");
+using KilnDefaultKernel = typename cutlass::conv::kernel::DefaultConv3dFprop<
+    KilnElement, cutlass::layout::TensorNDHWC,
+    KilnElement, cutlass::layout::TensorNDHWC,
+    KilnElement, cutlass::layout::TensorNDHWC,
+    float,
+    cutlass::arch::OpClassTensorOp,
+    cutlass::arch::Sm80,
+    cutlass::gemm::GemmShape<KILN_TB_M, KILN_TB_N, KILN_TB_K>,
+    cutlass::gemm::GemmShape<KILN_W_M, KILN_W_N, KILN_TB_K>,
+    KilnInstruction,
+    KilnEpilogue,
+    cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<1>,
+    KILN_STAGES,
+    KilnMathOp,
+    cutlass::conv::IteratorAlgorithm::kOptimized,
+    cutlass::conv::StrideSupport::kStrided>::Kernel;
+#else
 // The library's default kernel: CUTLASS's group fprop (which takes a group mode before its
 // iterator algorithm, always the optimized one here) or its plain fprop.
 #if defined(KILN_GROUPED)
@@ -157,6 +195,7 @@ using KilnDefaultKernel = typename KILN_DEFAULT_FPROP<
     cutlass::conv::StrideSupport::kStrided,
     KILN_ALIGN,
     KILN_ALIGN>::Kernel;
+#endif
 
 #if defined(KILN_FIXED_CHANNELS) || defined(KILN_GROUPED)
 // CUTLASS's activation iterator with the base's types and the one piece of position state its
@@ -329,8 +368,9 @@ static __device__ kiln_i32 kiln_offset(const KilnParams* base, const void* field
 // Workspace copies start at 256-byte boundaries.
 static __device__ kiln_i64 kiln_round256(kiln_i64 v) { return (v + 255) & ~(kiln_i64)255; }
 
-#if (defined(KILN_FIXED_CHANNELS) + defined(KILN_NCHW) + defined(KILN_GROUPED)) > 1
-#error "KILN_FIXED_CHANNELS, KILN_NCHW and KILN_GROUPED are separate variants"
+#if (defined(KILN_FIXED_CHANNELS) + defined(KILN_NCHW) + defined(KILN_GROUPED) + \
+     defined(KILN_3D)) > 1
+#error "KILN_FIXED_CHANNELS, KILN_NCHW, KILN_GROUPED and KILN_3D are separate variants"
 #endif
 
 #if defined(KILN_NCHW)
@@ -357,9 +397,37 @@ static __device__ kiln_i64 kiln_padded_w_bytes(const KilnConvArgs& a) {
 }
 #endif
 
+#if defined(KILN_3D)
+// x's and w's channels as the kernel reads them: C, or the padded copies' multiple of KILN_ALIGN.
+static __device__ kiln_i32 kiln_padded_channels(const KilnConvArgs& a) {
+  return (a.c + KILN_ALIGN - 1) / KILN_ALIGN * KILN_ALIGN;
+}
+static __device__ bool kiln_pads_channels(const KilnConvArgs& a) { return a.c % KILN_ALIGN != 0; }
+// Pixels of x and filter positions of w.
+static __device__ kiln_i64 kiln_x_pixels(const KilnConvArgs& a) {
+  return (kiln_i64)a.n * a.in_d * a.in_h * a.in_w;
+}
+static __device__ kiln_i64 kiln_w_taps(const KilnConvArgs& a) {
+  return (kiln_i64)a.k * a.fil_d * a.fil_h * a.fil_w;
+}
+// Bytes of the padded x copy in the workspace (w's follows it).
+static __device__ kiln_i64 kiln_padded_x_bytes(const KilnConvArgs& a) {
+  return kiln_round256(kiln_x_pixels(a) * kiln_padded_channels(a) * (kiln_i64)sizeof(KilnElement));
+}
+static __device__ kiln_i64 kiln_padded_w_bytes(const KilnConvArgs& a) {
+  return kiln_round256(kiln_w_taps(a) * kiln_padded_channels(a) * (kiln_i64)sizeof(KilnElement));
+}
+#endif
+
 extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k, KilnParams* out,
                                                KilnBuilderInfo* info) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
+#if defined(KILN_3D)
+  KilnProblemSize problem(a.n, a.in_d, a.in_h, a.in_w, kiln_padded_channels(a), a.k, a.fil_d,
+                          a.fil_h, a.fil_w, a.out_d, a.out_h, a.out_w, a.pad_d, a.pad_h,
+                          a.pad_w, a.stride_d, a.stride_h, a.stride_w, a.dil_d, a.dil_h, a.dil_w,
+                          cutlass::conv::Mode::kCrossCorrelation, split_k, a.groups);
+#else
 #if defined(KILN_FIXED_CHANNELS)
   const int channels = 4;  // the padded copies
 #else
@@ -369,6 +437,7 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
       a.n, a.in_h, a.in_w, channels, a.k, a.fil_h, a.fil_w, a.out_h, a.out_w, a.pad_h, a.pad_w,
       a.stride_h, a.stride_w, a.dil_h, a.dil_w, cutlass::conv::Mode::kCrossCorrelation,
       split_k, a.groups);
+#endif
   using Op = cutlass::conv::Operator;
   cutlass::Status status = KilnConvKernel::Mma::IteratorA::can_implement(problem);
   if (status == cutlass::Status::kSuccess)
@@ -388,13 +457,13 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
   if (a.c > 4) status = cutlass::Status::kErrorInvalidProblem;
 #endif
   typename KilnConvKernel::TensorRefA ref_a(
-      nullptr, cutlass::layout::TensorNHWC::packed(
+      nullptr, KilnTensorLayout::packed(
                    cutlass::conv::implicit_gemm_tensor_a_extent(Op::kFprop, problem)));
   typename KilnConvKernel::TensorRefB ref_b(
-      nullptr, cutlass::layout::TensorNHWC::packed(
+      nullptr, KilnTensorLayout::packed(
                    cutlass::conv::implicit_gemm_tensor_b_extent(Op::kFprop, problem)));
   typename KilnConvKernel::TensorRefC ref_c(
-      nullptr, cutlass::layout::TensorNHWC::packed(
+      nullptr, KilnTensorLayout::packed(
                    cutlass::conv::implicit_gemm_tensor_c_extent(Op::kFprop, problem)));
   typename KilnConvKernel::Arguments args(problem, ref_a, ref_b, ref_c, ref_c,
                                           typename KilnEpilogue::Params(1.0f, 0.0f),
@@ -420,6 +489,13 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
   info->a_in_workspace = 0;
   info->b_in_workspace = (kiln_i32)kiln_padded_x_bytes(a);
   info->semaphore_in_workspace = (kiln_i32)(kiln_padded_x_bytes(a) + kiln_padded_w_bytes(a));
+  info->y_in_workspace = -1;
+#elif defined(KILN_3D)
+  const bool padded = kiln_pads_channels(a);
+  info->a_in_workspace = padded ? 0 : -1;
+  info->b_in_workspace = padded ? (kiln_i32)kiln_padded_x_bytes(a) : -1;
+  info->semaphore_in_workspace =
+      padded ? (kiln_i32)(kiln_padded_x_bytes(a) + kiln_padded_w_bytes(a)) : 0;
   info->y_in_workspace = -1;
 #elif defined(KILN_NCHW)
   info->a_in_workspace = 0;
@@ -461,6 +537,32 @@ extern "C" __global__ void kiln_cutlass_pad_channels(__grid_constant__ const Kil
     cutlass::Array<KilnElement, 4> v;
     for (int c = 0; c < 4; ++c) v[c] = c < a.c ? src[c] : KilnElement(0);
     *reinterpret_cast<cutlass::Array<KilnElement, 4>*>(dst) = v;
+  }
+}
+#endif
+
+#if defined(KILN_3D)
+// x (N,D,H,W,C) and w (K,T,R,S,C) into the workspace as (.., C') with C' the next multiple of
+// KILN_ALIGN and zeros after C: one thread per element of the copies, grid-strided, so that
+// reads and writes are both coalesced. Launched only where C is not a multiple of KILN_ALIGN.
+extern "C" __global__ void kiln_cutlass_pad_channels(__grid_constant__ const KilnParams,
+                                                     KilnPointers p, KilnConvArgs a) {
+  const kiln_i64 padded = kiln_padded_channels(a);
+  const kiln_i64 x_elements = kiln_x_pixels(a) * padded;
+  const kiln_i64 all = x_elements + kiln_w_taps(a) * padded;
+  const KilnElement* x = static_cast<const KilnElement*>(p.x);
+  const KilnElement* w = static_cast<const KilnElement*>(p.w);
+  KilnElement* xp = reinterpret_cast<KilnElement*>(static_cast<char*>(p.workspace));
+  KilnElement* wp =
+      reinterpret_cast<KilnElement*>(static_cast<char*>(p.workspace) + kiln_padded_x_bytes(a));
+  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < all;
+       i += (kiln_i64)gridDim.x * blockDim.x) {
+    const bool in_x = i < x_elements;
+    const kiln_i64 e = in_x ? i : i - x_elements;
+    const kiln_i64 position = e / padded, channel = e % padded;
+    const KilnElement* src = in_x ? x : w;
+    const KilnElement v = channel < a.c ? src[position * a.c + channel] : KilnElement(0);
+    (in_x ? xp : wp)[e] = v;
   }
 }
 #endif

@@ -78,6 +78,29 @@ pub fn d2(
     }
 }
 
+/// A 3-D problem, ungrouped and undilated.
+fn d3(
+    n: u32,
+    c: u32,
+    k: u32,
+    input: [u32; 3],
+    f: [u32; 3],
+    pad: [u32; 3],
+    stride: [u32; 3],
+) -> ConvSpec {
+    ConvSpec {
+        spatial_dims: 3,
+        n,
+        c,
+        k,
+        input,
+        filter: f,
+        pad,
+        stride,
+        ..ConvSpec::default()
+    }
+}
+
 /// The selftest problem set: 2-D and 3-D, both layout families, three types, groups and
 /// depthwise, padding, stride, dilation, odd sizes.
 pub fn problems() -> Vec<ConvProblem> {
@@ -165,6 +188,15 @@ pub fn problems() -> Vec<ConvProblem> {
             pad: [1, 1, 1],
             ..ConvSpec::default()
         },
+        // 3-D on tensor cores (CUTLASS's Conv3d fprop): aligned channels over several depth
+        // planes; an RGB stem (channels padded in the workspace); a (2+1)-D block's 45 inputs
+        // and a temporal-only filter; 21 outputs (one-element stores); a strided layer deep
+        // enough for split-K.
+        d3(2, 16, 32, [5, 9, 11], [3, 3, 3], [1, 1, 1], [1, 1, 1]),
+        d3(1, 3, 16, [6, 17, 15], [3, 7, 7], [1, 3, 3], [1, 2, 2]),
+        d3(2, 45, 64, [6, 8, 8], [3, 1, 1], [1, 0, 0], [1, 1, 1]),
+        d3(1, 64, 21, [4, 7, 7], [1, 3, 3], [0, 1, 1], [2, 2, 2]),
+        d3(1, 128, 128, [4, 14, 14], [3, 3, 3], [1, 1, 1], [2, 2, 2]),
         ConvSpec {
             spatial_dims: 3,
             n: 2,

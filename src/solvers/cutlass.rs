@@ -9,9 +9,11 @@
 //! `ConvCutlassNchw3xTf32Fwd`, `ConvCutlassNchwTf32Fwd` (NCHW problems: x and w transposed
 //! into NHWC copies in the workspace, the NHWC kernel, y transposed back), and
 //! `ConvCutlassGroupedFwd` (grouped NHWC convolution: CUTLASS's group fprop, a block within one
-//! group).
+//! group), and `ConvCutlass3dFwd`, `ConvCutlass3dScalarOutFwd`, `ConvCutlass3d3xTf32Fwd` (3-D
+//! NDHWC convolution: CUTLASS's Conv3d fprop, channels padded in the workspace where C is not a
+//! multiple of the 16-byte vector).
 //!
-//! The GEMM is M = N*P*Q output pixels, N = K output channels, K = C*R*S (per group for grouped
+//! The GEMM is M = N*Z*P*Q output pixels, N = K output channels, K = C*T*R*S (per group for grouped
 //! problems: the reduction runs over one group's C/groups channels). Perf config:
 //! `tb_m,tb_n,tb_k,warp_m,warp_n,stages,align,split_k`; the first seven select the code object,
 //! `split_k` (serial split-K slices) is a run-time value. These kernels take CUTLASS's own
@@ -74,14 +76,17 @@ impl CutlassConfig {
     }
 }
 
+/// The product of a `[d, h, w]` size (a 2-D problem's depth is 1).
+fn volume(v: [u32; 3]) -> u64 {
+    v.iter().map(|&x| x as u64).product()
+}
+
 /// The GEMM shape `[M, N, K]` of a forward convolution.
 fn gemm_shape(p: &ConvProblem) -> [u64; 3] {
-    let [_, oh, ow] = p.output();
-    let [_, fh, fw] = p.filter();
     [
-        p.n() as u64 * oh as u64 * ow as u64,
+        p.n() as u64 * volume(p.output()),
         p.k() as u64,
-        p.group_channels() as u64 * fh as u64 * fw as u64,
+        p.group_channels() as u64 * volume(p.filter()),
     ]
 }
 
@@ -110,6 +115,17 @@ enum Form {
     /// Grouped NHWC: a block's output channels within one group (K/groups a multiple of the
     /// tile's N).
     Grouped,
+    /// 3-D NDHWC; x and w copied with their channels padded to the vector width first where C
+    /// is not a multiple of it.
+    Volume,
+    /// 3-D NDHWC with one-element output stores: any K.
+    VolumeScalarStores,
+}
+
+impl Form {
+    fn is_volume(self) -> bool {
+        matches!(self, Form::Volume | Form::VolumeScalarStores)
+    }
 }
 
 /// Threads per block of the channel-padding kernel, and most blocks it launches (it strides).
@@ -228,6 +244,30 @@ pub static GROUPED: Cutlass = Cutlass {
     form: Form::Grouped,
 };
 
+/// `ConvCutlass3dFwd`: 3-D FP16/BF16 NDHWC.
+pub static VOLUME: Cutlass = Cutlass {
+    id: "ConvCutlass3dFwd",
+    types: &[DataType::Fp16, DataType::Bf16],
+    gflops: 280_000.0,
+    form: Form::Volume,
+};
+
+/// `ConvCutlass3dScalarOutFwd`: 3-D FP16/BF16 NDHWC, K not a multiple of the vector width.
+pub static VOLUME_SCALAR_OUT: Cutlass = Cutlass {
+    id: "ConvCutlass3dScalarOutFwd",
+    types: &[DataType::Fp16, DataType::Bf16],
+    gflops: 230_000.0,
+    form: Form::VolumeScalarStores,
+};
+
+/// `ConvCutlass3d3xTf32Fwd`: 3-D FP32 NDHWC, FP32-accurate.
+pub static VOLUME_3XTF32: Cutlass = Cutlass {
+    id: "ConvCutlass3d3xTf32Fwd",
+    types: &[DataType::Fp32],
+    gflops: 60_000.0,
+    form: Form::Volume,
+};
+
 /// `ConvCutlass3xTf32Fwd`.
 pub static THREE_TF32: Cutlass = Cutlass {
     id: "ConvCutlass3xTf32Fwd",
@@ -258,13 +298,11 @@ impl Cutlass {
         p.data_types()[0].size_bytes() as u32
     }
 
-    /// Pixels of x and filter positions of w (what the padding kernel copies).
+    /// Pixels of x and filter positions of w (what the padding kernels copy).
     fn positions(p: &ConvProblem) -> (u64, u64) {
-        let [_, h, w] = p.input();
-        let [_, r, s] = p.filter();
         (
-            p.n() as u64 * h as u64 * w as u64,
-            p.k() as u64 * r as u64 * s as u64,
+            p.n() as u64 * volume(p.input()),
+            p.k() as u64 * volume(p.filter()),
         )
     }
 }
@@ -295,6 +333,10 @@ impl TunableSolver for Cutlass {
             if p.layouts() != [Layout::Nchw; 3] {
                 return Err("needs 2-D NCHW tensors (the NHWC solvers serve NHWC)");
             }
+        } else if self.form.is_volume() {
+            if p.layouts() != [Layout::Ndhwc; 3] {
+                return Err("needs 3-D NDHWC tensors");
+            }
         } else if p.layouts()[0] != Layout::Nhwc {
             return Err("needs 2-D NHWC tensors");
         }
@@ -311,9 +353,8 @@ impl TunableSolver for Cutlass {
         if self.form == Form::PadChannels && p.c() > 4 {
             return Err("more than 4 input channels (a first-layer solver)");
         }
-        let [_, fh, fw] = p.filter();
-        if fh > 32 || fw > 32 {
-            return Err("filter taller or wider than 32 (the iterator's mask bits)");
+        if p.filter().iter().any(|&f| f > 32) {
+            return Err("filter deeper, taller or wider than 32 (the iterator's mask bits)");
         }
         // CUTLASS 2.x conv indexes GEMM rows, columns and tensor elements in 32-bit ints.
         let [m, n, k] = gemm_shape(p);
@@ -350,6 +391,16 @@ impl TunableSolver for Cutlass {
             Form::Nhwc | Form::Nchw => {
                 if !p.c().is_multiple_of(cfg.align) || !p.k().is_multiple_of(cfg.align) {
                     return Err("C or K is not a multiple of the config's vector width");
+                }
+            }
+            Form::Volume => {
+                if !p.k().is_multiple_of(cfg.align) {
+                    return Err("K is not a multiple of the config's vector width");
+                }
+            }
+            Form::VolumeScalarStores => {
+                if p.k().is_multiple_of(cfg.align) {
+                    return Err("K is a multiple of the vector width (vector stores serve it)");
                 }
             }
             Form::Grouped => {
@@ -396,6 +447,29 @@ impl TunableSolver for Cutlass {
         // the workspace its copies take (before the split-K semaphores).
         let (launches, at, copies): (&[KernelLaunch], usize, u64) = match self.form {
             Form::Nhwc | Form::ScalarStores | Form::Grouped => (&[library], 0, 0),
+            Form::Volume | Form::VolumeScalarStores if p.c().is_multiple_of(cfg.align) => {
+                (&[library], 0, 0)
+            }
+            Form::Volume | Form::VolumeScalarStores => {
+                let (pixels, taps) = Self::positions(p);
+                let channels = p.c().next_multiple_of(cfg.align) as u64;
+                let blocks = ((pixels + taps) * channels)
+                    .div_ceil(PAD_THREADS as u64)
+                    .clamp(1, PAD_MAX_BLOCKS);
+                let pad = KernelLaunch {
+                    kernel: PAD_CHANNELS,
+                    grid: [blocks as u32, 1, 1],
+                    block: [PAD_THREADS, 1, 1],
+                    shared_bytes: 0,
+                    cluster: 1,
+                };
+                (
+                    &[pad, library],
+                    1,
+                    copy_bytes(pixels * channels * e as u64)
+                        + copy_bytes(taps * channels * e as u64),
+                )
+            }
             Form::PadChannels => {
                 let (pixels, taps) = Self::positions(p);
                 let blocks = (pixels + taps)
@@ -472,9 +546,8 @@ impl TunableSolver for Cutlass {
         // The main loop reads each filter tap's channels in whole K tiles: 16 channels under a
         // 64-channel tile cost 64 (as in the wgmma model; it lowered the fallback's regret,
         // `benches/RESULTS.md` part 12).
-        let [_, fh, fw] = p.filter();
         let tile_k = cfg.tile[2].max(1) as u64;
-        let k_read = fh as u64 * fw as u64 * (p.group_channels() as u64).div_ceil(tile_k) * tile_k;
+        let k_read = volume(p.filter()) * (p.group_channels() as u64).div_ceil(tile_k) * tile_k;
         let flops = 2.0 * m as f64 * n as f64 * k_read as f64;
         let bytes = (p.element_counts().iter().sum::<u64>() * Self::element_bytes(p) as u64) as f64;
         // Each split-K slice after the first re-reads and re-writes the output.
@@ -482,9 +555,13 @@ impl TunableSolver for Cutlass {
             (cfg.split_k as f64 - 1.0) * 2.0 * (m * n) as f64 * Self::element_bytes(p) as f64;
         let compute_ms = flops / (self.gflops * caps.throughput_scale() * fill * occupancy * 1e6);
         let memory_ms = (bytes + split_bytes) / 2.5e9;
-        // The layout transforms read and write every tensor once more, in two more launches.
+        // The layout transforms read and write every tensor once more, in two more launches;
+        // the channel padding reads x and w and writes their copies.
         let transform_ms = match self.form {
             Form::Nchw => 2.0 * bytes / 2.5e9 + 0.006,
+            Form::Volume | Form::VolumeScalarStores if !p.c().is_multiple_of(cfg.align) => {
+                2.0 * bytes / 2.5e9 + 0.003
+            }
             _ => 0.0,
         };
         compute_ms.max(memory_ms) + transform_ms + 0.003 + 0.001 * (cfg.split_k as f64 - 1.0)
@@ -506,7 +583,11 @@ impl TunableSolver for Cutlass {
     fn timed_like(&self) -> Option<&'static str> {
         // One-element stores change only the epilogue: on a layer with K % 8 != 0 the nearest
         // measured problems (K % 8 == 0) timed the vector-store kernel, not this one.
-        (self.form == Form::ScalarStores).then_some(IGEMM.id)
+        match self.form {
+            Form::ScalarStores => Some(IGEMM.id),
+            Form::VolumeScalarStores => Some(VOLUME.id),
+            _ => None,
+        }
     }
 }
 
@@ -679,6 +760,87 @@ mod tests {
         // 25088 pixels in 64-row tiles, 512 channels in 16-column tiles.
         assert_eq!(plan.kernels[0].grid, [392, 32, 1]);
         assert_eq!(plan.kernels[0].block, [64, 1, 1]);
+    }
+
+    #[test]
+    fn volumes_take_the_3d_solvers_and_pad_unaligned_channels() {
+        let caps = h100();
+        let volume = |c: u32, k: u32, f: [u32; 3], t: DataType| {
+            ConvProblem::new(ConvSpec {
+                spatial_dims: 3,
+                n: 2,
+                c,
+                k,
+                input: [16, 56, 56],
+                filter: f,
+                pad: f.map(|v| v / 2),
+                layouts: [Layout::Ndhwc; 3],
+                data_types: [t; 3],
+                ..ConvSpec::default()
+            })
+            .unwrap()
+        };
+        let p = volume(64, 128, [3, 3, 3], DataType::Fp16);
+        // M counts depth planes, K the filter's depth too.
+        assert_eq!(gemm_shape(&p), [2 * 16 * 56 * 56, 128, 64 * 27]);
+        assert!(VOLUME.check(&p, &caps, "128,64,64,64,32,4,8,1").is_ok());
+        assert_eq!(
+            IGEMM.check(&p, &caps, "128,64,64,64,32,4,8,1"),
+            Err("needs 2-D NHWC tensors")
+        );
+        assert_eq!(
+            VOLUME.check(
+                &nhwc(2, 64, 128, 56, 3, DataType::Fp16),
+                &caps,
+                "128,64,64,64,32,4,8,1"
+            ),
+            Err("needs 3-D NDHWC tensors")
+        );
+        // Aligned channels: the library kernel alone, no workspace.
+        let plan = VOLUME
+            .launch_plan(&p, &caps, "128,64,64,64,32,4,8,1")
+            .unwrap();
+        assert_eq!(plan.kernels.len(), 1);
+        assert_eq!(plan.workspace_bytes, 0);
+        assert_eq!(
+            plan.kernels[0].grid,
+            [(2 * 16 * 56 * 56u32).div_ceil(128), 2, 1]
+        );
+        // An RGB stem: x and w padded to 8 channels first, both copies in the workspace.
+        let stem = volume(3, 64, [3, 7, 7], DataType::Fp16);
+        let plan = VOLUME
+            .launch_plan(&stem, &caps, "64,64,32,32,32,5,8,1")
+            .unwrap();
+        assert_eq!(plan.kernels[0].kernel, PAD_CHANNELS);
+        assert_eq!(plan.library, 1);
+        let x = 2 * 16 * 56 * 56 * 8 * 2u64;
+        let w = 64 * 3 * 7 * 7 * 8 * 2u64;
+        assert_eq!(plan.workspace_bytes, copy_bytes(x) + copy_bytes(w));
+        // 45 outputs: the one-element stores, timed like the vector-store kernel.
+        let odd = volume(64, 45, [3, 1, 1], DataType::Bf16);
+        assert_eq!(
+            VOLUME.check(&odd, &caps, "128,64,64,64,32,4,8,1"),
+            Err("K is not a multiple of the config's vector width")
+        );
+        assert!(VOLUME_SCALAR_OUT
+            .check(&odd, &caps, "128,64,64,64,32,4,8,1")
+            .is_ok());
+        assert_eq!(Solver::timed_like(&VOLUME_SCALAR_OUT), Some(VOLUME.id));
+        // FP32 through 3xTF32 (4-element vectors); grouped and fused volumes are not theirs.
+        let fp32 = volume(64, 64, [3, 3, 3], DataType::Fp32);
+        assert!(VOLUME_3XTF32
+            .check(&fp32, &caps, "64,64,32,32,32,4,4,1")
+            .is_ok());
+        assert!(VOLUME.check(&fp32, &caps, "128,64,64,64,32,4,8,1").is_err());
+        let grouped = ConvProblem::new(ConvSpec {
+            groups: 4,
+            ..p.spec()
+        })
+        .unwrap();
+        assert_eq!(
+            VOLUME.check(&grouped, &caps, "128,64,64,64,32,4,8,1"),
+            Err("grouped convolution")
+        );
     }
 
     #[test]

@@ -381,6 +381,9 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::NCHW_3XTF32,
     &cutlass::NCHW_TF32,
     &cutlass::GROUPED,
+    &cutlass::VOLUME,
+    &cutlass::VOLUME_SCALAR_OUT,
+    &cutlass::VOLUME_3XTF32,
     &grouped::DirectGrouped,
     &depthwise::DirectDepthwise,
     &dot1x1::Dot1x1,
@@ -858,6 +861,34 @@ mod tests {
                 filter: [1, 1, 1],
                 pad: [0, 0, 0],
                 layouts: [kiln_format::Layout::Nhwc; 3],
+                data_types: [DataType::Fp16; 3],
+                ..base
+            },
+            // 3-D NDHWC in FP16 and FP32, and FP16 with 45 output channels (the 3-D solvers).
+            ConvSpec {
+                spatial_dims: 3,
+                input: [4, 28, 28],
+                filter: [3, 3, 3],
+                pad: [1, 1, 1],
+                layouts: [kiln_format::Layout::Ndhwc; 3],
+                data_types: [DataType::Fp16; 3],
+                ..base
+            },
+            ConvSpec {
+                spatial_dims: 3,
+                input: [4, 28, 28],
+                filter: [3, 3, 3],
+                pad: [1, 1, 1],
+                layouts: [kiln_format::Layout::Ndhwc; 3],
+                ..base
+            },
+            ConvSpec {
+                spatial_dims: 3,
+                k: 45,
+                input: [4, 28, 28],
+                filter: [3, 1, 1],
+                pad: [1, 0, 0],
+                layouts: [kiln_format::Layout::Ndhwc; 3],
                 data_types: [DataType::Fp16; 3],
                 ..base
             },
