@@ -8,7 +8,8 @@
 #           FIND_PROBLEMS) measured (every solver and perf config) into copies of the sm_90_132
 #           DBs, with the find log (recorded here later with `kiln-tools find --from-log`)
 #   unseen  $OUT/$CLASS.txt (ci/gen_problems.py --$CLASS-unseen: the class's layers of
-#           torchvision networks no kiln list or DB holds), $OUT/torch-keys.tsv (each through
+#           torchvision networks no kiln list or DB holds; or the keys of the file KEYS names),
+#           $OUT/torch-keys.tsv (each through
 #           PyTorch's cuDNN) and $OUT/ab-layers.tsv (each through `kiln run`, the resolver's
 #           pick, in every build of BUILDS: kiln-old beside kiln)
 #   regret  $OUT/unseen-find.tgz: the unseen layers measured with every solver and config into a
@@ -23,7 +24,7 @@ case "$CLASS" in
   video) default_solvers="ConvCutlass3dFwd ConvCutlass3dScalarOutFwd ConvCutlass3d3xTf32Fwd" ;;
   *) echo "CLASS is grouped or video, not $CLASS" >&2; exit 2 ;;
 esac
-LIST="$OUT/$CLASS.txt"
+LIST=${KEYS:-$OUT/$CLASS.txt}
 BUILDS=${BUILDS:-kiln}
 for b in $BUILDS kiln-tools; do [ -f "out/$b.gz" ] && gunzip -kf "out/$b.gz" && chmod +x "out/$b"; done
 solvers=()
@@ -53,8 +54,10 @@ if has find; then
 fi
 
 if has unseen; then
-  python3 ci/gen_problems.py "$OUT" "--$CLASS-unseen" > "$OUT/gen.txt" 2>&1
-  cat "$OUT/gen.txt"
+  if [ -z "${KEYS:-}" ]; then
+    python3 ci/gen_problems.py "$OUT" "--$CLASS-unseen" > "$OUT/gen.txt" 2>&1
+    cat "$OUT/gen.txt"
+  fi
   python3 ci/torch_conv_bench.py --keys "$LIST" > "$OUT/torch-keys.tsv" 2>&1
   {
     printf 'build\tlayer\tsolver\tms\n'

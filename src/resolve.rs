@@ -27,7 +27,7 @@ use crate::error::RunError;
 use crate::solvers::{registered, SolverRef, TargetCaps};
 
 /// Most solvers a plan holds (plans are built on the stack).
-pub const MAX_SOLVERS: usize = 32;
+pub const MAX_SOLVERS: usize = 48;
 
 /// Measured problems the fallback looks through for a perf config that applies.
 const NEIGHBOURS_FOR_PARAMS: usize = 8;

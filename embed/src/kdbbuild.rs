@@ -278,7 +278,13 @@ fn jobs(manifest: &Manifest, arch: &str) -> Result<Vec<Job>> {
 }
 
 /// kiln's own kernel headers (`kernels/*.h`).
-pub const KILN_HEADERS: [&str; 3] = ["kiln_gpu.h", "igemm.h", "epilogue.h"];
+pub const KILN_HEADERS: [&str; 5] = [
+    "kiln_gpu.h",
+    "igemm.h",
+    "epilogue.h",
+    "library_abi.h",
+    "cutlass_config.h",
+];
 
 /// kiln's own headers (`kernels/*.h`), passed to NVRTC in memory and hashed into library
 /// cache keys.

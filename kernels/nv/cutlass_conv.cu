@@ -21,6 +21,11 @@
 // NHWC tensor-core kernel serving channels-first problems, ranked by measurement against the
 // channels-first CUDA-core kernels.
 //
+// KILN_FIXED_CHANNELS with KILN_NCHW (a channels-first first layer): the padding kernel reads x
+// (N,C,H,W) and w (K,C,R,S) and writes the padded NHWC / KRSC copies in one pass, the
+// fixed-channels convolution writes an NPQK y into the workspace, and kiln_cutlass_nchw_out
+// transposes it into the caller's y.
+//
 // KILN_GROUPED (grouped convolution, NHWC, K/groups filters of C/groups channels each): CUTLASS's
 // group fprop with optimized iterators, a block computing part of one group (K/groups a
 // multiple of the tile's N). Its activation loads are masked at the group's last channel
@@ -29,6 +34,9 @@
 // several whole groups against weights zeroed between them, cannot be made exact: an inf pixel
 // of one group meets the zero weights of every other group in the tile (measured: NaN where
 // the reference has +-inf), so it is not built.
+//
+// KILN_3D with KILN_NCHW (3-D channels-first): the transposes above over depth, height and width,
+// around the 3-D kernel (C and K multiples of the vector width: no channel padding).
 //
 // KILN_3D (3-D convolution, NDHWC activations, KTRSC filters, NZPQK output): CUTLASS's Conv3d
 // fprop with optimized iterators, which load 16 bytes a vector (KILN_ALIGN 8 for FP16/BF16, 4
@@ -47,6 +55,7 @@
 // Every launched entry takes (Params, KilnPointers, KilnConvArgs), so one argument list serves
 // a plan of several kernels.
 #include "kiln_gpu.h"
+#include "library_abi.h"
 
 #include <cutlass/cutlass.h>
 #include <cutlass/numeric_conversion.h>
@@ -104,30 +113,7 @@ struct NumericConverterFastF32<FloatRoundStyle::round_toward_zero,
 #define KILN_ITERATOR cutlass::conv::IteratorAlgorithm::kOptimized
 #endif
 
-#if defined(KILN_DTYPE_FP16)
-using KilnElement = cutlass::half_t;
-using KilnInstruction = cutlass::gemm::GemmShape<16, 8, 16>;
-using KilnMathOp = cutlass::arch::OpMultiplyAdd;
-#elif defined(KILN_DTYPE_BF16)
-using KilnElement = cutlass::bfloat16_t;
-using KilnInstruction = cutlass::gemm::GemmShape<16, 8, 16>;
-using KilnMathOp = cutlass::arch::OpMultiplyAdd;
-#elif defined(KILN_DTYPE_FP32)
-using KilnElement = float;
-using KilnInstruction = cutlass::gemm::GemmShape<16, 8, 8>;
-#if defined(KILN_MATH_TF32)
-using KilnMathOp = cutlass::arch::OpMultiplyAdd;
-#else
-using KilnMathOp = cutlass::arch::OpMultiplyAddFastF32;  // 3xTF32: big*big + big*small + small*big
-#endif
-#else
-#error "define KILN_DTYPE_FP16, KILN_DTYPE_BF16 or KILN_DTYPE_FP32"
-#endif
-
-#if !defined(KILN_TB_M) || !defined(KILN_TB_N) || !defined(KILN_TB_K) || !defined(KILN_W_M) || \
-    !defined(KILN_W_N) || !defined(KILN_STAGES) || !defined(KILN_ALIGN)
-#error "the perf config defines KILN_TB_M/N/K, KILN_W_M/N, KILN_STAGES and KILN_ALIGN"
-#endif
+#include "cutlass_config.h"
 
 // KILN_ALIGN_OUT: elements per output store (K must be a multiple); KILN_ALIGN unless the
 // variant writes one element at a time to serve any K (3 RGB channels, 255 detection outputs).
@@ -334,55 +320,34 @@ using KilnConvKernel = KilnDefaultKernel;
 
 using KilnParams = KilnConvKernel::Params;
 
-// What kiln_cutlass_params reports: 17 ints, read by kiln's BuilderInfo (src/invoker.rs).
-struct KilnBuilderInfo {
-  kiln_i32 status;        // 0: CUTLASS can run the problem; otherwise cutlass::Status
-  kiln_i32 params_bytes;  // sizeof(Params)
-  kiln_i32 threads;       // threads per block of kiln_cutlass_fprop
-  kiln_i32 shared_bytes;  // dynamic shared memory per block
-  kiln_i32 grid[3];       // blocks in x, y, z
-  kiln_i32 offset_a;      // byte offsets of ptr_A (x), ptr_B (w), ptr_C and ptr_D (y) and the
-  kiln_i32 offset_b;      // split-K semaphore inside Params
-  kiln_i32 offset_c;
-  kiln_i32 offset_d;
-  kiln_i32 offset_semaphore;
-  kiln_i32 semaphore_ints;  // ints of zeroed workspace serial split-K needs (0 without split-K)
-  kiln_i32 a_in_workspace;  // >= 0: ptr_A is workspace + this (padded x); -1: x itself
-  kiln_i32 b_in_workspace;  // >= 0: ptr_B is workspace + this (padded w); -1: w itself
-  kiln_i32 semaphore_in_workspace;  // the semaphores' byte offset in the workspace
-  kiln_i32 y_in_workspace;  // >= 0: ptr_C and ptr_D are workspace + this (NHWC y); -1: y itself
-};
-
-// The caller's buffers, passed beside Params to every launched entry.
-struct KilnPointers {
-  const void* x;
-  const void* w;
-  void* y;
-  void* workspace;
-};
-
-static __device__ kiln_i32 kiln_offset(const KilnParams* base, const void* field) {
-  return (kiln_i32)((const char*)field - (const char*)base);
-}
-
-// Workspace copies start at 256-byte boundaries.
-static __device__ kiln_i64 kiln_round256(kiln_i64 v) { return (v + 255) & ~(kiln_i64)255; }
-
 #if (defined(KILN_FIXED_CHANNELS) + defined(KILN_NCHW) + defined(KILN_GROUPED) + \
-     defined(KILN_3D)) > 1
-#error "KILN_FIXED_CHANNELS, KILN_NCHW, KILN_GROUPED and KILN_3D are separate variants"
+     defined(KILN_3D)) > 1 && !(defined(KILN_NCHW) && !defined(KILN_GROUPED) && \
+                               (defined(KILN_FIXED_CHANNELS) + defined(KILN_3D)) == 1)
+#error "KILN_FIXED_CHANNELS, KILN_NCHW, KILN_GROUPED and KILN_3D are separate variants (but for NCHW with FIXED_CHANNELS or 3D)"
+#endif
+
+// Pixels of x and y and filter positions of w, as the layout transforms count them (the same
+// tokens as before for 2-D, so the 2-D objects are unchanged).
+#if defined(KILN_3D)
+#define KILN_X_PIXELS a.in_d * a.in_h * a.in_w
+#define KILN_W_TAPS a.fil_d * a.fil_h * a.fil_w
+#define KILN_Y_PIXELS a.out_d * a.out_h * a.out_w
+#else
+#define KILN_X_PIXELS a.in_h * a.in_w
+#define KILN_W_TAPS a.fil_h * a.fil_w
+#define KILN_Y_PIXELS a.out_h * a.out_w
 #endif
 
 #if defined(KILN_NCHW)
 // Bytes of the NHWC x, KRSC w and NPQK y copies in the workspace.
 static __device__ kiln_i64 kiln_x_bytes(const KilnConvArgs& a) {
-  return kiln_round256((kiln_i64)a.n * a.c * a.in_h * a.in_w * (kiln_i64)sizeof(KilnElement));
+  return kiln_round256((kiln_i64)a.n * a.c * KILN_X_PIXELS * (kiln_i64)sizeof(KilnElement));
 }
 static __device__ kiln_i64 kiln_w_bytes(const KilnConvArgs& a) {
-  return kiln_round256((kiln_i64)a.k * a.c * a.fil_h * a.fil_w * (kiln_i64)sizeof(KilnElement));
+  return kiln_round256((kiln_i64)a.k * a.c * KILN_W_TAPS * (kiln_i64)sizeof(KilnElement));
 }
 static __device__ kiln_i64 kiln_y_bytes(const KilnConvArgs& a) {
-  return kiln_round256((kiln_i64)a.n * a.k * a.out_h * a.out_w * (kiln_i64)sizeof(KilnElement));
+  return kiln_round256((kiln_i64)a.n * a.k * KILN_Y_PIXELS * (kiln_i64)sizeof(KilnElement));
 }
 #endif
 
@@ -394,6 +359,17 @@ static __device__ kiln_i64 kiln_padded_x_bytes(const KilnConvArgs& a) {
 }
 static __device__ kiln_i64 kiln_padded_w_bytes(const KilnConvArgs& a) {
   return kiln_round256((kiln_i64)a.k * a.fil_h * a.fil_w * 4 * (kiln_i64)sizeof(KilnElement));
+}
+#endif
+
+#if defined(KILN_NCHW)
+// Where the NPQK y sits in the workspace: after the copies of x and w.
+static __device__ kiln_i64 kiln_nhwc_y_at(const KilnConvArgs& a) {
+#if defined(KILN_FIXED_CHANNELS)
+  return kiln_padded_x_bytes(a) + kiln_padded_w_bytes(a);
+#else
+  return kiln_x_bytes(a) + kiln_w_bytes(a);
+#endif
 }
 #endif
 
@@ -485,11 +461,23 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
   info->offset_semaphore = kiln_offset(out, &out->semaphore);
   info->semaphore_ints =
       split_k > 1 ? out->grid_tiled_shape.m() * out->grid_tiled_shape.n() : 0;
-#if defined(KILN_FIXED_CHANNELS)
+#if defined(KILN_FIXED_CHANNELS) && defined(KILN_NCHW)
+  info->a_in_workspace = 0;
+  info->b_in_workspace = (kiln_i32)kiln_padded_x_bytes(a);
+  info->y_in_workspace = (kiln_i32)kiln_nhwc_y_at(a);
+  info->semaphore_in_workspace = (kiln_i32)(kiln_nhwc_y_at(a) + kiln_y_bytes(a));
+#elif defined(KILN_FIXED_CHANNELS)
   info->a_in_workspace = 0;
   info->b_in_workspace = (kiln_i32)kiln_padded_x_bytes(a);
   info->semaphore_in_workspace = (kiln_i32)(kiln_padded_x_bytes(a) + kiln_padded_w_bytes(a));
   info->y_in_workspace = -1;
+#elif defined(KILN_3D) && defined(KILN_NCHW)
+  if (kiln_pads_channels(a)) status = cutlass::Status::kErrorInvalidProblem;
+  info->status = (kiln_i32)status;
+  info->a_in_workspace = 0;
+  info->b_in_workspace = KILN_W_TAPS == 1 ? -1 : (kiln_i32)kiln_x_bytes(a);
+  info->y_in_workspace = (kiln_i32)kiln_nhwc_y_at(a);
+  info->semaphore_in_workspace = (kiln_i32)(kiln_nhwc_y_at(a) + kiln_y_bytes(a));
 #elif defined(KILN_3D)
   const bool padded = kiln_pads_channels(a);
   info->a_in_workspace = padded ? 0 : -1;
@@ -500,7 +488,7 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
 #elif defined(KILN_NCHW)
   info->a_in_workspace = 0;
   // A 1x1 filter's (K, C, 1, 1) is (K, 1, 1, C): read in place, not copied.
-  info->b_in_workspace = a.fil_h * a.fil_w == 1 ? -1 : (kiln_i32)kiln_x_bytes(a);
+  info->b_in_workspace = KILN_W_TAPS == 1 ? -1 : (kiln_i32)kiln_x_bytes(a);
   info->y_in_workspace = (kiln_i32)(kiln_x_bytes(a) + kiln_w_bytes(a));
   info->semaphore_in_workspace = (kiln_i32)(kiln_x_bytes(a) + kiln_w_bytes(a) + kiln_y_bytes(a));
 #else
@@ -520,7 +508,8 @@ extern "C" __global__ void __launch_bounds__(KilnConvKernel::kThreadCount)
 
 #if defined(KILN_FIXED_CHANNELS)
 // x (N,H,W,C) and w (K,R,S,C), C <= 4, into the workspace as (.., 4) with zeros after C: one
-// thread per pixel or filter position, grid-strided.
+// thread per pixel or filter position, grid-strided. With KILN_NCHW, x is (N,C,H,W) and w
+// (K,C,R,S): a pixel's channels lie a plane apart.
 extern "C" __global__ void kiln_cutlass_pad_channels(__grid_constant__ const KilnParams,
                                                      KilnPointers p, KilnConvArgs a) {
   const kiln_i64 pixels = (kiln_i64)a.n * a.in_h * a.in_w;
@@ -532,10 +521,19 @@ extern "C" __global__ void kiln_cutlass_pad_channels(__grid_constant__ const Kil
       reinterpret_cast<KilnElement*>(static_cast<char*>(p.workspace) + kiln_padded_x_bytes(a));
   for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < pixels + taps;
        i += (kiln_i64)gridDim.x * blockDim.x) {
+#if defined(KILN_NCHW)
+    const kiln_i64 plane = i < pixels ? (kiln_i64)a.in_h * a.in_w : (kiln_i64)a.fil_h * a.fil_w;
+    const kiln_i64 at = i < pixels ? i : i - pixels;
+    const KilnElement* src = (i < pixels ? x : w) + at / plane * a.c * plane + at % plane;
+    KilnElement* dst = i < pixels ? xp + i * 4 : wp + (i - pixels) * 4;
+    cutlass::Array<KilnElement, 4> v;
+    for (int c = 0; c < 4; ++c) v[c] = c < a.c ? src[c * plane] : KilnElement(0);
+#else
     const KilnElement* src = i < pixels ? x + i * a.c : w + (i - pixels) * a.c;
     KilnElement* dst = i < pixels ? xp + i * 4 : wp + (i - pixels) * 4;
     cutlass::Array<KilnElement, 4> v;
     for (int c = 0; c < 4; ++c) v[c] = c < a.c ? src[c] : KilnElement(0);
+#endif
     *reinterpret_cast<cutlass::Array<KilnElement, 4>*>(dst) = v;
   }
 }
@@ -599,7 +597,7 @@ static __device__ kiln_i64 kiln_tiles(kiln_i64 batches, kiln_i32 rows, kiln_i32 
 // grid-strided pass over the tiles of both.
 extern "C" __global__ void __launch_bounds__(256)
     kiln_cutlass_nchw_in(__grid_constant__ const KilnParams, KilnPointers p, KilnConvArgs a) {
-  const kiln_i32 pixels = a.in_h * a.in_w, taps = a.fil_h * a.fil_w;
+  const kiln_i32 pixels = KILN_X_PIXELS, taps = KILN_W_TAPS;
   const kiln_i64 x_tiles = kiln_tiles(a.n, a.c, pixels);
   // A 1x1 filter is read in place (the builder points the kernel at the caller's w).
   const kiln_i64 all = x_tiles + (taps == 1 ? 0 : kiln_tiles(a.k, a.c, taps));
@@ -618,12 +616,11 @@ extern "C" __global__ void __launch_bounds__(256)
 // y (N, P*Q, K) in the workspace -> the caller's (N, K, P*Q).
 extern "C" __global__ void __launch_bounds__(256)
     kiln_cutlass_nchw_out(__grid_constant__ const KilnParams, KilnPointers p, KilnConvArgs a) {
-  const kiln_i32 pixels = a.out_h * a.out_w;
+  const kiln_i32 pixels = KILN_Y_PIXELS;
   const kiln_i64 all = kiln_tiles(a.n, pixels, a.k);
   const char* ws = static_cast<const char*>(p.workspace);
   for (kiln_i64 t = blockIdx.x; t < all; t += gridDim.x)
-    kiln_transpose_tile(
-        reinterpret_cast<const KilnElement*>(ws + kiln_x_bytes(a) + kiln_w_bytes(a)),
-        static_cast<KilnElement*>(p.y), pixels, a.k, t);
+    kiln_transpose_tile(reinterpret_cast<const KilnElement*>(ws + kiln_nhwc_y_at(a)),
+                        static_cast<KilnElement*>(p.y), pixels, a.k, t);
 }
 #endif

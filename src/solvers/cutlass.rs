@@ -11,7 +11,11 @@
 //! `ConvCutlassGroupedFwd` (grouped NHWC convolution: CUTLASS's group fprop, a block within one
 //! group), and `ConvCutlass3dFwd`, `ConvCutlass3dScalarOutFwd`, `ConvCutlass3d3xTf32Fwd` (3-D
 //! NDHWC convolution: CUTLASS's Conv3d fprop, channels padded in the workspace where C is not a
-//! multiple of the 16-byte vector).
+//! multiple of the 16-byte vector), and `ConvCutlassNchwGemm3xTf32Fwd` (NCHW 1x1 layers as a
+//! batched GEMM, `kernels/nv/cutlass_gemm.cu`: no copies), and
+//! `ConvCutlassNchwFirstLayer3xTf32Fwd` (an NCHW first layer: padded NHWC copies made from the
+//! NCHW tensors in one pass, the first-layer kernel, y transposed back), and
+//! `ConvCutlass3dNchw3xTf32Fwd` (FP32 NCDHW through NDHWC copies, as the 2-D NCHW forms).
 //!
 //! The GEMM is M = N*Z*P*Q output pixels, N = K output channels, K = C*T*R*S (per group for grouped
 //! problems: the reduction runs over one group's C/groups channels). Perf config:
@@ -120,6 +124,15 @@ enum Form {
     Volume,
     /// 3-D NDHWC with one-element output stores: any K.
     VolumeScalarStores,
+    /// NCHW 1x1, stride 1, no padding: a batched GEMM over images, w (K x C) times x[n]
+    /// (C x H*W) into y[n] (K x H*W), no copies.
+    NchwGemm,
+    /// NCHW with 1-4 input channels: x and w copied as 4-channel NHWC / KRSC, the first-layer
+    /// kernel into an NHWC y in the workspace, y transposed into the caller's.
+    NchwPadChannels,
+    /// 3-D NCDHW: x and w transposed into NDHWC / KTRSC copies, the 3-D kernel, y transposed
+    /// back (as `Nchw` for 2-D).
+    VolumeNchw,
 }
 
 impl Form {
@@ -268,6 +281,30 @@ pub static VOLUME_3XTF32: Cutlass = Cutlass {
     form: Form::Volume,
 };
 
+/// `ConvCutlassNchwGemm3xTf32Fwd`: FP32 NCHW 1x1 layers as a batched GEMM, FP32-accurate.
+pub static NCHW_GEMM_3XTF32: Cutlass = Cutlass {
+    id: "ConvCutlassNchwGemm3xTf32Fwd",
+    types: &[DataType::Fp32],
+    gflops: 60_000.0,
+    form: Form::NchwGemm,
+};
+
+/// `ConvCutlassNchwFirstLayer3xTf32Fwd`: FP32 NCHW first layers, FP32-accurate.
+pub static NCHW_FIRST_LAYER_3XTF32: Cutlass = Cutlass {
+    id: "ConvCutlassNchwFirstLayer3xTf32Fwd",
+    types: &[DataType::Fp32],
+    gflops: 40_000.0,
+    form: Form::NchwPadChannels,
+};
+
+/// `ConvCutlass3dNchw3xTf32Fwd`: FP32 NCDHW through NDHWC copies, FP32-accurate.
+pub static VOLUME_NCHW_3XTF32: Cutlass = Cutlass {
+    id: "ConvCutlass3dNchw3xTf32Fwd",
+    types: &[DataType::Fp32],
+    gflops: 60_000.0,
+    form: Form::VolumeNchw,
+};
+
 /// `ConvCutlass3xTf32Fwd`.
 pub static THREE_TF32: Cutlass = Cutlass {
     id: "ConvCutlass3xTf32Fwd",
@@ -296,6 +333,31 @@ pub static TF32: Cutlass = Cutlass {
 impl Cutlass {
     fn element_bytes(p: &ConvProblem) -> u32 {
         p.data_types()[0].size_bytes() as u32
+    }
+
+    /// The `[M, N, K]` of one launch's GEMM: the convolution's, or for the batched GEMM of an
+    /// NCHW 1x1 layer one image's (M = K output channels, N = H*W pixels, K = C).
+    fn gemm(&self, p: &ConvProblem) -> [u64; 3] {
+        match self.form {
+            Form::NchwGemm => [p.k() as u64, volume(p.output()), p.group_channels() as u64],
+            _ => gemm_shape(p),
+        }
+    }
+
+    /// The channel-padding launch over `items` (pixels and filter positions, or elements):
+    /// one thread each, grid-strided past `PAD_MAX_BLOCKS` blocks.
+    fn pad_launch(items: u64) -> KernelLaunch {
+        KernelLaunch {
+            kernel: PAD_CHANNELS,
+            grid: [
+                items.div_ceil(PAD_THREADS as u64).clamp(1, PAD_MAX_BLOCKS) as u32,
+                1,
+                1,
+            ],
+            block: [PAD_THREADS, 1, 1],
+            shared_bytes: 0,
+            cluster: 1,
+        }
     }
 
     /// Pixels of x and filter positions of w (what the padding kernels copy).
@@ -329,13 +391,20 @@ impl TunableSolver for Cutlass {
         if !self.types.contains(&p.data_types()[0]) {
             return Err("data type not built for this solver");
         }
-        if self.form == Form::Nchw {
+        if matches!(
+            self.form,
+            Form::Nchw | Form::NchwGemm | Form::NchwPadChannels
+        ) {
             if p.layouts() != [Layout::Nchw; 3] {
                 return Err("needs 2-D NCHW tensors (the NHWC solvers serve NHWC)");
             }
         } else if self.form.is_volume() {
             if p.layouts() != [Layout::Ndhwc; 3] {
                 return Err("needs 3-D NDHWC tensors");
+            }
+        } else if self.form == Form::VolumeNchw {
+            if p.layouts() != [Layout::Ncdhw; 3] {
+                return Err("needs 3-D NCDHW tensors");
             }
         } else if p.layouts()[0] != Layout::Nhwc {
             return Err("needs 2-D NHWC tensors");
@@ -350,7 +419,12 @@ impl TunableSolver for Cutlass {
         } else if p.groups() != 1 {
             return Err("grouped convolution");
         }
-        if self.form == Form::PadChannels && p.c() > 4 {
+        if self.form == Form::NchwGemm
+            && (p.filter() != [1, 1, 1] || p.stride() != [1, 1, 1] || p.pad() != [0, 0, 0])
+        {
+            return Err("not a 1x1, stride-1, unpadded layer (a plain product per image)");
+        }
+        if matches!(self.form, Form::PadChannels | Form::NchwPadChannels) && p.c() > 4 {
             return Err("more than 4 input channels (a first-layer solver)");
         }
         if p.filter().iter().any(|&f| f > 32) {
@@ -375,7 +449,7 @@ impl TunableSolver for Cutlass {
         cfg: &CutlassConfig,
     ) -> Result<(), NotApplicable> {
         match self.form {
-            Form::PadChannels => {
+            Form::PadChannels | Form::NchwPadChannels => {
                 if !p.k().is_multiple_of(cfg.align) {
                     return Err("K is not a multiple of the config's vector width");
                 }
@@ -388,9 +462,18 @@ impl TunableSolver for Cutlass {
                     return Err("K is a multiple of the vector width (vector stores serve it)");
                 }
             }
-            Form::Nhwc | Form::Nchw => {
+            Form::Nhwc | Form::Nchw | Form::VolumeNchw => {
                 if !p.c().is_multiple_of(cfg.align) || !p.k().is_multiple_of(cfg.align) {
                     return Err("C or K is not a multiple of the config's vector width");
+                }
+            }
+            Form::NchwGemm => {
+                let [_, h, w] = p.input();
+                if !p.c().is_multiple_of(cfg.align) || !(h * w).is_multiple_of(cfg.align) {
+                    return Err("C or H*W is not a multiple of the config's vector width");
+                }
+                if cfg.split_k != 1 {
+                    return Err("split-K (the batched GEMM has none)");
                 }
             }
             Form::Volume => {
@@ -429,16 +512,21 @@ impl TunableSolver for Cutlass {
     }
 
     fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &CutlassConfig) -> LaunchPlan {
-        let [m, n, _] = gemm_shape(p);
+        let [m, n, _] = self.gemm(p);
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
         let tiles = [
             m.div_ceil(cfg.tile[0] as u64),
             n.div_ceil(cfg.tile[1] as u64),
         ];
         let e = Self::element_bytes(p);
+        // The batched GEMM runs one image per grid layer; the convolutions split K along z.
+        let layers = match self.form {
+            Form::NchwGemm => p.n(),
+            _ => cfg.split_k,
+        };
         let library = KernelLaunch {
             kernel: FPROP,
-            grid: [clamp(tiles[0]), clamp(tiles[1]), cfg.split_k],
+            grid: [clamp(tiles[0]), clamp(tiles[1]), layers],
             block: [cfg.threads(), 1, 1],
             shared_bytes: cfg.shared_bytes(e),
             cluster: 1,
@@ -446,62 +534,56 @@ impl TunableSolver for Cutlass {
         // The launches (capacity MAX_KERNELS >= 3), the library kernel's index among them, and
         // the workspace its copies take (before the split-K semaphores).
         let (launches, at, copies): (&[KernelLaunch], usize, u64) = match self.form {
-            Form::Nhwc | Form::ScalarStores | Form::Grouped => (&[library], 0, 0),
+            Form::Nhwc | Form::ScalarStores | Form::Grouped | Form::NchwGemm => (&[library], 0, 0),
             Form::Volume | Form::VolumeScalarStores if p.c().is_multiple_of(cfg.align) => {
                 (&[library], 0, 0)
             }
             Form::Volume | Form::VolumeScalarStores => {
                 let (pixels, taps) = Self::positions(p);
                 let channels = p.c().next_multiple_of(cfg.align) as u64;
-                let blocks = ((pixels + taps) * channels)
-                    .div_ceil(PAD_THREADS as u64)
-                    .clamp(1, PAD_MAX_BLOCKS);
-                let pad = KernelLaunch {
-                    kernel: PAD_CHANNELS,
-                    grid: [blocks as u32, 1, 1],
-                    block: [PAD_THREADS, 1, 1],
-                    shared_bytes: 0,
-                    cluster: 1,
-                };
+                // One thread per element of the copies.
                 (
-                    &[pad, library],
+                    &[Self::pad_launch((pixels + taps) * channels), library],
                     1,
                     copy_bytes(pixels * channels * e as u64)
                         + copy_bytes(taps * channels * e as u64),
                 )
             }
+            Form::NchwPadChannels => {
+                let (pixels, taps) = Self::positions(p);
+                let [_, oh, ow] = p.output();
+                let out_of_nhwc =
+                    transpose_tiles(p.n() as u64, oh as u64 * ow as u64, p.k() as u64);
+                let y_bytes = copy_bytes(p.element_counts()[2] * e as u64);
+                (
+                    &[
+                        Self::pad_launch(pixels + taps),
+                        library,
+                        transpose_launch(NCHW_OUT, out_of_nhwc),
+                    ],
+                    1,
+                    padded_bytes(pixels, e) + padded_bytes(taps, e) + y_bytes,
+                )
+            }
             Form::PadChannels => {
                 let (pixels, taps) = Self::positions(p);
-                let blocks = (pixels + taps)
-                    .div_ceil(PAD_THREADS as u64)
-                    .clamp(1, PAD_MAX_BLOCKS);
-                let pad = KernelLaunch {
-                    kernel: PAD_CHANNELS,
-                    grid: [blocks as u32, 1, 1],
-                    block: [PAD_THREADS, 1, 1],
-                    shared_bytes: 0,
-                    cluster: 1,
-                };
                 (
-                    &[pad, library],
+                    &[Self::pad_launch(pixels + taps), library],
                     1,
                     padded_bytes(pixels, e) + padded_bytes(taps, e),
                 )
             }
-            Form::Nchw => {
-                let [_, h, w] = p.input();
-                let [_, r, s] = p.filter();
-                let [_, oh, ow] = p.output();
+            Form::Nchw | Form::VolumeNchw => {
                 let (n, c, k) = (p.n() as u64, p.c() as u64, p.k() as u64);
                 // A 1x1 filter's KCRS is KRSC already: the kernel reads it in place.
-                let taps = r as u64 * s as u64;
-                let into_nhwc = transpose_tiles(n, c, h as u64 * w as u64)
+                let taps = volume(p.filter());
+                let into_nhwc = transpose_tiles(n, c, volume(p.input()))
                     + if taps == 1 {
                         0
                     } else {
                         transpose_tiles(k, c, taps)
                     };
-                let out_of_nhwc = transpose_tiles(n, oh as u64 * ow as u64, k);
+                let out_of_nhwc = transpose_tiles(n, volume(p.output()), k);
                 let copies = p
                     .element_counts()
                     .iter()
@@ -536,11 +618,15 @@ impl TunableSolver for Cutlass {
     }
 
     fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &CutlassConfig) -> f64 {
-        let [m, n, _] = gemm_shape(p);
+        let [m, n, _] = self.gemm(p);
         let fill =
             tile_fill(m as f64, cfg.tile[0] as f64) * tile_fill(n as f64, cfg.tile[1] as f64);
+        let layers = match self.form {
+            Form::NchwGemm => p.n(),
+            _ => cfg.split_k,
+        };
         let blocks = (m.div_ceil(cfg.tile[0] as u64) * n.div_ceil(cfg.tile[1] as u64)) as f64
-            * cfg.split_k as f64;
+            * layers as f64;
         // A grid smaller than the GPU leaves SMs idle.
         let occupancy = (blocks / caps.compute_units as f64).min(1.0);
         // The main loop reads each filter tap's channels in whole K tiles: 16 channels under a
@@ -548,7 +634,7 @@ impl TunableSolver for Cutlass {
         // `benches/RESULTS.md` part 12).
         let tile_k = cfg.tile[2].max(1) as u64;
         let k_read = volume(p.filter()) * (p.group_channels() as u64).div_ceil(tile_k) * tile_k;
-        let flops = 2.0 * m as f64 * n as f64 * k_read as f64;
+        let flops = 2.0 * gemm_shape(p)[0] as f64 * p.k() as f64 * k_read as f64;
         let bytes = (p.element_counts().iter().sum::<u64>() * Self::element_bytes(p) as u64) as f64;
         // Each split-K slice after the first re-reads and re-writes the output.
         let split_bytes =
@@ -558,7 +644,7 @@ impl TunableSolver for Cutlass {
         // The layout transforms read and write every tensor once more, in two more launches;
         // the channel padding reads x and w and writes their copies.
         let transform_ms = match self.form {
-            Form::Nchw => 2.0 * bytes / 2.5e9 + 0.006,
+            Form::Nchw | Form::NchwPadChannels | Form::VolumeNchw => 2.0 * bytes / 2.5e9 + 0.006,
             Form::Volume | Form::VolumeScalarStores if !p.c().is_multiple_of(cfg.align) => {
                 2.0 * bytes / 2.5e9 + 0.003
             }
@@ -610,6 +696,23 @@ mod tests {
             filter: [1, f, f],
             pad: [0, f / 2, f / 2],
             layouts: [Layout::Nhwc; 3],
+            data_types: [t; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap()
+    }
+
+    /// ResNet-50's first layer at N=32.
+    fn resnet50_conv1(layout: Layout, t: DataType) -> ConvProblem {
+        ConvProblem::new(ConvSpec {
+            n: 32,
+            c: 3,
+            k: 64,
+            input: [1, 224, 224],
+            filter: [1, 7, 7],
+            pad: [0, 3, 3],
+            stride: [1, 2, 2],
+            layouts: [layout; 3],
             data_types: [t; 3],
             ..ConvSpec::default()
         })
@@ -841,6 +944,110 @@ mod tests {
             VOLUME.check(&grouped, &caps, "128,64,64,64,32,4,8,1"),
             Err("grouped convolution")
         );
+        // NCDHW FP32: transposed into NDHWC copies and back, three launches.
+        let ncdhw = ConvProblem::new(ConvSpec {
+            layouts: [Layout::Ncdhw; 3],
+            ..fp32.spec()
+        })
+        .unwrap();
+        assert_eq!(
+            VOLUME_3XTF32.check(&ncdhw, &caps, "64,64,32,32,32,4,4,1"),
+            Err("needs 3-D NDHWC tensors")
+        );
+        let plan = VOLUME_NCHW_3XTF32
+            .launch_plan(&ncdhw, &caps, "64,64,32,32,32,4,4,1")
+            .unwrap();
+        let names: Vec<&str> = plan.kernels.iter().map(|k| k.kernel).collect();
+        assert_eq!(names, [NCHW_IN, FPROP, NCHW_OUT]);
+        let pixels = 16 * 56 * 56u64;
+        assert_eq!(
+            plan.kernels[0].grid[0] as u64,
+            (transpose_tiles(2, 64, pixels) + transpose_tiles(64, 64, 27))
+                .min(TRANSPOSE_MAX_BLOCKS)
+        );
+        let bytes = |elements: u64| copy_bytes(elements * 4);
+        assert_eq!(
+            plan.workspace_bytes,
+            bytes(2 * 64 * pixels) + bytes(64 * 64 * 27) + bytes(2 * 64 * pixels)
+        );
+    }
+
+    #[test]
+    fn nchw_one_by_one_layers_are_a_batched_gemm_without_copies() {
+        let caps = h100();
+        let nchw = |c: u32, k: u32, hw: u32, f: u32, stride: u32| {
+            ConvProblem::new(ConvSpec {
+                n: 32,
+                c,
+                k,
+                input: [1, hw, hw],
+                filter: [1, f, f],
+                pad: [0, f / 2, f / 2],
+                stride: [1, stride, stride],
+                ..ConvSpec::default()
+            })
+            .unwrap()
+        };
+        // ResNet-50's 256 -> 64 at 56x56: M = 64 channels, N = 3136 pixels, one image a layer.
+        let p = nchw(256, 64, 56, 1, 1);
+        let plan = NCHW_GEMM_3XTF32
+            .launch_plan(&p, &caps, "128,64,16,64,32,4,4,1")
+            .unwrap();
+        assert_eq!(plan.kernels.len(), 1);
+        assert_eq!(plan.kernels[0].grid, [1, 49, 32]);
+        assert_eq!(plan.workspace_bytes, 0);
+        // 7x7 maps (49 pixels) take the one-element config only.
+        let small = nchw(2048, 512, 7, 1, 1);
+        assert_eq!(
+            NCHW_GEMM_3XTF32.check(&small, &caps, "64,64,16,32,32,6,4,1"),
+            Err("C or H*W is not a multiple of the config's vector width")
+        );
+        assert!(NCHW_GEMM_3XTF32
+            .check(&small, &caps, "64,64,16,32,32,6,1,1")
+            .is_ok());
+        // Not a plain product: a 3x3, a strided 1x1; and NHWC is the NHWC solvers'.
+        let not_plain = Err("not a 1x1, stride-1, unpadded layer (a plain product per image)");
+        assert_eq!(
+            NCHW_GEMM_3XTF32.check(&nchw(64, 64, 56, 3, 1), &caps, "64,64,16,32,32,6,4,1"),
+            not_plain
+        );
+        assert_eq!(
+            NCHW_GEMM_3XTF32.check(&nchw(256, 512, 56, 1, 2), &caps, "64,64,16,32,32,6,4,1"),
+            not_plain
+        );
+        assert_eq!(
+            NCHW_GEMM_3XTF32.check(
+                &nhwc(32, 256, 64, 56, 1, DataType::Fp32),
+                &caps,
+                "64,64,16,32,32,6,4,1"
+            ),
+            Err("needs 2-D NCHW tensors (the NHWC solvers serve NHWC)")
+        );
+    }
+
+    #[test]
+    fn nchw_first_layers_pad_then_transpose_back() {
+        let caps = h100();
+        let p = resnet50_conv1(Layout::Nchw, DataType::Fp32);
+        let cfg = "64,64,16,32,32,4,4,1";
+        assert!(NCHW_FIRST_LAYER_3XTF32.check(&p, &caps, cfg).is_ok());
+        assert!(FIRST_LAYER_3XTF32.check(&p, &caps, cfg).is_err());
+        let plan = NCHW_FIRST_LAYER_3XTF32.launch_plan(&p, &caps, cfg).unwrap();
+        let names: Vec<&str> = plan.kernels.iter().map(|k| k.kernel).collect();
+        assert_eq!(names, [PAD_CHANNELS, FPROP, NCHW_OUT]);
+        assert_eq!(plan.library, 1);
+        // Padded x and w, then the NHWC y.
+        let (pixels, taps) = (32 * 224 * 224u64, 64 * 49u64);
+        let y = 32 * 64 * 112 * 112 * 4u64;
+        assert_eq!(
+            plan.workspace_bytes,
+            padded_bytes(pixels, 4) + padded_bytes(taps, 4) + copy_bytes(y)
+        );
+        let wide = ConvProblem::new(ConvSpec { c: 8, ..p.spec() }).unwrap();
+        assert_eq!(
+            NCHW_FIRST_LAYER_3XTF32.check(&wide, &caps, cfg),
+            Err("more than 4 input channels (a first-layer solver)")
+        );
     }
 
     #[test]
@@ -865,19 +1072,7 @@ mod tests {
     #[test]
     fn the_first_layer_pads_into_the_workspace_then_convolves() {
         let caps = h100();
-        let conv1 = ConvProblem::new(ConvSpec {
-            n: 32,
-            c: 3,
-            k: 64,
-            input: [1, 224, 224],
-            filter: [1, 7, 7],
-            pad: [0, 3, 3],
-            stride: [1, 2, 2],
-            layouts: [Layout::Nhwc; 3],
-            data_types: [DataType::Fp16; 3],
-            ..ConvSpec::default()
-        })
-        .unwrap();
+        let conv1 = resnet50_conv1(Layout::Nhwc, DataType::Fp16);
         let q = "128,64,32,64,32,3,4,1";
         assert!(FIRST_LAYER.check(&conv1, &caps, q).is_ok());
         assert!(IGEMM.check(&conv1, &caps, "64,64,64,32,32,4,2,1").is_err());

@@ -17,6 +17,7 @@ mod depthwise;
 mod dot1x1;
 mod gemm1x1;
 mod grouped;
+mod grouped_nchw;
 mod igemm;
 pub mod mma_amd;
 mod naive;
@@ -384,7 +385,11 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::VOLUME,
     &cutlass::VOLUME_SCALAR_OUT,
     &cutlass::VOLUME_3XTF32,
+    &cutlass::VOLUME_NCHW_3XTF32,
+    &cutlass::NCHW_GEMM_3XTF32,
+    &cutlass::NCHW_FIRST_LAYER_3XTF32,
     &grouped::DirectGrouped,
+    &grouped_nchw::DirectGroupedNchw,
     &depthwise::DirectDepthwise,
     &dot1x1::Dot1x1,
     &narrow::MmaNarrow,
@@ -772,6 +777,14 @@ mod tests {
             pad: [0, 1, 1],
             ..ConvSpec::default()
         };
+        let volume = ConvSpec {
+            spatial_dims: 3,
+            input: [4, 28, 28],
+            filter: [3, 3, 3],
+            pad: [1, 1, 1],
+            layouts: [kiln_format::Layout::Ndhwc; 3],
+            ..base
+        };
         // NCHW FP32, NHWC FP16, NHWC FP32 opted in to TF32, 3-channel first layers, 3 output
         // channels and a depthwise layer: each solver runs one of them.
         let problems = [
@@ -864,33 +877,32 @@ mod tests {
                 data_types: [DataType::Fp16; 3],
                 ..base
             },
-            // 3-D NDHWC in FP16 and FP32, and FP16 with 45 output channels (the 3-D solvers).
+            // NCHW FP32: a 1x1 layer (the batched GEMM) and a 3-channel first layer.
             ConvSpec {
-                spatial_dims: 3,
-                input: [4, 28, 28],
-                filter: [3, 3, 3],
-                pad: [1, 1, 1],
-                layouts: [kiln_format::Layout::Ndhwc; 3],
+                filter: [1, 1, 1],
+                pad: [0, 0, 0],
+                ..base
+            },
+            ConvSpec { c: 3, ..base },
+            // An NCHW FP32 depthwise layer (the channels-first grouped solver).
+            ConvSpec { groups: 64, ..base },
+            // 3-D in FP16 NDHWC, FP32 NDHWC and FP32 NCDHW, and FP16 with 45 output channels
+            // under a temporal filter (the 3-D solvers).
+            ConvSpec {
                 data_types: [DataType::Fp16; 3],
-                ..base
+                ..volume
+            },
+            volume,
+            ConvSpec {
+                layouts: [kiln_format::Layout::Ncdhw; 3],
+                ..volume
             },
             ConvSpec {
-                spatial_dims: 3,
-                input: [4, 28, 28],
-                filter: [3, 3, 3],
-                pad: [1, 1, 1],
-                layouts: [kiln_format::Layout::Ndhwc; 3],
-                ..base
-            },
-            ConvSpec {
-                spatial_dims: 3,
                 k: 45,
-                input: [4, 28, 28],
                 filter: [3, 1, 1],
                 pad: [1, 0, 0],
-                layouts: [kiln_format::Layout::Ndhwc; 3],
                 data_types: [DataType::Fp16; 3],
-                ..base
+                ..volume
             },
         ]
         .map(|s| ConvProblem::new(s).unwrap());

@@ -195,7 +195,7 @@ impl Epilogue {
     }
 }
 
-/// Mirror of `KilnBuilderInfo` (`kernels/nv/cutlass_conv.cu`): what a library's parameter
+/// Mirror of `KilnBuilderInfo` (`kernels/library_abi.h`): what a library's parameter
 /// builder reports. Field names and order as in C; the header documents them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
@@ -252,7 +252,7 @@ impl BuilderInfo {
     }
 }
 
-/// Mirror of `KilnPointers` (`kernels/nv/cutlass_conv.cu`): the caller's buffers, passed to
+/// Mirror of `KilnPointers` (`kernels/library_abi.h`): the caller's buffers, passed to
 /// every library kernel beside its parameter block.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
@@ -476,7 +476,7 @@ mod tests {
             "{epilogue}\n{}",
             include_str!("../../../kernels/nv/wgmma_conv.cu")
         );
-        let cutlass = include_str!("../../../kernels/nv/cutlass_conv.cu");
+        let cutlass = include_str!("../../../kernels/library_abi.h");
         let check = |source: &str, name: &str, fields: &[(&str, usize)], size, align| {
             let c = parse_c_struct(source, name).unwrap();
             check_mirror(&c, fields, size, align).map_err(|e| format!("{name}: {e}"))

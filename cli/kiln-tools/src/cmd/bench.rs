@@ -132,11 +132,19 @@ fn random_tensor(
 }
 
 /// kiln's kernel headers, every one a kernel source may include (`kiln_embed::kdbbuild`
-/// passes the same three to NVRTC).
-const KERNEL_HEADERS: [(&str, &str); 3] = [
+/// passes the same ones to NVRTC).
+const KERNEL_HEADERS: [(&str, &str); 5] = [
     ("kiln_gpu.h", include_str!("../../../../kernels/kiln_gpu.h")),
     ("igemm.h", include_str!("../../../../kernels/igemm.h")),
     ("epilogue.h", include_str!("../../../../kernels/epilogue.h")),
+    (
+        "library_abi.h",
+        include_str!("../../../../kernels/library_abi.h"),
+    ),
+    (
+        "cutlass_config.h",
+        include_str!("../../../../kernels/cutlass_config.h"),
+    ),
 ];
 
 /// Kernel sources, for compiling the cold-start kernel with NVRTC as a JIT runtime would.

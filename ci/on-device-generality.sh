@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# On a machine with the GPU: the 3-D (NDHWC and FP32 NCDHW), NCHW 1x1 (batched GEMM), NCHW
+# first-layer and NCHW grouped solvers checked, tuned and timed against PyTorch's cuDNN. STEPS picks what runs; each
+# step fits one call, and the carry takes two binaries at a time:
+#   check    (out/kiln.gz) $OUT/selftest.txt, memcheck.txt: kiln selftest over the new solvers,
+#            and the same under compute-sanitizer memcheck
+#   video    (out/kiln-tools.gz) $OUT/db/find-log.tsv: ci/problems/video_grid.txt measured
+#            (every solver and config); $OUT/video.txt and unseen-find.tgz: the video networks'
+#            3-D layers measured the same way into a scratch DB (the fallback's regret)
+#   refresh  (out/kiln-tools.gz) $OUT/refresh/find-log.tsv: the listed FP32 NCHW problems
+#            measured again where a new solver applies (find --refresh; resumable)
+#   Record the logs here (kiln-tools find --from-log, ci/pin.sh, ci/append-find-log.sh),
+#   rebuild out/kiln.gz, and build the one before the change as out/kiln-old.gz, then:
+#   compare  (out/kiln-old.gz, out/kiln.gz) through both builds and cuDNN, GPU-only:
+#            $OUT/video/  the video layers (FP16 NDHWC, N=1 and 32)
+#            $OUT/nchw/   ResNet-50's FP32 NCHW layers (N=1 and 32)
+#            $OUT/nchw-grouped/  the unseen grouped and depthwise layers as FP32 NCHW, N=1
+#            $OUT/ncdhw/  the video layers as FP32 NCDHW, N=1
+set -u
+OUT=${OUT:-/tmp/kiln-out}
+mkdir -p "$OUT"
+HERE=$(cd "$(dirname "$0")" && pwd)
+STEPS=${STEPS:-check}
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+NEW_SOLVERS="ConvCutlass3dFwd ConvCutlass3dScalarOutFwd ConvCutlass3d3xTf32Fwd \
+ConvCutlass3dNchw3xTf32Fwd ConvCutlassNchwGemm3xTf32Fwd ConvCutlassNchwFirstLayer3xTf32Fwd \
+ConvDirectGroupedNchwFwd"
+
+if has check; then
+  OUT="$OUT" CLASS=video STEPS=check CHECK_SOLVERS="$NEW_SOLVERS" bash "$HERE/on-device-unseen.sh"
+fi
+
+if has video; then
+  OUT="$OUT" CLASS=video STEPS=find FIND_SECONDS=${FIND_SECONDS:-240} \
+    bash "$HERE/on-device-unseen.sh"
+  python3 ci/gen_problems.py "$OUT" --video-unseen > "$OUT/gen.txt" 2>&1
+  OUT="$OUT" CLASS=video STEPS=regret REGRET_SECONDS=${REGRET_SECONDS:-240} \
+    bash "$HERE/on-device-unseen.sh"
+fi
+
+if has refresh; then
+  mkdir -p "$OUT/refresh"
+  cp targets/sm_90_132/sm_90_132.HIP.fdb.txt targets/sm_90_132/sm_90_132.db.txt "$OUT/refresh/"
+  gunzip -kf out/kiln-tools.gz && chmod +x out/kiln-tools
+  timeout "${REFRESH_SECONDS:-500}" out/kiln-tools find --device cuda:0 --refresh \
+    --problems ci/problems/*.txt --type FP32 --layout NCHW --db-dir "$OUT/refresh" \
+    --log "$OUT/refresh/find-log.tsv" > "$OUT/refresh/run.txt" 2>&1
+  echo "exit $?" >> "$OUT/refresh/run.txt"
+  # The DBs are copies; only the log is needed back.
+  rm -f "$OUT/refresh/sm_90_132.HIP.fdb.txt" "$OUT/refresh/sm_90_132.db.txt"
+  tail -n 3 "$OUT/refresh/run.txt"
+fi
+
+if has compare; then
+  mkdir -p "$OUT/video" "$OUT/nchw" "$OUT/nchw-grouped" "$OUT/ncdhw"
+  OUT="$OUT/video" CLASS=video STEPS=unseen BUILDS="kiln-old kiln" bash "$HERE/on-device-unseen.sh"
+  grep -- "-NCHW-FP32-F" ci/problems/resnet50.txt > "$OUT/nchw/keys.txt"
+  OUT="$OUT/nchw" KEYS="$OUT/nchw/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
+    bash "$HERE/on-device-unseen.sh"
+  g="$OUT/nchw-grouped"
+  python3 ci/gen_problems.py "$g" --grouped-unseen > "$g/gen.txt" 2>&1
+  python3 ci/gen_problems.py "$g" --depthwise-unseen >> "$g/gen.txt" 2>&1
+  # The same layers at N=1 (the key's eighth field) as FP32 NCHW.
+  cat "$g/grouped.txt" "$g/depthwise.txt" | grep -E '^([^-]*-){7}1-' |
+    sed 's/-NHWC-NHWC-NHWC-FP16-F/-NCHW-FP32-F/' > "$g/keys.txt"
+  OUT="$g" KEYS="$g/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
+    bash "$HERE/on-device-unseen.sh"
+  # The video layers at N=1 (a 3-D key's tenth field) as FP32 NCDHW.
+  grep -E '^([^-]*-){9}1-' "$OUT/video/video.txt" |
+    sed 's/-NDHWC-NDHWC-NDHWC-FP16-F/-NCDHW-FP32-F/' > "$OUT/ncdhw/keys.txt"
+  OUT="$OUT/ncdhw" KEYS="$OUT/ncdhw/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
+    bash "$HERE/on-device-unseen.sh"
+fi

@@ -1,0 +1,116 @@
+// NCHW 1x1 convolution (stride 1, no padding, one group) as CUTLASS 2.x batched GEMM on tensor
+// cores, built by NVRTC from the pinned nvidia-cutlass wheel's headers (never copied into this
+// repo). In NCHW, image n of a 1x1 convolution is a plain matrix product with no copy:
+//   y[n] (K x HW, row-major) = w (K x C, row-major: KCRS with R = S = 1) * x[n] (C x HW,
+//   row-major),
+// so the batch is N GEMMs of M = K, N = H*W, K = C, with w shared (batch stride 0) and x and y
+// strided by C*H*W and K*H*W. The NHWC kernels reach NCHW layers only through transposes of x
+// and y (kernels/nv/cutlass_conv.cu, KILN_NCHW), which for a 1x1 layer cost more than the
+// product itself.
+//
+// One code object per variant:
+//   KILN_DTYPE_FP32: 16x8x8 TF32 MMA, 3xTF32 (FP32-accurate) unless KILN_MATH_TF32;
+//   KILN_DTYPE_FP16 / _BF16: 16x8x16 MMA, FP32 accumulation.
+// Tile: KILN_TB_M x KILN_TB_N x KILN_TB_K per block, KILN_W_M x KILN_W_N per warp, KILN_STAGES
+// stages, KILN_ALIGN elements per vector access (C and H*W must be multiples of it).
+//
+// Entry points, as for the convolution kernels (kernels/library_abi.h): kiln_cutlass_params
+// builds the batched GEMM's Params for a problem on the device and reports where the pointers
+// sit (w is the GEMM's A operand, x its B: the report names them by tensor); kiln_cutlass_fprop
+// runs it.
+#include "kiln_gpu.h"
+#include "library_abi.h"
+
+#include <cutlass/cutlass.h>
+#include <cutlass/epilogue/thread/linear_combination.h>
+#include <cutlass/gemm/kernel/default_gemm.h>
+#include <cutlass/gemm/kernel/gemm_batched.h>
+#include <cutlass/gemm/threadblock/threadblock_swizzle.h>
+
+#include "cutlass_config.h"
+
+using KilnEpilogue =
+    cutlass::epilogue::thread::LinearCombination<KilnElement, KILN_ALIGN, float, float>;
+using KilnSwizzle = cutlass::gemm::threadblock::GemmBatchedIdentityThreadblockSwizzle;
+using KilnRowMajor = cutlass::layout::RowMajor;
+
+using KilnDefaultGemm = typename cutlass::gemm::kernel::DefaultGemm<
+    KilnElement, KilnRowMajor, KILN_ALIGN,  // A: w, K x C
+    KilnElement, KilnRowMajor, KILN_ALIGN,  // B: x[n], C x HW
+    KilnElement, KilnRowMajor,              // C, D: y[n], K x HW
+    float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80,
+    cutlass::gemm::GemmShape<KILN_TB_M, KILN_TB_N, KILN_TB_K>,
+    cutlass::gemm::GemmShape<KILN_W_M, KILN_W_N, KILN_TB_K>, KilnInstruction, KilnEpilogue,
+    KilnSwizzle, KILN_STAGES, false, KilnMathOp>::GemmKernel;
+
+using KilnGemmKernel =
+    cutlass::gemm::kernel::GemmBatched<typename KilnDefaultGemm::Mma,
+                                       typename KilnDefaultGemm::Epilogue, KilnSwizzle>;
+
+// The batched GEMM's Params, and a slot for the split-K semaphore pointer the invoker patches
+// into every library block (the batched kernel has no split-K; nothing reads it).
+struct KilnParams {
+  typename KilnGemmKernel::Params gemm;
+  void* unused_semaphore;
+};
+
+extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k, KilnParams* out,
+                                               KilnBuilderInfo* info) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  const int pixels = a.in_h * a.in_w;
+  const cutlass::gemm::GemmCoord size(a.k, pixels, a.c);
+  cutlass::Status status = cutlass::Status::kSuccess;
+  // A 1x1, stride-1, unpadded, ungrouped 2-D NCHW problem; alignment along C and H*W.
+  if (a.channels_last != 0 || a.groups != 1 || a.fil_d != 1 || a.fil_h != 1 || a.fil_w != 1 ||
+      a.in_d != 1 || a.stride_h != 1 || a.stride_w != 1 || a.pad_h != 0 || a.pad_w != 0 ||
+      a.out_h != a.in_h || a.out_w != a.in_w || split_k != 1 || a.c % KILN_ALIGN != 0 ||
+      pixels % KILN_ALIGN != 0)
+    status = cutlass::Status::kErrorInvalidProblem;
+  KilnSwizzle swizzle;
+  const cutlass::gemm::GemmCoord tiles = swizzle.get_tiled_shape(
+      size, cutlass::gemm::GemmCoord(KILN_TB_M, KILN_TB_N, KILN_TB_K), a.n);
+  // Stand-in pointers, each found again below at the offset reported for it.
+  KilnElement* const marks[3] = {reinterpret_cast<KilnElement*>(0x1000),
+                                 reinterpret_cast<KilnElement*>(0x2000),
+                                 reinterpret_cast<KilnElement*>(0x3000)};
+  typename KilnGemmKernel::Mma::IteratorA::TensorRef ref_w(marks[1], KilnRowMajor(a.c));
+  typename KilnGemmKernel::Mma::IteratorB::TensorRef ref_x(marks[0], KilnRowMajor(pixels));
+  typename KilnGemmKernel::Epilogue::OutputTileIterator::TensorRef ref_y(marks[2],
+                                                                         KilnRowMajor(pixels));
+  out->gemm = typename KilnGemmKernel::Params(
+      size, tiles, ref_w, 0, ref_x, (int64_t)a.c * pixels, ref_y, (int64_t)a.k * pixels, ref_y,
+      (int64_t)a.k * pixels, typename KilnEpilogue::Params(1.0f, 0.0f), a.n);
+  out->unused_semaphore = nullptr;
+  const dim3 grid = swizzle.get_grid_shape(tiles);
+  info->status = (kiln_i32)status;
+  info->params_bytes = (kiln_i32)sizeof(KilnParams);
+  info->threads = KilnGemmKernel::kThreadCount;
+  info->shared_bytes = (kiln_i32)sizeof(typename KilnGemmKernel::SharedStorage);
+  info->grid[0] = (kiln_i32)grid.x;
+  info->grid[1] = (kiln_i32)grid.y;
+  info->grid[2] = (kiln_i32)grid.z;
+  // A TensorRef holds its pointer first; checked against the stand-ins, then cleared.
+  info->offset_a = kiln_offset(out, &out->gemm.ref_B);
+  info->offset_b = kiln_offset(out, &out->gemm.ref_A);
+  info->offset_c = kiln_offset(out, &out->gemm.ref_C);
+  info->offset_d = kiln_offset(out, &out->gemm.ref_D);
+  const kiln_i32 offsets[4] = {info->offset_a, info->offset_b, info->offset_c, info->offset_d};
+  for (int i = 0; i < 4; ++i) {
+    void** slot = reinterpret_cast<void**>(reinterpret_cast<char*>(out) + offsets[i]);
+    if (*slot != marks[i < 3 ? i : 2]) info->status = (kiln_i32)cutlass::Status::kErrorInternal;
+    *slot = nullptr;
+  }
+  info->offset_semaphore = kiln_offset(out, &out->unused_semaphore);
+  info->semaphore_ints = 0;
+  info->a_in_workspace = -1;
+  info->b_in_workspace = -1;
+  info->semaphore_in_workspace = 0;
+  info->y_in_workspace = -1;
+}
+
+extern "C" __global__ void __launch_bounds__(KilnGemmKernel::kThreadCount)
+    kiln_cutlass_fprop(__grid_constant__ const KilnParams params, KilnPointers, KilnConvArgs) {
+  extern __shared__ __align__(16) unsigned char kiln_smem[];
+  KilnGemmKernel op;
+  op(params.gemm, *reinterpret_cast<typename KilnGemmKernel::SharedStorage*>(kiln_smem));
+}
