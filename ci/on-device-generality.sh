@@ -4,14 +4,15 @@
 # step fits one call, and the carry takes two binaries at a time:
 #   check    (out/kiln.gz) $OUT/selftest.txt, memcheck.txt: kiln selftest over the new solvers,
 #            and the same under compute-sanitizer memcheck
-#   video    (out/kiln-tools.gz) $OUT/db/find-log.tsv: ci/pending/video_grid.txt measured
+#   video    (out/kiln-tools.gz) $OUT/db/find-log.tsv: ci/problems/video_grid.txt measured
 #            (every solver and config); $OUT/video.txt and unseen-find.tgz: the video networks'
 #            3-D layers measured the same way into a scratch DB (the fallback's regret)
 #   refresh  (out/kiln-tools.gz) $OUT/refresh/find-log.tsv: the listed FP32 NCHW problems
 #            measured again where a new solver applies (find --refresh; resumable)
 #   Record the logs here (kiln-tools find --from-log, ci/pin.sh, ci/append-find-log.sh),
 #   rebuild out/kiln.gz, and build the one before the change as out/kiln-old.gz, then:
-#   compare  (out/kiln-old.gz, out/kiln.gz) through both builds and cuDNN, GPU-only:
+#   compare  (out/kiln-old.gz, out/kiln.gz) through both builds and cuDNN, GPU-only (the 3-D
+#            layers through the new build only):
 #            $OUT/video/  the video layers (FP16 NDHWC, N=1 and 32)
 #            $OUT/nchw/   ResNet-50's FP32 NCHW layers (N=1 and 32)
 #            $OUT/nchw-grouped/  the unseen grouped and depthwise layers as FP32 NCHW, N=1
@@ -31,10 +32,8 @@ if has check; then
 fi
 
 if has video; then
-  # The grid moves into ci/problems/ once its measurements are recorded (every listed problem
-  # must be in the find-db: tests/measured_sm90.rs).
   OUT="$OUT" CLASS=video STEPS=find FIND_SECONDS=${FIND_SECONDS:-240} \
-    FIND_PROBLEMS=ci/pending/video_grid.txt bash "$HERE/on-device-unseen.sh"
+    FIND_PROBLEMS=ci/problems/video_grid.txt bash "$HERE/on-device-unseen.sh"
   python3 ci/gen_problems.py "$OUT" --video-unseen > "$OUT/gen.txt" 2>&1
   OUT="$OUT" CLASS=video STEPS=regret REGRET_SECONDS=${REGRET_SECONDS:-240} \
     bash "$HERE/on-device-unseen.sh"
@@ -55,7 +54,9 @@ fi
 
 if has compare; then
   mkdir -p "$OUT/video" "$OUT/nchw" "$OUT/nchw-grouped" "$OUT/ncdhw"
-  OUT="$OUT/video" CLASS=video STEPS=unseen BUILDS="kiln-old kiln" bash "$HERE/on-device-unseen.sh"
+  # The build before the change runs 3-D layers on the naive fallback (30-50x cuDNN, measured
+  # before), which at N=32 takes seconds a layer: only the new build times them.
+  OUT="$OUT/video" CLASS=video STEPS=unseen BUILDS=kiln bash "$HERE/on-device-unseen.sh"
   grep -- "-NCHW-FP32-F" ci/problems/resnet50.txt > "$OUT/nchw/keys.txt"
   OUT="$OUT/nchw" KEYS="$OUT/nchw/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
     bash "$HERE/on-device-unseen.sh"
@@ -70,6 +71,6 @@ if has compare; then
   # The video layers at N=1 (a 3-D key's tenth field) as FP32 NCDHW.
   grep -E '^([^-]*-){9}1-' "$OUT/video/video.txt" |
     sed 's/-NDHWC-NDHWC-NDHWC-FP16-F/-NCDHW-FP32-F/' > "$OUT/ncdhw/keys.txt"
-  OUT="$OUT/ncdhw" KEYS="$OUT/ncdhw/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
+  OUT="$OUT/ncdhw" KEYS="$OUT/ncdhw/keys.txt" STEPS=unseen BUILDS=kiln \
     bash "$HERE/on-device-unseen.sh"
 fi

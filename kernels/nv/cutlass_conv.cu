@@ -58,41 +58,8 @@
 #include "library_abi.h"
 
 #include <cutlass/cutlass.h>
-#include <cutlass/numeric_conversion.h>
 
-#if defined(KILN_DTYPE_FP32) && !defined(KILN_MATH_TF32)
-namespace cutlass {
-// kiln's 3xTF32 split, which keeps IEEE infinities. 3xTF32 writes each operand as big + small
-// (two TF32 values) and sums big*big + big*small + small*big. CUTLASS's split takes
-// small = x - big, so an infinite x gets small = inf - inf = NaN and every result it touches
-// comes out NaN where FP32 gives +-inf. Here a non-finite x rides in the small part with a big
-// part of 0: inf*w then arrives through small*big as +-inf (w's big part is 0 only for w = 0,
-// where FP32 also gives NaN, or below 2^-136), and NaN stays NaN. The one case left: inf times
-// inf gives NaN (0*inf in a cross term). Branch-free: three more operations than CUTLASS's
-// split, which the inner loop runs for every operand element.
-template <>
-struct NumericConverterFastF32<FloatRoundStyle::round_toward_zero,
-                               FloatRoundStyle::round_half_ulp_truncate> {
-  using result_type = Array<tfloat32_t, 2>;
-  using source_type = float;
-  static FloatRoundStyle const kRoundBig = FloatRoundStyle::round_toward_zero;
-  static FloatRoundStyle const kRoundSmall = FloatRoundStyle::round_half_ulp_truncate;
-
-  CUTLASS_HOST_DEVICE static result_type convert(source_type const& x) {
-    unsigned bits = __float_as_uint(x);
-    bool special = (bits & 0x7f800000u) == 0x7f800000u;
-    unsigned big = special ? 0u : (bits & 0xffffe000u);  // toward zero: top 10 mantissa bits
-    float rest = special ? x : x - __uint_as_float(big);  // exact in FP32
-    result_type r;
-    r[0] = tfloat32_t::bitcast(big);
-    r[1] = tfloat32_t::bitcast((__float_as_uint(rest) + 0x1000u) & 0xffffe000u);
-    return r;
-  }
-
-  CUTLASS_HOST_DEVICE result_type operator()(source_type const& s) const { return convert(s); }
-};
-}  // namespace cutlass
-#endif
+#include "cutlass_config.h"
 
 #include <cutlass/conv/conv2d_problem_size.h>
 #include <cutlass/conv/kernel/default_conv2d_fprop.h>
@@ -112,8 +79,6 @@ struct NumericConverterFastF32<FloatRoundStyle::round_toward_zero,
 #else
 #define KILN_ITERATOR cutlass::conv::IteratorAlgorithm::kOptimized
 #endif
-
-#include "cutlass_config.h"
 
 // KILN_ALIGN_OUT: elements per output store (K must be a multiple); KILN_ALIGN unless the
 // variant writes one element at a time to serve any K (3 RGB channels, 255 detection outputs).

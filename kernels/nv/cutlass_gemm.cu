@@ -22,12 +22,13 @@
 #include "library_abi.h"
 
 #include <cutlass/cutlass.h>
+
+#include "cutlass_config.h"
+
 #include <cutlass/epilogue/thread/linear_combination.h>
 #include <cutlass/gemm/kernel/default_gemm.h>
 #include <cutlass/gemm/kernel/gemm_batched.h>
 #include <cutlass/gemm/threadblock/threadblock_swizzle.h>
-
-#include "cutlass_config.h"
 
 using KilnEpilogue =
     cutlass::epilogue::thread::LinearCombination<KilnElement, KILN_ALIGN, float, float>;

@@ -48,7 +48,7 @@ pub struct RegretArgs {
     /// Networks never measured into the DBs (their problem lists) and the log of a find run on
     /// them into a scratch DB: their problems are ranked by the fallback with every committed
     /// problem in the model, as a device with these DBs would rank them.
-    #[arg(long, num_args = 1.., default_values = ["data/heldout/densenet121.txt", "data/heldout/efficientnet_b0.txt", "data/heldout/googlenet.txt", "data/heldout/grouped_unseen.txt"])]
+    #[arg(long, num_args = 1.., default_values = ["data/heldout/densenet121.txt", "data/heldout/efficientnet_b0.txt", "data/heldout/googlenet.txt", "data/heldout/grouped_unseen.txt", "data/heldout/video_unseen.txt"])]
     unseen: Vec<PathBuf>,
     /// The find log of the `--unseen` networks.
     #[arg(long, default_value = "data/find-logs/heldout.tsv.zst")]
