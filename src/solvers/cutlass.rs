@@ -657,6 +657,36 @@ impl TunableSolver for Cutlass {
         cfg.tile[0] as u64 * cfg.tile[1] as u64
     }
 
+    /// 3-D only: where the measured config's grid gives `p` fewer than two waves of blocks,
+    /// the smallest tile of the same alignment and split-K. In the find logs' 3-D problems
+    /// (`data/find-logs/`, H100, 2026-11-27), 64x64 beat 128x128 on 40 of the 41 problems
+    /// whose 128x128 grid was under two waves (time ratio 0.40-0.94, one 1.08), and on 9 of
+    /// the 27 past it (up to 1.6x slower), where the measured tile stands. The cost model
+    /// ranks these tiles alike once the grid fills the GPU, so it cannot make this call.
+    fn refit(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        from: &CutlassConfig,
+        candidates: &mut dyn Iterator<Item = (&'static str, CutlassConfig)>,
+    ) -> Option<&'static str> {
+        if !self.form.is_volume() {
+            return None;
+        }
+        let [m, n, _] = self.gemm(p);
+        let blocks = |c: &CutlassConfig| {
+            m.div_ceil(c.tile[0] as u64) * n.div_ceil(c.tile[1] as u64) * c.split_k as u64
+        };
+        if blocks(from) >= 2 * caps.compute_units as u64 {
+            return None;
+        }
+        candidates
+            .filter(|(_, c)| c.align == from.align && c.split_k == from.split_k)
+            .filter(|(_, c)| self.tile(c) < self.tile(from))
+            .min_by_key(|(_, c)| self.tile(c))
+            .map(|(q, _)| q)
+    }
+
     fn default_config(
         &self,
         p: &ConvProblem,
@@ -863,6 +893,28 @@ mod tests {
         // 25088 pixels in 64-row tiles, 512 channels in 16-column tiles.
         assert_eq!(plan.kernels[0].grid, [392, 32, 1]);
         assert_eq!(plan.kernels[0].block, [64, 1, 1]);
+    }
+
+    #[test]
+    fn a_3d_grid_under_two_waves_takes_the_smallest_tile() {
+        let caps = h100();
+        let solver = crate::solvers::by_id("ConvCutlass3dFwd").unwrap();
+        let key = |k: &str| ConvProblem::from_find_db_key(k).unwrap();
+        // r3d_18's last stage at N=32: 128x128 tiles make 25 x 4 = 100 blocks on 132 SMs, and
+        // on an H100 64x64 took 0.81 of their time.
+        let late = key("512-2-7-7-3x3x3-512-2-7-7-32-1x1x1-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F");
+        assert_eq!(
+            solver.refit(&late, &caps, "128,128,32,64,64,4,8,1"),
+            Some("64,64,32,32,32,5,8,1")
+        );
+        // Its first stage at N=32 (12,544 blocks): the measured tile stands.
+        let early =
+            key("64-16-56-56-3x3x3-64-16-56-56-32-1x1x1-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F");
+        assert_eq!(solver.refit(&early, &caps, "128,128,32,64,64,4,8,1"), None);
+        // 2-D layers keep their measured tiles.
+        let flat = key("512-7-7-3x3-512-7-7-1-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F");
+        let igemm = crate::solvers::by_id("ConvCutlassIgemmFwd").unwrap();
+        assert_eq!(igemm.refit(&flat, &caps, "128,128,32,64,64,5,8,1"), None);
     }
 
     #[test]
