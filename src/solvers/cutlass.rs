@@ -344,6 +344,21 @@ impl Cutlass {
         }
     }
 
+    /// The library launch's grid: output tiles along the GEMM's M and N, and its layers (one
+    /// image each for the batched GEMM, else the split-K slices).
+    fn grid(&self, p: &ConvProblem, cfg: &CutlassConfig) -> [u64; 3] {
+        let [m, n, _] = self.gemm(p);
+        let layers = match self.form {
+            Form::NchwGemm => p.n(),
+            _ => cfg.split_k,
+        };
+        [
+            m.div_ceil(cfg.tile[0] as u64),
+            n.div_ceil(cfg.tile[1] as u64),
+            layers as u64,
+        ]
+    }
+
     /// The channel-padding launch over `items` (pixels and filter positions, or elements):
     /// one thread each, grid-strided past `PAD_MAX_BLOCKS` blocks.
     fn pad_launch(items: u64) -> KernelLaunch {
@@ -512,21 +527,12 @@ impl TunableSolver for Cutlass {
     }
 
     fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &CutlassConfig) -> LaunchPlan {
-        let [m, n, _] = self.gemm(p);
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
-        let tiles = [
-            m.div_ceil(cfg.tile[0] as u64),
-            n.div_ceil(cfg.tile[1] as u64),
-        ];
+        let tiles = self.grid(p, cfg);
         let e = Self::element_bytes(p);
-        // The batched GEMM runs one image per grid layer; the convolutions split K along z.
-        let layers = match self.form {
-            Form::NchwGemm => p.n(),
-            _ => cfg.split_k,
-        };
         let library = KernelLaunch {
             kernel: FPROP,
-            grid: [clamp(tiles[0]), clamp(tiles[1]), layers],
+            grid: tiles.map(clamp),
             block: [cfg.threads(), 1, 1],
             shared_bytes: cfg.shared_bytes(e),
             cluster: 1,
@@ -621,12 +627,7 @@ impl TunableSolver for Cutlass {
         let [m, n, _] = self.gemm(p);
         let fill =
             tile_fill(m as f64, cfg.tile[0] as f64) * tile_fill(n as f64, cfg.tile[1] as f64);
-        let layers = match self.form {
-            Form::NchwGemm => p.n(),
-            _ => cfg.split_k,
-        };
-        let blocks = (m.div_ceil(cfg.tile[0] as u64) * n.div_ceil(cfg.tile[1] as u64)) as f64
-            * layers as f64;
+        let blocks = self.grid(p, cfg).iter().product::<u64>() as f64;
         // A grid smaller than the GPU leaves SMs idle.
         let occupancy = (blocks / caps.compute_units as f64).min(1.0);
         // The main loop reads each filter tap's channels in whole K tiles: 16 channels under a
@@ -673,11 +674,7 @@ impl TunableSolver for Cutlass {
         if !self.form.is_volume() {
             return None;
         }
-        let [m, n, _] = self.gemm(p);
-        let blocks = |c: &CutlassConfig| {
-            m.div_ceil(c.tile[0] as u64) * n.div_ceil(c.tile[1] as u64) * c.split_k as u64
-        };
-        if blocks(from) >= 2 * caps.compute_units as u64 {
+        if self.grid(p, from).iter().product::<u64>() >= 2 * caps.compute_units as u64 {
             return None;
         }
         candidates
@@ -1043,7 +1040,7 @@ mod tests {
         // ResNet-50's 256 -> 64 at 56x56: M = 64 channels, N = 3136 pixels, one image a layer.
         let p = nchw(256, 64, 56, 1, 1);
         let plan = NCHW_GEMM_3XTF32
-            .launch_plan(&p, &caps, "128,64,16,64,32,4,4,1")
+            .launch_plan(&p, &caps, "64,64,32,32,32,4,4,1")
             .unwrap();
         assert_eq!(plan.kernels.len(), 1);
         assert_eq!(plan.kernels[0].grid, [1, 49, 32]);
@@ -1051,27 +1048,27 @@ mod tests {
         // 7x7 maps (49 pixels) take the one-element config only.
         let small = nchw(2048, 512, 7, 1, 1);
         assert_eq!(
-            NCHW_GEMM_3XTF32.check(&small, &caps, "64,64,16,32,32,6,4,1"),
+            NCHW_GEMM_3XTF32.check(&small, &caps, "64,64,16,32,32,4,4,1"),
             Err("C or H*W is not a multiple of the config's vector width")
         );
         assert!(NCHW_GEMM_3XTF32
-            .check(&small, &caps, "64,64,16,32,32,6,1,1")
+            .check(&small, &caps, "64,64,16,32,32,4,1,1")
             .is_ok());
         // Not a plain product: a 3x3, a strided 1x1; and NHWC is the NHWC solvers'.
         let not_plain = Err("not a 1x1, stride-1, unpadded layer (a plain product per image)");
         assert_eq!(
-            NCHW_GEMM_3XTF32.check(&nchw(64, 64, 56, 3, 1), &caps, "64,64,16,32,32,6,4,1"),
+            NCHW_GEMM_3XTF32.check(&nchw(64, 64, 56, 3, 1), &caps, "64,64,16,32,32,4,4,1"),
             not_plain
         );
         assert_eq!(
-            NCHW_GEMM_3XTF32.check(&nchw(256, 512, 56, 1, 2), &caps, "64,64,16,32,32,6,4,1"),
+            NCHW_GEMM_3XTF32.check(&nchw(256, 512, 56, 1, 2), &caps, "64,64,16,32,32,4,4,1"),
             not_plain
         );
         assert_eq!(
             NCHW_GEMM_3XTF32.check(
                 &nhwc(32, 256, 64, 56, 1, DataType::Fp32),
                 &caps,
-                "64,64,16,32,32,6,4,1"
+                "64,64,16,32,32,4,4,1"
             ),
             Err("needs 2-D NCHW tensors (the NHWC solvers serve NHWC)")
         );
