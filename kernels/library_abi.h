@@ -31,6 +31,19 @@ struct KilnPointers {
   void* workspace;
 };
 
+// The launch a builder reports for its library kernel `Kernel` with parameter block `Params`:
+// the status, the block's size, threads and shared memory per block, and the grid.
+template <typename Kernel, typename Params>
+static __device__ void kiln_report_launch(KilnBuilderInfo* info, kiln_i32 status, dim3 grid) {
+  info->status = status;
+  info->params_bytes = (kiln_i32)sizeof(Params);
+  info->threads = Kernel::kThreadCount;
+  info->shared_bytes = (kiln_i32)sizeof(typename Kernel::SharedStorage);
+  info->grid[0] = (kiln_i32)grid.x;
+  info->grid[1] = (kiln_i32)grid.y;
+  info->grid[2] = (kiln_i32)grid.z;
+}
+
 // Byte offset of `field` inside the parameter block at `base`.
 template <typename Block>
 static __device__ kiln_i32 kiln_offset(const Block* base, const void* field) {

@@ -412,13 +412,7 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
   *out = KilnParams(args, nullptr);
   cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<1> swizzle;
   dim3 grid = swizzle.get_grid_shape(out->grid_tiled_shape);
-  info->status = (kiln_i32)status;
-  info->params_bytes = (kiln_i32)sizeof(KilnParams);
-  info->threads = KilnConvKernel::kThreadCount;
-  info->shared_bytes = (kiln_i32)sizeof(typename KilnConvKernel::SharedStorage);
-  info->grid[0] = (kiln_i32)grid.x;
-  info->grid[1] = (kiln_i32)grid.y;
-  info->grid[2] = (kiln_i32)grid.z;
+  kiln_report_launch<KilnConvKernel, KilnParams>(info, (kiln_i32)status, grid);
   info->offset_a = kiln_offset(out, &out->ptr_A);
   info->offset_b = kiln_offset(out, &out->ptr_B);
   info->offset_c = kiln_offset(out, &out->ptr_C);

@@ -83,13 +83,7 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
       (int64_t)a.k * pixels, typename KilnEpilogue::Params(1.0f, 0.0f), a.n);
   out->unused_semaphore = nullptr;
   const dim3 grid = swizzle.get_grid_shape(tiles);
-  info->status = (kiln_i32)status;
-  info->params_bytes = (kiln_i32)sizeof(KilnParams);
-  info->threads = KilnGemmKernel::kThreadCount;
-  info->shared_bytes = (kiln_i32)sizeof(typename KilnGemmKernel::SharedStorage);
-  info->grid[0] = (kiln_i32)grid.x;
-  info->grid[1] = (kiln_i32)grid.y;
-  info->grid[2] = (kiln_i32)grid.z;
+  kiln_report_launch<KilnGemmKernel, KilnParams>(info, (kiln_i32)status, grid);
   // A TensorRef holds its pointer first; checked against the stand-ins, then cleared.
   info->offset_a = kiln_offset(out, &out->gemm.ref_B);
   info->offset_b = kiln_offset(out, &out->gemm.ref_A);
