@@ -9,6 +9,9 @@
 #            3-D layers measured the same way into a scratch DB (the fallback's regret)
 #   refresh  (out/kiln-tools.gz) $OUT/refresh/find-log.tsv: the listed FP32 NCHW problems
 #            measured again where a new solver applies (find --refresh; resumable)
+#   tiles    (out/kiln.gz, out/kiln-tools.gz) ConvCutlass3dFwd's 64-deep tiles: $OUT/selftest.txt
+#            and memcheck.txt over it, then $OUT/tiles/find-log.tsv: ci/problems/video_grid.txt
+#            measured again with every solver and config (find --force)
 #   Record the logs here (kiln-tools find --from-log, ci/pin.sh, ci/append-find-log.sh),
 #   rebuild out/kiln.gz, and build the one before the change as out/kiln-old.gz, then:
 #   compare  (out/kiln-old.gz, out/kiln.gz) through both builds and cuDNN, GPU-only (the 3-D
@@ -37,6 +40,18 @@ if has video; then
   python3 ci/gen_problems.py "$OUT" --video-unseen > "$OUT/gen.txt" 2>&1
   OUT="$OUT" CLASS=video STEPS=regret REGRET_SECONDS=${REGRET_SECONDS:-240} \
     bash "$HERE/on-device-unseen.sh"
+fi
+
+if has tiles; then
+  OUT="$OUT" CLASS=video STEPS=check CHECK_SOLVERS=ConvCutlass3dFwd bash "$HERE/on-device-unseen.sh"
+  mkdir -p "$OUT/tiles"
+  cp targets/sm_90_132/sm_90_132.HIP.fdb.txt targets/sm_90_132/sm_90_132.db.txt "$OUT/tiles/"
+  timeout "${FIND_SECONDS:-240}" out/kiln-tools find --device cuda:0 --force \
+    --problems ci/problems/video_grid.txt --db-dir "$OUT/tiles" \
+    --log "$OUT/tiles/find-log.tsv" > "$OUT/tiles/run.txt" 2>&1
+  echo "exit $?" >> "$OUT/tiles/run.txt"
+  rm -f "$OUT/tiles/sm_90_132.HIP.fdb.txt" "$OUT/tiles/sm_90_132.db.txt"
+  tail -n 3 "$OUT/tiles/run.txt"
 fi
 
 if has refresh; then
