@@ -2,7 +2,7 @@
 # On a machine with the GPU: the 3-D (NDHWC and FP32 NCDHW), NCHW 1x1 (batched GEMM), NCHW
 # first-layer and NCHW grouped solvers checked, tuned and timed against PyTorch's cuDNN. STEPS picks what runs; each
 # step fits one call, and the carry takes two binaries at a time:
-#   check    (out/kiln.gz) $OUT/selftest.txt, memcheck.txt: kiln selftest over the new solvers,
+#   check    (out/kiln.gz) $OUT/selftest.txt, memcheck.txt: kiln selftest over NEW_SOLVERS,
 #            and the same under compute-sanitizer memcheck
 #   video    (out/kiln-tools.gz) $OUT/db/find-log.tsv: ci/problems/video_grid.txt measured
 #            (every solver and config); $OUT/video.txt and unseen-find.tgz: the video networks'
@@ -14,21 +14,23 @@
 #            measured again with every solver and config (find --force)
 #   Record the logs here (kiln-tools find --from-log, ci/pin.sh, ci/append-find-log.sh),
 #   rebuild out/kiln.gz, and build the one before the change as out/kiln-old.gz, then:
-#   compare  (out/kiln-old.gz, out/kiln.gz) through both builds and cuDNN, GPU-only (the 3-D
-#            layers through the new build only):
-#            $OUT/video/  the video layers (FP16 NDHWC, N=1 and 32)
+#   compare  (out/kiln-old.gz, out/kiln.gz) through both builds and cuDNN, GPU-only (NCDHW
+#            through the new build only):
+#            $OUT/video/  the first VIDEO_LAYERS (40) video layers at N=32 (FP16 NDHWC)
 #            $OUT/nchw/   ResNet-50's FP32 NCHW layers (N=1 and 32)
 #            $OUT/nchw-grouped/  the unseen grouped and depthwise layers as FP32 NCHW, N=1
 #            $OUT/ncdhw/  the video layers as FP32 NCDHW, N=1
+#            (PARTS picks among video, nchw, nchw-grouped and ncdhw; default all four)
 set -u
 OUT=${OUT:-/tmp/kiln-out}
 mkdir -p "$OUT"
 HERE=$(cd "$(dirname "$0")" && pwd)
 STEPS=${STEPS:-check}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
-NEW_SOLVERS="ConvCutlass3dFwd ConvCutlass3dScalarOutFwd ConvCutlass3d3xTf32Fwd \
-ConvCutlass3dNchw3xTf32Fwd ConvCutlassNchwGemm3xTf32Fwd ConvCutlassNchwFirstLayer3xTf32Fwd \
-ConvDirectGroupedNchwFwd"
+# The solvers (or configs) not yet checked on the GPU: the 3-D solver's 64-deep tiles and the
+# flat depthwise NCHW kernel (checked: the 3-D, NCHW GEMM, first-layer and grouped NCHW solvers,
+# benches/runs/2026-11-27-h100-generality/).
+NEW_SOLVERS=${NEW_SOLVERS:-"ConvCutlass3dFwd ConvDirectDepthwiseNchwFwd"}
 
 if has check; then
   OUT="$OUT" CLASS=video STEPS=check CHECK_SOLVERS="$NEW_SOLVERS" bash "$HERE/on-device-unseen.sh"
@@ -69,23 +71,36 @@ fi
 
 if has compare; then
   mkdir -p "$OUT/video" "$OUT/nchw" "$OUT/nchw-grouped" "$OUT/ncdhw"
-  # The build before the change runs 3-D layers on the naive fallback (30-50x cuDNN, measured
-  # before), which at N=32 takes seconds a layer: only the new build times them.
-  OUT="$OUT/video" CLASS=video STEPS=unseen BUILDS=kiln bash "$HERE/on-device-unseen.sh"
-  grep -- "-NCHW-FP32-F" ci/problems/resnet50.txt > "$OUT/nchw/keys.txt"
-  OUT="$OUT/nchw" KEYS="$OUT/nchw/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
-    bash "$HERE/on-device-unseen.sh"
-  g="$OUT/nchw-grouped"
-  python3 ci/gen_problems.py "$g" --grouped-unseen > "$g/gen.txt" 2>&1
-  python3 ci/gen_problems.py "$g" --depthwise-unseen >> "$g/gen.txt" 2>&1
-  # The same layers at N=1 (the key's eighth field) as FP32 NCHW.
-  cat "$g/grouped.txt" "$g/depthwise.txt" | grep -E '^([^-]*-){7}1-' |
-    sed 's/-NHWC-NHWC-NHWC-FP16-F/-NCHW-FP32-F/' > "$g/keys.txt"
-  OUT="$g" KEYS="$g/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
-    bash "$HERE/on-device-unseen.sh"
-  # The video layers at N=1 (a 3-D key's tenth field) as FP32 NCDHW.
-  grep -E '^([^-]*-){9}1-' "$OUT/video/video.txt" |
-    sed 's/-NDHWC-NDHWC-NDHWC-FP16-F/-NCDHW-FP32-F/' > "$OUT/ncdhw/keys.txt"
-  OUT="$OUT/ncdhw" KEYS="$OUT/ncdhw/keys.txt" STEPS=unseen BUILDS=kiln \
-    bash "$HERE/on-device-unseen.sh"
+  part() { [[ " ${PARTS:-video nchw nchw-grouped ncdhw} " == *" $1 "* ]]; }
+  # The video layers at N=32 (a 3-D key's tenth field), the first VIDEO_LAYERS of them: each
+  # `kiln run` checks against a CPU reference, which for a 3-D layer takes seconds.
+  python3 ci/gen_problems.py "$OUT/video" --video-unseen > "$OUT/video/gen.txt" 2>&1
+  if part video; then
+    grep -E '^([^-]*-){9}32-' "$OUT/video/video.txt" | head -n "${VIDEO_LAYERS:-40}" \
+      > "$OUT/video/keys.txt"
+    OUT="$OUT/video" KEYS="$OUT/video/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
+      bash "$HERE/on-device-unseen.sh"
+  fi
+  if part nchw; then
+    grep -- "-NCHW-FP32-F" ci/problems/resnet50.txt > "$OUT/nchw/keys.txt"
+    OUT="$OUT/nchw" KEYS="$OUT/nchw/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
+      bash "$HERE/on-device-unseen.sh"
+  fi
+  if part nchw-grouped; then
+    g="$OUT/nchw-grouped"
+    python3 ci/gen_problems.py "$g" --grouped-unseen > "$g/gen.txt" 2>&1
+    python3 ci/gen_problems.py "$g" --depthwise-unseen >> "$g/gen.txt" 2>&1
+    # The same layers at N=1 (the key's eighth field) as FP32 NCHW.
+    cat "$g/grouped.txt" "$g/depthwise.txt" | grep -E '^([^-]*-){7}1-' |
+      sed 's/-NHWC-NHWC-NHWC-FP16-F/-NCHW-FP32-F/' > "$g/keys.txt"
+    OUT="$g" KEYS="$g/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
+      bash "$HERE/on-device-unseen.sh"
+  fi
+  if part ncdhw; then
+    # The video layers at N=1 (a 3-D key's tenth field) as FP32 NCDHW.
+    grep -E '^([^-]*-){9}1-' "$OUT/video/video.txt" |
+      sed 's/-NDHWC-NDHWC-NDHWC-FP16-F/-NCDHW-FP32-F/' > "$OUT/ncdhw/keys.txt"
+    OUT="$OUT/ncdhw" KEYS="$OUT/ncdhw/keys.txt" STEPS=unseen BUILDS=kiln \
+      bash "$HERE/on-device-unseen.sh"
+  fi
 fi

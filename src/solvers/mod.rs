@@ -14,6 +14,7 @@
 mod caps;
 pub mod cutlass;
 mod depthwise;
+mod depthwise_nchw;
 mod dot1x1;
 mod gemm1x1;
 mod grouped;
@@ -390,6 +391,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::NCHW_FIRST_LAYER_3XTF32,
     &grouped::DirectGrouped,
     &grouped_nchw::DirectGroupedNchw,
+    &depthwise_nchw::DirectDepthwiseNchw,
     &depthwise::DirectDepthwise,
     &dot1x1::Dot1x1,
     &narrow::MmaNarrow,
