@@ -96,34 +96,38 @@ impl EpilogueInputs {
 
     /// Applies the epilogue to `conv`, the f64 convolution in y's dense layout.
     pub fn apply(&self, p: &ConvProblem, conv: &mut [f64]) {
+        for (e, v) in conv.iter_mut().enumerate() {
+            *v = self.apply_one(p, e, *v);
+        }
+    }
+
+    /// The epilogue on y's element `e` (flat, in y's layout), whose convolution is `conv`.
+    pub fn apply_one(&self, p: &ConvProblem, e: usize, conv: f64) -> f64 {
         let f = p.fusion();
         let k = p.k() as usize;
         let channels_last = p.layouts()[2].channels_last();
-        let plane = conv.len() / (p.n() as usize * k);
-        let z_stride = f.z_stride(p.k()) as usize;
-        for (e, v) in conv.iter_mut().enumerate() {
-            let (pixel, ch) = if channels_last {
-                (e / k, e % k)
-            } else {
-                (e, (e / plane) % k)
-            };
-            let mut out = self.alpha as f64 * *v;
-            if let Some((_, s)) = &self.scale {
-                out *= s[ch];
-            }
-            if let Some((_, b)) = &self.bias {
-                out += b[ch];
-            }
-            if let Some((_, z)) = &self.residual {
-                let zi = if channels_last {
-                    pixel * z_stride + self.z_offset as usize + ch
-                } else {
-                    e
-                };
-                out += self.beta as f64 * z[zi];
-            }
-            *v = f.activation.apply(out, self.param as f64);
+        let plane = p.output().iter().map(|&v| v as usize).product::<usize>();
+        let (pixel, ch) = if channels_last {
+            (e / k, e % k)
+        } else {
+            (e, (e / plane) % k)
+        };
+        let mut out = self.alpha as f64 * conv;
+        if let Some((_, s)) = &self.scale {
+            out *= s[ch];
         }
+        if let Some((_, b)) = &self.bias {
+            out += b[ch];
+        }
+        if let Some((_, z)) = &self.residual {
+            let zi = if channels_last {
+                pixel * f.z_stride(p.k()) as usize + self.z_offset as usize + ch
+            } else {
+                e
+            };
+            out += self.beta as f64 * z[zi];
+        }
+        f.activation.apply(out, self.param as f64)
     }
 }
 

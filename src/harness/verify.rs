@@ -27,108 +27,176 @@ pub fn random_values(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-/// The forward convolution in f64, output in y's layout. Spread over the CPU's cores.
-pub fn reference(p: &ConvProblem, x: &[f64], w: &[f64]) -> Vec<f64> {
-    let [_, ih, iw] = p.input();
-    let id = p.input()[0];
-    let [fd, fh, fw] = p.filter();
-    let [od, oh, ow] = p.output();
-    let (n, c, k, g) = (
-        p.n() as usize,
-        p.c() as usize,
-        p.k() as usize,
-        p.groups() as usize,
-    );
-    let (cpg, kpg) = (c / g, k / g);
-    let cl = p.layouts()[0].channels_last();
-    let [pd, ph, pw] = p.pad().map(|v| v as i64);
-    let [sd, sh, sw] = p.stride().map(|v| v as i64);
-    let [dd, dh, dw] = p.dilation().map(|v| v as i64);
-    let (id, ih, iw, fd, fh, fw, od, oh, ow) = (
-        id as usize,
-        ih as usize,
-        iw as usize,
-        fd as usize,
-        fh as usize,
-        fw as usize,
-        od as usize,
-        oh as usize,
-        ow as usize,
-    );
-    let total = n * k * od * oh * ow;
-    let mut y = vec![0f64; total];
+/// A problem's geometry, for computing its outputs one by one in f64.
+struct ReferenceConv {
+    cl: bool,
+    n_c_k_g: [usize; 4],
+    input: [usize; 3],
+    filter: [usize; 3],
+    output: [usize; 3],
+    pad: [i64; 3],
+    stride: [i64; 3],
+    dilation: [i64; 3],
+}
+
+impl ReferenceConv {
+    fn new(p: &ConvProblem) -> Self {
+        let us = |v: [u32; 3]| v.map(|d| d as usize);
+        ReferenceConv {
+            cl: p.layouts()[0].channels_last(),
+            n_c_k_g: [p.n(), p.c(), p.k(), p.groups()].map(|v| v as usize),
+            input: us(p.input()),
+            filter: us(p.filter()),
+            output: us(p.output()),
+            pad: p.pad().map(|v| v as i64),
+            stride: p.stride().map(|v| v as i64),
+            dilation: p.dilation().map(|v| v as i64),
+        }
+    }
+
+    /// y's element count.
+    fn outputs(&self) -> usize {
+        let [n, _, k, _] = self.n_c_k_g;
+        n * k * self.output.iter().product::<usize>()
+    }
+
+    /// y's element `r` (its flat index in y's layout).
+    fn at(&self, x: &[f64], w: &[f64], r: usize) -> f64 {
+        let cl = self.cl;
+        let [_, c, k, g] = self.n_c_k_g;
+        let (cpg, kpg) = (c / g, k / g);
+        let [id, ih, iw] = self.input;
+        let [fd, fh, fw] = self.filter;
+        let [od, oh, ow] = self.output;
+        let [pd, ph, pw] = self.pad;
+        let [sd, sh, sw] = self.stride;
+        let [dd, dh, dw] = self.dilation;
+        let mut r = r;
+        let (kk, oww, ohh, odd, nn);
+        if cl {
+            kk = r % k;
+            r /= k;
+            oww = r % ow;
+            r /= ow;
+            ohh = r % oh;
+            r /= oh;
+            odd = r % od;
+            nn = r / od;
+        } else {
+            oww = r % ow;
+            r /= ow;
+            ohh = r % oh;
+            r /= oh;
+            odd = r % od;
+            r /= od;
+            kk = r % k;
+            nn = r / k;
+        }
+        let grp = kk / kpg;
+        let mut acc = 0f64;
+        for cg in 0..cpg {
+            let cc = grp * cpg + cg;
+            for a in 0..fd {
+                let zd = odd as i64 * sd - pd + a as i64 * dd;
+                if zd < 0 || zd >= id as i64 {
+                    continue;
+                }
+                for b in 0..fh {
+                    let zh = ohh as i64 * sh - ph + b as i64 * dh;
+                    if zh < 0 || zh >= ih as i64 {
+                        continue;
+                    }
+                    for e in 0..fw {
+                        let zw = oww as i64 * sw - pw + e as i64 * dw;
+                        if zw < 0 || zw >= iw as i64 {
+                            continue;
+                        }
+                        let (zd, zh, zw) = (zd as usize, zh as usize, zw as usize);
+                        let (xi, wi) = if cl {
+                            (
+                                (((nn * id + zd) * ih + zh) * iw + zw) * c + cc,
+                                (((kk * fd + a) * fh + b) * fw + e) * cpg + cg,
+                            )
+                        } else {
+                            (
+                                (((nn * c + cc) * id + zd) * ih + zh) * iw + zw,
+                                (((kk * cpg + cg) * fd + a) * fh + b) * fw + e,
+                            )
+                        };
+                        acc += x[xi] * w[wi];
+                    }
+                }
+            }
+        }
+        acc
+    }
+}
+
+/// Runs `f` over `out`'s elements on the CPU's cores, with each element's position.
+fn par_fill(out: &mut [f64], f: impl Fn(usize) -> f64 + Sync) {
     let threads = std::thread::available_parallelism()
         .map(|t| t.get())
         .unwrap_or(1)
         .min(64);
-    let chunk = total.div_ceil(threads).max(1);
+    let chunk = out.len().div_ceil(threads).max(1);
+    let f = &f;
     std::thread::scope(|s| {
-        for (ci, part) in y.chunks_mut(chunk).enumerate() {
+        for (ci, part) in out.chunks_mut(chunk).enumerate() {
             s.spawn(move || {
-                for (j, out) in part.iter_mut().enumerate() {
-                    let mut r = ci * chunk + j;
-                    let (kk, oww, ohh, odd, nn);
-                    if cl {
-                        kk = r % k;
-                        r /= k;
-                        oww = r % ow;
-                        r /= ow;
-                        ohh = r % oh;
-                        r /= oh;
-                        odd = r % od;
-                        nn = r / od;
-                    } else {
-                        oww = r % ow;
-                        r /= ow;
-                        ohh = r % oh;
-                        r /= oh;
-                        odd = r % od;
-                        r /= od;
-                        kk = r % k;
-                        nn = r / k;
-                    }
-                    let grp = kk / kpg;
-                    let mut acc = 0f64;
-                    for cg in 0..cpg {
-                        let cc = grp * cpg + cg;
-                        for a in 0..fd {
-                            let zd = odd as i64 * sd - pd + a as i64 * dd;
-                            if zd < 0 || zd >= id as i64 {
-                                continue;
-                            }
-                            for b in 0..fh {
-                                let zh = ohh as i64 * sh - ph + b as i64 * dh;
-                                if zh < 0 || zh >= ih as i64 {
-                                    continue;
-                                }
-                                for e in 0..fw {
-                                    let zw = oww as i64 * sw - pw + e as i64 * dw;
-                                    if zw < 0 || zw >= iw as i64 {
-                                        continue;
-                                    }
-                                    let (zd, zh, zw) = (zd as usize, zh as usize, zw as usize);
-                                    let (xi, wi) = if cl {
-                                        (
-                                            (((nn * id + zd) * ih + zh) * iw + zw) * c + cc,
-                                            (((kk * fd + a) * fh + b) * fw + e) * cpg + cg,
-                                        )
-                                    } else {
-                                        (
-                                            (((nn * c + cc) * id + zd) * ih + zh) * iw + zw,
-                                            (((kk * cpg + cg) * fd + a) * fh + b) * fw + e,
-                                        )
-                                    };
-                                    acc += x[xi] * w[wi];
-                                }
-                            }
-                        }
-                    }
-                    *out = acc;
+                for (j, v) in part.iter_mut().enumerate() {
+                    *v = f(ci * chunk + j);
                 }
             });
         }
     });
+}
+
+/// The forward convolution in f64, output in y's layout. Spread over the CPU's cores.
+pub fn reference(p: &ConvProblem, x: &[f64], w: &[f64]) -> Vec<f64> {
+    let conv = ReferenceConv::new(p);
+    let mut y = vec![0f64; conv.outputs()];
+    par_fill(&mut y, |r| conv.at(x, w, r));
     y
+}
+
+/// The reference's elements at `indices` (flat, in y's layout) only.
+pub fn reference_at(p: &ConvProblem, x: &[f64], w: &[f64], indices: &[usize]) -> Vec<f64> {
+    let conv = ReferenceConv::new(p);
+    let mut y = vec![0f64; indices.len()];
+    par_fill(&mut y, |i| conv.at(x, w, indices[i]));
+    y
+}
+
+/// Multiply-adds of CPU reference `kiln run` spends at most (about a second on a few cores):
+/// past it, a sample of the outputs is checked, so that a large layer's check stays bounded.
+pub const REFERENCE_BUDGET_MACS: u64 = 1 << 28;
+
+/// The outputs a check of `p` compares within `budget` multiply-adds: `None` when every output
+/// fits, else a sorted pseudo-random sample (seeded) of as many outputs as fit, at least 4096.
+pub fn sample_outputs(p: &ConvProblem, budget: u64, seed: u64) -> Option<Vec<usize>> {
+    let total = p.element_counts()[2];
+    let per_output =
+        (p.group_channels() as u64) * p.filter().iter().map(|&v| v as u64).product::<u64>();
+    if total.saturating_mul(per_output) <= budget {
+        return None;
+    }
+    let count = (budget / per_output.max(1)).max(4096);
+    if count >= total {
+        return None;
+    }
+    let count = count as usize;
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut picked: Vec<usize> = (0..count)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % total) as usize
+        })
+        .collect();
+    picked.sort_unstable();
+    picked.dedup();
+    Some(picked)
 }
 
 /// Relative error ||gpu - ref||_2 / ||ref||_2 (infinite if the GPU wrote a non-finite value).
@@ -178,6 +246,11 @@ pub struct CheckedRun {
     pub time_ms: f64,
     /// Whether the error is within [`tolerance`].
     pub passed: bool,
+    /// Outputs compared with the reference: all of them, or a sample on large problems
+    /// ([`REFERENCE_BUDGET_MACS`]).
+    pub compared: u64,
+    /// y's element count.
+    pub outputs: u64,
 }
 
 /// A new buffer holding `values` encoded as `dtype`, and the values as stored (rounded to
@@ -227,6 +300,9 @@ pub struct ProblemCheck<'a> {
     w: DeviceBuffer,
     y: DeviceBuffer,
     epilogue: Option<super::epilogue::EpilogueInputs>,
+    /// The outputs compared, when a sample ([`sample_outputs`]); `None`: every output.
+    sample: Option<Vec<usize>>,
+    /// The reference at the compared outputs.
     reference: Vec<f64>,
 }
 
@@ -239,6 +315,26 @@ impl<'a> ProblemCheck<'a> {
             p,
             &random_values(xn as usize, seed),
             &random_values(wn as usize, seed ^ 0xABCD),
+            None,
+        )
+    }
+
+    /// As [`ProblemCheck::random`], with the CPU reference held to `budget` multiply-adds: a
+    /// larger problem compares a sample of its outputs ([`sample_outputs`]), and every output
+    /// must still be finite (none left poisoned).
+    pub fn random_within(
+        ctx: &'a Context,
+        p: &ConvProblem,
+        seed: u64,
+        budget: u64,
+    ) -> Result<Self, RunError> {
+        let [xn, wn, _] = p.element_counts();
+        Self::with_inputs(
+            ctx,
+            p,
+            &random_values(xn as usize, seed),
+            &random_values(wn as usize, seed ^ 0xABCD),
+            sample_outputs(p, budget, seed),
         )
     }
 
@@ -246,7 +342,7 @@ impl<'a> ProblemCheck<'a> {
     pub fn special(ctx: &'a Context, p: &ConvProblem, seed: u64) -> Result<Self, RunError> {
         let [xn, wn, _] = p.element_counts();
         let (xs, ws) = special_values(xn as usize, wn as usize, seed);
-        Self::with_inputs(ctx, p, &xs, &ws)
+        Self::with_inputs(ctx, p, &xs, &ws, None)
     }
 
     fn with_inputs(
@@ -254,6 +350,7 @@ impl<'a> ProblemCheck<'a> {
         p: &ConvProblem,
         xs: &[f32],
         ws: &[f32],
+        sample: Option<Vec<usize>>,
     ) -> Result<Self, RunError> {
         let dtype = p.data_types()[0];
         let dev = ctx.device();
@@ -262,10 +359,24 @@ impl<'a> ProblemCheck<'a> {
         let epilogue = super::epilogue::EpilogueInputs::new(dev, p, xs.len() as u64)?;
         let y_offset = epilogue.as_ref().map_or(0, |e| e.y_offset as u64);
         let y = dev.alloc((p.y_extent() + y_offset).saturating_mul(dtype.size_bytes() as u64))?;
-        let mut reference = reference(p, &xv, &wv);
-        if let Some(e) = &epilogue {
-            e.apply(p, &mut reference);
-        }
+        let reference = match &sample {
+            None => {
+                let mut all = reference(p, &xv, &wv);
+                if let Some(e) = &epilogue {
+                    e.apply(p, &mut all);
+                }
+                all
+            }
+            Some(indices) => {
+                let mut some = reference_at(p, &xv, &wv, indices);
+                if let Some(e) = &epilogue {
+                    for (v, &i) in some.iter_mut().zip(indices) {
+                        *v = e.apply_one(p, i, *v);
+                    }
+                }
+                some
+            }
+        };
         Ok(ProblemCheck {
             ctx,
             problem: *p,
@@ -273,6 +384,7 @@ impl<'a> ProblemCheck<'a> {
             w,
             y,
             epilogue,
+            sample,
             reference,
         })
     }
@@ -287,7 +399,29 @@ impl<'a> ProblemCheck<'a> {
         self.launch(&inv, ws.as_ref(), &Stream::default())?;
         let offset = self.epilogue.as_ref().map_or(0, |e| e.y_offset);
         let out = super::epilogue::gather_y(&self.problem, download(&self.y, dtype)?, offset);
-        Ok((out, Invoked { inv, ws }))
+        Ok((self.compared(out), Invoked { inv, ws }))
+    }
+
+    /// The outputs the reference covers: all of `out`, or its sample. A sampled check of
+    /// random inputs also needs every output finite: an element left poisoned (NaN) outside
+    /// the sample makes the compared values NaN, which fails every check.
+    fn compared(&self, out: Vec<f64>) -> Vec<f64> {
+        let Some(indices) = &self.sample else {
+            return out;
+        };
+        let all_finite = out.iter().all(|v| v.is_finite());
+        indices
+            .iter()
+            .map(|&i| match out.get(i) {
+                Some(&v) if all_finite => v,
+                _ => f64::NAN,
+            })
+            .collect()
+    }
+
+    /// How many outputs the check compares, and y's element count.
+    pub fn compared_outputs(&self) -> (usize, u64) {
+        (self.reference.len(), self.problem.element_counts()[2])
     }
 
     /// One run of `inv` on the check's buffers, with the epilogue's inputs when it has some.
@@ -336,9 +470,10 @@ pub fn run_checked(
     seed: u64,
     repeats: usize,
 ) -> Result<CheckedRun, RunError> {
-    let check = ProblemCheck::random(ctx, p, seed)?;
+    let check = ProblemCheck::random_within(ctx, p, seed, REFERENCE_BUDGET_MACS)?;
     let (out, Invoked { inv, ws }) = check.run(v)?;
     let error = relative_error(&out, &check.reference);
+    let (compared, outputs) = check.compared_outputs();
     let time_ms = time_gpu_only_fitted(ctx.device(), repeats, |s, _| {
         check.launch(&inv, ws.as_ref(), s)
     })?
@@ -348,6 +483,8 @@ pub fn run_checked(
         error,
         time_ms,
         passed: error <= tolerance(p),
+        compared: compared as u64,
+        outputs,
     })
 }
 
@@ -493,5 +630,55 @@ mod tests {
         .unwrap();
         let y = reference(&p, &[1.0, 10.0, 2.0, 20.0], &[3.0, 5.0]);
         assert_eq!(y, vec![3.0, 50.0, 6.0, 100.0]);
+    }
+
+    #[test]
+    fn a_sampled_reference_holds_the_full_one_at_its_outputs() {
+        // 3-D, grouped, strided and dilated, channels last: every index path of the reference.
+        let p = ConvProblem::new(ConvSpec {
+            spatial_dims: 3,
+            n: 2,
+            c: 6,
+            k: 4,
+            groups: 2,
+            input: [5, 7, 6],
+            filter: [3, 3, 2],
+            pad: [1, 1, 0],
+            stride: [1, 2, 1],
+            dilation: [1, 1, 2],
+            layouts: [kiln_format::Layout::Ndhwc; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        let [xn, wn, yn] = p.element_counts();
+        let x: Vec<f64> = random_values(xn as usize, 3)
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let w: Vec<f64> = random_values(wn as usize, 4)
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let full = reference(&p, &x, &w);
+        assert_eq!(full.len() as u64, yn);
+        // 54 multiply-adds an output (3 channels a group x 3x3x2 taps); fewer than 4096
+        // outputs are always checked whole.
+        assert_eq!(sample_outputs(&p, yn * 54, 1), None);
+        assert_eq!(sample_outputs(&p, 54, 1), None);
+        let picked: Vec<usize> = (0..yn as usize).step_by(7).collect();
+        let at = reference_at(&p, &x, &w, &picked);
+        for (v, &i) in at.iter().zip(&picked) {
+            assert_eq!(*v, full[i], "output {i}");
+        }
+        // A large layer: 4096 outputs at least, as many as the budget pays for.
+        let big = ConvProblem::from_find_db_key(
+            "512-2-7-7-3x3x3-512-2-7-7-32-1x1x1-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F",
+        )
+        .unwrap();
+        let s = sample_outputs(&big, REFERENCE_BUDGET_MACS, 1).unwrap();
+        let want = (REFERENCE_BUDGET_MACS / (512 * 27)) as usize;
+        assert!(s.len() <= want && s.len() > want * 9 / 10, "{}", s.len());
+        assert!(s.windows(2).all(|w| w[0] < w[1]));
+        assert!(*s.last().unwrap() < big.element_counts()[2] as usize);
     }
 }

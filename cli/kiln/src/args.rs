@@ -31,7 +31,7 @@ pub enum Command {
     Doctor,
     /// Resolve a convolution problem: the find-db record, and kiln's plan with where each rank came from.
     Resolve(ResolveArgs),
-    /// Run one problem on the GPU with random inputs, checked against a CPU reference (f64).
+    /// Run one problem on the GPU with random inputs, checked against a CPU reference (f64; on a large problem, a sample of its outputs).
     Run(RunArgs),
     /// Boot check: every embedded solver and perf config on a problem set, checked; non-zero exit on any failure.
     Selftest(SelftestArgs),
