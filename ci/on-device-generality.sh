@@ -12,6 +12,8 @@
 #   tiles    (out/kiln.gz, out/kiln-tools.gz) ConvCutlass3dFwd's 64-deep tiles: $OUT/selftest.txt
 #            and memcheck.txt over it, then $OUT/tiles/find-log.tsv: ci/problems/video_grid.txt
 #            measured again with every solver and config (find --force)
+#   profile  (out/kiln.gz) $OUT/profile-resnet50-<n>.txt: `kiln net run --profile --verbose`
+#            of ResNet-50 at N=1 and 32, every launch alone (where the network's time goes)
 #   Record the logs here (kiln-tools find --from-log, ci/pin.sh, ci/append-find-log.sh),
 #   rebuild out/kiln.gz, and build the one before the change as out/kiln-old.gz, then:
 #   compare  (out/kiln-old.gz, out/kiln.gz) through both builds and cuDNN, GPU-only (NCDHW
@@ -45,7 +47,9 @@ if has video; then
 fi
 
 if has tiles; then
-  OUT="$OUT" CLASS=video STEPS=check CHECK_SOLVERS=ConvCutlass3dFwd bash "$HERE/on-device-unseen.sh"
+  # The check step covers the 3-D solver already.
+  has check || OUT="$OUT" CLASS=video STEPS=check CHECK_SOLVERS=ConvCutlass3dFwd \
+    bash "$HERE/on-device-unseen.sh"
   mkdir -p "$OUT/tiles"
   cp targets/sm_90_132/sm_90_132.HIP.fdb.txt targets/sm_90_132/sm_90_132.db.txt "$OUT/tiles/"
   timeout "${FIND_SECONDS:-240}" out/kiln-tools find --device cuda:0 --force \
@@ -67,6 +71,27 @@ if has refresh; then
   # The DBs are copies; only the log is needed back.
   rm -f "$OUT/refresh/sm_90_132.HIP.fdb.txt" "$OUT/refresh/sm_90_132.db.txt"
   tail -n 3 "$OUT/refresh/run.txt"
+fi
+
+if has profile; then
+  gunzip -kf out/kiln.gz && chmod +x out/kiln
+  for n in 1 32; do
+    out/kiln net run resnet50 --random-weights --batch "$n" --profile --verbose \
+      > "$OUT/profile-resnet50-$n.txt" 2>&1
+    echo "exit $?" >> "$OUT/profile-resnet50-$n.txt"
+  done
+  grep -h "^profile" "$OUT"/profile-resnet50-*.txt
+  # ResNet-50's 1x1 layers at N=32, plain and as the network fuses them (what the epilogue costs).
+  for key in 64-56-56-1x1-256-56-56-32 256-56-56-1x1-64-56-56-32 128-28-28-1x1-512-28-28-32 \
+    256-14-14-1x1-1024-14-14-32 512-7-7-1x1-2048-7-7-32 64-56-56-3x3-64-56-56-32; do
+    pad=0x0; [[ $key == *3x3* ]] && pad=1x1
+    for fusion in "" "+scale+bias+relu" "+scale+bias+add+relu"; do
+      k="$key-$pad-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F$fusion"
+      r=$(out/kiln run "$k" --repeats 50 2>&1)
+      printf '%s\t%s\t%s\n' "$k" "$(grep -oE "Conv[A-Za-z0-9]+" <<<"$r" | head -1)" \
+        "$(grep -oE "[0-9.]+ ms GPU-only" <<<"$r" | head -1)"
+    done
+  done > "$OUT/epilogue-cost.tsv" 2>&1
 fi
 
 if has compare; then
