@@ -21,8 +21,10 @@
 #            $OUT/video/  the first VIDEO_LAYERS (40) video layers at N=32 (FP16 NDHWC)
 #            $OUT/nchw/   ResNet-50's FP32 NCHW layers (N=1 and 32)
 #            $OUT/nchw-grouped/  the unseen grouped and depthwise layers as FP32 NCHW, N=1
+#            (NCHW_DW32=1: the depthwise ones at N=32 too)
 #            $OUT/ncdhw/  the video layers as FP32 NCDHW, N=1
-#            (PARTS picks among video, nchw, nchw-grouped and ncdhw; default all four)
+#            (PARTS picks among video, nchw, nchw-grouped and ncdhw; default all four;
+#            COMPARE_BUILDS the builds, default "kiln-old kiln")
 set -u
 OUT=${OUT:-/tmp/kiln-out}
 mkdir -p "$OUT"
@@ -103,12 +105,12 @@ if has compare; then
   if part video; then
     grep -E '^([^-]*-){9}32-' "$OUT/video/video.txt" | head -n "${VIDEO_LAYERS:-40}" \
       > "$OUT/video/keys.txt"
-    OUT="$OUT/video" KEYS="$OUT/video/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
+    OUT="$OUT/video" KEYS="$OUT/video/keys.txt" STEPS=unseen BUILDS="${COMPARE_BUILDS:-kiln-old kiln}" \
       bash "$HERE/on-device-unseen.sh"
   fi
   if part nchw; then
     grep -- "-NCHW-FP32-F" ci/problems/resnet50.txt > "$OUT/nchw/keys.txt"
-    OUT="$OUT/nchw" KEYS="$OUT/nchw/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
+    OUT="$OUT/nchw" KEYS="$OUT/nchw/keys.txt" STEPS=unseen BUILDS="${COMPARE_BUILDS:-kiln-old kiln}" \
       bash "$HERE/on-device-unseen.sh"
   fi
   if part nchw-grouped; then
@@ -118,7 +120,10 @@ if has compare; then
     # The same layers at N=1 (the key's eighth field) as FP32 NCHW.
     cat "$g/grouped.txt" "$g/depthwise.txt" | grep -E '^([^-]*-){7}1-' |
       sed 's/-NHWC-NHWC-NHWC-FP16-F/-NCHW-FP32-F/' > "$g/keys.txt"
-    OUT="$g" KEYS="$g/keys.txt" STEPS=unseen BUILDS="kiln-old kiln" \
+    # With NCHW_DW32=1, the depthwise layers at N=32 too.
+    [ "${NCHW_DW32:-0}" = 1 ] && grep -E '^([^-]*-){7}32-' "$g/depthwise.txt" |
+      sed 's/-NHWC-NHWC-NHWC-FP16-F/-NCHW-FP32-F/' >> "$g/keys.txt"
+    OUT="$g" KEYS="$g/keys.txt" STEPS=unseen BUILDS="${COMPARE_BUILDS:-kiln-old kiln}" \
       bash "$HERE/on-device-unseen.sh"
   fi
   if part ncdhw; then

@@ -306,9 +306,10 @@ extern "C" __global__ void
 // excitation's pool over 112x112 pixels of 32 channels) still fills the GPU. First, blocks of
 // 32 channels x 8 pixel lanes each sum one of `splits` pixel ranges of one sample into FP32
 // partials (b: the workspace, n x c x splits floats); then one thread per (n, c) adds its
-// partials, divides and stores.
+// partials, divides and stores. With one range (splits 1) the first kernel stores y itself and
+// the second is not launched.
 extern "C" __global__ void kiln_global_pool_partial(const kiln_t* __restrict__ x, const kiln_t* __restrict__ workspace,
-                                                    kiln_t* __restrict__ unused, KilnOpArgs a) {
+                                                    kiln_t* __restrict__ y, KilnOpArgs a) {
   __shared__ float red[256];
   float* part = (float*)workspace;
   const kiln_u32 c = a.c, hw = (kiln_u32)a.in_h * a.in_w, splits = a.splits;
@@ -329,7 +330,12 @@ extern "C" __global__ void kiln_global_pool_partial(const kiln_t* __restrict__ x
     if (lane == 0 && ch < c) {
       float t = 0.0f;
       for (int l = 0; l < 8; ++l) t += red[threadIdx.x + 32 * l];
-      part[((kiln_u32)n * c + ch) * splits + s] = t;
+      if (splits == 1) {
+        const float inv = 1.0f / ((float)a.in_h * (float)a.in_w);
+        kiln_op_store(y, kiln_op_index(a, n, ch, 0, 0, 1, 1, a.y_ld), kiln_op_act(t * inv, a));
+      } else {
+        part[((kiln_u32)n * c + ch) * splits + s] = t;
+      }
     }
     __syncthreads();
   }

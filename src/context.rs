@@ -694,7 +694,8 @@ impl Context {
             }
         };
         let (ap, yp) = (a.device_ptr() + a_offset, y.device_ptr() + y_offset);
-        // A global pool: partial sums from a into the workspace, then the workspace into y.
+        // A global pool: partial sums from a into the workspace, then the workspace into y
+        // (over one pixel range, the first kernel stores y: its b is then unused).
         let launches: [(u64, u64, u64, u32); 2] = if inv.functions.len() == 2 {
             let finish = (u64::from(op.n) * u64::from(op.c))
                 .div_ceil(u64::from(crate::ops::BLOCK_THREADS))

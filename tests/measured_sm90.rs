@@ -58,6 +58,17 @@ fn every_listed_problem_is_measured_and_agrees_with_the_log() {
             .unwrap()
             .insert((f[1], f[2]), (t, f[5] == "true"));
     }
+    // Only variants the manifest still builds count: a perf config measured and then dropped
+    // (the 3-D solver's 64-deep tiles) is in the log, never in a record.
+    let manifest = kiln::embedded::kernel_manifest();
+    let built = |solver: &str, config: &str| {
+        manifest
+            .iter()
+            .any(|s| s.id == solver && (config.is_empty() || s.params.contains(&config)))
+    };
+    latest
+        .values_mut()
+        .for_each(|run| run.retain(|(s, c), _| built(s, c)));
     let mut best: HashMap<&str, (f64, &str)> = HashMap::new();
     for (key, runs) in &latest {
         for ((solver, _), (t, ok)) in runs {
@@ -66,10 +77,7 @@ fn every_listed_problem_is_measured_and_agrees_with_the_log() {
             }
         }
     }
-    let solvers: Vec<&str> = kiln::embedded::kernel_manifest()
-        .iter()
-        .map(|s| s.id)
-        .collect();
+    let solvers: Vec<&str> = manifest.iter().map(|s| s.id).collect();
     for key in &keys {
         let r = find
             .records

@@ -136,19 +136,18 @@ static __device__ KILN_INLINE kiln_u32 kiln_smem(const void* p) {
 // 16-byte copies that the warpgroup's threads issue together, so z is read coalesced and all
 // at once; read straight from global memory in the accumulators' layout (scattered 4-byte
 // pairs), it cost ResNet-50's 1x1 layers that end a bottleneck up to 3x their plain time
-// (64 -> 256 channels at batch 32: 0.069 ms against 0.052 so, 0.022 plain). Copying the next
-// unit's z while this one's products run measured no faster. z's rows are 16-byte aligned:
-// the host checks z is, and z_ld and K are multiples of 8 elements.
+// (64 -> 256 channels at batch 32: 0.069 ms against 0.052 so, 0.022 plain). The persistent
+// kernel issues a unit's copies when the unit starts, so that they land while its products
+// run. z's rows are 16-byte aligned: the host checks z is, and z_ld and K are multiples of 8
+// elements.
 //
-// Without a residual: null. Else rows [row0, row0 + 64) of z below rows_end, columns
-// [n0, n0 + KILN_BN) below K, copied into the warpgroup's staging tile (the rest zero-filled)
-// and visible to all its threads once this returns (named barrier `barrier`); returns this
-// thread's row (thread_row) of it, for kiln_wgmma_epilogue.
-static __device__ KILN_INLINE const kiln_u32* kiln_stage_z(const KilnTmaConvParams& p, kiln_u32* tile,
-                                                           kiln_i64 row0, kiln_i64 rows_end, int n0,
-                                                           int barrier, int thread_row) {
+// Without a residual: nothing. Else rows [row0, row0 + 64) of z below rows_end, columns
+// [n0, n0 + KILN_BN) below K, copied into the warpgroup's staging tile (the rest zero-filled):
+// the copies are issued here and complete in kiln_stage_z_wait.
+static __device__ KILN_INLINE void kiln_stage_z_issue(const KilnTmaConvParams& p, kiln_u32* tile,
+                                                      kiln_i64 row0, kiln_i64 rows_end, int n0) {
   const KilnEpilogue& e = p.ep;
-  if (!e.z) return nullptr;
+  if (!e.z) return;
   const unsigned char* z = (const unsigned char*)e.z;
   const int chunks = KILN_BN / KILN_VEC;
   for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
@@ -159,9 +158,27 @@ static __device__ KILN_INLINE const kiln_u32* kiln_stage_z(const KilnTmaConvPara
                  "l"(src), "r"(in ? 16 : 0)
                  : "memory");
   }
-  asm volatile("cp.async.commit_group;\n\tcp.async.wait_group 0;" ::: "memory");
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// Without a residual: null. Else waits until the warpgroup's copies (kiln_stage_z_issue) have
+// landed and are visible to all its threads (named barrier `barrier`), and returns this
+// thread's row (thread_row) of the tile, for kiln_wgmma_epilogue.
+static __device__ KILN_INLINE const kiln_u32* kiln_stage_z_wait(const KilnTmaConvParams& p, kiln_u32* tile,
+                                                                int barrier, int thread_row) {
+  if (!p.ep.z) return nullptr;
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
   asm volatile("bar.sync %0, 128;" ::"r"(barrier) : "memory");
   return tile + thread_row * KILN_PITCH;
+}
+
+// Both at once, where the staging tile is not free earlier (the one-tile kernel stages y in its
+// pipeline stages; the first-layer kernel's units are short).
+static __device__ KILN_INLINE const kiln_u32* kiln_stage_z(const KilnTmaConvParams& p, kiln_u32* tile,
+                                                           kiln_i64 row0, kiln_i64 rows_end, int n0,
+                                                           int barrier, int thread_row) {
+  kiln_stage_z_issue(p, tile, row0, rows_end, n0);
+  return kiln_stage_z_wait(p, tile, barrier, thread_row);
 }
 
 // The two elements of z a thread's accumulators acc[4j + 2h], acc[4j + 2h + 1] meet, from the
@@ -215,37 +232,54 @@ static __device__ KILN_INLINE void kiln_wgmma_clip(float (&acc)[KILN_BN / 2], co
   }
 }
 
+// Scale and bias of a tile's columns [n0, n0 + KILN_BN), as the warp holds them: lane L has
+// column pair 32 c + L of each in chunk c, one coalesced load per chunk, and every thread takes
+// its pairs by shuffles (kiln_wgmma_epilogue). Loaded when the unit starts, so that their
+// latency hides under its main loop: loaded at the epilogue, they were two dependent trips to
+// L2 per unit, which cost a memory-bound 1x1 layer (64 -> 256 channels, N=32) 50% of its
+// plain time.
+#define KILN_EP_CHUNKS ((KILN_BN / 2 + 31) / 32)
+struct KilnEpFactors {
+  float2 s[KILN_EP_CHUNKS], b[KILN_EP_CHUNKS];
+};
+
+static __device__ KILN_INLINE KilnEpFactors kiln_ep_factors(const KilnTmaConvParams& p, int n0) {
+  const KilnEpilogue& e = p.ep;
+  const int lane = threadIdx.x % 32;
+  KilnEpFactors f;
+#pragma unroll
+  for (int c = 0; c < KILN_EP_CHUNKS; ++c) {
+    const int pair = 32 * c + lane, col = n0 + 2 * pair;
+    f.s[c] = make_float2(1.0f, 1.0f);
+    f.b[c] = make_float2(0.0f, 0.0f);
+    if (pair < KILN_BN / 2 && col < p.k) {
+      // Volatile: issued here, in program order, ahead of the main loop's waits.
+      if (e.scale)
+        asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(f.s[c].x), "=f"(f.s[c].y) : "l"((const float*)e.scale + col));
+      if (e.bias)
+        asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(f.b[c].x), "=f"(f.b[c].y) : "l"((const float*)e.bias + col));
+    }
+  }
+  return f;
+}
+
 // The fused epilogue on one thread's accumulators in wgmma's register layout: acc[4j], acc[4j + 1]
 // are the thread's first row, columns n0 + 8j + 2 (lane % 4) and the next; acc[4j + 2],
-// acc[4j + 3] the same columns 8 rows down. zt is the thread's first row of the staged z
-// (kiln_stage_z), or null without a residual (rows past the output's end hold zeros there).
-// A plain convolution returns at once. Everything that does not depend on the element (the
-// activation's form, which tensors exist) is decided once per thread: the per-element form
-// this replaced cost the 1x1 layers 10-20x their plain time.
-//
-// Scale and bias: the warp loads 32 column pairs of each at a time, one coalesced load (lane L
-// holds pair L), and every thread takes its pairs by shuffles: 2 loads per 64 columns instead
-// of one dependent load per column pair (ResNet-50 at batch 1 measured 8% faster so).
+// acc[4j + 3] the same columns 8 rows down. f holds the tile's scale and bias
+// (kiln_ep_factors); zt is the thread's first row of the staged z (kiln_stage_z), or null
+// without a residual (rows past the output's end hold zeros there). A plain convolution
+// returns at once. Everything that does not depend on the element (the activation's form,
+// which tensors exist) is decided once per thread: the per-element form this replaced cost
+// the 1x1 layers 10-20x their plain time.
 static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_BN / 2], const KilnTmaConvParams& p,
-                                                       const kiln_u32* zt, int n0) {
+                                                       const kiln_u32* zt, const KilnEpFactors& f) {
   const KilnEpilogue& e = p.ep;
   if (e.alpha == 1.0f && !e.scale && !e.bias && !zt && e.act == KILN_ACT_IDENTITY) return;
   const int lane = threadIdx.x % 32;
   if (e.alpha != 1.0f || e.scale || e.bias || zt) {
 #pragma unroll
-    for (int c = 0; c < (KILN_BN / 2 + 31) / 32; ++c) {
-      const int pair = 32 * c + lane, col = n0 + 2 * pair;
-      float2 s = make_float2(1.0f, 1.0f), b = make_float2(0.0f, 0.0f);
-      if (pair < KILN_BN / 2 && col < p.k) {
-        // Volatile: issued here, in order, not hoisted all to the top by the compiler (which
-        // would hold them in registers the accumulators need).
-        if (e.scale)
-          asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(s.x), "=f"(s.y) : "l"((const float*)e.scale + col));
-        if (e.bias)
-          asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(b.x), "=f"(b.y) : "l"((const float*)e.bias + col));
-      }
-      s.x *= e.alpha;
-      s.y *= e.alpha;
+    for (int c = 0; c < KILN_EP_CHUNKS; ++c) {
+      const float2 s = make_float2(f.s[c].x * e.alpha, f.s[c].y * e.alpha), b = f.b[c];
 #pragma unroll
       for (int j = 8 * c; j < 8 * c + 8 && j < KILN_BN / 8; ++j) {
         const int from = 4 * (j % 8) + lane % 4;
@@ -674,6 +708,8 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
     a_step[i] = (fr * l.row_bytes + 32 * j) >> 4;
   }
   kiln_mbar_wait(l.w_full, 0);
+  // Every unit covers output channels [0, KILN_BN): their scale and bias, loaded once.
+  const KilnEpFactors factors = kiln_ep_factors(p, 0);
   float acc[KILN_BN / 2];
   int g = 0;
   for (int u = blockIdx.x; u < l.units; u += gridDim.x, ++g) {
@@ -721,7 +757,7 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
     kiln_u32* tile =
         (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
-    kiln_wgmma_epilogue(acc, p, kiln_stage_z(p, tile, m0, m0 + (p.out_w - ox0), 0, 2 + warpgroup, r0), 0);
+    kiln_wgmma_epilogue(acc, p, kiln_stage_z(p, tile, m0, m0 + (p.out_w - ox0), 0, 2 + warpgroup, r0), factors);
 #pragma unroll
     for (int j = 0; j < KILN_BN / 8; ++j) {
       const int col = j * 4 + (lane % 4);
@@ -886,6 +922,17 @@ template <bool kPersistent, bool kStreamK>
 static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, const KilnLayout& l,
                                                 const KilnUnit& t, int& g) {
   const int warpgroup = threadIdx.x / 128;
+  // The epilogue's inputs, requested before the main loop so that they arrive during it: the
+  // tile's scale and bias, and (persistent kernel, a unit this warpgroup stores whole) z,
+  // copied into the staging tile once the warpgroup's threads have stored the previous unit.
+  const KilnEpFactors factors = kiln_ep_factors(p, t.n0);
+  kiln_u32* tile =
+      (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
+  const bool z_early = kPersistent && !kStreamK && p.splits <= 1 && p.ep.z;
+  if (z_early) {
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
+    kiln_stage_z_issue(p, tile, t.m0 + warpgroup * 64, p.m, t.n0);
+  }
   float acc[KILN_BN / 2];
   for (int it = t.begin; it < t.end; ++it, ++g) {
     const int j = it - t.begin, s = g % KILN_STAGES;
@@ -1011,14 +1058,14 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
   // Staging: the persistent kernel's own tile (wait until the warpgroup's threads have stored
   // the previous unit's rows); the one-tile kernel's stages (wait until every consumer is past
   // its last wgmma).
-  if (kPersistent) {
-    asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
-  } else {
+  if (!kPersistent) {
     asm volatile("bar.sync 1, %0;" ::"n"(KILN_CONSUMERS * 128) : "memory");
+  } else if (!z_early) {
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
   }
-  kiln_u32* tile =
-      (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
-  kiln_wgmma_epilogue(acc, p, kiln_stage_z(p, tile, t.m0 + warpgroup * 64, p.m, t.n0, 2 + warpgroup, r0), t.n0);
+  const kiln_u32* zt = z_early ? kiln_stage_z_wait(p, tile, 2 + warpgroup, r0)
+                               : kiln_stage_z(p, tile, t.m0 + warpgroup * 64, p.m, t.n0, 2 + warpgroup, r0);
+  kiln_wgmma_epilogue(acc, p, zt, factors);
 #pragma unroll
   for (int j = 0; j < KILN_BN / 8; ++j) {
 #if KILN_ELEM_BYTES == 2
