@@ -105,12 +105,14 @@ if has compare; then
   if part video; then
     grep -E '^([^-]*-){9}32-' "$OUT/video/video.txt" | head -n "${VIDEO_LAYERS:-40}" \
       > "$OUT/video/keys.txt"
-    OUT="$OUT/video" KEYS="$OUT/video/keys.txt" STEPS=unseen BUILDS="${COMPARE_BUILDS:-kiln-old kiln}" \
+    v="$OUT/video"
+    OUT="$v" KEYS="$v/keys.txt" STEPS=unseen BUILDS="${COMPARE_BUILDS:-kiln-old kiln}" \
       bash "$HERE/on-device-unseen.sh"
   fi
   if part nchw; then
     grep -- "-NCHW-FP32-F" ci/problems/resnet50.txt > "$OUT/nchw/keys.txt"
-    OUT="$OUT/nchw" KEYS="$OUT/nchw/keys.txt" STEPS=unseen BUILDS="${COMPARE_BUILDS:-kiln-old kiln}" \
+    r="$OUT/nchw"
+    OUT="$r" KEYS="$r/keys.txt" STEPS=unseen BUILDS="${COMPARE_BUILDS:-kiln-old kiln}" \
       bash "$HERE/on-device-unseen.sh"
   fi
   if part nchw-grouped; then
@@ -130,7 +132,8 @@ if has compare; then
     # The video layers at N=1 (a 3-D key's tenth field) as FP32 NCDHW.
     grep -E '^([^-]*-){9}1-' "$OUT/video/video.txt" |
       sed 's/-NDHWC-NDHWC-NDHWC-FP16-F/-NCDHW-FP32-F/' > "$OUT/ncdhw/keys.txt"
-    OUT="$OUT/ncdhw" KEYS="$OUT/ncdhw/keys.txt" STEPS=unseen BUILDS=kiln \
+    d="$OUT/ncdhw"
+    OUT="$d" KEYS="$d/keys.txt" STEPS=unseen BUILDS=kiln \
       bash "$HERE/on-device-unseen.sh"
   fi
 fi

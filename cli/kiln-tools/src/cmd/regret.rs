@@ -453,18 +453,29 @@ pub fn run(a: &RegretArgs) -> CliResult {
         }
         writeln!(r)?;
     }
-    writeln!(r, "## Worst picks, leave one network out\n")?;
-    writeln!(
-        r,
-        "| problem | fallback's pick | fastest measured | regret |"
-    )?;
-    writeln!(r, "|---|---|---|---:|")?;
-    for o in worst.iter().take(10) {
+    let mut unseen_worst: Vec<&Outcome> = unseen_rows.iter().flat_map(|(_, o)| o).collect();
+    unseen_worst.sort_by(|x, y| y.regret.total_cmp(&x.regret));
+    for (title, outcomes) in [
+        ("leave one network out", worst.iter().collect::<Vec<_>>()),
+        ("networks never measured", unseen_worst),
+    ] {
+        if outcomes.is_empty() {
+            continue;
+        }
+        writeln!(r, "## Worst picks, {title}\n")?;
         writeln!(
             r,
-            "| `{}` | {} | {} | {:.2} |",
-            o.key, o.pick, o.best, o.regret
+            "| problem | fallback's pick | fastest measured | regret |"
         )?;
+        writeln!(r, "|---|---|---|---:|")?;
+        for o in outcomes.iter().take(10) {
+            writeln!(
+                r,
+                "| `{}` | {} | {} | {:.2} |",
+                o.key, o.pick, o.best, o.regret
+            )?;
+        }
+        writeln!(r)?;
     }
     super::bench::finish(&r, a.out.as_deref())?;
     if !failures.is_empty() {
