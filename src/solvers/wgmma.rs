@@ -209,6 +209,16 @@ impl Config {
 /// waits for free SMs of one GPC.
 const CLUSTER_MIN_PARTIAL_BYTES: u64 = 8 << 20;
 
+/// What reducing split-K slices in a cluster adds to a launch, in the cost model: the blocks
+/// meet at two cluster barriers, and a cluster waits for free SMs of one GPC. In the find logs
+/// a 14x14 3x3 layer at N=32 with half the input channels (128 against ResNet-50's 256) took
+/// 0.64x as long unsplit (128 x 128) but 0.94x split in two (192 x 128): about 0.006-0.01 ms
+/// of the split's time does not shrink with the reduction. With 0.001 here the fallback gave
+/// GoogLeNet's 14x14 layers at N=32 the split config (p90 regret 1.226); every value from
+/// 0.004 to 0.012 gives 1.128 and leaves every other row of the regret report as it is or
+/// better (the report, `kiln-tools regret`).
+const CLUSTER_SPLIT_MS: f64 = 0.006;
+
 /// Whether a tile of `cols` columns, between the powers of two, fits `k` output channels: it
 /// pads them no more than 64-column tiles do and less than 128-column ones (160 channels: one
 /// 160-column tile, where 128-column tiles compute 256 columns in twice the blocks' time).
@@ -529,7 +539,7 @@ impl TunableSolver for Wgmma {
         // Split-K in a cluster: partials through distributed shared memory, two cluster
         // barriers. Else it writes and reads back FP32 partials, in a second launch.
         let split_ms = if cfg.cluster_split(p, caps) {
-            0.001
+            CLUSTER_SPLIT_MS
         } else if cfg.splits > 1 {
             2.0 * splits * m * n * 4.0 / 2.8e9 + 0.002
         } else if cfg.stream_k() {
