@@ -236,50 +236,68 @@ static __device__ KILN_INLINE void kiln_wgmma_clip(float (&acc)[KILN_BN / 2], co
 // column pair 32 c + L of each in chunk c, one coalesced load per chunk, and every thread takes
 // its pairs by shuffles (kiln_wgmma_epilogue). Loaded when the unit starts, so that their
 // latency hides under its main loop: loaded at the epilogue, they were two dependent trips to
-// L2 per unit, which cost a memory-bound 1x1 layer (64 -> 256 channels, N=32) 50% of its
+// L2 per unit, which cost a memory-bound 1x1 layer (64 -> 256 channels, N=32) 48% of its
 // plain time.
 #define KILN_EP_CHUNKS ((KILN_BN / 2 + 31) / 32)
+// Early only where the registers allow: held through the main loop beside the accumulators,
+// they (and the early residual copy's state) gave the tiles that fill a thread's registers
+// (128 x 256 at 168 a thread, 256 x 128 at 96) a stack frame, and a plain 1x1 layer on
+// 128 x 256 ran 6% slower. Those load both at the epilogue, each chunk where it is used.
+#define KILN_EP_EARLY (KILN_BN / 2 + 4 * KILN_EP_CHUNKS + 48 <= 65536 / KILN_THREADS)
 struct KilnEpFactors {
   float2 s[KILN_EP_CHUNKS], b[KILN_EP_CHUNKS];
 };
 
-static __device__ KILN_INLINE KilnEpFactors kiln_ep_factors(const KilnTmaConvParams& p, int n0) {
+// Chunk c of the tile's scale and bias (1 and 0 where absent or past K).
+static __device__ KILN_INLINE void kiln_ep_chunk(const KilnTmaConvParams& p, int n0, int c, float2& s,
+                                                 float2& b) {
   const KilnEpilogue& e = p.ep;
-  const int lane = threadIdx.x % 32;
+  const int pair = 32 * c + threadIdx.x % 32, col = n0 + 2 * pair;
+  s = make_float2(1.0f, 1.0f);
+  b = make_float2(0.0f, 0.0f);
+  if (pair < KILN_BN / 2 && col < p.k) {
+    // Volatile: issued here, in program order (ahead of the main loop's waits, or of this
+    // chunk's use), not moved by the compiler.
+    if (e.scale)
+      asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(s.x), "=f"(s.y) : "l"((const float*)e.scale + col));
+    if (e.bias)
+      asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(b.x), "=f"(b.y) : "l"((const float*)e.bias + col));
+  }
+}
+
+static __device__ KILN_INLINE KilnEpFactors kiln_ep_factors(const KilnTmaConvParams& p, int n0) {
   KilnEpFactors f;
 #pragma unroll
-  for (int c = 0; c < KILN_EP_CHUNKS; ++c) {
-    const int pair = 32 * c + lane, col = n0 + 2 * pair;
-    f.s[c] = make_float2(1.0f, 1.0f);
-    f.b[c] = make_float2(0.0f, 0.0f);
-    if (pair < KILN_BN / 2 && col < p.k) {
-      // Volatile: issued here, in program order, ahead of the main loop's waits.
-      if (e.scale)
-        asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(f.s[c].x), "=f"(f.s[c].y) : "l"((const float*)e.scale + col));
-      if (e.bias)
-        asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(f.b[c].x), "=f"(f.b[c].y) : "l"((const float*)e.bias + col));
-    }
-  }
+  for (int c = 0; c < KILN_EP_CHUNKS; ++c) kiln_ep_chunk(p, n0, c, f.s[c], f.b[c]);
   return f;
 }
 
 // The fused epilogue on one thread's accumulators in wgmma's register layout: acc[4j], acc[4j + 1]
 // are the thread's first row, columns n0 + 8j + 2 (lane % 4) and the next; acc[4j + 2],
 // acc[4j + 3] the same columns 8 rows down. f holds the tile's scale and bias
-// (kiln_ep_factors); zt is the thread's first row of the staged z (kiln_stage_z), or null
+// (kiln_ep_factors), or is null: then each chunk is loaded where it is used (columns from n0);
+// zt is the thread's first row of the staged z (kiln_stage_z), or null
 // without a residual (rows past the output's end hold zeros there). A plain convolution
 // returns at once. Everything that does not depend on the element (the activation's form,
 // which tensors exist) is decided once per thread: the per-element form this replaced cost
 // the 1x1 layers 10-20x their plain time.
 static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_BN / 2], const KilnTmaConvParams& p,
-                                                       const kiln_u32* zt, const KilnEpFactors& f) {
+                                                       const kiln_u32* zt, const KilnEpFactors* f, int n0) {
   const KilnEpilogue& e = p.ep;
   if (e.alpha == 1.0f && !e.scale && !e.bias && !zt && e.act == KILN_ACT_IDENTITY) return;
   const int lane = threadIdx.x % 32;
   if (e.alpha != 1.0f || e.scale || e.bias || zt) {
 #pragma unroll
     for (int c = 0; c < KILN_EP_CHUNKS; ++c) {
-      const float2 s = make_float2(f.s[c].x * e.alpha, f.s[c].y * e.alpha), b = f.b[c];
+      float2 s, b;
+      if (f) {
+        s = f->s[c];
+        b = f->b[c];
+      } else {
+        kiln_ep_chunk(p, n0, c, s, b);
+      }
+      s.x *= e.alpha;
+      s.y *= e.alpha;
 #pragma unroll
       for (int j = 8 * c; j < 8 * c + 8 && j < KILN_BN / 8; ++j) {
         const int from = 4 * (j % 8) + lane % 4;
@@ -757,7 +775,7 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
     kiln_u32* tile =
         (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
-    kiln_wgmma_epilogue(acc, p, kiln_stage_z(p, tile, m0, m0 + (p.out_w - ox0), 0, 2 + warpgroup, r0), factors);
+    kiln_wgmma_epilogue(acc, p, kiln_stage_z(p, tile, m0, m0 + (p.out_w - ox0), 0, 2 + warpgroup, r0), &factors, 0);
 #pragma unroll
     for (int j = 0; j < KILN_BN / 8; ++j) {
       const int col = j * 4 + (lane % 4);
@@ -816,6 +834,11 @@ struct KilnLayout {
   bool n_fastest;  // the tile order (kiln_tile_origin)
   int cluster;     // blocks per cluster: > 1, a tile's split-K slices reduced in the cluster
 };
+
+// A consumer warpgroup's 64 rows of the output staging tile.
+static __device__ KILN_INLINE kiln_u32* kiln_staging_tile(const KilnLayout& l, int warpgroup) {
+  return (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
+}
 
 // A's bytes (output pixels x input channels) past which tiles run N fastest: about a third of
 // the H100's 50 MB L2.
@@ -923,15 +946,17 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
                                                 const KilnUnit& t, int& g) {
   const int warpgroup = threadIdx.x / 128;
   // The epilogue's inputs, requested before the main loop so that they arrive during it: the
-  // tile's scale and bias, and (persistent kernel, a unit this warpgroup stores whole) z,
-  // copied into the staging tile once the warpgroup's threads have stored the previous unit.
-  const KilnEpFactors factors = kiln_ep_factors(p, t.n0);
-  kiln_u32* tile =
-      (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
-  const bool z_early = kPersistent && !kStreamK && p.splits <= 1 && p.ep.z;
+  // tile's scale and bias (where KILN_EP_EARLY), and (persistent kernel, a unit this warpgroup
+  // stores whole) z, copied into the staging tile once the warpgroup's threads have stored the
+  // previous unit.
+  // (Not in the stream-K kernel either, whose owner's partial sums already crowd its registers.)
+  constexpr bool kEarly = KILN_EP_EARLY && !kStreamK;
+  KilnEpFactors factors;
+  if constexpr (kEarly) factors = kiln_ep_factors(p, t.n0);
+  const bool z_early = kEarly && kPersistent && p.splits <= 1 && p.ep.z;
   if (z_early) {
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
-    kiln_stage_z_issue(p, tile, t.m0 + warpgroup * 64, p.m, t.n0);
+    kiln_stage_z_issue(p, kiln_staging_tile(l, warpgroup), t.m0 + warpgroup * 64, p.m, t.n0);
   }
   float acc[KILN_BN / 2];
   for (int it = t.begin; it < t.end; ++it, ++g) {
@@ -1063,9 +1088,10 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
   } else if (!z_early) {
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
   }
+  kiln_u32* tile = kiln_staging_tile(l, warpgroup);
   const kiln_u32* zt = z_early ? kiln_stage_z_wait(p, tile, 2 + warpgroup, r0)
                                : kiln_stage_z(p, tile, t.m0 + warpgroup * 64, p.m, t.n0, 2 + warpgroup, r0);
-  kiln_wgmma_epilogue(acc, p, zt, factors);
+  kiln_wgmma_epilogue(acc, p, zt, kEarly ? &factors : nullptr, t.n0);
 #pragma unroll
   for (int j = 0; j < KILN_BN / 8; ++j) {
 #if KILN_ELEM_BYTES == 2
