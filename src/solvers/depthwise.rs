@@ -7,7 +7,7 @@
 
 use kiln_format::ConvProblem;
 
-use super::params::{tile_fill, values};
+use super::params::{tensor_bytes, tile_fill, values};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// The solver's id.
@@ -138,8 +138,7 @@ impl TunableSolver for DirectDepthwise {
     fn estimate(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> f64 {
         // Memory-bound at about 2.5 TB/s when the channels fill the slice; longer strips load
         // fewer pixels per output.
-        let bytes =
-            (p.element_counts().iter().sum::<u64>() * p.data_types()[0].size_bytes() as u64) as f64;
+        let bytes = tensor_bytes(p);
         let fill = tile_fill(p.k() as f64, cfg.slice() as f64);
         let reuse = 1.0 + 0.5 / cfg.pixels as f64;
         bytes * reuse / 2.5e9 / fill + 0.004

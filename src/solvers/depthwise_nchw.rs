@@ -6,7 +6,7 @@
 
 use kiln_format::{ConvProblem, Layout};
 
-use super::params::{tile_fill, two};
+use super::params::{tensor_bytes, tile_fill, two};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// The flat depthwise NCHW solver.
@@ -64,8 +64,7 @@ impl TunableSolver for DirectDepthwiseNchw {
         // checks); a row's last strip idles its missing outputs.
         let [_, _, ow] = p.output();
         let fill = tile_fill(ow as f64, cfg[1] as f64);
-        let bytes =
-            (p.element_counts().iter().sum::<u64>() * p.data_types()[0].size_bytes() as u64) as f64;
+        let bytes = tensor_bytes(p);
         let compute_ms =
             2.0 * kiln_format::measured::macs(p) / (2_000.0 * caps.throughput_scale() * 1e6);
         (bytes / 2.0e9).max(compute_ms / fill) + 0.003

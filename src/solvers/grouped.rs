@@ -6,7 +6,7 @@
 
 use kiln_format::ConvProblem;
 
-use super::params::{three, tile_fill};
+use super::params::{tensor_bytes, three, tile_fill};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 pub(super) const ID: &str = "ConvDirectGroupedFwd";
@@ -103,8 +103,7 @@ impl TunableSolver for DirectGrouped {
         // Memory-bound at about 2 TB/s when the channels fill the slice; a wider vector
         // issues fewer instructions per channel.
         let vec = cfg[0];
-        let bytes =
-            (p.element_counts().iter().sum::<u64>() * p.data_types()[0].size_bytes() as u64) as f64;
+        let bytes = tensor_bytes(p);
         let fill = tile_fill(p.k() as f64, slice(*cfg) as f64);
         let compute_ms = 2.0 * kiln_format::measured::macs(p)
             / (4000.0 * caps.throughput_scale() * vec.min(8) as f64 * 1e6);

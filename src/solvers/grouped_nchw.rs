@@ -6,7 +6,7 @@
 
 use kiln_format::{ConvProblem, Layout};
 
-use super::params::{three, tile_fill};
+use super::params::{tensor_bytes, three, tile_fill};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// Shared memory the filter may take: the default per-block limit on every GPU kiln targets.
@@ -87,8 +87,7 @@ impl TunableSolver for DirectGroupedNchw {
         let [tx, ty, px] = *cfg;
         let [_, oh, ow] = p.output();
         let fill = tile_fill(ow as f64, tx as f64 * px as f64) * tile_fill(oh as f64, ty as f64);
-        let bytes =
-            (p.element_counts().iter().sum::<u64>() * p.data_types()[0].size_bytes() as u64) as f64;
+        let bytes = tensor_bytes(p);
         let compute_ms =
             2.0 * kiln_format::measured::macs(p) / (1_000.0 * caps.throughput_scale() * 1e6);
         (bytes / 2.0e9).max(compute_ms) / fill + 0.004

@@ -34,6 +34,12 @@ pub fn tile_fill(size: f64, tile: f64) -> f64 {
     size / ((size / tile).ceil() * tile)
 }
 
+/// Bytes of x, w and y together in the problem's data type: what a direct kernel moves at least
+/// once (the memory side of its cost estimate).
+pub fn tensor_bytes(p: &kiln_format::ConvProblem) -> f64 {
+    (p.element_counts().iter().sum::<u64>() * p.data_types()[0].size_bytes() as u64) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
