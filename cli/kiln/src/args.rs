@@ -125,6 +125,10 @@ pub struct NetRunArgs {
     /// --verbose: every launch, in order).
     #[arg(long)]
     pub profile: bool,
+    /// Launch the Hopper convolutions with programmatic dependent launch (CUDA sm_90; off by
+    /// default, see `kiln::net::NetOptions`).
+    #[arg(long)]
+    pub pdl: bool,
     #[command(flatten)]
     pub device: DeviceArgs,
 }
