@@ -191,10 +191,10 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(2, 48, 48, [14, 13], [3, 3], [1, 1], [1, 1], [1, 1], 2),
         d2(1, 72, 72, [9, 17], [3, 3], [1, 1], [2, 2], [1, 1], 3),
         d2(1, 64, 64, [12, 12], [3, 3], [2, 2], [1, 1], [2, 2], 8),
-        // Narrow dense layers as one group: 24 channels over more tiles than SMs, 32 unpadded
+        // Narrow dense layers as one group: 24 channels over more tiles than SMs, 16 unpadded
         // at stride 2.
         d2(2, 24, 24, [37, 35], [3, 3], [1, 1], [1, 1], [1, 1], 1),
-        d2(1, 32, 32, [21, 19], [3, 3], [0, 0], [2, 2], [1, 1], 1),
+        d2(1, 16, 16, [21, 19], [3, 3], [0, 0], [2, 2], [1, 1], 1),
         ConvSpec {
             spatial_dims: 3,
             n: 1,

@@ -125,10 +125,10 @@ pub struct NetRunArgs {
     /// --verbose: every launch, in order).
     #[arg(long)]
     pub profile: bool,
-    /// Launch the Hopper convolutions with programmatic dependent launch (CUDA sm_90; off by
-    /// default, see `kiln::net::NetOptions`).
+    /// Launch every kernel in order, without programmatic dependent launch (on by default for
+    /// the Hopper convolutions, see `kiln::net::NetOptions`).
     #[arg(long)]
-    pub pdl: bool,
+    pub no_pdl: bool,
     #[command(flatten)]
     pub device: DeviceArgs,
 }
