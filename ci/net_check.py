@@ -109,13 +109,15 @@ def gpu_ms(fn, x, repeats=50):
     return graph_ms(lambda: fn(x), replays=repeats)
 
 
-def kiln_run(kiln, model, weights, batch, x, out_dir, tag, dtype, profile=False):
-    """kiln's outputs for x (flattened per sample, as Flat) and its GPU-only ms."""
+def kiln_run(kiln, model, weights, batch, x, out_dir, tag, dtype, profile=False, flags=()):
+    """kiln's outputs for x (flattened per sample, as Flat) and its GPU-only ms; `flags` go to
+    `kiln net run` as they are."""
     inp, outp = os.path.join(out_dir, f"in-{tag}.bin"), os.path.join(out_dir, f"out-{tag}.bin")
     x.permute(0, 2, 3, 1).contiguous().cpu().numpy().tofile(inp)
     r = subprocess.run(
         [kiln, "net", "run", model, "--weights", weights, "--batch", str(batch), "--type", dtype.upper(),
-         "--input", inp, "--output", outp, "--repeats", "50"] + (["--profile"] if profile else []),
+         "--input", inp, "--output", outp, "--repeats", "50"] + (["--profile"] if profile else [])
+        + list(flags),
         capture_output=True, text=True)
     print(r.stdout + r.stderr, flush=True)
     if r.returncode != 0:
@@ -227,6 +229,10 @@ def main():
     ap.add_argument("--dtype", default="fp16", choices=["fp16", "fp32"])
     ap.add_argument("--out")
     ap.add_argument("--anchors", type=int, nargs="+", help="only time PyTorch at these batch sizes")
+    ap.add_argument("--pdl", action="store_true",
+                    help="also run kiln without programmatic dependent launch (kiln net run "
+                         "--no-pdl): its outputs must equal the default run's bit for bit; its "
+                         "time is kiln_no_pdl_ms")
     a = ap.parse_args()
     detector = a.model in DETECTORS
     m, size = build(a.model)
@@ -251,6 +257,11 @@ def main():
         "images": images,
         **output_agreement(y_kiln, y_torch, y_ref32, detector),
     }
+    if a.pdl:
+        # The same kernels in the same order: launch overlap must not change a bit.
+        y_pdl, _ = kiln_run(a.kiln, a.model, weights, images, x, a.out, "check-no-pdl", a.dtype,
+                            flags=["--no-pdl"])
+        report["pdl_bit_identical"] = bool(torch.equal(y_kiln, y_pdl))
     print(json.dumps(report, indent=1), flush=True)
 
     # Speed: GPU-only, same run. FP32 PyTorch is timed with TF32 off (kiln's accuracy) and
@@ -263,6 +274,9 @@ def main():
         xd = xn.to(dev).to(memory_format=torch.channels_last)
         _, kiln_ms = kiln_run(a.kiln, a.model, weights, n, xn, a.out, f"n{n}", a.dtype, profile=True)
         row = {"n": n, "kiln_ms": kiln_ms}
+        if a.pdl:
+            _, row["kiln_no_pdl_ms"] = kiln_run(a.kiln, a.model, weights, n, xn, a.out,
+                                                f"n{n}-no-pdl", a.dtype, flags=["--no-pdl"])
         for suffix, tf32 in settings:
             torch.backends.cudnn.allow_tf32 = tf32
             torch.backends.cuda.matmul.allow_tf32 = tf32

@@ -5,10 +5,15 @@
 #   check    (out/kiln.gz) $OUT/selftest.txt, memcheck.txt: kiln selftest over NEW_SOLVERS,
 #            and the same under compute-sanitizer memcheck
 #   video    (out/kiln-tools.gz) $OUT/db/find-log.tsv: ci/problems/video_grid.txt measured
-#            (every solver and config); $OUT/video.txt and unseen-find.tgz: the video networks'
-#            3-D layers measured the same way into a scratch DB (the fallback's regret)
+#            again where a new solver applies (FIND_FLAGS, default --refresh); $OUT/video.txt
+#            and unseen-find.tgz: the video networks' 3-D layers measured with every solver
+#            and config into a scratch DB (the fallback's regret)
+#   grouped  (out/kiln-tools.gz) $OUT/grouped/db/find-log.tsv: ci/problems/grouped_grid.txt
+#            measured again where a new solver applies (find --refresh: the narrow-group
+#            tensor-core kernel)
 #   refresh  (out/kiln-tools.gz) $OUT/refresh/find-log.tsv: the listed FP32 NCHW problems
-#            measured again where a new solver applies (find --refresh; resumable)
+#            measured again where a new solver applies (find --refresh; resumable);
+#            REFRESH_FILTER="" refreshes every listed problem a new solver applies to
 #   tiles    (out/kiln.gz, out/kiln-tools.gz) ConvCutlass3dFwd's 64-deep tiles: $OUT/selftest.txt
 #            and memcheck.txt over it, then $OUT/tiles/find-log.tsv: ci/problems/video_grid.txt
 #            measured again with every solver and config (find --force)
@@ -23,7 +28,9 @@
 #            $OUT/nchw-grouped/  the unseen grouped and depthwise layers as FP32 NCHW, N=1
 #            (NCHW_DW32=1: the depthwise ones at N=32 too)
 #            $OUT/ncdhw/  the video layers as FP32 NCDHW, N=1
-#            (PARTS picks among video, nchw, nchw-grouped and ncdhw; default all four;
+#            $OUT/grouped/  the unseen grouped layers, FP16 NHWC, N=1 and 32
+#            (PARTS picks among video, nchw, nchw-grouped, ncdhw and grouped; default the
+#            first four;
 #            COMPARE_BUILDS the builds, default "kiln-old kiln")
 set -u
 OUT=${OUT:-/tmp/kiln-out}
@@ -31,18 +38,23 @@ mkdir -p "$OUT"
 HERE=$(cd "$(dirname "$0")" && pwd)
 STEPS=${STEPS:-check}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
-# The solvers (or configs) not yet checked on the GPU: the 3-D solver's 64-deep tiles and the
-# flat depthwise NCHW kernel (checked: the 3-D, NCHW GEMM, first-layer and grouped NCHW solvers,
-# benches/runs/2026-11-27-h100-generality/).
-NEW_SOLVERS=${NEW_SOLVERS:-"ConvCutlass3dFwd ConvDirectDepthwiseNchwFwd"}
+# The solvers (or configs) not yet checked on the GPU: the NCHW batched GEMM's strided layers
+# (a pixel copy before the product), the Hopper 3-D im2col kernel, the narrow-group
+# tensor-core kernel, and the narrow-K kernel (its tile and pixel indexing now shared with the
+# narrow-group one, kernels/nv_shared.h). Checked: the 3-D, NCHW GEMM at stride 1, first-layer,
+# grouped NCHW and depthwise NCHW solvers (benches/runs/2026-11-27-h100-generality/,
+# 2026-11-27-h100-depthwise-nchw/).
+NEW_SOLVERS=${NEW_SOLVERS:-"ConvCutlassNchwGemm3xTf32Fwd ConvWgmmaImplicitGemm3dFwd ConvMmaGroupedFwd ConvMmaNarrowFwd"}
 
 if has check; then
   OUT="$OUT" CLASS=video STEPS=check CHECK_SOLVERS="$NEW_SOLVERS" bash "$HERE/on-device-unseen.sh"
 fi
 
 if has video; then
+  # --refresh: the grid is in the DBs already; only records a new solver is missing from.
   OUT="$OUT" CLASS=video STEPS=find FIND_SECONDS=${FIND_SECONDS:-240} \
-    FIND_PROBLEMS=ci/problems/video_grid.txt bash "$HERE/on-device-unseen.sh"
+    FIND_FLAGS="${FIND_FLAGS:---refresh}" FIND_PROBLEMS=ci/problems/video_grid.txt \
+    bash "$HERE/on-device-unseen.sh"
   python3 ci/gen_problems.py "$OUT" --video-unseen > "$OUT/gen.txt" 2>&1
   OUT="$OUT" CLASS=video STEPS=regret REGRET_SECONDS=${REGRET_SECONDS:-240} \
     bash "$HERE/on-device-unseen.sh"
@@ -62,12 +74,18 @@ if has tiles; then
   tail -n 3 "$OUT/tiles/run.txt"
 fi
 
+if has grouped; then
+  mkdir -p "$OUT/grouped"
+  OUT="$OUT/grouped" CLASS=grouped STEPS=find FIND_SECONDS=${FIND_SECONDS:-240} \
+    FIND_FLAGS="${FIND_FLAGS:---refresh}" bash "$HERE/on-device-unseen.sh"
+fi
+
 if has refresh; then
   mkdir -p "$OUT/refresh"
   cp targets/sm_90_132/sm_90_132.HIP.fdb.txt targets/sm_90_132/sm_90_132.db.txt "$OUT/refresh/"
   gunzip -kf out/kiln-tools.gz && chmod +x out/kiln-tools
   timeout "${REFRESH_SECONDS:-500}" out/kiln-tools find --device cuda:0 --refresh \
-    --problems ci/problems/*.txt --type FP32 --layout NCHW --db-dir "$OUT/refresh" \
+    --problems ci/problems/*.txt ${REFRESH_FILTER---type FP32 --layout NCHW} --db-dir "$OUT/refresh" \
     --log "$OUT/refresh/find-log.tsv" > "$OUT/refresh/run.txt" 2>&1
   echo "exit $?" >> "$OUT/refresh/run.txt"
   # The DBs are copies; only the log is needed back.
@@ -126,6 +144,11 @@ if has compare; then
     [ "${NCHW_DW32:-0}" = 1 ] && grep -E '^([^-]*-){7}32-' "$g/depthwise.txt" |
       sed 's/-NHWC-NHWC-NHWC-FP16-F/-NCHW-FP32-F/' >> "$g/keys.txt"
     OUT="$g" KEYS="$g/keys.txt" STEPS=unseen BUILDS="${COMPARE_BUILDS:-kiln-old kiln}" \
+      bash "$HERE/on-device-unseen.sh"
+  fi
+  if [[ " ${PARTS:-} " == *" grouped "* ]]; then
+    mkdir -p "$OUT/grouped"
+    OUT="$OUT/grouped" CLASS=grouped STEPS=unseen BUILDS="${COMPARE_BUILDS:-kiln-old kiln}" \
       bash "$HERE/on-device-unseen.sh"
   fi
   if part ncdhw; then

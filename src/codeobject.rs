@@ -148,6 +148,9 @@ impl fmt::Display for CodeObjectError {
 
 impl std::error::Error for CodeObjectError {}
 
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
@@ -262,6 +265,49 @@ pub fn inspect(obj: &[u8]) -> Result<ObjectTarget, CodeObjectError> {
             "e_machine {m} is neither AMDGPU (224) nor CUDA (190)"
         ))),
     }
+}
+
+/// The bytes of the section called `name` (`.nv.info`, `.note`, ...), if the object has one.
+/// The layout is checked first ([`inspect`]'s checks), so every section lies inside `obj`.
+pub fn section<'a>(obj: &'a [u8], name: &str) -> Result<Option<&'a [u8]>, CodeObjectError> {
+    inspect(obj)?;
+    let bad = |why: &str| CodeObjectError::Malformed(why.to_string());
+    let (Some(table), Some(count), Some(names_index)) =
+        (u64_at(obj, 40), u16_at(obj, 60), u16_at(obj, 62))
+    else {
+        return Err(bad("truncated ELF header"));
+    };
+    // (name offset, file offset, size) of section i; the layout check bounds every one.
+    let header = |i: usize| -> Option<(usize, usize, usize)> {
+        let at = usize::try_from(table)
+            .ok()?
+            .checked_add(i.checked_mul(64)?)?;
+        Some((
+            u32_at(obj, at)? as usize,
+            usize::try_from(u64_at(obj, at + 24)?).ok()?,
+            usize::try_from(u64_at(obj, at + 32)?).ok()?,
+        ))
+    };
+    let bytes = |offset: usize, size: usize| obj.get(offset..offset.checked_add(size)?);
+    let names = header(names_index as usize)
+        .and_then(|(_, at, size)| bytes(at, size))
+        .ok_or_else(|| bad("section name table unreadable"))?;
+    for i in 0..count as usize {
+        let (name_at, offset, size) = header(i).ok_or_else(|| bad("section header unreadable"))?;
+        let tail = names
+            .get(name_at..)
+            .ok_or_else(|| bad("section name past the name table"))?;
+        let end = tail
+            .iter()
+            .position(|&c| c == 0)
+            .ok_or_else(|| bad("unterminated section name"))?;
+        if &tail[..end] == name.as_bytes() {
+            return bytes(offset, size)
+                .map(Some)
+                .ok_or_else(|| bad("section lies outside the object"));
+        }
+    }
+    Ok(None)
 }
 
 /// A code object that passed every check for a device: the only form a backend loads.
@@ -431,5 +477,31 @@ mod tests {
         let mut bad = obj.to_vec();
         bad[0] = 0;
         assert!(inspect(&bad).is_err());
+    }
+
+    #[test]
+    #[cfg(feature = "gfx942130")]
+    fn sections_are_found_and_hostile_name_tables_refused() {
+        let obj = object("gfx942130");
+        let text = section(obj, ".text")
+            .unwrap()
+            .expect("a code object has .text");
+        let at = text.as_ptr() as usize - obj.as_ptr() as usize;
+        assert!(!text.is_empty() && at + text.len() <= obj.len());
+        assert!(section(obj, ".no.such.section").unwrap().is_none());
+        assert!(section(&obj[..obj.len() - 1], ".text").is_err());
+        // Section 1's name offset at the name table's end (an unterminated name), then past it.
+        let shoff = u64_at(obj, 40).unwrap() as usize;
+        let names = shoff + 64 * u16_at(obj, 62).unwrap() as usize;
+        let names_len = u64_at(obj, names + 32).unwrap() as u32;
+        for (name_at, error) in [
+            (names_len, "unterminated section name"),
+            (u32::MAX, "section name past the name table"),
+        ] {
+            let mut bad = obj.to_vec();
+            bad[shoff + 64..shoff + 68].copy_from_slice(&name_at.to_le_bytes());
+            let e = section(&bad, ".text").unwrap_err().to_string();
+            assert!(e.contains(error), "{e}");
+        }
     }
 }

@@ -85,6 +85,7 @@ impl TmaInvocation {
         let [m, k, c] = tma.sizes;
         let [out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w] =
             tma.geometry;
+        let [out_d, filter_d, stride_d, pad_d, dil_d] = tma.depth;
         for (map, view) in maps.iter_mut().zip(&tma.views) {
             *map = device
                 .encode_tensor_map(element, placeholder, &view.shape)
@@ -109,6 +110,11 @@ impl TmaInvocation {
                 pad_w,
                 dil_h,
                 dil_w,
+                out_d,
+                filter_d,
+                stride_d,
+                pad_d,
+                dil_d,
                 workspace: 0,
                 x_data: 0,
                 w_data: 0,

@@ -28,44 +28,11 @@ fn u16_at(b: &[u8], at: usize) -> Option<u16> {
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
-}
-
-/// The bytes of the ELF64 section called `wanted`, if the object has one.
-fn section<'a>(elf: &'a [u8], wanted: &str) -> Result<Option<&'a [u8]>, String> {
-    if elf.get(..6) != Some(b"\x7fELF\x02\x01".as_slice()) {
-        return Err("not a little-endian ELF64 object".into());
-    }
-    let bad = || "truncated section table".to_string();
-    let table = u64_at(elf, 0x28).ok_or_else(bad)? as usize;
-    let entry = u16_at(elf, 0x3a).ok_or_else(bad)? as usize;
-    let count = u16_at(elf, 0x3c).ok_or_else(bad)? as usize;
-    let names_index = u16_at(elf, 0x3e).ok_or_else(bad)? as usize;
-    let header = |i: usize| -> Option<(usize, usize, usize)> {
-        let at = table.checked_add(i.checked_mul(entry)?)?;
-        let name = u32_at(elf, at)? as usize;
-        let offset = u64_at(elf, at + 0x18)? as usize;
-        let size = u64_at(elf, at + 0x20)? as usize;
-        Some((name, offset, size))
-    };
-    let bytes = |offset: usize, size: usize| elf.get(offset..offset.checked_add(size)?);
-    let (_, names_at, names_len) = header(names_index).ok_or_else(bad)?;
-    let names = bytes(names_at, names_len).ok_or_else(bad)?;
-    for i in 0..count {
-        let (name, offset, size) = header(i).ok_or_else(bad)?;
-        let tail = names.get(name..).ok_or_else(bad)?;
-        let end = tail.iter().position(|&c| c == 0).ok_or_else(bad)?;
-        if &tail[..end] == wanted.as_bytes() {
-            return bytes(offset, size).map(Some).ok_or_else(bad);
-        }
-    }
-    Ok(None)
-}
 
 /// Every function's largest stack use in a cubin: (offset of the value in the object, bytes).
 fn stack_sizes(cubin: &[u8]) -> Result<Vec<(usize, u32)>, String> {
-    let Some(info) = section(cubin, ".nv.info")? else {
+    let Some(info) = kiln::codeobject::section(cubin, ".nv.info").map_err(|e| e.to_string())?
+    else {
         return Ok(Vec::new());
     };
     let base = info.as_ptr() as usize - cubin.as_ptr() as usize;
@@ -180,6 +147,11 @@ fn the_stack_reader_reads_what_it_is_given() {
         })
         .unwrap();
     assert_eq!(max_stack_bytes(&streamk.object), Ok(40));
+    // kiln's section lookup: a section the object lacks is none, not an error.
+    assert!(matches!(
+        kiln::codeobject::section(&streamk.object, ".no.such.section"),
+        Ok(None)
+    ));
     let mut raised = streamk.object.clone();
     let (at, _) = stack_sizes(&raised).unwrap()[0];
     raised[at..at + 4].copy_from_slice(&4096u32.to_le_bytes());

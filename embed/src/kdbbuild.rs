@@ -278,12 +278,13 @@ fn jobs(manifest: &Manifest, arch: &str) -> Result<Vec<Job>> {
 }
 
 /// kiln's own kernel headers (`kernels/*.h`).
-pub const KILN_HEADERS: [&str; 5] = [
+pub const KILN_HEADERS: [&str; 6] = [
     "kiln_gpu.h",
     "igemm.h",
     "epilogue.h",
     "library_abi.h",
     "cutlass_config.h",
+    "nv_shared.h",
 ];
 
 /// kiln's own headers (`kernels/*.h`), passed to NVRTC in memory and hashed into library

@@ -1,12 +1,14 @@
-// NCHW 1x1 convolution (stride 1, no padding, one group) as CUTLASS 2.x batched GEMM on tensor
-// cores, built by NVRTC from the pinned nvidia-cutlass wheel's headers (never copied into this
-// repo). In NCHW, image n of a 1x1 convolution is a plain matrix product with no copy:
-//   y[n] (K x HW, row-major) = w (K x C, row-major: KCRS with R = S = 1) * x[n] (C x HW,
+// NCHW 1x1 convolution (no padding, one group) as CUTLASS 2.x batched GEMM on tensor cores,
+// built by NVRTC from the pinned nvidia-cutlass wheel's headers (never copied into this repo).
+// In NCHW, image n of a stride-1 1x1 convolution is a plain matrix product with no copy:
+//   y[n] (K x PQ, row-major) = w (K x C, row-major: KCRS with R = S = 1) * x[n] (C x PQ,
 //   row-major),
-// so the batch is N GEMMs of M = K, N = H*W, K = C, with w shared (batch stride 0) and x and y
-// strided by C*H*W and K*H*W. The NHWC kernels reach NCHW layers only through transposes of x
-// and y (kernels/nv/cutlass_conv.cu, KILN_NCHW), which for a 1x1 layer cost more than the
-// product itself.
+// so the batch is N GEMMs of M = K, N = P*Q, K = C, with w shared (batch stride 0) and x and y
+// strided by C*P*Q and K*P*Q. With a stride, the pixels the product reads are not one matrix:
+// kiln_cutlass_subsample first copies them, (N, C, P, Q), into the workspace (reading every
+// stride-th row of x and writing a quarter of x at stride 2), and the product reads the copy.
+// The NHWC kernels reach NCHW layers only through transposes of x and y
+// (kernels/nv/cutlass_conv.cu, KILN_NCHW), which for a 1x1 layer cost more than the product.
 //
 // One code object per variant:
 //   KILN_DTYPE_FP32: 16x8x8 TF32 MMA, 3xTF32 (FP32-accurate) unless KILN_MATH_TF32;
@@ -16,8 +18,9 @@
 //
 // Entry points, as for the convolution kernels (kernels/library_abi.h): kiln_cutlass_params
 // builds the batched GEMM's Params for a problem on the device and reports where the pointers
-// sit (w is the GEMM's A operand, x its B: the report names them by tensor); kiln_cutlass_fprop
-// runs it.
+// sit (w is the GEMM's A operand, x its B: the report names them by tensor; with a stride, x's
+// is the workspace's copy); kiln_cutlass_subsample makes that copy; kiln_cutlass_fprop runs the
+// product.
 #include "kiln_gpu.h"
 #include "library_abi.h"
 
@@ -55,17 +58,23 @@ struct KilnParams {
   void* unused_semaphore;
 };
 
+// Whether the product reads a strided copy of x rather than x itself.
+static __device__ bool kiln_strided(const KilnConvArgs& a) {
+  return a.stride_h != 1 || a.stride_w != 1;
+}
+
 extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k, KilnParams* out,
                                                KilnBuilderInfo* info) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
-  const int pixels = a.in_h * a.in_w;
+  const int pixels = a.out_h * a.out_w;
   const cutlass::gemm::GemmCoord size(a.k, pixels, a.c);
   cutlass::Status status = cutlass::Status::kSuccess;
-  // A 1x1, stride-1, unpadded, ungrouped 2-D NCHW problem; alignment along C and H*W.
+  // A 1x1, unpadded, ungrouped 2-D NCHW problem whose output pixels are every stride-th input
+  // pixel; alignment along C and P*Q.
   if (a.channels_last != 0 || a.groups != 1 || a.fil_d != 1 || a.fil_h != 1 || a.fil_w != 1 ||
-      a.in_d != 1 || a.stride_h != 1 || a.stride_w != 1 || a.pad_h != 0 || a.pad_w != 0 ||
-      a.out_h != a.in_h || a.out_w != a.in_w || split_k != 1 || a.c % KILN_ALIGN != 0 ||
-      pixels % KILN_ALIGN != 0)
+      a.in_d != 1 || a.stride_h < 1 || a.stride_w < 1 || a.pad_h != 0 || a.pad_w != 0 ||
+      a.out_h != (a.in_h - 1) / a.stride_h + 1 || a.out_w != (a.in_w - 1) / a.stride_w + 1 ||
+      split_k != 1 || a.c % KILN_ALIGN != 0 || pixels % KILN_ALIGN != 0)
     status = cutlass::Status::kErrorInvalidProblem;
   KilnSwizzle swizzle;
   const cutlass::gemm::GemmCoord tiles = swizzle.get_tiled_shape(
@@ -97,10 +106,27 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
   }
   info->offset_semaphore = kiln_offset(out, &out->unused_semaphore);
   info->semaphore_ints = 0;
-  info->a_in_workspace = -1;
+  info->a_in_workspace = kiln_strided(a) ? 0 : -1;
   info->b_in_workspace = -1;
   info->semaphore_in_workspace = 0;
   info->y_in_workspace = -1;
+}
+
+// x (N, C, H, W) -> its every stride-th pixel, (N, C, P, Q), at the workspace's start: one
+// thread per copied element, grid-strided, consecutive threads along Q.
+extern "C" __global__ void __launch_bounds__(256)
+    kiln_cutlass_subsample(__grid_constant__ const KilnParams, KilnPointers p, KilnConvArgs a) {
+  const kiln_i64 planes = (kiln_i64)a.n * a.c, pixels = (kiln_i64)a.out_h * a.out_w;
+  const kiln_i64 all = planes * pixels, in_plane = (kiln_i64)a.in_h * a.in_w;
+  const KilnElement* x = static_cast<const KilnElement*>(p.x);
+  KilnElement* copy = static_cast<KilnElement*>(p.workspace);
+  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < all;
+       i += (kiln_i64)gridDim.x * blockDim.x) {
+    const kiln_i64 plane = i / pixels;
+    const kiln_i32 pixel = (kiln_i32)(i - plane * pixels);
+    const kiln_i32 row = pixel / a.out_w, col = pixel - row * a.out_w;
+    copy[i] = x[plane * in_plane + (kiln_i64)row * a.stride_h * a.in_w + (kiln_i64)col * a.stride_w];
+  }
 }
 
 extern "C" __global__ void __launch_bounds__(KilnGemmKernel::kThreadCount)

@@ -22,6 +22,7 @@
 // shared memory 2 * (patch + filter slice) bytes (src/solvers/narrow.rs computes the same).
 // Needs groups = 1, C % 8 == 0 (16-byte granules), K <= 8 * KILN_NT, channels_last, 2-D.
 #include "epilogue.h"
+#include "nv_shared.h"
 
 #if !defined(KILN_BH) || !defined(KILN_BW) || !defined(KILN_WARPS) || !defined(KILN_CC) || \
     !defined(KILN_NT)
@@ -54,28 +55,10 @@
 static_assert(KILN_BW % 16 == 0, "tile width is whole m16 groups");
 static_assert(KILN_GROUPS % KILN_WARPS == 0, "every warp gets as many m16 groups");
 
-static __device__ KILN_INLINE kiln_u32 kiln_smem(const void* p) {
-  kiln_u32 r;
-  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
-  return r;
-}
-
 // Byte offset of granule g of row (pixel) `row` in a swizzled [row][KILN_G] buffer.
 static __device__ KILN_INLINE kiln_u32 kiln_granule(kiln_u32 row, kiln_u32 g) {
   return (row * KILN_G + (g ^ ((row >> KILN_SWZ_SHIFT) & (KILN_G - 1)))) * 16;
 }
-
-// 16 bytes global -> shared, zero-filled when `valid` is false (src must still be a mapped
-// address: the caller passes the tensor's base then).
-static __device__ KILN_INLINE void kiln_cp16(kiln_u32 dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-
-// What the block's tile needs of the input: the patch's first input row and column, its size.
-struct KilnPatch {
-  kiln_i32 ih0, iw0, rows, cols;
-};
 
 // Stages channel chunk [c0, c0 + KILN_CC) of the patch and of the filter slice.
 static __device__ KILN_INLINE void kiln_stage_chunk(kiln_u32 patch, kiln_u32 filter,
@@ -108,36 +91,21 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS)
     kiln_mma_narrow(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
                     kiln_t* __restrict__ y, KilnConvArgs a, KilnEpilogue ep) {
   extern __shared__ __align__(128) unsigned char kiln_dyn_smem[];
-#if __CUDA_ARCH__ >= 900
-  // Programmatic dependent launch (kiln launches this kernel with it on sm_90): let the next
-  // kernel be scheduled once every block has started; wait for the previous one's writes.
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-  const kiln_i32 tiles_w = (a.out_w + KILN_BW - 1) / KILN_BW;
-  const kiln_i32 oh0 = (kiln_i32)(blockIdx.x / tiles_w) * KILN_BH;
-  const kiln_i32 ow0 = (kiln_i32)(blockIdx.x % tiles_w) * KILN_BW;
+  kiln_pdl_enter();
+  const KilnPatch pt = kiln_tile_patch(a, KILN_BH, KILN_BW);
   const kiln_i32 n = (kiln_i32)blockIdx.y;
-  KilnPatch pt;
-  pt.ih0 = oh0 * a.stride_h - a.pad_h;
-  pt.iw0 = ow0 * a.stride_w - a.pad_w;
-  pt.rows = (KILN_BH - 1) * a.stride_h + (a.fil_h - 1) * a.dil_h + 1;
-  pt.cols = (KILN_BW - 1) * a.stride_w + (a.fil_w - 1) * a.dil_w + 1;
   const kiln_u32 patch_bytes = (kiln_u32)(pt.rows * pt.cols) * KILN_G * 16;
   const kiln_u32 filter_bytes = (kiln_u32)(a.fil_h * a.fil_w * KILN_N) * KILN_G * 16;
   const kiln_u32 base = kiln_smem(kiln_dyn_smem);
   const kiln_u32 stage_bytes = patch_bytes + filter_bytes;
 
   const kiln_i32 lane = (kiln_i32)(threadIdx.x & 31), warp = (kiln_i32)(threadIdx.x >> 5);
-  // The patch pixel this lane's ldmatrix row starts at, per m16 group, for tap (0, 0): rows
-  // 0-7 of the group from lanes 0-7 and 16-23, rows 8-15 from lanes 8-15 and 24-31.
+  // The patch pixel this lane's ldmatrix row starts at, per m16 group, for tap (0, 0).
   kiln_u32 pix0[KILN_GPW];
 #pragma unroll
   for (int q = 0; q < KILN_GPW; ++q) {
-    const kiln_i32 group = warp * KILN_GPW + q;
-    const kiln_i32 orow = group / (KILN_BW / 16);
-    const kiln_i32 ocol = (group % (KILN_BW / 16)) * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-    pix0[q] = (kiln_u32)(orow * a.stride_h * pt.cols + ocol * a.stride_w);
+    pix0[q] = kiln_m16_patch_pixel(a, pt, warp * KILN_GPW + q, (lane & 7) + ((lane >> 3) & 1) * 8,
+                                   KILN_BW);
   }
   float acc[KILN_GPW][KILN_NT][4];
 #pragma unroll
@@ -206,14 +174,11 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS)
   // 8 * t + 2 * (lane % 4) + e % 2.
 #pragma unroll
   for (int q = 0; q < KILN_GPW; ++q) {
-    const kiln_i32 group = warp * KILN_GPW + q;
-    const kiln_i32 oh = oh0 + group / (KILN_BW / 16);
-    if (oh >= a.out_h) continue;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const kiln_i32 ow = ow0 + (group % (KILN_BW / 16)) * 16 + (lane >> 2) + 8 * half;
-      if (ow >= a.out_w) continue;
-      const kiln_i64 pixel = ((kiln_i64)n * a.out_h + oh) * a.out_w + ow;
+      const kiln_i64 pixel =
+          kiln_m16_output_pixel(a, pt, n, warp * KILN_GPW + q, (lane >> 2) + 8 * half, KILN_BW);
+      if (pixel < 0) continue;
 #pragma unroll
       for (int t = 0; t < KILN_NT; ++t) {
 #pragma unroll

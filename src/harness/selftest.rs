@@ -137,6 +137,10 @@ pub fn problems() -> Vec<ConvProblem> {
         // Deep reductions (split-K applies) and a strided 1x1 with many channels.
         d2(1, 256, 128, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         d2(2, 128, 256, [9, 9], [1, 1], [0, 0], [2, 2], [1, 1], 1),
+        // Strided 1x1 layers whose output pixels fill whole 4-wide vectors (the NCHW batched
+        // GEMM's pixel copy): stride 2 over an odd width, unequal strides 3 and 2.
+        d2(2, 64, 96, [16, 13], [1, 1], [0, 0], [2, 2], [1, 1], 1),
+        d2(3, 32, 48, [17, 12], [1, 1], [0, 0], [3, 2], [1, 1], 1),
         // Tensor-core-aligned channels (multiples of 8) under TMA's im2col gathering: a strided
         // 3x3 whose tiles cross images, and a 5x3 filter with unequal padding, stride and
         // dilation.
@@ -178,6 +182,19 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(2, 32, 64, [11, 9], [3, 3], [1, 1], [1, 1], [1, 1], 4),
         d2(1, 16, 64, [10, 10], [3, 3], [1, 1], [1, 1], [1, 1], 4),
         d2(2, 16, 64, [9, 7], [3, 3], [1, 1], [1, 1], [1, 1], 2),
+        // Narrow groups on tensor cores (ConvMmaGroupedFwd, a slab of whole groups a block):
+        // groups of 4 (two to a 16-byte granule) in one partial slab and, strided, in two
+        // slabs; two and three groups of 24 (a 48-channel slab, the last one partial); groups of
+        // 8 under a dilated filter.
+        d2(2, 32, 32, [13, 11], [3, 3], [1, 1], [1, 1], [1, 1], 8),
+        d2(1, 128, 128, [15, 14], [3, 3], [1, 1], [2, 2], [1, 1], 32),
+        d2(2, 48, 48, [14, 13], [3, 3], [1, 1], [1, 1], [1, 1], 2),
+        d2(1, 72, 72, [9, 17], [3, 3], [1, 1], [2, 2], [1, 1], 3),
+        d2(1, 64, 64, [12, 12], [3, 3], [2, 2], [1, 1], [2, 2], 8),
+        // Narrow dense layers as one group: 24 channels over more tiles than SMs, 16 unpadded
+        // at stride 2.
+        d2(2, 24, 24, [37, 35], [3, 3], [1, 1], [1, 1], [1, 1], 1),
+        d2(1, 16, 16, [21, 19], [3, 3], [0, 0], [2, 2], [1, 1], 1),
         ConvSpec {
             spatial_dims: 3,
             n: 1,
@@ -197,6 +214,10 @@ pub fn problems() -> Vec<ConvProblem> {
         d3(2, 45, 64, [6, 8, 8], [3, 1, 1], [1, 0, 0], [1, 1, 1]),
         d3(1, 64, 21, [4, 7, 7], [1, 3, 3], [0, 1, 1], [2, 2, 2]),
         d3(1, 128, 128, [4, 14, 14], [3, 3, 3], [1, 1, 1], [2, 2, 2]),
+        // Hopper's 5-D im2col gathers (ConvWgmmaImplicitGemm3dFwd): a temporal-only filter whose
+        // 128-voxel tiles cross planes and images, and a spatial-only one at depth stride 2.
+        d3(3, 32, 48, [5, 7, 6], [3, 1, 1], [1, 0, 0], [1, 1, 1]),
+        d3(2, 64, 64, [6, 12, 10], [1, 3, 3], [0, 1, 1], [2, 1, 1]),
         ConvSpec {
             spatial_dims: 3,
             n: 2,

@@ -21,7 +21,7 @@ mod runner;
 pub mod text;
 pub mod weights;
 
-pub use runner::Network;
+pub use runner::{NetOptions, Network};
 
 /// The data type a network runs in, by name (FP16, BF16 or FP32: the types its kernels and
 /// operators are built for).

@@ -34,6 +34,28 @@ enum Step {
     },
 }
 
+/// How a network launches its kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NetOptions {
+    /// Launch the convolutions whose kernels wait on their predecessor (CUDA sm_90 objects)
+    /// with programmatic dependent launch, so that a kernel's launch and prologue overlap the
+    /// previous one's tail (other drivers and archs ignore it). On by default: the Hopper
+    /// kernels release their dependents once their last loads are issued, and on an H200
+    /// ResNet-50, EfficientNet-B0, MobileNet-V2 and YOLOv8n ran 0.5-6% faster with it (0.364
+    /// against 0.387 ms for ResNet-50 at N=1), their outputs bit-identical
+    /// (benches/runs/2026-11-28-h200-generality/). When kernels released them at entry, it was
+    /// 0-10% slower.
+    pub programmatic_launch: bool,
+}
+
+impl Default for NetOptions {
+    fn default() -> Self {
+        NetOptions {
+            programmatic_launch: true,
+        }
+    }
+}
+
 /// A network ready to run on one device at one batch size.
 pub struct Network<'c> {
     ctx: &'c Context,
@@ -49,6 +71,7 @@ pub struct Network<'c> {
     plan: MemoryPlan,
     graph: Option<Graph>,
     stream: crate::backend::OwnedStream,
+    options: NetOptions,
 }
 
 /// Converts a `crate::RunError` of `node` into a [`NetError`].
@@ -86,6 +109,18 @@ impl<'c> Network<'c> {
         weights: &Weights,
         batch: u32,
         data_type: DataType,
+    ) -> Result<Network<'c>, NetError> {
+        Self::with_options(ctx, def, weights, batch, data_type, NetOptions::default())
+    }
+
+    /// [`Network::new`], launching as `options` says.
+    pub fn with_options(
+        ctx: &'c Context,
+        def: &NetworkDef,
+        weights: &Weights,
+        batch: u32,
+        data_type: DataType,
+        options: NetOptions,
     ) -> Result<Network<'c>, NetError> {
         if batch == 0 {
             return Err(NetError::Definition {
@@ -218,6 +253,7 @@ impl<'c> Network<'c> {
             plan,
             graph: None,
             stream,
+            options,
         };
         let graph = ctx.device().capture(&net.stream, |s| net.enqueue(s))?;
         net.graph = Some(graph);
@@ -267,9 +303,8 @@ impl<'c> Network<'c> {
                         activation_param: *activation_param,
                         ..EpilogueArgs::defaults(&inv.problem)
                     };
-                    // Every launch waits for the end of the one before: with programmatic
-                    // dependent launch, measured on the H200, whole networks ran 0-10% slower
-                    // (ResNet-50 0.492 against 0.443 ms at N=1).
+                    // Programmatic dependent launch only where the options ask for it
+                    // (`NetOptions::programmatic_launch` says why).
                     self.ctx
                         .run_fused_launching(
                             inv,
@@ -279,7 +314,7 @@ impl<'c> Network<'c> {
                             self.workspace.as_ref(),
                             stream,
                             &args,
-                            false,
+                            self.options.programmatic_launch,
                         )
                         .map_err(at(&inv.problem.find_db_key().to_string()))?;
                 }

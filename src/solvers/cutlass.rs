@@ -26,7 +26,7 @@
 
 use kiln_format::{ConvProblem, DataType, Layout};
 
-use super::params::{tile_fill, values};
+use super::params::{tile_fill, values, volume};
 use super::{KernelLaunch, LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// A perf config, parsed.
@@ -80,11 +80,6 @@ impl CutlassConfig {
     }
 }
 
-/// The product of a `[d, h, w]` size (a 2-D problem's depth is 1).
-fn volume(v: [u32; 3]) -> u64 {
-    v.iter().map(|&x| x as u64).product()
-}
-
 /// The GEMM shape `[M, N, K]` of a forward convolution.
 fn gemm_shape(p: &ConvProblem) -> [u64; 3] {
     [
@@ -124,8 +119,8 @@ enum Form {
     Volume,
     /// 3-D NDHWC with one-element output stores: any K.
     VolumeScalarStores,
-    /// NCHW 1x1, stride 1, no padding: a batched GEMM over images, w (K x C) times x[n]
-    /// (C x H*W) into y[n] (K x H*W), no copies.
+    /// NCHW 1x1, no padding: a batched GEMM over images, w (K x C) times x[n] (C x P*Q) into
+    /// y[n] (K x P*Q); at stride 1 no copies, else x's strided pixels copied first.
     NchwGemm,
     /// NCHW with 1-4 input channels: x and w copied as 4-channel NHWC / KRSC, the first-layer
     /// kernel into an NHWC y in the workspace, y transposed into the caller's.
@@ -141,9 +136,27 @@ impl Form {
     }
 }
 
-/// Threads per block of the channel-padding kernel, and most blocks it launches (it strides).
-const PAD_THREADS: u32 = 256;
+/// Threads per block of the grid-strided copies (the channel padding, the strided-pixel copy),
+/// and most blocks each launches.
+const COPY_THREADS: u32 = 256;
 const PAD_MAX_BLOCKS: u64 = 4096;
+const SUBSAMPLE_MAX_BLOCKS: u64 = 1 << 16;
+
+/// A grid-strided copy's launch of `kernel` over `items`: one thread each, grid-strided past
+/// `max_blocks` blocks.
+fn copy_launch(kernel: &'static str, items: u64, max_blocks: u64) -> KernelLaunch {
+    KernelLaunch {
+        kernel,
+        grid: [
+            items.div_ceil(COPY_THREADS as u64).clamp(1, max_blocks) as u32,
+            1,
+            1,
+        ],
+        block: [COPY_THREADS, 1, 1],
+        shared_bytes: 0,
+        cluster: 1,
+    }
+}
 
 /// Threads per block of the layout transforms (32 x 8: one 32x32 tile per pass), and most
 /// blocks they launch (they stride over the tiles).
@@ -162,6 +175,8 @@ const PAD_CHANNELS: &str = "kiln_cutlass_pad_channels";
 /// The NCHW forms' transforms into and out of NHWC.
 const NCHW_IN: &str = "kiln_cutlass_nchw_in";
 const NCHW_OUT: &str = "kiln_cutlass_nchw_out";
+/// The batched GEMM's copy of a strided layer's pixels.
+const SUBSAMPLE: &str = "kiln_cutlass_subsample";
 
 /// A layout transform launch of `kernel` over `tiles` tiles.
 fn transpose_launch(kernel: &'static str, tiles: u64) -> KernelLaunch {
@@ -336,7 +351,7 @@ impl Cutlass {
     }
 
     /// The `[M, N, K]` of one launch's GEMM: the convolution's, or for the batched GEMM of an
-    /// NCHW 1x1 layer one image's (M = K output channels, N = H*W pixels, K = C).
+    /// NCHW 1x1 layer one image's (M = K output channels, N = P*Q output pixels, K = C).
     fn gemm(&self, p: &ConvProblem) -> [u64; 3] {
         match self.form {
             Form::NchwGemm => [p.k() as u64, volume(p.output()), p.group_channels() as u64],
@@ -359,20 +374,16 @@ impl Cutlass {
         ]
     }
 
-    /// The channel-padding launch over `items` (pixels and filter positions, or elements):
-    /// one thread each, grid-strided past `PAD_MAX_BLOCKS` blocks.
+    /// The channel-padding launch over `items` (pixels and filter positions, or elements).
     fn pad_launch(items: u64) -> KernelLaunch {
-        KernelLaunch {
-            kernel: PAD_CHANNELS,
-            grid: [
-                items.div_ceil(PAD_THREADS as u64).clamp(1, PAD_MAX_BLOCKS) as u32,
-                1,
-                1,
-            ],
-            block: [PAD_THREADS, 1, 1],
-            shared_bytes: 0,
-            cluster: 1,
-        }
+        copy_launch(PAD_CHANNELS, items, PAD_MAX_BLOCKS)
+    }
+
+    /// Elements of the batched GEMM's copy of a strided layer's pixels, (N, C, P, Q); `None`
+    /// at stride 1, where the product reads x in place.
+    fn subsampled_elements(&self, p: &ConvProblem) -> Option<u64> {
+        (self.form == Form::NchwGemm && p.stride() != [1, 1, 1])
+            .then(|| p.n() as u64 * p.c() as u64 * volume(p.output()))
     }
 
     /// Pixels of x and filter positions of w (what the padding kernels copy).
@@ -434,10 +445,8 @@ impl TunableSolver for Cutlass {
         } else if p.groups() != 1 {
             return Err("grouped convolution");
         }
-        if self.form == Form::NchwGemm
-            && (p.filter() != [1, 1, 1] || p.stride() != [1, 1, 1] || p.pad() != [0, 0, 0])
-        {
-            return Err("not a 1x1, stride-1, unpadded layer (a plain product per image)");
+        if self.form == Form::NchwGemm && (p.filter() != [1, 1, 1] || p.pad() != [0, 0, 0]) {
+            return Err("not a 1x1, unpadded layer (a product per image)");
         }
         if matches!(self.form, Form::PadChannels | Form::NchwPadChannels) && p.c() > 4 {
             return Err("more than 4 input channels (a first-layer solver)");
@@ -483,9 +492,9 @@ impl TunableSolver for Cutlass {
                 }
             }
             Form::NchwGemm => {
-                let [_, h, w] = p.input();
+                let [_, h, w] = p.output();
                 if !p.c().is_multiple_of(cfg.align) || !(h * w).is_multiple_of(cfg.align) {
-                    return Err("C or H*W is not a multiple of the config's vector width");
+                    return Err("C or P*Q is not a multiple of the config's vector width");
                 }
                 if cfg.split_k != 1 {
                     return Err("split-K (the batched GEMM has none)");
@@ -539,7 +548,16 @@ impl TunableSolver for Cutlass {
         };
         // The launches (capacity MAX_KERNELS >= 3), the library kernel's index among them, and
         // the workspace its copies take (before the split-K semaphores).
+        let strided_copy = self.subsampled_elements(p);
         let (launches, at, copies): (&[KernelLaunch], usize, u64) = match self.form {
+            Form::NchwGemm if strided_copy.is_some() => {
+                let copy = strided_copy.unwrap_or(0);
+                (
+                    &[copy_launch(SUBSAMPLE, copy, SUBSAMPLE_MAX_BLOCKS), library],
+                    1,
+                    copy_bytes(copy * e as u64),
+                )
+            }
             Form::Nhwc | Form::ScalarStores | Form::Grouped | Form::NchwGemm => (&[library], 0, 0),
             Form::Volume | Form::VolumeScalarStores if p.c().is_multiple_of(cfg.align) => {
                 (&[library], 0, 0)
@@ -636,7 +654,11 @@ impl TunableSolver for Cutlass {
         let tile_k = cfg.tile[2].max(1) as u64;
         let k_read = volume(p.filter()) * (p.group_channels() as u64).div_ceil(tile_k) * tile_k;
         let flops = 2.0 * gemm_shape(p)[0] as f64 * p.k() as f64 * k_read as f64;
-        let bytes = (p.element_counts().iter().sum::<u64>() * Self::element_bytes(p) as u64) as f64;
+        let [x_count, w_count, y_count] = p.element_counts();
+        // A strided batched GEMM reads the copy of x's strided pixels, not x.
+        let copied = self.subsampled_elements(p);
+        let x_read = copied.unwrap_or(x_count);
+        let bytes = ((x_read + w_count + y_count) * Self::element_bytes(p) as u64) as f64;
         // Each split-K slice after the first re-reads and re-writes the output.
         let split_bytes =
             (cfg.split_k as f64 - 1.0) * 2.0 * (m * n) as f64 * Self::element_bytes(p) as f64;
@@ -648,6 +670,12 @@ impl TunableSolver for Cutlass {
             Form::Nchw | Form::NchwPadChannels | Form::VolumeNchw => 2.0 * bytes / 2.5e9 + 0.006,
             Form::Volume | Form::VolumeScalarStores if !p.c().is_multiple_of(cfg.align) => {
                 2.0 * bytes / 2.5e9 + 0.003
+            }
+            // The pixel copy reads every stride-th row of x (whole rows: a sector holds
+            // neighbouring pixels) and writes the copy (the product's read of it is in `bytes`).
+            Form::NchwGemm if copied.is_some() => {
+                let rows_read = x_count as f64 / p.stride()[1] as f64;
+                (rows_read + x_read as f64) * Self::element_bytes(p) as f64 / 2.5e9 + 0.003
             }
             _ => 0.0,
         };
@@ -780,6 +808,58 @@ mod tests {
                 .grid[0] as u64,
             (x_tiles + transpose_tiles(2048, 1024, 9)).min(TRANSPOSE_MAX_BLOCKS)
         );
+    }
+
+    #[test]
+    fn strided_nchw_one_by_one_layers_copy_their_pixels_before_the_product() {
+        // ResNet-50's downsampling 1x1 layers at N=32: 56 -> 28 and 14 -> 7, stride 2.
+        let p = |c: u32, k: u32, hw: u32, stride: u32| {
+            ConvProblem::new(ConvSpec {
+                n: 32,
+                c,
+                k,
+                input: [1, hw, hw],
+                filter: [1, 1, 1],
+                stride: [1, stride, stride],
+                layouts: [Layout::Nchw; 3],
+                data_types: [DataType::Fp32; 3],
+                ..ConvSpec::default()
+            })
+            .unwrap()
+        };
+        let caps = h100();
+        let to28 = p(256, 512, 56, 2);
+        let plan = NCHW_GEMM_3XTF32
+            .launch_plan(&to28, &caps, "64,64,32,32,32,4,4,1")
+            .unwrap();
+        let names: Vec<_> = plan.kernels.iter().map(|k| k.kernel).collect();
+        assert_eq!(names, [SUBSAMPLE, FPROP]);
+        assert_eq!(plan.library, 1);
+        let copied = 32 * 256 * 28 * 28;
+        assert_eq!(plan.workspace_bytes, copied * 4);
+        assert_eq!(plan.kernels[0].grid[0] as u64, copied / 256);
+        // Tiles over K = 512 output channels and 784 output pixels, one layer per image.
+        assert_eq!(plan.kernels[1].grid, [8, 13, 32]);
+        // 7x7 = 49 output pixels: only the one-element vector config.
+        let to7 = p(1024, 2048, 14, 2);
+        assert!(NCHW_GEMM_3XTF32
+            .check(&to7, &caps, "64,64,32,32,32,4,4,1")
+            .is_err());
+        assert!(NCHW_GEMM_3XTF32
+            .check(&to7, &caps, "64,64,16,32,32,4,1,1")
+            .is_ok());
+        // At stride 1 the product reads x in place: no copy, no workspace.
+        let same = p(256, 64, 56, 1);
+        let plan = NCHW_GEMM_3XTF32
+            .launch_plan(&same, &caps, "64,64,32,32,32,4,4,1")
+            .unwrap();
+        assert_eq!(plan.kernels.len(), 1);
+        assert_eq!(plan.workspace_bytes, 0);
+        // The copy costs the strided layer more than its share of the product's traffic.
+        let strided = NCHW_GEMM_3XTF32.estimated_ms(&to28, &caps, "64,64,32,32,32,4,4,1");
+        let compact =
+            NCHW_GEMM_3XTF32.estimated_ms(&p(256, 512, 28, 1), &caps, "64,64,32,32,32,4,4,1");
+        assert!(strided.unwrap() > compact.unwrap());
     }
 
     #[test]
@@ -1022,7 +1102,7 @@ mod tests {
     }
 
     #[test]
-    fn nchw_one_by_one_layers_are_a_batched_gemm_without_copies() {
+    fn stride_one_nchw_one_by_one_layers_are_a_batched_gemm_without_copies() {
         let caps = h100();
         let nchw = |c: u32, k: u32, hw: u32, f: u32, stride: u32| {
             ConvProblem::new(ConvSpec {
@@ -1049,20 +1129,15 @@ mod tests {
         let small = nchw(2048, 512, 7, 1, 1);
         assert_eq!(
             NCHW_GEMM_3XTF32.check(&small, &caps, "64,64,16,32,32,4,4,1"),
-            Err("C or H*W is not a multiple of the config's vector width")
+            Err("C or P*Q is not a multiple of the config's vector width")
         );
         assert!(NCHW_GEMM_3XTF32
             .check(&small, &caps, "64,64,16,32,32,4,1,1")
             .is_ok());
-        // Not a plain product: a 3x3, a strided 1x1; and NHWC is the NHWC solvers'.
-        let not_plain = Err("not a 1x1, stride-1, unpadded layer (a plain product per image)");
+        // Not a product per image: a 3x3; and NHWC is the NHWC solvers'.
         assert_eq!(
             NCHW_GEMM_3XTF32.check(&nchw(64, 64, 56, 3, 1), &caps, "64,64,16,32,32,4,4,1"),
-            not_plain
-        );
-        assert_eq!(
-            NCHW_GEMM_3XTF32.check(&nchw(256, 512, 56, 1, 2), &caps, "64,64,16,32,32,4,4,1"),
-            not_plain
+            Err("not a 1x1, unpadded layer (a product per image)")
         );
         assert_eq!(
             NCHW_GEMM_3XTF32.check(

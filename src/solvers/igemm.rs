@@ -4,7 +4,7 @@
 
 use kiln_format::ConvProblem;
 
-use super::params::{three, tile_fill};
+use super::params::{three, tile_fill, volume};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// Threads per block `igemm.h` is written for.
@@ -22,16 +22,12 @@ pub(super) fn gemm_applicable(p: &ConvProblem) -> Result<(), NotApplicable> {
         return Err("more than 65535 groups (grid z)");
     }
     // igemm.h indexes a filter, a reduction row and an image's output pixels in 32-bit ints.
-    let product = |v: &[u32]| v.iter().map(|&x| x as u64).product::<u64>();
-    let [fd, fh, fw] = p.filter();
-    let [od, oh, ow] = p.output();
-    let cpg = p.group_channels() as u64;
     let int_max = i32::MAX as u64;
-    if product(&[od, oh, ow]) > int_max {
+    if volume(p.output()) > int_max {
         return Err("output pixels per image past 32-bit indexing");
     }
     // The main loop reads one block_k step past the reduction's end (at most 64).
-    if cpg * product(&[fd, fh, fw]) + 64 > int_max {
+    if reduction_length(p) + 64 > int_max {
         return Err("reduction length (channels per group x filter) past 32-bit indexing");
     }
     Ok(())
@@ -49,8 +45,7 @@ pub(super) fn gemm_plan(
     [bm, bn, _]: [u32; 3],
 ) -> LaunchPlan {
     let kpg = p.group_outputs();
-    let output_pixels: u64 = p.output().iter().map(|&x| x as u64).product();
-    let columns = p.n() as u64 * output_pixels;
+    let columns = p.n() as u64 * volume(p.output());
     let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
     LaunchPlan::single(
         kernel,
@@ -65,7 +60,7 @@ pub(super) fn gemm_plan(
 
 /// Reduction length of one output: input channels of a group times filter taps.
 pub(super) fn reduction_length(p: &ConvProblem) -> u64 {
-    p.group_channels() as u64 * p.filter().iter().map(|&f| f as u64).product::<u64>()
+    p.group_channels() as u64 * volume(p.filter())
 }
 
 /// The least time one `block_k` step of `igemm.h`'s main loop took on the H100 over 18,224

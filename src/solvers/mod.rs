@@ -21,6 +21,7 @@ mod grouped;
 mod grouped_nchw;
 mod igemm;
 pub mod mma_amd;
+mod mma_grouped;
 mod naive;
 mod narrow;
 mod params;
@@ -395,9 +396,11 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &depthwise::DirectDepthwise,
     &dot1x1::Dot1x1,
     &narrow::MmaNarrow,
+    &mma_grouped::MmaGrouped,
     &wgmma::GEMM_1X1,
     &wgmma::IMPLICIT_GEMM,
     &wgmma::IMPLICIT_GEMM_NARROW,
+    &wgmma::IMPLICIT_GEMM_3D,
     &wgmma::GEMM_1X1_TF32,
     &wgmma::IMPLICIT_GEMM_TF32,
     &wgmma::FIRST_LAYER,

@@ -8,7 +8,7 @@
 
 use kiln_format::{ConvProblem, DataType};
 
-use super::params::values;
+use super::params::{patch_extent, values};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// The solver's id.
@@ -52,16 +52,7 @@ impl Config {
 
     /// Input rows and columns of a tile's patch.
     fn patch(&self, p: &ConvProblem) -> [u64; 2] {
-        let [_, fh, fw] = p.filter();
-        let [_, sh, sw] = p.stride();
-        let [_, dh, dw] = p.dilation();
-        let extent = |tile: u32, s: u32, f: u32, d: u32| {
-            (tile as u64 - 1) * s as u64 + (f as u64 - 1) * d as u64 + 1
-        };
-        [
-            extent(self.tile[0], sh, fh, dh),
-            extent(self.tile[1], sw, fw, dw),
-        ]
+        patch_extent(p, self.tile)
     }
 
     /// Dynamic shared memory: two stages of (patch + filter slice), 2-byte elements.

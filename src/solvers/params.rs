@@ -40,6 +40,24 @@ pub fn tensor_bytes(p: &kiln_format::ConvProblem) -> f64 {
     (p.element_counts().iter().sum::<u64>() * p.data_types()[0].size_bytes() as u64) as f64
 }
 
+/// The product of a `[d, h, w]` size (a 2-D problem's depth is 1): a tensor's pixels per image,
+/// a filter's taps.
+pub fn volume(v: [u32; 3]) -> u64 {
+    v.iter().map(|&x| x as u64).product()
+}
+
+/// Input rows and columns a `tile` (output rows x columns) of a 2-D convolution reads: the
+/// patch a direct kernel stages in shared memory.
+pub fn patch_extent(p: &kiln_format::ConvProblem, tile: [u32; 2]) -> [u64; 2] {
+    let [_, fh, fw] = p.filter();
+    let [_, sh, sw] = p.stride();
+    let [_, dh, dw] = p.dilation();
+    let extent = |tile: u32, s: u32, f: u32, d: u32| {
+        (tile as u64 - 1) * s as u64 + (f as u64 - 1) * d as u64 + 1
+    };
+    [extent(tile[0], sh, fh, dh), extent(tile[1], sw, fw, dw)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

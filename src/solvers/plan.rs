@@ -131,6 +131,9 @@ pub struct TmaArguments {
     pub splits: i32,
     /// `out_h, out_w, filter_h, filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w`.
     pub geometry: [i32; 10],
+    /// `out_d, filter_d, stride_d, pad_d, dil_d`: the depth of a 3-D convolution (a 2-D one's
+    /// is `1, 1, 1, 0, 1`).
+    pub depth: [i32; 5],
     /// First-layer kernels: their packed copies of x and w.
     pub packing: Option<FirstLayerPacking>,
     /// 32-bit words at the workspace's start to zero before each launch (stream-K's flags).

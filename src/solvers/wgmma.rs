@@ -7,6 +7,8 @@
 //! * `ConvWgmmaImplicitGemmFwd`: any 2-D filter, stride, padding and dilation TMA's im2col mode
 //!   can express: A is gathered from x by the TMA unit, one filter tap and 128 bytes of channels
 //!   per load.
+//! * `ConvWgmmaImplicitGemm3dFwd`: the im2col kernel over NDHWC tensors (3-D convolution), a
+//!   5-D im2col map gathering one filter tap (t, r, s) per load.
 //! * `ConvWgmmaGemm1x1Tf32Fwd`, `ConvWgmmaImplicitGemmTf32Fwd`: the same kernels for FP32 data
 //!   multiplied as TF32 (manifest `math = "tf32"`: only problems that opt in).
 //!
@@ -26,7 +28,7 @@
 
 use kiln_format::{ConvProblem, DataType, Layout};
 
-use super::params::{tile_fill, values};
+use super::params::{tile_fill, values, volume};
 use super::{
     KernelLaunch, LaunchPlan, NotApplicable, TargetCaps, TmaArguments, TmaOperand, TmaView,
     TunableSolver,
@@ -42,6 +44,9 @@ pub const IMPLICIT_GEMM_ID: &str = "ConvWgmmaImplicitGemmFwd";
 /// The im2col solver's id with steps of 16 or 32 channels, for inputs of few channels.
 pub const IMPLICIT_GEMM_NARROW_ID: &str = "ConvWgmmaImplicitGemmNarrowFwd";
 
+/// The 3-D im2col solver's id.
+pub const IMPLICIT_GEMM_3D_ID: &str = "ConvWgmmaImplicitGemm3dFwd";
+
 /// The 1x1 solver's id for FP32 data in TF32 math.
 pub const TF32_ID: &str = "ConvWgmmaGemm1x1Tf32Fwd";
 
@@ -51,17 +56,20 @@ pub const IMPLICIT_GEMM_TF32_ID: &str = "ConvWgmmaImplicitGemmTf32Fwd";
 /// Every wgmma solver's id (they share a block shape: a producer warpgroup and one consumer
 /// warpgroup per 64 rows).
 #[cfg(test)]
-pub const IDS: [&str; 6] = [
+pub const IDS: [&str; 7] = [
     ID,
     IMPLICIT_GEMM_ID,
     IMPLICIT_GEMM_NARROW_ID,
+    IMPLICIT_GEMM_3D_ID,
     TF32_ID,
     IMPLICIT_GEMM_TF32_ID,
     FIRST_LAYER_ID,
 ];
 
-/// TMA im2col corners are signed 8-bit per spatial dimension of a 4-D tensor.
+/// TMA im2col corners: signed 8-bit per spatial dimension of a 4-D tensor, signed 5-bit of a
+/// 5-D one (the driver's `cuTensorMapEncodeIm2col`).
 const CORNER_LIMIT: i64 = 128;
+const CORNER_LIMIT_5D: i64 = 16;
 
 /// Bytes of the reduction one pipeline stage holds per row: one 128-byte swizzle row
 /// (`KILN_BK` elements: 64 FP16/BF16, 32 FP32), unless the config narrows the step.
@@ -227,16 +235,14 @@ fn between_powers_fit(k: u32, cols: u32) -> bool {
     padding(cols) <= padding(64) && padding(cols) < padding(128)
 }
 
-/// Rows of the GEMM: output pixels of every image.
+/// Rows of the GEMM: output pixels (or voxels) of every image.
 fn gemm_rows(p: &ConvProblem) -> u64 {
-    let [_, h, w] = p.output();
-    p.n() as u64 * h as u64 * w as u64
+    p.n() as u64 * volume(p.output())
 }
 
 /// Steps of the main loop: `KILN_BK` channels of one filter tap each.
 fn reduction_steps(p: &ConvProblem, cfg: &Config) -> u64 {
-    let [_, r, s] = p.filter();
-    r as u64 * s as u64 * (p.c() as u64).div_ceil(cfg.block_k(element_bytes(p)) as u64)
+    volume(p.filter()) * (p.c() as u64).div_ceil(cfg.block_k(element_bytes(p)) as u64)
 }
 
 /// Threads per block of the split-K reduction, and most blocks it launches per SM (it strides).
@@ -256,10 +262,11 @@ enum Entry {
     StreamK,
 }
 
-/// The im2col corners of dimension `i` (0 = h, 1 = w): `(-pad, pad - (R - 1) * dilation)`.
+/// The im2col corners of dimension `i` (0 = d, 1 = h, 2 = w): `(-pad, pad - (R - 1) *
+/// dilation)`.
 fn corners(p: &ConvProblem, i: usize) -> (i64, i64) {
-    let pad = p.pad()[1 + i] as i64;
-    let reach = (p.filter()[1 + i] as i64 - 1) * p.dilation()[1 + i] as i64;
+    let pad = p.pad()[i] as i64;
+    let reach = (p.filter()[i] as i64 - 1) * p.dilation()[i] as i64;
     (-pad, pad - reach)
 }
 
@@ -274,6 +281,8 @@ pub struct Wgmma {
     /// Steps of 16 or 32 channels (64- or 32-byte rows) for inputs of at most 32 channels;
     /// its configs name the step (`rows,cols,stages,channels,splits`).
     narrow: bool,
+    /// 3-D (NDHWC) convolution: a 5-D im2col map (im2col solvers only).
+    volume: bool,
 }
 
 /// `ConvWgmmaGemm1x1Fwd`.
@@ -282,6 +291,7 @@ pub static GEMM_1X1: Wgmma = Wgmma {
     im2col: false,
     tf32: false,
     narrow: false,
+    volume: false,
 };
 
 /// `ConvWgmmaImplicitGemmFwd`.
@@ -290,6 +300,7 @@ pub static IMPLICIT_GEMM: Wgmma = Wgmma {
     im2col: true,
     tf32: false,
     narrow: false,
+    volume: false,
 };
 
 /// `ConvWgmmaImplicitGemmNarrowFwd`.
@@ -298,6 +309,16 @@ pub static IMPLICIT_GEMM_NARROW: Wgmma = Wgmma {
     im2col: true,
     tf32: false,
     narrow: true,
+    volume: false,
+};
+
+/// `ConvWgmmaImplicitGemm3dFwd`.
+pub static IMPLICIT_GEMM_3D: Wgmma = Wgmma {
+    id: IMPLICIT_GEMM_3D_ID,
+    im2col: true,
+    tf32: false,
+    narrow: false,
+    volume: true,
 };
 
 /// `ConvWgmmaGemm1x1Tf32Fwd`.
@@ -306,6 +327,7 @@ pub static GEMM_1X1_TF32: Wgmma = Wgmma {
     im2col: false,
     tf32: true,
     narrow: false,
+    volume: false,
 };
 
 /// `ConvWgmmaImplicitGemmTf32Fwd`.
@@ -314,6 +336,7 @@ pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
     im2col: true,
     tf32: true,
     narrow: false,
+    volume: false,
 };
 
 impl Wgmma {
@@ -353,7 +376,11 @@ impl TunableSolver for Wgmma {
         if !self.tf32 && !matches!(p.data_types()[0], DataType::Fp16 | DataType::Bf16) {
             return Err("FP16 or BF16 only");
         }
-        if p.layouts()[0] != Layout::Nhwc {
+        if self.volume {
+            if p.layouts()[0] != Layout::Ndhwc {
+                return Err("needs 3-D NDHWC tensors");
+            }
+        } else if p.layouts()[0] != Layout::Nhwc {
             return Err("needs 2-D NHWC tensors");
         }
         if p.groups() != 1 {
@@ -369,22 +396,24 @@ impl TunableSolver for Wgmma {
         }
         if self.im2col {
             // What TMA's im2col mode can express: traversal strides 1-8, corners within a
-            // signed byte, filter offsets within 16 bits.
-            if p.stride()[1..].iter().any(|&u| u > 8) {
+            // signed byte (5 bits for a 5-D tensor), filter offsets within 16 bits.
+            let (first, limit) = if self.volume {
+                (0, CORNER_LIMIT_5D)
+            } else {
+                (1, CORNER_LIMIT)
+            };
+            if p.stride()[first..].iter().any(|&u| u > 8) {
                 return Err("stride past 8 (TMA traversal strides)");
             }
-            for i in 0..2 {
+            for i in first..3 {
                 let (lower, upper) = corners(p, i);
-                if !(-CORNER_LIMIT..CORNER_LIMIT).contains(&lower)
-                    || !(-CORNER_LIMIT..CORNER_LIMIT).contains(&upper)
-                {
+                if !(-limit..limit).contains(&lower) || !(-limit..limit).contains(&upper) {
                     return Err("padding or dilated filter extent past TMA's im2col corners");
                 }
-            }
-            let [_, r, s] = p.filter();
-            let reach = |f: u32, d: u32| (f as u64 - 1) * d as u64;
-            if reach(r, p.dilation()[1]) > u16::MAX as u64 || reach(s, p.dilation()[2]) > 65_535 {
-                return Err("dilated filter extent past TMA's 16-bit im2col offsets");
+                let reach = (p.filter()[i] as u64 - 1) * p.dilation()[i] as u64;
+                if reach > u16::MAX as u64 {
+                    return Err("dilated filter extent past TMA's 16-bit im2col offsets");
+                }
             }
         }
         // TMA rows must start 16-byte aligned; the epilogue stores 16 bytes at a time.
@@ -608,16 +637,31 @@ impl TunableSolver for Wgmma {
 
     fn tma_arguments(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> Option<TmaArguments> {
         let (m, c, k) = (gemm_rows(p), p.c() as u64, p.k() as u64);
-        let [_, h, w] = p.input();
-        let [_, r, s] = p.filter();
-        let [_, oh, ow] = p.output();
-        let [_, stride_h, stride_w] = p.stride();
-        let taps = r as u64 * s as u64;
+        let [d, h, w] = p.input();
+        let [t, r, s] = p.filter();
+        let [od, oh, ow] = p.output();
+        let [stride_d, stride_h, stride_w] = p.stride();
+        let taps = volume(p.filter());
         let block_k = cfg.block_k(element_bytes(p));
         let (x, w_map) = if self.im2col {
-            let (lower_h, upper_h) = corners(p, 0);
-            let (lower_w, upper_w) = corners(p, 1);
-            (
+            let (lower_d, upper_d) = corners(p, 0);
+            let (lower_h, upper_h) = corners(p, 1);
+            let (lower_w, upper_w) = corners(p, 2);
+            let x = if self.volume {
+                // [N, D, H, W, C]: windows across rows, planes and images.
+                TensorMapShape {
+                    rank: 5,
+                    dims: [c, w as u64, h as u64, d as u64, p.n() as u64],
+                    swizzle: true,
+                    boxes: TmaBoxes::Im2col {
+                        lower: [lower_w as i32, lower_h as i32, lower_d as i32],
+                        upper: [upper_w as i32, upper_h as i32, upper_d as i32],
+                        channels: block_k,
+                        pixels: cfg.rows,
+                        traversal: [1, stride_w, stride_h, stride_d, 1],
+                    },
+                }
+            } else {
                 TensorMapShape {
                     rank: 4,
                     dims: [c, w as u64, h as u64, p.n() as u64, 1],
@@ -629,8 +673,11 @@ impl TunableSolver for Wgmma {
                         pixels: cfg.rows,
                         traversal: [1, stride_w, stride_h, 1, 1],
                     },
-                },
-                // [K, R*S, C]: a load past C reads zeros, not the next tap's weights.
+                }
+            };
+            (
+                x,
+                // [K, T*R*S, C]: a load past C reads zeros, not the next tap's weights.
                 TensorMapShape {
                     rank: 3,
                     dims: [c, taps, k, 1, 1],
@@ -654,8 +701,8 @@ impl TunableSolver for Wgmma {
                 },
             )
         };
-        let [_, pad_h, pad_w] = p.pad();
-        let [_, dil_h, dil_w] = p.dilation();
+        let [pad_d, pad_h, pad_w] = p.pad();
+        let [dil_d, dil_h, dil_w] = p.dilation();
         Some(TmaArguments {
             views: [
                 TmaView {
@@ -671,6 +718,7 @@ impl TunableSolver for Wgmma {
             splits: cfg.splits as i32,
             geometry: [oh, ow, r, s, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w]
                 .map(|v| v as i32),
+            depth: [od, t, stride_d, pad_d, dil_d].map(|v| v as i32),
             packing: None,
             zeroed_words: if cfg.stream_k() {
                 (STREAM_K_FLAGS_BYTES / 4) as u32
@@ -977,6 +1025,7 @@ impl TunableSolver for WgmmaFirstLayer {
             sizes: [gemm_rows(p) as i32, p.k() as i32, p.c() as i32],
             splits: 1,
             geometry: [oh, ow, r, s, stride_h, stride_w, pad_h, pad_w, 1, 1].map(|v| v as i32),
+            depth: [1, 1, 1, 0, 1],
             packing: Some(super::FirstLayerPacking {
                 offsets,
                 input: [h as i32, w as i32],
@@ -1183,6 +1232,7 @@ mod tests {
             strided(8, 3, 64, 224, 7, 3, 2),
             tf32(nhwc(8, 256, 64, 28, 1)),
             tf32(strided(8, 128, 128, 28, 3, 1, 1)),
+            ndhwc(2, 64, 64, [8, 28, 28], [3, 3, 3], [1, 1, 1]),
         ];
         for id in IDS {
             let s = crate::solvers::by_id(id).unwrap();
@@ -1331,6 +1381,95 @@ mod tests {
         assert_eq!(
             s.check(&wide, &h100, "128,128,4,1"),
             Err("padding or dilated filter extent past TMA's im2col corners")
+        );
+    }
+
+    /// An FP16 NDHWC problem, padding 1 along each dimension of a filter of 3.
+    fn ndhwc(
+        n: u32,
+        c: u32,
+        k: u32,
+        input: [u32; 3],
+        filter: [u32; 3],
+        stride: [u32; 3],
+    ) -> ConvProblem {
+        ConvProblem::new(ConvSpec {
+            spatial_dims: 3,
+            n,
+            c,
+            k,
+            input,
+            filter,
+            pad: filter.map(|f| f / 2),
+            stride,
+            layouts: [Layout::Ndhwc; 3],
+            data_types: [DataType::Fp16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn volume_maps_gather_windows_over_depth_rows_and_images() {
+        let h100 = crate::solvers::devices::h100();
+        // r3d_18's stride-2 3x3x3 at layer 3: 128 -> 256 channels, 8x28x28 -> 4x14x14.
+        let p = ndhwc(2, 128, 256, [8, 28, 28], [3, 3, 3], [2, 2, 2]);
+        let s = &IMPLICIT_GEMM_3D;
+        assert!(s.check(&p, &h100, "128,128,4,1").is_ok());
+        for two_d in [&IMPLICIT_GEMM, &GEMM_1X1] {
+            assert_eq!(
+                two_d.check(&p, &h100, "128,128,4,1"),
+                Err("needs 2-D NHWC tensors")
+            );
+        }
+        let plan = s.launch_plan(&p, &h100, "128,128,4,1").unwrap();
+        // 2 * 4 * 14 * 14 = 1568 output voxels: 13 row tiles x 2 column tiles, one block each.
+        assert_eq!(plan.kernels[0].grid, [26, 1, 1]);
+        assert_eq!(plan.kernels[0].kernel, "kiln_wgmma_implicit_gemm");
+        let args = s.tma_block(&p, &h100, "128,128,4,1").unwrap().unwrap();
+        assert_eq!(args.sizes, [1568, 256, 128]);
+        assert_eq!(args.geometry, [14, 14, 3, 3, 2, 2, 1, 1, 1, 1]);
+        assert_eq!(args.depth, [4, 3, 2, 1, 1]);
+        assert_eq!(args.views[0].shape.rank, 5);
+        assert_eq!(args.views[0].shape.dims, [128, 28, 28, 8, 2]);
+        assert_eq!(
+            args.views[0].shape.boxes,
+            TmaBoxes::Im2col {
+                lower: [-1, -1, -1],
+                upper: [-1, -1, -1],
+                channels: 64,
+                pixels: 128,
+                traversal: [1, 2, 2, 2, 1],
+            }
+        );
+        // w as [K, T*R*S, C].
+        assert_eq!(args.views[1].shape.dims, [128, 27, 256, 1, 1]);
+        // 27 taps x 2 steps of 64 channels.
+        assert_eq!(
+            reduction_steps(&p, &Config::parse("128,128,4,1").unwrap()),
+            54
+        );
+        // A 5-D map's corners are signed 5-bit (-16..=15): padding 17 along the depth is past
+        // them.
+        let deep = ConvProblem::new(ConvSpec {
+            pad: [17, 1, 1],
+            ..p.spec()
+        })
+        .unwrap();
+        assert_eq!(
+            s.check(&deep, &h100, "128,128,4,1"),
+            Err("padding or dilated filter extent past TMA's im2col corners")
+        );
+        // The 2-D kernel's maps carry a unit depth.
+        let flat = strided(2, 128, 128, 56, 3, 1, 2);
+        let args = IMPLICIT_GEMM
+            .tma_block(&flat, &h100, "128,128,4,1")
+            .unwrap()
+            .unwrap();
+        assert_eq!(args.depth, [1, 1, 1, 0, 1]);
+        assert_eq!(
+            s.check(&flat, &h100, "128,128,4,1"),
+            Err("needs 3-D NDHWC tensors")
         );
     }
 

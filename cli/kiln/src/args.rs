@@ -125,6 +125,10 @@ pub struct NetRunArgs {
     /// --verbose: every launch, in order).
     #[arg(long)]
     pub profile: bool,
+    /// Launch every kernel in order, without programmatic dependent launch (on by default for
+    /// the Hopper convolutions, see `kiln::net::NetOptions`).
+    #[arg(long)]
+    pub no_pdl: bool,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

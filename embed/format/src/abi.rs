@@ -108,6 +108,11 @@ pub struct TmaConvParams {
     pub pad_w: i32,
     pub dil_h: i32,
     pub dil_w: i32,
+    pub out_d: i32,
+    pub filter_d: i32,
+    pub stride_d: i32,
+    pub pad_d: i32,
+    pub dil_d: i32,
     pub workspace: u64,
     pub x_data: u64,
     pub w_data: u64,
@@ -493,7 +498,8 @@ mod tests {
             ($t:ty: $($f:ident),*) => { [$((stringify!($f), offset_of!($t, $f))),*] };
         }
         let tma = fields!(TmaConvParams: x, w, y, m, k, c, splits, out_h, out_w, filter_h,
-            filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, workspace, x_data, w_data,
+            filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, out_d, filter_d, stride_d, pad_d,
+            dil_d, workspace, x_data, w_data,
             x_packed, w_packed, row_flags, in_h, in_w, row_elems, lead, ep);
         let ep = fields!(Epilogue: scale, bias, z, alpha, beta, act_a, act, y_ld, z_ld);
         check(epilogue, "KilnEpilogue", &ep, size_of::<Epilogue>(), 8).unwrap();

@@ -133,7 +133,7 @@ fn random_tensor(
 
 /// kiln's kernel headers, every one a kernel source may include (`kiln_embed::kdbbuild`
 /// passes the same ones to NVRTC).
-const KERNEL_HEADERS: [(&str, &str); 5] = [
+const KERNEL_HEADERS: [(&str, &str); 6] = [
     ("kiln_gpu.h", include_str!("../../../../kernels/kiln_gpu.h")),
     ("igemm.h", include_str!("../../../../kernels/igemm.h")),
     ("epilogue.h", include_str!("../../../../kernels/epilogue.h")),
@@ -144,6 +144,10 @@ const KERNEL_HEADERS: [(&str, &str); 5] = [
     (
         "cutlass_config.h",
         include_str!("../../../../kernels/cutlass_config.h"),
+    ),
+    (
+        "nv_shared.h",
+        include_str!("../../../../kernels/nv_shared.h"),
     ),
 ];
 

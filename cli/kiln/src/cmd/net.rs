@@ -217,7 +217,10 @@ pub fn run(a: &NetRunArgs) -> CliResult {
     };
     let ctx = a.device.context()?;
     let t0 = std::time::Instant::now();
-    let net = Network::new(&ctx, &def, &weights, a.batch, dtype)?;
+    let options = kiln::net::NetOptions {
+        programmatic_launch: !a.no_pdl,
+    };
+    let net = Network::with_options(&ctx, &def, &weights, a.batch, dtype, options)?;
     let build_s = t0.elapsed().as_secs_f64();
     let image = match input {
         Some(b) => b,
