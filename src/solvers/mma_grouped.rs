@@ -194,17 +194,27 @@ impl TunableSolver for MmaGrouped {
 
     fn default_config(
         &self,
-        _p: &ConvProblem,
-        _caps: &TargetCaps,
+        p: &ConvProblem,
+        _: &TargetCaps,
         candidates: &mut dyn Iterator<Item = (&'static str, Config)>,
     ) -> Option<&'static str> {
-        // The largest tile, then the most groups a block (the first of equals): the fastest
-        // config at every group width the grid and the find runs measured at N=32, but for
-        // width 16 at stride 2, where four groups of 4 x 16 tiles ran up to 1.3x faster. The
-        // block-count rule took one group a block at width 24, 1.1-1.5x slower than two.
-        candidates
-            .min_by_key(|(_, c)| std::cmp::Reverse((c.tile[0] * c.tile[1], c.groups_per_block)))
-            .map(|(q, _)| q)
+        // The block-count rule (the largest tile that gives the GPU 256 blocks, else the
+        // smallest tile), with the most groups a block among tiles of one size: at N=32 two
+        // groups of 24 a block ran 1.1-1.5x faster than one on every unseen layer measured, and
+        // no grid problem has groups of 24 to hand its config over.
+        let mut big: Option<(&'static str, (u32, u32))> = None;
+        let mut small: Option<(&'static str, (u32, u32))> = None;
+        for (q, c) in candidates {
+            let tile = c.tile[0] * c.tile[1];
+            let blocks: u64 = c.grid(p).iter().product();
+            if blocks >= 256 && big.is_none_or(|(_, b)| (tile, c.groups_per_block) > b) {
+                big = Some((q, (tile, c.groups_per_block)));
+            }
+            if small.is_none_or(|(_, (t, g))| tile < t || (tile == t && c.groups_per_block > g)) {
+                small = Some((q, (tile, c.groups_per_block)));
+            }
+        }
+        big.or(small).map(|(q, _)| q)
     }
 }
 
@@ -271,7 +281,7 @@ mod tests {
     }
 
     #[test]
-    fn the_default_config_takes_the_largest_tile_then_the_most_groups() {
+    fn the_default_config_fills_the_gpu_with_the_most_groups_a_block() {
         let caps = crate::solvers::devices::h100();
         let s: &dyn crate::solvers::Solver = &MmaGrouped;
         let default = |p: &ConvProblem| {
@@ -293,6 +303,8 @@ mod tests {
         // A dense 24-channel layer has one group: the 8 x 16 tile of one.
         assert_eq!(default(&grouped(32, 24, 1, 192, 1)), Some("24,1,8,16,4"));
         assert_eq!(default(&grouped(32, 512, 32, 14, 1)), Some("16,1,8,16,4"));
+        // One image of two groups at 56x56: no config gives 256 blocks, so the smallest tile.
+        assert_eq!(default(&grouped(1, 48, 2, 56, 1)), Some("24,2,4,16,4"));
     }
 
     #[test]
