@@ -19,6 +19,10 @@
 #            measured again with every solver and config (find --force)
 #   profile  (out/kiln.gz) $OUT/profile-resnet50-<n>.txt: `kiln net run --profile --verbose`
 #            of ResNet-50 at N=1 and 32, every launch alone (where the network's time goes)
+#   ncu      (out/kiln.gz) $OUT/ncu-<key>.txt: Nsight Compute's speed-of-light, memory,
+#            occupancy and warp-state sections for one launch of each NCU_KEYS layer's kernel
+#            (default: ResNeXt-50's width-4 and width-8 grouped layers and RegNetY's width-16
+#            one at N=32, on ConvMmaGroupedFwd: 2.3-2.5x cuDNN), clocks left alone
 #   Record the logs here (kiln-tools find --from-log, ci/pin.sh, ci/append-find-log.sh),
 #   rebuild out/kiln.gz, and build the one before the change as out/kiln-old.gz, then:
 #   compare  (out/kiln-old.gz, out/kiln.gz) through both builds and cuDNN, GPU-only (NCDHW
@@ -112,6 +116,21 @@ if has profile; then
         "$(grep -oE "[0-9.]+ ms GPU-only" <<<"$r" | head -1)"
     done
   done > "$OUT/epilogue-cost.tsv" 2>&1
+fi
+
+if has ncu; then
+  gunzip -kf out/kiln.gz && chmod +x out/kiln
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for key in ${NCU_KEYS:-128-56-56-3x3-128-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F_g32 \
+    256-56-56-3x3-256-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F_g32 \
+    320-14-14-3x3-320-14-14-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F_g20}; do
+    "$NCU" --clock-control none --launch-count 1 --kernel-name regex:"${NCU_KERNEL:-kiln_mma_grouped}" \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats \
+      --section Occupancy --section WarpStateStats --section SchedulerStats \
+      out/kiln run "$key" --repeats 1 ${NCU_RUN_FLAGS:-} > "$OUT/ncu-$key.txt" 2>&1
+    echo "exit $?" >> "$OUT/ncu-$key.txt"
+  done
+  tail -n 2 "$OUT"/ncu-*.txt
 fi
 
 if has compare; then
