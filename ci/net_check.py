@@ -259,9 +259,9 @@ def main():
     }
     if a.pdl:
         # The same kernels in the same order: launch overlap must not change a bit.
-        y_pdl, _ = kiln_run(a.kiln, a.model, weights, images, x, a.out, "check-no-pdl", a.dtype,
-                            flags=["--no-pdl"])
-        report["pdl_bit_identical"] = bool(torch.equal(y_kiln, y_pdl))
+        y_no_pdl, _ = kiln_run(a.kiln, a.model, weights, images, x, a.out, "check-no-pdl",
+                               a.dtype, flags=["--no-pdl"])
+        report["pdl_bit_identical"] = bool(torch.equal(y_kiln, y_no_pdl))
     print(json.dumps(report, indent=1), flush=True)
 
     # Speed: GPU-only, same run. FP32 PyTorch is timed with TF32 off (kiln's accuracy) and

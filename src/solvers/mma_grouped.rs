@@ -195,26 +195,13 @@ impl TunableSolver for MmaGrouped {
     fn default_config(
         &self,
         p: &ConvProblem,
-        _: &TargetCaps,
+        caps: &TargetCaps,
         candidates: &mut dyn Iterator<Item = (&'static str, Config)>,
     ) -> Option<&'static str> {
-        // The block-count rule (the largest tile that gives the GPU 256 blocks, else the
-        // smallest tile), with the most groups a block among tiles of one size: at N=32 two
-        // groups of 24 a block ran 1.1-1.5x faster than one on every unseen layer measured, and
-        // no grid problem has groups of 24 to hand its config over.
-        let mut big: Option<(&'static str, (u32, u32))> = None;
-        let mut small: Option<(&'static str, (u32, u32))> = None;
-        for (q, c) in candidates {
-            let tile = c.tile[0] * c.tile[1];
-            let blocks: u64 = c.grid(p).iter().product();
-            if blocks >= 256 && big.is_none_or(|(_, b)| (tile, c.groups_per_block) > b) {
-                big = Some((q, (tile, c.groups_per_block)));
-            }
-            if small.is_none_or(|(_, (t, g))| tile < t || (tile == t && c.groups_per_block > g)) {
-                small = Some((q, (tile, c.groups_per_block)));
-            }
-        }
-        big.or(small).map(|(q, _)| q)
+        // The block-count rule, with the most groups a block among tiles of one size: at N=32
+        // two groups of 24 a block ran 1.1-1.5x faster than one on every unseen layer
+        // measured, and no grid problem has groups of 24 to hand its config over.
+        super::largest_tile_filling_the_gpu_by(self, p, caps, candidates, |c| c.groups_per_block)
     }
 }
 

@@ -171,6 +171,18 @@ pub(crate) fn largest_tile_filling_the_gpu<S: TunableSolver + ?Sized>(
     caps: &TargetCaps,
     candidates: &mut dyn Iterator<Item = (&'static str, S::Config)>,
 ) -> Option<&'static str> {
+    largest_tile_filling_the_gpu_by(solver, p, caps, candidates, |_| 0)
+}
+
+/// [`largest_tile_filling_the_gpu`], preferring among tiles of one size the config whose
+/// `tie` is largest (then, as there, the last of equals with 256 blocks, the first without).
+pub(crate) fn largest_tile_filling_the_gpu_by<S: TunableSolver + ?Sized>(
+    solver: &S,
+    p: &ConvProblem,
+    caps: &TargetCaps,
+    candidates: &mut dyn Iterator<Item = (&'static str, S::Config)>,
+    tie: impl Fn(&S::Config) -> u32,
+) -> Option<&'static str> {
     let blocks = |c: &S::Config| {
         let plan = solver.plan(p, caps, c);
         plan.kernels
@@ -179,16 +191,16 @@ pub(crate) fn largest_tile_filling_the_gpu<S: TunableSolver + ?Sized>(
             .max()
             .unwrap_or(0)
     };
-    // (config, tile) of the largest tile with 256 blocks, and of the smallest tile.
-    let mut big: Option<(&'static str, u64)> = None;
-    let mut small: Option<(&'static str, u64)> = None;
+    // (config, (tile, tie)) of the largest tile with 256 blocks, and of the smallest tile.
+    let mut big: Option<(&'static str, (u64, u32))> = None;
+    let mut small: Option<(&'static str, (u64, u32))> = None;
     for (q, c) in candidates {
-        let tile = solver.tile(&c);
-        if blocks(&c) >= 256 && big.is_none_or(|(_, b)| tile >= b) {
-            big = Some((q, tile));
+        let key = (solver.tile(&c), tie(&c));
+        if blocks(&c) >= 256 && big.is_none_or(|(_, b)| key >= b) {
+            big = Some((q, key));
         }
-        if small.is_none_or(|(_, s)| tile < s) {
-            small = Some((q, tile));
+        if small.is_none_or(|(_, (t, k))| key.0 < t || (key.0 == t && key.1 > k)) {
+            small = Some((q, key));
         }
     }
     big.or(small).map(|(q, _)| q)
