@@ -1,7 +1,9 @@
 // nv_shared.h: what kiln's own NVIDIA kernels share (nv/mma_narrow.cu, nv/mma_grouped.cu,
 // nv/wgmma_conv.cu): shared-memory addresses, cp.async's zero-filling 16-byte copy, programmatic
-// dependent launch, and the direct kernels' output tile and the input patch it reads.
+// dependent launch, the direct kernels' output tile and the input patch it reads, and stores of
+// channel pairs.
 #pragma once
+#include "epilogue.h"
 #include "kiln_gpu.h"
 
 // The 32-bit shared-memory address of a generic pointer into shared memory.
@@ -41,23 +43,33 @@ static __device__ KILN_INLINE void kiln_pdl_enter() {
   kiln_pdl_wait();
 }
 
-// A direct kernel's block: a tile_h x tile_w tile of one image's output pixels (blockIdx.x over
-// the image's tiles, row-major), and the input patch it reads: first input row and column (the
+// A direct kernel's block: a tile_h x tile_w tile of one image's output pixels (blockIdx.x, or
+// `tile`, over the image's tiles, row-major), and the input patch it reads: first input row and column (the
 // padding makes them negative at the top and left edges), rows and columns.
 struct KilnPatch {
   kiln_i32 oh0, ow0, ih0, iw0, rows, cols;
 };
-static __device__ KILN_INLINE KilnPatch kiln_tile_patch(const KilnConvArgs& a, kiln_i32 tile_h,
-                                                        kiln_i32 tile_w) {
+static __device__ KILN_INLINE KilnPatch kiln_tile_patch_at(const KilnConvArgs& a, kiln_i32 tile,
+                                                           kiln_i32 tile_h, kiln_i32 tile_w) {
   const kiln_i32 tiles_w = (a.out_w + tile_w - 1) / tile_w;
   KilnPatch pt;
-  pt.oh0 = (kiln_i32)(blockIdx.x / tiles_w) * tile_h;
-  pt.ow0 = (kiln_i32)(blockIdx.x % tiles_w) * tile_w;
+  pt.oh0 = (tile / tiles_w) * tile_h;
+  pt.ow0 = (tile % tiles_w) * tile_w;
   pt.ih0 = pt.oh0 * a.stride_h - a.pad_h;
   pt.iw0 = pt.ow0 * a.stride_w - a.pad_w;
   pt.rows = (tile_h - 1) * a.stride_h + (a.fil_h - 1) * a.dil_h + 1;
   pt.cols = (tile_w - 1) * a.stride_w + (a.fil_w - 1) * a.dil_w + 1;
   return pt;
+}
+static __device__ KILN_INLINE KilnPatch kiln_tile_patch(const KilnConvArgs& a, kiln_i32 tile_h,
+                                                        kiln_i32 tile_w) {
+  return kiln_tile_patch_at(a, (kiln_i32)blockIdx.x, tile_h, tile_w);
+}
+
+// Output tiles of one image.
+static __device__ KILN_INLINE kiln_i32 kiln_tiles_per_image(const KilnConvArgs& a,
+                                                            kiln_i32 tile_h, kiln_i32 tile_w) {
+  return ((a.out_h + tile_h - 1) / tile_h) * ((a.out_w + tile_w - 1) / tile_w);
 }
 
 // The tile is cut into m16 groups of 16 output pixels of one row, tile_w / 16 to a row. The
@@ -83,3 +95,102 @@ static __device__ KILN_INLINE kiln_i64 kiln_m16_output_pixel(const KilnConvArgs&
   if (oh >= a.out_h || ow >= a.out_w) return -1;
   return ((kiln_i64)n * a.out_h + oh) * a.out_w + ow;
 }
+
+// Two adjacent channels of a 16-bit output in one 32-bit word: the hardware's round-to-nearest
+// conversion of both sums in one instruction (sm_80+), one store instead of two.
+#if defined(KILN_DTYPE_FP16) || defined(KILN_DTYPE_BF16)
+static __device__ KILN_INLINE kiln_u32 kiln_pack_pair(float lo, float hi) {
+  kiln_u32 r;
+#if defined(KILN_DTYPE_FP16)
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+  return r;
+}
+
+// Whether channel pairs (k even) of y, and of the residual z, are aligned 32-bit words: both
+// tensors 4-byte aligned and their pixel strides even. A channel slice of a concatenation may
+// not be; the caller then stores one element at a time.
+static __device__ KILN_INLINE bool kiln_pairs_aligned(const kiln_t* y, const KilnEpilogue& e) {
+  return (((kiln_u64)y | e.z) & 3u) == 0 && ((e.y_ld | e.z_ld) & 1) == 0;
+}
+
+// Channels k and k + 1 (k even) of channels-last pixel p: the epilogue with the channels'
+// scale and bias loaded by the caller, stored as one word (kiln_pairs_aligned must hold).
+static __device__ KILN_INLINE void kiln_store_nhwc_pair(kiln_t* y, kiln_i64 p, kiln_i32 k,
+                                                        float acc0, float acc1, float2 scale,
+                                                        float2 bias, const KilnEpilogue& e,
+                                                        const KilnAct& act) {
+  float z0 = 0.0f, z1 = 0.0f;
+  if (e.z) {
+    const kiln_u32 w = __ldg(reinterpret_cast<const unsigned int*>((const kiln_t*)e.z + p * e.z_ld + k));
+    const kiln_t lo = (kiln_t)(w & 0xffffu), hi = (kiln_t)(w >> 16);
+    z0 = kiln_load(&lo, 0);
+    z1 = kiln_load(&hi, 0);
+  }
+  const float v0 = kiln_epilogue_of(acc0, scale.x, bias.x, z0, e, act);
+  const float v1 = kiln_epilogue_of(acc1, scale.y, bias.y, z1, e, act);
+  *reinterpret_cast<kiln_u32*>(y + p * e.y_ld + k) = kiln_pack_pair(v0, v1);
+}
+
+// Channels k and k + 1's scale and bias (1 and 0 where the epilogue has none, or past K).
+static __device__ KILN_INLINE void kiln_pair_scale_bias(const KilnEpilogue& e, kiln_i32 k,
+                                                        kiln_i32 channels, float2& scale,
+                                                        float2& bias) {
+  scale = make_float2(1.0f, 1.0f);
+  bias = make_float2(0.0f, 0.0f);
+  if (e.scale && k < channels) scale.x = kiln_ep_f32(e.scale, k);
+  if (e.scale && k + 1 < channels) scale.y = kiln_ep_f32(e.scale, k + 1);
+  if (e.bias && k < channels) bias.x = kiln_ep_f32(e.bias, k);
+  if (e.bias && k + 1 < channels) bias.y = kiln_ep_f32(e.bias, k + 1);
+}
+
+// The epilogue of a warp's mma.sync accumulators (m16n8 tiles, the f32 C fragment layout) into
+// channels-last y: GPW m16 groups of the block's tile from `first_group` (kiln_m16_output_pixel's
+// order), NT n8 tiles of output channels from k0. acc(q, t, e) is element e of group q's tile t:
+// pixel (lane / 4) + 8 * (e / 2) of the group, channel k0 + 8 * t + 2 * (lane % 4) + e % 2. A
+// lane's two channels of a pixel leave as one word where they can; each channel's scale and
+// bias is read once for all the lane's pixels. (Channels outside, pixels inside: walking
+// pixels outside instead held fewer registers but ran the narrow-group kernel 10-35% slower on
+// its large layers, benches/runs/2026-11-28-h200-grouped-pipeline/ section G.)
+template <int GPW, int NT, int TILE_W, typename Acc>
+static __device__ KILN_INLINE void kiln_m16_store(kiln_t* y, const KilnConvArgs& a,
+                                                  const KilnPatch& pt, kiln_i32 n,
+                                                  kiln_i32 first_group, kiln_i32 k0,
+                                                  kiln_i32 lane, const KilnEpilogue& ep,
+                                                  const Acc& acc) {
+  kiln_i64 pixel[GPW][2];
+#pragma unroll
+  for (int q = 0; q < GPW; ++q)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      pixel[q][half] =
+          kiln_m16_output_pixel(a, pt, n, first_group + q, (lane >> 2) + 8 * half, TILE_W);
+  const bool aligned = kiln_pairs_aligned(y, ep);
+  const KilnAct act = kiln_act_params(ep.act, ep.act_a);
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    if (k0 + 8 * t >= a.k) break;  // the same for the whole warp
+    const kiln_i32 k = k0 + 8 * t + 2 * (lane & 3);
+    const bool pair = aligned && k + 1 < a.k;
+    float2 scale, bias;
+    kiln_pair_scale_bias(ep, k, a.k, scale, bias);
+#pragma unroll
+    for (int q = 0; q < GPW; ++q) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const kiln_i64 p = pixel[q][half];
+        if (p < 0) continue;
+        const float v0 = acc(q, t, 2 * half), v1 = acc(q, t, 2 * half + 1);
+        if (pair) {
+          kiln_store_nhwc_pair(y, p, k, v0, v1, scale, bias, ep, act);
+        } else {
+          if (k < a.k) kiln_store_nhwc(y, p, k, v0, ep);
+          if (k + 1 < a.k) kiln_store_nhwc(y, p, k + 1, v1, ep);
+        }
+      }
+    }
+  }
+}
+#endif

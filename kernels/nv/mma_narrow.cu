@@ -170,23 +170,6 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS)
     __syncthreads();  // the next iteration stages into the buffer just read
   }
 
-  // Accumulator e of group q, n-tile t: pixel (lane / 4) + 8 * (e / 2) of the group, channel
-  // 8 * t + 2 * (lane % 4) + e % 2.
-#pragma unroll
-  for (int q = 0; q < KILN_GPW; ++q) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const kiln_i64 pixel =
-          kiln_m16_output_pixel(a, pt, n, warp * KILN_GPW + q, (lane >> 2) + 8 * half, KILN_BW);
-      if (pixel < 0) continue;
-#pragma unroll
-      for (int t = 0; t < KILN_NT; ++t) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const kiln_i32 k = 8 * t + 2 * (lane & 3) + e;
-          if (k < a.k) kiln_store_nhwc(y, pixel, k, acc[q][t][2 * half + e], ep);
-        }
-      }
-    }
-  }
+  kiln_m16_store<KILN_GPW, KILN_NT, KILN_BW>(y, a, pt, n, warp * KILN_GPW, 0, lane, ep,
+                                             [&](int q, int t, int e) { return acc[q][t][e]; });
 }

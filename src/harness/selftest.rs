@@ -191,6 +191,12 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(2, 48, 48, [14, 13], [3, 3], [1, 1], [1, 1], [1, 1], 2),
         d2(1, 72, 72, [9, 17], [3, 3], [1, 1], [2, 2], [1, 1], 3),
         d2(1, 64, 64, [12, 12], [3, 3], [2, 2], [1, 1], [2, 2], 8),
+        // More tiles than one wave of blocks holds: blocks loop over tiles (1-3 each on 132
+        // SMs) with double-buffered patches; groups of 8, of 4, and of 16 one a block (patch
+        // pixels of two granules).
+        d2(4, 64, 64, [130, 130], [3, 3], [1, 1], [1, 1], [1, 1], 8),
+        d2(4, 64, 64, [130, 130], [3, 3], [1, 1], [1, 1], [1, 1], 16),
+        d2(2, 64, 64, [130, 130], [3, 3], [1, 1], [1, 1], [1, 1], 4),
         // Narrow dense layers as one group: 24 channels over more tiles than SMs, 16 unpadded
         // at stride 2.
         d2(2, 24, 24, [37, 35], [3, 3], [1, 1], [1, 1], [1, 1], 1),

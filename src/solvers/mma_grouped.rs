@@ -25,9 +25,9 @@ pub struct MmaGrouped;
 /// on every problem measured, so no width-32 build is made.
 const GROUP_WIDTHS: [u32; 4] = [4, 8, 16, 24];
 
-/// Bytes of one patch pixel in shared memory: 8 granules of 16 bytes (a 48-channel slab leaves
-/// two unused, keeping the swizzle a power of two).
-const PATCH_PIXEL_BYTES: u64 = 128;
+/// Bytes the kernel may skip to start its patch 128-byte aligned (its swizzled addresses move
+/// between a pixel's granules with one XOR).
+const PATCH_ALIGN_SLACK: u64 = 128;
 
 /// A perf config, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,30 +70,83 @@ impl Config {
         self.group_width * self.groups_per_block
     }
 
+    /// Bytes of one patch pixel in shared memory: the slab's 16-byte granules rounded up to a
+    /// power of two (a 48-channel slab leaves two unused), so that the swizzle is an XOR.
+    fn patch_pixel_bytes(&self) -> u64 {
+        16 * (self.slab() as u64 / 8).next_power_of_two()
+    }
+
     /// Input rows and columns of a tile's patch.
     fn patch(&self, p: &ConvProblem) -> [u64; 2] {
         patch_extent(p, self.tile)
     }
 
-    /// Dynamic shared memory: the patch (128 bytes a pixel) and the slab's filter (a row of the
-    /// group's channels, at least one 16-byte granule, per tap and output channel).
-    fn shared_bytes(&self, p: &ConvProblem) -> u64 {
+    /// Dynamic shared memory with `patches` patch buffers: alignment slack, the patches
+    /// (whole 128-byte lines) and the slab's filter (a row of the group's channels, at least one 16-byte
+    /// granule, per tap and output channel).
+    fn shared_bytes(&self, p: &ConvProblem, patches: u64) -> u64 {
         let [rows, cols] = self.patch(p);
         let [_, fh, fw] = p.filter();
         let filter_row = (self.group_width as u64 * 2).max(16);
-        rows * cols * PATCH_PIXEL_BYTES + fh as u64 * fw as u64 * self.slab() as u64 * filter_row
+        PATCH_ALIGN_SLACK
+            + patches * (rows * cols * self.patch_pixel_bytes()).next_multiple_of(128)
+            + fh as u64 * fw as u64 * self.slab() as u64 * filter_row
     }
 
-    /// Blocks: output tiles of every image, times slabs of channels.
-    fn grid(&self, p: &ConvProblem) -> [u64; 3] {
+    /// Output tiles of the whole batch, and slabs of channels.
+    fn tiles(&self, p: &ConvProblem) -> [u64; 2] {
         let [_, oh, ow] = p.output();
+        let per_image =
+            (oh as u64).div_ceil(self.tile[0] as u64) * (ow as u64).div_ceil(self.tile[1] as u64);
         [
-            (oh as u64).div_ceil(self.tile[0] as u64) * (ow as u64).div_ceil(self.tile[1] as u64),
-            p.n() as u64,
+            per_image * p.n() as u64,
             (p.c() as u64).div_ceil(self.slab() as u64),
         ]
     }
+
+    /// Blocks of `shared` bytes that one SM holds at once, by its shared memory, threads and
+    /// registers. Registers are estimated: 48 a thread beside the accumulators (the compiled
+    /// kernels measured 80 for groups of 8 and 122 for groups of 4 at one m16 group a warp).
+    fn resident_per_unit(&self, caps: &TargetCaps, shared: u64) -> u64 {
+        let threads = 32 * self.warps as u64;
+        let m16_per_warp = (self.tile[0] * self.tile[1] / 16 / self.warps) as u64;
+        let accumulators_per_group = if self.group_width == 4 { 2 } else { 1 };
+        let accumulators = 4 * m16_per_warp * (self.slab() / 8) as u64 * accumulators_per_group;
+        let registers = (48 + accumulators).next_multiple_of(8);
+        let by_shared = caps.shared_per_unit as u64 / (shared + RESERVED_SHARED_PER_BLOCK);
+        let by_threads = MAX_THREADS_PER_UNIT / threads;
+        let by_registers = REGISTERS_PER_UNIT / (threads * registers);
+        by_shared.min(by_threads).min(by_registers).clamp(1, 32)
+    }
+
+    /// The launch: blocks along x, the slabs along z, and the dynamic shared memory. Where the
+    /// batch's tiles fill more than one wave of blocks and a second patch buffer costs no
+    /// block an SM, one wave, each block looping over several tiles with two buffers; else a
+    /// block a tile with one buffer. (Halving the blocks an SM to double-buffer ran 1.2-3.5x
+    /// slower on strided and 16-channel-group layers; at equal blocks it ran up to 1.6x faster.)
+    fn launch(&self, p: &ConvProblem, caps: &TargetCaps) -> ([u64; 3], u64) {
+        let [tiles, slabs] = self.tiles(p);
+        let (single, double) = (self.shared_bytes(p, 1), self.shared_bytes(p, 2));
+        if double <= caps.shared_per_block as u64 {
+            let resident = self.resident_per_unit(caps, double);
+            if resident >= self.resident_per_unit(caps, single) {
+                let blocks = (resident * caps.compute_units as u64)
+                    .div_ceil(slabs)
+                    .max(1);
+                if blocks < tiles {
+                    return ([blocks, 1, slabs], double);
+                }
+            }
+        }
+        ([tiles, 1, slabs], single)
+    }
 }
+
+/// Shared memory the driver keeps for each block of an SM (sm_80 and later).
+const RESERVED_SHARED_PER_BLOCK: u64 = 1024;
+/// Threads and 32-bit registers of one SM (sm_80 and sm_90).
+const MAX_THREADS_PER_UNIT: u64 = 2048;
+const REGISTERS_PER_UNIT: u64 = 65536;
 
 impl TunableSolver for MmaGrouped {
     type Config = Config;
@@ -135,23 +188,31 @@ impl TunableSolver for MmaGrouped {
         if cfg.groups_per_block > p.groups() {
             return Err("more groups a block than the layer has");
         }
-        if cfg.shared_bytes(p) > caps.shared_per_block as u64 {
+        if cfg.shared_bytes(p, 1) > caps.shared_per_block as u64 {
             return Err("the tile's input patch and filter do not fit in shared memory");
         }
-        if cfg.grid(p)[1] > 65_535 || cfg.grid(p)[2] > 65_535 {
-            return Err("batch or channel slabs past the grid's 65535 blocks");
+        let [tiles, slabs] = cfg.tiles(p);
+        // The kernel counts tiles in 32-bit integers.
+        if tiles > i32::MAX as u64 || slabs > 65_535 {
+            return Err("more tiles than 2^31 or channel slabs past the grid's 65535 blocks");
         }
         Ok(())
     }
 
-    fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> LaunchPlan {
+    fn plan(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Config) -> LaunchPlan {
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
+        let (grid, shared) = cfg.launch(p, caps);
         LaunchPlan::single_with_shared(
             "kiln_mma_grouped",
-            cfg.grid(p).map(clamp),
+            grid.map(clamp),
             [32 * cfg.warps, 1, 1],
-            clamp(cfg.shared_bytes(p)),
+            clamp(shared),
         )
+    }
+
+    fn tiles_launched(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> u64 {
+        let [tiles, slabs] = cfg.tiles(p);
+        tiles * slabs
     }
 
     fn waits_on_predecessor(&self) -> bool {
@@ -164,8 +225,8 @@ impl TunableSolver for MmaGrouped {
         // granule step and n8 tile (groups of 4: two per granule, each keeping half its
         // columns), with an ldmatrix each.
         let [rows, cols] = cfg.patch(p);
-        let [tiles, images, slabs] = cfg.grid(p);
-        let blocks = tiles * images * slabs;
+        let [tiles, slabs] = cfg.tiles(p);
+        let blocks = tiles * slabs;
         let patch_bytes = (blocks * rows * cols * cfg.slab() as u64 * 2) as f64;
         let [_, fh, fw] = p.filter();
         let width = cfg.group_width as u64;
@@ -237,18 +298,44 @@ mod tests {
         let p = grouped(32, 128, 32, 56, 1);
         let plan = s.launch_plan(&p, &caps, "4,16,8,16,4").unwrap();
         // 7 x 4 tiles of 8 x 16 per image, two slabs of 64 channels; patch 10 x 18 pixels of
-        // 128 bytes, filter 9 taps x 64 rows of one granule.
+        // 128 bytes, filter 9 taps x 64 rows of one granule. The batch's 896 tiles a slab are
+        // more than a wave, and registers (128 threads of an estimated 176: two m16 groups x 8
+        // n8 tiles x 2 accumulators of 4) hold an SM to 2 blocks with one patch buffer or two:
+        // 264 blocks over two slabs, each looping over 6-7 tiles, double-buffered.
         assert_eq!(plan.kernels[0].kernel, "kiln_mma_grouped");
-        assert_eq!(plan.kernels[0].grid, [7 * 4, 32, 2]);
+        assert_eq!(plan.kernels[0].grid, [132, 1, 2]);
         assert_eq!(plan.kernels[0].block, [128, 1, 1]);
-        assert_eq!(plan.kernels[0].shared_bytes, 10 * 18 * 128 + 9 * 64 * 16);
+        assert_eq!(
+            plan.kernels[0].shared_bytes,
+            128 + 2 * 10 * 18 * 128 + 9 * 64 * 16
+        );
         assert_eq!(plan.workspace_bytes, 0);
+        assert_eq!(
+            s.tiles_launched(&p, &caps, &s.parse("4,16,8,16,4").unwrap()),
+            28 * 32 * 2
+        );
+        // The wave is the device's: 2 blocks on each of a 108-SM A100's SMs.
+        let a100 = crate::solvers::devices::a100();
+        let plan = s.launch_plan(&p, &a100, "4,16,8,16,4").unwrap();
+        assert_eq!(plan.kernels[0].grid, [108, 1, 2]);
+        // At batch 1 every tile has a block, with one patch buffer.
+        let p = grouped(1, 128, 32, 56, 1);
+        let plan = s.launch_plan(&p, &caps, "4,16,8,16,4").unwrap();
+        assert_eq!(plan.kernels[0].grid, [7 * 4, 1, 2]);
+        assert_eq!(
+            plan.kernels[0].shared_bytes,
+            128 + 10 * 18 * 128 + 9 * 64 * 16
+        );
         // RegNetY-1.6GF's two groups of 24 at 56x56, stride 2: one 48-channel slab, a 17 x 33
-        // patch, filter rows of 24 channels.
+        // patch, filter rows of 24 channels. A second patch would drop an SM from 3 blocks to
+        // 2, so each of the 448 tiles gets a block.
         let p = grouped(32, 48, 2, 56, 2);
         let plan = s.launch_plan(&p, &caps, "24,2,4,16,4").unwrap();
-        assert_eq!(plan.kernels[0].grid, [7 * 2, 32, 1]);
-        assert_eq!(plan.kernels[0].shared_bytes, 9 * 33 * 128 + 9 * 48 * 48);
+        assert_eq!(plan.kernels[0].grid, [7 * 2 * 32, 1, 1]);
+        assert_eq!(
+            plan.kernels[0].shared_bytes,
+            128 + 9 * 33 * 128 + 9 * 48 * 48
+        );
     }
 
     #[test]
@@ -258,9 +345,14 @@ mod tests {
         // 24 -> 24 channels at 192x192, batch 32 (3.1x cuDNN on the implicit GEMMs).
         let p = grouped(32, 24, 1, 192, 1);
         let plan = s.launch_plan(&p, &caps, "24,1,8,16,4").unwrap();
-        assert_eq!(plan.kernels[0].grid, [24 * 12, 32, 1]);
-        // Filter rows of 24 channels for 24 outputs a tap.
-        assert_eq!(plan.kernels[0].shared_bytes, 10 * 18 * 128 + 9 * 24 * 48);
+        // 24 x 12 tiles an image, a block each (a second patch would cost one of 7 blocks an
+        // SM); patch pixels of 4 granules (3 used), filter rows of 24 channels for 24 outputs a
+        // tap.
+        assert_eq!(plan.kernels[0].grid, [24 * 12 * 32, 1, 1]);
+        assert_eq!(
+            plan.kernels[0].shared_bytes,
+            128 + 10 * 18 * 64 + 9 * 24 * 48
+        );
         assert_eq!(
             s.check(&p, &caps, "24,2,8,16,8"),
             Err("more groups a block than the layer has")

@@ -136,6 +136,18 @@ pub trait TunableSolver: Sync {
         None
     }
 
+    /// Output tiles `cfg` cuts `p` into: by default the blocks of the plan's largest grid. A
+    /// kernel whose blocks loop over several tiles says how many tiles; the default pick counts
+    /// them.
+    fn tiles_launched(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Self::Config) -> u64 {
+        self.plan(p, caps, cfg)
+            .kernels
+            .iter()
+            .map(|k| k.grid.iter().map(|&g| g as u64).product::<u64>())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The config to use when no perf-db record names one, among `candidates` (the configs
     /// worth trying on `p`): by default the largest tile that still gives the GPU at least 256
     /// blocks (the last of equal tiles), else the smallest tile (the first).
@@ -183,14 +195,7 @@ pub(crate) fn largest_tile_filling_the_gpu_by<S: TunableSolver + ?Sized>(
     candidates: &mut dyn Iterator<Item = (&'static str, S::Config)>,
     tie: impl Fn(&S::Config) -> u32,
 ) -> Option<&'static str> {
-    let blocks = |c: &S::Config| {
-        let plan = solver.plan(p, caps, c);
-        plan.kernels
-            .iter()
-            .map(|k| k.grid.iter().map(|&g| g as u64).product::<u64>())
-            .max()
-            .unwrap_or(0)
-    };
+    let blocks = |c: &S::Config| solver.tiles_launched(p, caps, c);
     // (config, (tile, tie)) of the largest tile with 256 blocks, and of the smallest tile.
     let mut big: Option<(&'static str, (u64, u32))> = None;
     let mut small: Option<(&'static str, (u64, u32))> = None;
