@@ -81,9 +81,9 @@ impl Config {
         patch_extent(p, self.tile)
     }
 
-    /// Dynamic shared memory with `patches` patch buffers: alignment slack, the patches
-    /// (whole 128-byte lines) and the slab's filter (a row of the group's channels, at least one 16-byte
-    /// granule, per tap and output channel).
+    /// Dynamic shared memory with `patches` patch buffers: alignment slack, the patches (whole
+    /// 128-byte lines) and the slab's filter (a row of the group's channels, at least one
+    /// 16-byte granule, per tap and output channel).
     fn shared_bytes(&self, p: &ConvProblem, patches: u64) -> u64 {
         let [rows, cols] = self.patch(p);
         let [_, fh, fw] = p.filter();
@@ -192,9 +192,9 @@ impl TunableSolver for MmaGrouped {
             return Err("the tile's input patch and filter do not fit in shared memory");
         }
         let [tiles, slabs] = cfg.tiles(p);
-        // The kernel counts tiles in 32-bit integers.
-        if tiles > i32::MAX as u64 || slabs > 65_535 {
-            return Err("more tiles than 2^31 or channel slabs past the grid's 65535 blocks");
+        // The kernel counts tiles in 32-bit integers, a tile index plus two strides of blocks.
+        if tiles > i32::MAX as u64 / 3 || slabs > 65_535 {
+            return Err("more tiles than 2^31 / 3 or channel slabs past the grid's 65535 blocks");
         }
         Ok(())
     }
