@@ -11,6 +11,9 @@
 #   grouped  (out/kiln-tools.gz) $OUT/grouped/db/find-log.tsv: ci/problems/grouped_grid.txt
 #            measured again where a new solver applies (find --refresh: the narrow-group
 #            tensor-core kernel)
+#   mma-grouped (out/kiln-tools.gz) $OUT/mma-grouped/db/find-log.tsv: every solver and config
+#            measured again (FIND_FLAGS, default --force) on the listed problems
+#            ConvMmaGroupedFwd applies to (problems.txt), after a change to its kernel
 #   refresh  (out/kiln-tools.gz) $OUT/refresh/find-log.tsv: the listed FP32 NCHW problems
 #            measured again where a new solver applies (find --refresh; resumable);
 #            REFRESH_FILTER="" refreshes every listed problem a new solver applies to
@@ -82,6 +85,23 @@ if has grouped; then
   mkdir -p "$OUT/grouped"
   OUT="$OUT/grouped" CLASS=grouped STEPS=find FIND_SECONDS=${FIND_SECONDS:-240} \
     FIND_FLAGS="${FIND_FLAGS:---refresh}" bash "$HERE/on-device-unseen.sh"
+fi
+
+if has mma-grouped; then
+  # The listed problems ConvMmaGroupedFwd applies to (C/groups = K/groups of 4, 8, 16 or 24
+  # channels, C a multiple of 8, 2-D NHWC FP16/BF16): the grouped grid's and the detector's
+  # dense 16-channel layers. After a change to its kernel every solver is measured again there.
+  mkdir -p "$OUT/mma-grouped"
+  cat ci/problems/*.txt | grep -v '^#' | grep -E -- '-NHWC-NHWC-NHWC-(FP16|BF16)-' | awk -F- '{
+      g = 1; if (match($0, /_g[0-9]+/)) g = substr($0, RSTART + 2, RLENGTH - 2) + 0
+      c = $1 + 0; k = $5 + 0; w = c / g
+      if (NF >= 16 && $4 ~ /^[0-9]+x[0-9]+$/ && c % g == 0 && k % g == 0 && c / g == k / g \
+          && c % 8 == 0 && (w == 4 || w == 8 || w == 16 || w == 24)) print }' | sort -u \
+    > "$OUT/mma-grouped/problems.txt"
+  OUT="$OUT/mma-grouped" CLASS=grouped STEPS=find FIND_SECONDS=${FIND_SECONDS:-240} \
+    FIND_FLAGS="${FIND_FLAGS:---force}" FIND_PROBLEMS="$OUT/mma-grouped/problems.txt" \
+    bash "$HERE/on-device-unseen.sh"
+  rm -f "$OUT"/mma-grouped/db/sm_90_132.*
 fi
 
 if has refresh; then
