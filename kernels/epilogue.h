@@ -124,9 +124,22 @@ static __device__ KILN_INLINE float kiln_ep_f32(kiln_u64 p, kiln_i64 i) { return
 static __device__ KILN_INLINE float kiln_ep_z(kiln_u64 p, kiln_i64 i) { return kiln_load((const kiln_t*)p, i); }
 #endif
 
-// The epilogue of one sum whose inputs are loaded: scale_k and bias_k (read only where e has
-// them), the residual's value z_v (where e has one). For kernels that load a channel's scale and
-// bias once for many pixels, or two channels' residuals in one word.
+// Output channel k's value from its FP32 sum; zi is the residual's element index. (Not written
+// as kiln_epilogue_of over loaded inputs: taking the activation's coefficients before the
+// identity test changed most kernels' code, and made gfx9's implicit GEMM spill scalar
+// registers.)
+static __device__ KILN_INLINE float kiln_epilogue(float acc, kiln_i32 k, kiln_i64 zi, const KilnEpilogue& e) {
+  float v = acc * e.alpha;
+  if (e.scale) v *= kiln_ep_f32(e.scale, k);
+  if (e.bias) v += kiln_ep_f32(e.bias, k);
+  if (e.z) v += e.beta * kiln_ep_z(e.z, zi);
+  if (e.act == KILN_ACT_IDENTITY) return v;  // exactly v (m v + b would turn -0 into +0)
+  return kiln_act_apply(v, kiln_act_params(e.act, e.act_a));
+}
+
+// kiln_epilogue on inputs already loaded: scale_k and bias_k (used only where e has them), the
+// residual's value z_v (where e has one), the activation's coefficients. For kernels that read
+// a channel's scale and bias once for many pixels, or two channels' residuals in one word.
 static __device__ KILN_INLINE float kiln_epilogue_of(float acc, float scale_k, float bias_k,
                                                      float z_v, const KilnEpilogue& e,
                                                      const KilnAct& act) {
@@ -136,13 +149,6 @@ static __device__ KILN_INLINE float kiln_epilogue_of(float acc, float scale_k, f
   if (e.z) v += e.beta * z_v;
   if (e.act == KILN_ACT_IDENTITY) return v;  // exactly v (m v + b would turn -0 into +0)
   return kiln_act_apply(v, act);
-}
-
-// Output channel k's value from its FP32 sum; zi is the residual's element index.
-static __device__ KILN_INLINE float kiln_epilogue(float acc, kiln_i32 k, kiln_i64 zi, const KilnEpilogue& e) {
-  return kiln_epilogue_of(acc, e.scale ? kiln_ep_f32(e.scale, k) : 1.0f,
-                          e.bias ? kiln_ep_f32(e.bias, k) : 0.0f, e.z ? kiln_ep_z(e.z, zi) : 0.0f,
-                          e, kiln_act_params(e.act, e.act_a));
 }
 
 // Channels-last: the sum of pixel p (flattened n, d, h, w) and channel k, stored into y.

@@ -134,6 +134,19 @@ static __device__ KILN_INLINE void kiln_store_nhwc_pair(kiln_t* y, kiln_i64 p, k
   *reinterpret_cast<kiln_u32*>(y + p * e.y_ld + k) = kiln_pack_pair(v0, v1);
 }
 
+// One channel of channels-last pixel p through kiln_epilogue_of, for the pair store's fallback
+// (an unaligned slice, or an odd K's last channel).
+static __device__ KILN_INLINE float kiln_epilogue_loading(float acc, kiln_i32 k, kiln_i64 zi,
+                                                          const KilnEpilogue& e) {
+  return kiln_epilogue_of(acc, e.scale ? kiln_ep_f32(e.scale, k) : 1.0f,
+                          e.bias ? kiln_ep_f32(e.bias, k) : 0.0f, e.z ? kiln_ep_z(e.z, zi) : 0.0f,
+                          e, kiln_act_params(e.act, e.act_a));
+}
+static __device__ KILN_INLINE void kiln_store_nhwc_each(kiln_t* y, kiln_i64 p, kiln_i32 k,
+                                                        float acc, const KilnEpilogue& e) {
+  kiln_store(y, p * e.y_ld + k, kiln_epilogue_loading(acc, k, p * e.z_ld + k, e));
+}
+
 // Channels k and k + 1's scale and bias (1 and 0 where the epilogue has none, or past K).
 static __device__ KILN_INLINE void kiln_pair_scale_bias(const KilnEpilogue& e, kiln_i32 k,
                                                         kiln_i32 channels, float2& scale,
@@ -186,8 +199,8 @@ static __device__ KILN_INLINE void kiln_m16_store(kiln_t* y, const KilnConvArgs&
         if (pair) {
           kiln_store_nhwc_pair(y, p, k, v0, v1, scale, bias, ep, act);
         } else {
-          if (k < a.k) kiln_store_nhwc(y, p, k, v0, ep);
-          if (k + 1 < a.k) kiln_store_nhwc(y, p, k + 1, v1, ep);
+          if (k < a.k) kiln_store_nhwc_each(y, p, k, v0, ep);
+          if (k + 1 < a.k) kiln_store_nhwc_each(y, p, k + 1, v1, ep);
         }
       }
     }
