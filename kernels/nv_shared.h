@@ -44,8 +44,8 @@ static __device__ KILN_INLINE void kiln_pdl_enter() {
 }
 
 // A direct kernel's block: a tile_h x tile_w tile of one image's output pixels (blockIdx.x, or
-// `tile`, over the image's tiles, row-major), and the input patch it reads: first input row and column (the
-// padding makes them negative at the top and left edges), rows and columns.
+// `tile`, over the image's tiles, row-major), and the input patch it reads: first input row and
+// column (the padding makes them negative at the top and left edges), rows and columns.
 struct KilnPatch {
   kiln_i32 oh0, ow0, ih0, iw0, rows, cols;
 };

@@ -21,11 +21,11 @@
 //    would turn an inf of one group into a NaN in the other's outputs. Each group accumulates into
 //    its own n8 tile, of which only its four output columns are kept.
 //
-// Patch rows hold the slab's granules rounded up to a power of two (KILN_RG: 2, 4 or 8; a 48-channel
-// slab leaves two unused), packed into 128-byte lines and XOR-swizzled by line, so that one
-// granule of 8 consecutive pixels (an ldmatrix matrix) hits 8 different bank groups. Filter rows are [tap][output
-// channel in slab][KILN_GW channels] (for KILN_GW = 4: one granule, the weights in the half
-// that matches the group's position in the patch granule). FP32 accumulation; the epilogue
+// Patch rows hold the slab's granules rounded up to a power of two (KILN_RG: 2, 4 or 8; a
+// 48-channel slab leaves two unused), packed into 128-byte lines and XOR-swizzled by line, so
+// that one granule of 8 consecutive pixels (an ldmatrix matrix) hits 8 different bank groups.
+// Filter rows are [tap][output channel in slab][KILN_GW channels] (for KILN_GW = 4: one
+// granule, the weights in the half that matches the group's position in the patch granule). FP32 accumulation; the epilogue
 // rounds once per output.
 //
 // A block loads its slab's filter once and then takes every gridDim.x-th tile of the batch's
