@@ -3,7 +3,9 @@
 # default, or video: 3-D) checked, tuned and timed against PyTorch's cuDNN. Expects
 # out/kiln.gz and out/kiln-tools.gz (PACK_TOOLS=1 bash ci/pack-kiln.sh); STEPS picks what runs:
 #   check   $OUT/selftest.txt, $OUT/memcheck.txt: kiln selftest over the class's solvers
-#           (CHECK_SOLVERS), and the same under compute-sanitizer memcheck
+#           (CHECK_SOLVERS; "all" for every one) on the built-in problems or the lists
+#           CHECK_PROBLEMS names, and the same under compute-sanitizer memcheck (on the
+#           MEMCHECK_PROBLEMS lists, when given)
 #   find    $OUT/db/: the class's grid (ci/problems/grouped_grid.txt, video_grid.txt; or
 #           FIND_PROBLEMS) measured (every solver and perf config) into copies of the sm_90_132
 #           DBs, with the find log (recorded here later with `kiln-tools find --from-log`)
@@ -28,16 +30,21 @@ LIST=${KEYS:-$OUT/$CLASS.txt}
 BUILDS=${BUILDS:-kiln}
 for b in $BUILDS kiln-tools; do [ -f "out/$b.gz" ] && gunzip -kf "out/$b.gz" && chmod +x "out/$b"; done
 solvers=()
-for s in ${CHECK_SOLVERS:-$default_solvers}; do solvers+=(--solver "$s"); done
+if [ "${CHECK_SOLVERS:-}" != all ]; then
+  for s in ${CHECK_SOLVERS:-$default_solvers}; do solvers+=(--solver "$s"); done
+fi
+checked=() memchecked=()
+for f in ${CHECK_PROBLEMS:-}; do checked+=(--problems "$f"); done
+for f in ${MEMCHECK_PROBLEMS:-${CHECK_PROBLEMS:-}}; do memchecked+=(--problems "$f"); done
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 
 if has check; then
-  timeout 120 out/kiln selftest "${solvers[@]}" > "$OUT/selftest.txt" 2>&1
+  timeout 120 out/kiln selftest "${solvers[@]}" "${checked[@]}" > "$OUT/selftest.txt" 2>&1
   echo "exit $?" >> "$OUT/selftest.txt"
   SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   if [ -n "$SAN" ]; then
     timeout 200 "$SAN" --tool memcheck --error-exitcode 9 out/kiln selftest "${solvers[@]}" \
-      > "$OUT/memcheck.txt" 2>&1
+      "${memchecked[@]}" > "$OUT/memcheck.txt" 2>&1
     echo "exit $?" >> "$OUT/memcheck.txt"
   fi
   tail -n 3 "$OUT/selftest.txt" "$OUT/memcheck.txt"

@@ -320,6 +320,9 @@ impl Context {
         p: &ConvProblem,
         v: &Variant,
     ) -> Result<(Arc<Invoker>, PrepareTimes), RunError> {
+        // A 3-D problem may run on a 2-D solver as the 2-D problem it folds into: the same
+        // buffers, and the invoker checks them against that problem's equal sizes.
+        let p = &v.solver.runs_as(p, &self.caps);
         let key = (
             p.network_config().as_str().to_string(),
             v.solver.id(),
@@ -373,7 +376,7 @@ impl Context {
         object: &[u8],
     ) -> Result<Invoker, RunError> {
         let checked = self.checked(v, "caller-supplied object", object)?;
-        self.load(p, v, checked)
+        self.load(&v.solver.runs_as(p, &self.caps), v, checked)
     }
 
     /// The embedded code object of `v` for `p`: its kdb key (`'name' 'args'`, for messages)

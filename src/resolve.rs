@@ -8,6 +8,10 @@
 //!    scaled by the work ratio;
 //! 3. every other applicable solver by its cost model ([`TunableSolver::estimate`]).
 //!
+//! A 3-D problem with no record whose depth folds away ([`crate::solvers::folded`]: a filter
+//! one plane deep, or 1x1 across) is also ranked as that 2-D problem, by the same policy, and the
+//! two rankings merged: the 2-D solvers then run it as the 2-D problem, on the same buffers.
+//!
 //! Each solver's perf config is the problem's own perf-db record when there is one, else, of
 //! the configs the nearest measured problems ran it with (where they apply), and each one's
 //! counterpart shaped for the problem ([`TunableSolver::refit`]: a narrow layer's 32-column
@@ -111,10 +115,14 @@ pub enum PlanSource {
 /// A ranked plan: runnable solutions, best first.
 #[derive(Clone, Debug)]
 pub struct Plan {
-    /// Where the ranking came from.
+    /// Where the ranking came from (for a folded problem, the best solution's ranking).
     pub source: PlanSource,
     /// Solutions, best first (never empty).
     pub ranked: heapless::Vec<Ranked, MAX_SOLVERS>,
+    /// The 2-D problem a 3-D one folds into ([`ConvProblem::as_2d`]), when some of the
+    /// solutions were ranked as that problem: those solvers run it
+    /// ([`SolverRef::runs_as`](crate::solvers::SolverRef::runs_as)).
+    pub folded: Option<ConvProblem>,
 }
 
 impl Plan {
@@ -219,12 +227,74 @@ pub fn resolve_on(
             break;
         }
     }
+    if !measured {
+        if let Some(q) = crate::solvers::folded(p) {
+            return with_folded(p, &caps, ranked, source, resolve_on(target, &caps, &q), q);
+        }
+    }
     finish(
         p,
         &caps,
         ranked,
         if measured { PlanSource::FindDb } else { source },
     )
+}
+
+/// The plan of a 3-D problem `p` with no record of its own that folds into the 2-D problem `q`:
+/// `q`'s plan (`folded`: its record, or its 2-D neighbours, or the cost model) merged with
+/// `p`'s own (`ranked`, from `source`: 3-D neighbours, whose records time the 2-D solvers too
+/// where they fold), each solver once (as `q` ranks it, where both do), ordered as the
+/// fallback orders: times from a measurement first, by time, then the cost model's. Solutions
+/// of `q`'s plan whose solver takes `p` itself are left out: that solver runs `p`, not `q`.
+/// (On the torchvision video layers, ranking `q` alone first picked worse at batch 32: its 2-D
+/// neighbours are far from a batch of 512 planes, and its cost model misjudged unaligned
+/// channels, which the 3-D kernels pad; `data/heuristic-regret.md`.)
+fn with_folded(
+    p: &ConvProblem,
+    caps: &TargetCaps,
+    ranked: heapless::Vec<Ranked, MAX_SOLVERS>,
+    source: PlanSource,
+    folded: Result<Plan, RunError>,
+    q: ConvProblem,
+) -> Result<Plan, RunError> {
+    let mut merged: heapless::Vec<Ranked, MAX_SOLVERS> = heapless::Vec::new();
+    let mut merged_source = source;
+    if let Ok(folded) = folded {
+        merged_source = folded.source;
+        merged.extend(
+            folded
+                .iter()
+                .filter(|r| r.variant.solver.runs_as(p, caps) == q)
+                .copied(),
+        );
+    }
+    if merged.is_empty() {
+        return finish(p, caps, ranked, source);
+    }
+    for r in ranked.iter() {
+        if !merged.iter().any(|o| o.variant.solver == r.variant.solver) && merged.push(*r).is_err()
+        {
+            break;
+        }
+    }
+    // As the fallback orders: times taken from a measurement (here or near) first.
+    let measured = |r: &Ranked| r.provenance != Provenance::CostModel;
+    merged.sort_unstable_by(|a, b| {
+        measured(b)
+            .cmp(&measured(a))
+            .then(a.time_ms.total_cmp(&b.time_ms))
+    });
+    let merged_source = if merged
+        .first()
+        .is_some_and(|r| r.variant.solver.runs_as(p, caps) == q)
+    {
+        merged_source
+    } else {
+        source
+    };
+    let mut plan = finish(p, caps, merged, merged_source)?;
+    plan.folded = Some(q);
+    Ok(plan)
 }
 
 /// `p` with a bias alone where it has a scale and a bias, or with both where it has a bias
@@ -254,6 +324,14 @@ pub fn resolve_logged_on(
 ) -> Result<Plan, RunError> {
     let plan = resolve_on(target, caps, p)?;
     let key = p.find_db_key();
+    if let Some(q) = plan.folded {
+        log::debug!(
+            "{}: {} folds into the 2-D problem {}, and was ranked as that too",
+            target.basename,
+            key.as_str(),
+            q.find_db_key().as_str()
+        );
+    }
     match plan.source {
         PlanSource::FindDb => log::debug!(
             "{}: {} ranked by its {}find-db record",
@@ -300,7 +378,13 @@ pub fn rank_unmeasured(
         None => PerfRecord::new(),
     };
     let (ranked, source) = fallback(p, p, model, caps, &tuned);
-    finish(p, caps, ranked, source)
+    match crate::solvers::folded(p) {
+        Some(q) => {
+            let folded = rank_unmeasured(&q, model, caps, perf);
+            with_folded(p, caps, ranked, source, folded, q)
+        }
+        None => finish(p, caps, ranked, source),
+    }
 }
 
 fn finish(
@@ -315,7 +399,11 @@ fn finish(
             reasons: registered().map(|s| (s.id(), s.why_not(p, caps))).collect(),
         });
     }
-    Ok(Plan { source, ranked })
+    Ok(Plan {
+        source,
+        ranked,
+        folded: None,
+    })
 }
 
 /// `solver`'s config in a perf-db record, if the manifest compiles it and it applies to `p`.

@@ -34,8 +34,8 @@ fn problem_keys() -> Vec<String> {
 fn every_listed_problem_is_measured_and_agrees_with_the_log() {
     let find = FindDb::read(&sm90().join("sm_90_132.HIP.fdb.txt")).unwrap();
     let keys = problem_keys();
-    assert_eq!(keys.len(), 1394);
-    assert_eq!(find.records.len(), 1394);
+    assert_eq!(keys.len(), 1402);
+    assert_eq!(find.records.len(), 1402);
     // Fastest passing time of each problem in the log of the runs. A problem measured again
     // (the re-tune with new solvers) keeps its latest figures, as the find-db does: a run
     // measures every candidate, so the latest run's lines replace the earlier run's.
@@ -107,7 +107,7 @@ fn every_listed_problem_is_measured_and_agrees_with_the_log() {
 #[test]
 fn perf_db_converts_to_sqlite_that_a_plain_client_reads() {
     let text = PerfDb::read(&sm90().join("sm_90_132.db.txt")).unwrap();
-    assert_eq!(text.records.len(), 1394);
+    assert_eq!(text.records.len(), 1402);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("sm_90_132.db");
     text.write_sqlite(&db).unwrap();
@@ -116,7 +116,7 @@ fn perf_db_converts_to_sqlite_that_a_plain_client_reads() {
     let script = "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nprint(c.execute('select count(*) from config').fetchone()[0])\nprint(c.execute('select count(*) from perf_db').fetchone()[0])\nprint(c.execute(\"select p.params from perf_db p join config c on p.config=c.id where c.in_channels=64 and c.in_h=56 and c.fil_h=3 and c.out_channels=64 and c.batchsize=1 and c.layout='NCHW' and c.data_type='FP32' and p.solver='ConvImplicitGemmFwd'\").fetchone()[0])";
     let lines = common::python_lines(script, &db);
     let entries: usize = text.records.iter().map(|r| r.items.len()).sum();
-    assert_eq!(lines[0], "1394");
+    assert_eq!(lines[0], "1402");
     assert_eq!(lines[1], entries.to_string());
     let p =
         ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NCHW-FP32-F").unwrap();
@@ -131,7 +131,7 @@ fn perf_db_converts_to_sqlite_that_a_plain_client_reads() {
 #[test]
 fn unmeasured_problems_take_the_nearest_measured_problem() {
     let target = kiln::named_target("sm_90_132").unwrap();
-    assert_eq!(target.measured.len(), 1394);
+    assert_eq!(target.measured.len(), 1402);
     // Batch 2 of a measured ResNet-50 layer: not in the find-db, nearest to batch 1.
     let p =
         ConvProblem::from_find_db_key("64-56-56-3x3-64-56-56-2-1x1-1x1-1x1-0-NCHW-FP32-F").unwrap();
@@ -186,4 +186,80 @@ fn a_bias_alone_is_ranked_by_the_folded_batch_norms_record() {
     assert_eq!(variants(&a), variants(&b));
     let c = kiln::resolve::resolve(target, &plain).unwrap();
     assert_ne!(a.best().variant.solver.id(), c.best().variant.solver.id());
+}
+
+#[test]
+fn a_3d_layer_whose_depth_folds_away_runs_on_the_2d_solvers() {
+    let target = kiln::named_target("sm_90_132").unwrap();
+    let caps = kiln::solvers::TargetCaps::of(target);
+    // One plane deep, a batch of 32 one-plane volumes: exactly ResNet-50's measured 3x3 layer.
+    let volume = ConvProblem::from_find_db_key(
+        "64-1-56-56-1x3x3-64-1-56-56-32-0x1x1-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F",
+    )
+    .unwrap();
+    let image = ConvProblem::from_find_db_key(
+        "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F",
+    )
+    .unwrap();
+    assert_eq!(volume.as_2d(), Some(image));
+    assert!(target.find_record(&volume).unwrap().is_none());
+    let (plan, measured) = (
+        kiln::resolve::resolve(target, &volume).unwrap(),
+        kiln::resolve::resolve(target, &image).unwrap(),
+    );
+    assert_eq!(plan.folded, Some(image));
+    assert_eq!(plan.source, PlanSource::FindDb);
+    assert_eq!(plan.best().variant, measured.best().variant);
+    assert_eq!(plan.best().time_ms, measured.best().time_ms);
+    // The 2-D solver runs the 2-D problem; the 3-D solvers, still ranked, run the volume.
+    let best = plan.best().variant;
+    assert_eq!(best.solver.runs_as(&volume, &caps), image);
+    assert!(best.solver.applicable(&volume, &caps, best.params).is_ok());
+    let volume_solvers: Vec<&str> = plan
+        .iter()
+        .filter(|r| r.variant.solver.runs_as(&volume, &caps) == volume)
+        .map(|r| r.variant.solver.id())
+        .collect();
+    assert!(
+        volume_solvers.contains(&"ConvWgmmaImplicitGemm3dFwd"),
+        "{volume_solvers:?}"
+    );
+    // A filter spanning depth and area does not fold: only 3-D solvers rank it.
+    let cube = ConvProblem::from_find_db_key(
+        "64-4-56-56-3x3x3-64-4-56-56-32-1x1x1-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F",
+    )
+    .unwrap();
+    let plan = kiln::resolve::resolve(target, &cube).unwrap();
+    assert_eq!(plan.folded, None);
+    assert!(plan
+        .iter()
+        .all(|r| r.variant.solver.runs_as(&cube, &caps) == cube));
+}
+
+#[test]
+fn channels_narrower_than_8_byte_vectors_stay_3d() {
+    // 230 FP16 channels load two at a time in the 2-D kernels; the 3-D ones pad them.
+    let target = kiln::named_target("sm_90_132").unwrap();
+    let caps = kiln::solvers::TargetCaps::of(target);
+    let narrow = ConvProblem::from_find_db_key(
+        "230-8-28-28-3x1x1-128-8-28-28-32-1x0x0-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F",
+    )
+    .unwrap();
+    assert!(narrow.as_2d().is_some());
+    assert_eq!(kiln::solvers::folded(&narrow), None);
+    let plan = kiln::resolve::resolve(target, &narrow).unwrap();
+    assert_eq!(plan.folded, None);
+    assert!(plan
+        .iter()
+        .all(|r| r.variant.solver.runs_as(&narrow, &caps) == narrow));
+    // 460 channels fill 8-byte vectors: folded.
+    let wide = ConvProblem::from_find_db_key(
+        "460-8-28-28-3x1x1-128-8-28-28-32-1x0x0-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F",
+    )
+    .unwrap();
+    assert_eq!(kiln::solvers::folded(&wide), wide.as_2d());
+    assert!(kiln::resolve::resolve(target, &wide)
+        .unwrap()
+        .folded
+        .is_some());
 }

@@ -104,7 +104,8 @@ fn lookups_do_not_allocate() {
 #[test]
 fn resolving_does_not_allocate() {
     // Problems the measured sm_90_132 find-db lacks (batch 2 and 3, odd sizes), ranked by the
-    // nearest measured problem and the cost model, perf-db consulted; and a measured one
+    // nearest measured problem and the cost model, perf-db consulted (a 3-D one also as the
+    // 2-D problem it folds into); and a measured one
     // through the find-db: all on the stack.
     let target = kiln::named_target("sm_90_132").unwrap();
     let caps = kiln::solvers::TargetCaps::of(target);
@@ -114,6 +115,8 @@ fn resolving_does_not_allocate() {
         "256-14-14-1x1-1024-14-14-3-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F",
         "96-37-37-3x3-96-37-37-2-1x1-1x1-1x1-0-NCHW-FP16-F_g96",
         "3-33-33-3x3-8-33-33-1-1x1-1x1-1x1-0-NCHW-BF16-F",
+        // 3-D, its depth folding away: also ranked as the 2-D problem it folds into.
+        "64-16-56-56-1x3x3-144-16-56-56-2-0x1x1-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F",
     ]
     .iter()
     .map(|k| kiln::ConvProblem::from_find_db_key(k).unwrap())

@@ -224,6 +224,12 @@ pub fn problems() -> Vec<ConvProblem> {
         // 128-voxel tiles cross planes and images, and a spatial-only one at depth stride 2.
         d3(3, 32, 48, [5, 7, 6], [3, 1, 1], [1, 0, 0], [1, 1, 1]),
         d3(2, 64, 64, [6, 12, 10], [1, 3, 3], [0, 1, 1], [2, 1, 1]),
+        // Depth that folds away (the 2-D solvers run them as 2-D problems): a one-plane
+        // filter at stride 2 across (channels-last: a batch of 2 x 3 planes), and a 1x1x1
+        // layer (one image of 3 x 35 pixels when channels-first). The temporal-only filters
+        // above fold too.
+        d3(2, 32, 64, [3, 11, 9], [1, 3, 3], [0, 1, 1], [1, 2, 2]),
+        d3(1, 64, 96, [3, 5, 7], [1, 1, 1], [0, 0, 0], [1, 1, 1]),
         ConvSpec {
             spatial_dims: 3,
             n: 2,

@@ -93,11 +93,24 @@ pub fn run(a: &ResolveArgs) -> CliResult {
             "kiln's plan, ranked by the cost model (no measured problem of this type and layout):"
         ),
     }
+    if let Some(q) = plan.folded {
+        kiln::outln!(
+            "  (its depth folds away: also ranked as the 2-D problem {}, which the 2-D solvers run)",
+            q.find_db_key().as_str()
+        );
+    }
     for r in plan.iter() {
-        let from = match r.provenance {
+        let mut from = match r.provenance {
             Provenance::Nearest { key, .. } => format!("nearest: {key}"),
             p => p.name().to_string(),
         };
+        let caps = kiln::solvers::TargetCaps::of(target);
+        if plan
+            .folded
+            .is_some_and(|q| r.variant.solver.runs_as(&problem, &caps) == q)
+        {
+            from.push_str(", as 2-D");
+        }
         kiln::outln!(
             "  {:<22} params {:<10} {:>9.4} ms  workspace {:>4}  ({from})",
             r.variant.solver.id(),
@@ -212,6 +225,11 @@ fn as_json(
         ("math", Json::str(problem.math().name())),
         ("find_db_record", record),
         ("plan_source", source),
+        (
+            "folded_2d_key",
+            plan.folded
+                .map_or(Json::Null, |q| Json::str(q.find_db_key().as_str())),
+        ),
         ("solutions", Json::Arr(solutions)),
     ];
     if let Some((ns, allocations)) = timing {

@@ -454,6 +454,59 @@ impl ConvProblem {
         }
     }
 
+    /// The 2-D problem this 3-D one is, where its depth folds away, over the same buffers:
+    /// - a filter one plane deep, stepping one plane at a time with no depth padding, convolves
+    ///   each depth plane alone: the 2-D problem over a batch of N x D images (channels-last
+    ///   only: NCDHW keeps the channels between the batch and the depth);
+    /// - a filter 1x1 across, unpadded and unstrided across, convolves along depth alone: the
+    ///   2-D problem over N images of D rows of H x W pixels, with a kd x 1 filter.
+    ///
+    /// Both hold for a 1x1x1 filter of stride 1; the first is taken. `None` for a 2-D problem,
+    /// a 3-D one with neither shape, or one whose folded size passes [`MAX_DIM`].
+    pub fn as_2d(&self) -> Option<ConvProblem> {
+        if self.spatial_dims != 3 {
+            return None;
+        }
+        let [d, h, w] = self.input;
+        let planes = self.filter[0] == 1 && self.pad[0] == 0 && self.stride[0] == 1;
+        let columns = self.filter[1] == 1
+            && self.filter[2] == 1
+            && self.pad[1..] == [0, 0]
+            && self.stride[1..] == [1, 1];
+        let flat = |l: Layout| match l {
+            Layout::Ndhwc => Layout::Nhwc,
+            _ => Layout::Nchw,
+        };
+        let spec = if planes && self.layouts.iter().all(|l| l.channels_last()) {
+            ConvSpec {
+                n: self.n.checked_mul(d)?,
+                input: [1, h, w],
+                filter: [1, self.filter[1], self.filter[2]],
+                pad: [0, self.pad[1], self.pad[2]],
+                stride: [1, self.stride[1], self.stride[2]],
+                dilation: [1, self.dilation[1], self.dilation[2]],
+                ..self.spec()
+            }
+        } else if columns {
+            ConvSpec {
+                input: [1, d, h.checked_mul(w)?],
+                filter: [1, self.filter[0], 1],
+                pad: [0, self.pad[0], 0],
+                stride: [1, self.stride[0], 1],
+                dilation: [1, self.dilation[0], 1],
+                ..self.spec()
+            }
+        } else {
+            return None;
+        };
+        ConvProblem::new(ConvSpec {
+            spatial_dims: 2,
+            layouts: self.layouts.map(flat),
+            ..spec
+        })
+        .ok()
+    }
+
     /// Elements from y's first to its last, inclusive: the dense count, or with a channel
     /// slice, `(pixels - 1) * y_ld + k` (the caller adds the slice's channel offset).
     pub fn y_extent(&self) -> u64 {
@@ -618,5 +671,50 @@ mod tests {
             ..ConvSpec::default()
         };
         assert_eq!(ConvProblem::new(bad).unwrap_err().field, "x layout");
+    }
+
+    #[test]
+    fn depth_folds_away_where_the_filter_spans_one_plane_or_one_pixel() {
+        let fold = |key: &str| {
+            ConvProblem::from_find_db_key(key)
+                .unwrap()
+                .as_2d()
+                .map(|q| q.find_db_key().as_str().to_string())
+        };
+        // (2+1)-D's spatial half: each of the 32 x 16 depth planes is an image.
+        assert_eq!(
+            fold("64-16-56-56-1x3x3-144-16-28-28-32-0x1x1-1x2x2-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F")
+                .as_deref(),
+            Some("64-56-56-3x3-144-28-28-512-1x1-2x2-1x1-0-NHWC-NHWC-NHWC-FP16-F")
+        );
+        // Its temporal half: each volume is a 16 x 3136 image under a 3x1 filter.
+        assert_eq!(
+            fold("144-16-56-56-3x1x1-64-8-56-56-32-1x0x0-2x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F")
+                .as_deref(),
+            Some("144-16-3136-3x1-64-8-3136-32-1x0-2x1-1x1-0-NHWC-NHWC-NHWC-FP16-F")
+        );
+        // Channels first: only the temporal shape folds (a plane is not contiguous there).
+        assert_eq!(
+            fold("45-16-56-56-3x1x1-64-16-56-56-2-1x0x0-1x1x1-1x1x1-0-NCDHW-FP32-F").as_deref(),
+            Some("45-16-3136-3x1-64-16-3136-2-1x0-1x1-1x1-0-NCHW-FP32-F")
+        );
+        assert_eq!(
+            fold("64-16-56-56-1x3x3-64-16-56-56-2-0x1x1-1x1x1-1x1x1-0-NCDHW-FP32-F"),
+            None
+        );
+        // A filter spanning depth and area, depth padding, or a depth stride do not fold.
+        for key in [
+            "64-16-56-56-3x3x3-64-16-56-56-32-1x1x1-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F",
+            "64-16-56-56-1x3x3-64-18-56-56-32-1x1x1-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F",
+            "64-16-56-56-1x1x1-128-8-28-28-32-0x0x0-2x2x2-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F",
+            "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F",
+        ] {
+            assert_eq!(fold(key), None, "{key}");
+        }
+        // A folded batch past the size limit does not fold.
+        assert_eq!(
+            fold("8-4096-8-8-1x3x3-8-4096-8-8-8192-0x1x1-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F"),
+            None
+        );
     }
 }
