@@ -119,7 +119,7 @@ pub struct Plan {
     pub source: PlanSource,
     /// Solutions, best first (never empty).
     pub ranked: heapless::Vec<Ranked, MAX_SOLVERS>,
-    /// The 2-D problem a 3-D one folds into ([`ConvProblem::as_2d`]), when some of the
+    /// The 2-D problem a 3-D one folds into ([`crate::solvers::folded`]), when some of the
     /// solutions were ranked as that problem: those solvers run it
     /// ([`SolverRef::runs_as`](crate::solvers::SolverRef::runs_as)).
     pub folded: Option<ConvProblem>,
@@ -257,17 +257,12 @@ fn with_folded(
     folded: Result<Plan, RunError>,
     q: ConvProblem,
 ) -> Result<Plan, RunError> {
+    let runs_q = |r: &Ranked| r.variant.solver.runs_as(p, caps) == q;
     let mut merged: heapless::Vec<Ranked, MAX_SOLVERS> = heapless::Vec::new();
-    let mut merged_source = source;
-    if let Ok(folded) = folded {
-        merged_source = folded.source;
-        merged.extend(
-            folded
-                .iter()
-                .filter(|r| r.variant.solver.runs_as(p, caps) == q)
-                .copied(),
-        );
-    }
+    let Ok(folded) = folded else {
+        return finish(p, caps, ranked, source);
+    };
+    merged.extend(folded.iter().filter(|r| runs_q(r)).copied());
     if merged.is_empty() {
         return finish(p, caps, ranked, source);
     }
@@ -284,15 +279,12 @@ fn with_folded(
             .cmp(&measured(a))
             .then(a.time_ms.total_cmp(&b.time_ms))
     });
-    let merged_source = if merged
-        .first()
-        .is_some_and(|r| r.variant.solver.runs_as(p, caps) == q)
-    {
-        merged_source
+    let best_source = if runs_q(&merged[0]) {
+        folded.source
     } else {
         source
     };
-    let mut plan = finish(p, caps, merged, merged_source)?;
+    let mut plan = finish(p, caps, merged, best_source)?;
     plan.folded = Some(q);
     Ok(plan)
 }
