@@ -80,3 +80,41 @@ fn a_problem_runs_on_an_emulated_gpu_and_bad_arguments_are_refused() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_3d_layer_whose_depth_folds_away_runs_on_the_2d_matrix_core_solver() {
+    // MI210's matrix-core solver takes 2-D NHWC only: these volumes run on it as the 2-D
+    // problems they fold into (a batch of 2 x 2 planes; one 3 x 63 image under a 3x1 filter),
+    // checked against the 3-D CPU reference.
+    for key in [
+        "8-2-9-7-1x3x3-16-2-9-7-2-0x1x1-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F",
+        "8-3-9-7-3x1x1-16-3-9-7-1-1x0x0-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F+bias+relu",
+    ] {
+        let (code, out, err) = tools(&[
+            "emulate",
+            "--target",
+            "mi210",
+            "--problem",
+            key,
+            "--solver",
+            "ConvMfmaImplicitGemmFwd",
+        ]);
+        assert_eq!(code, Some(0), "{key}: {out}{err}");
+        assert!(
+            out.contains("1 problems, 1 checked runs, 0 failed"),
+            "{key}: {out}"
+        );
+    }
+    // Channels first, a one-plane filter does not fold (a plane is not contiguous): refused.
+    let (code, out, err) = tools(&[
+        "emulate",
+        "--target",
+        "mi210",
+        "--problem",
+        "8-2-9-7-1x3x3-16-2-9-7-2-0x1x1-1x1x1-1x1x1-0-NCDHW-FP16-F",
+        "--solver",
+        "ConvMfmaImplicitGemmFwd",
+    ]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("no solver of the target applies"), "{err}");
+}
