@@ -86,9 +86,25 @@ fn resolve_json_is_the_plan_the_text_shows() {
         assert_eq!(j["provenance"], r.provenance.name());
         assert!((j["time_ms"].as_f64().unwrap() - r.time_ms).abs() < 1e-9);
     }
+    assert_eq!(v["folded_2d_key"], Value::Null);
     // --repeat with --json: the allocation count is in the document, and it is zero.
     args.extend(["--repeat", "100"]);
     let v = json(&args);
+    assert_eq!(v["heap_allocations"], 0);
+    // A 3-D layer whose depth folds away names the 2-D problem it was also ranked as.
+    let v = json(&[
+        "resolve",
+        "--target",
+        "h100",
+        "--json",
+        "64-16-56-56-1x3x3-144-16-56-56-2-0x1x1-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F",
+        "--repeat",
+        "100",
+    ]);
+    assert_eq!(
+        v["folded_2d_key"],
+        "64-56-56-3x3-144-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F"
+    );
     assert_eq!(v["heap_allocations"], 0);
 }
 
