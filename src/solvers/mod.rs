@@ -326,14 +326,41 @@ pub fn folded(p: &ConvProblem) -> Option<ConvProblem> {
 /// `p` but takes that. A 3-D layer whose depth folds away then runs on the 2-D kernels, tuned
 /// on many more problems than the 3-D ones.
 fn runs_as<S: TunableSolver>(s: &S, p: &ConvProblem, caps: &TargetCaps) -> ConvProblem {
-    if p.spatial_dims() == 3 && s.applicable(p, caps).is_err() {
-        if let Some(q) = folded(p) {
-            if s.applicable(&q, caps).is_ok() {
-                return q;
-            }
-        }
+    lowered(s, p, caps).unwrap_or(*p)
+}
+
+/// [`runs_as`] where it differs from `p` (no copy of a 2-D problem: resolving one calls the
+/// methods below thousands of times).
+#[inline]
+fn lowered<S: TunableSolver>(s: &S, p: &ConvProblem, caps: &TargetCaps) -> Option<ConvProblem> {
+    if p.spatial_dims() != 3 {
+        return None;
     }
-    *p
+    lowered_volume(s, p, caps)
+}
+
+/// [`lowered`] for a 3-D problem. Out of line (volumes are rare beside images): inlined, it
+/// made a 2-D problem's resolve 15% slower.
+#[cold]
+fn lowered_volume<S: TunableSolver>(
+    s: &S,
+    p: &ConvProblem,
+    caps: &TargetCaps,
+) -> Option<ConvProblem> {
+    // The shape test first: most volumes do not fold, and it is cheaper than applicability.
+    let q = folded(p)?;
+    if s.applicable(p, caps).is_ok() {
+        return None;
+    }
+    s.applicable(&q, caps).is_ok().then_some(q)
+}
+
+/// `$p` rebound to the problem `$s` runs for it ([`runs_as`]), copied only when lowered.
+macro_rules! lower {
+    ($s:expr, $p:ident, $caps:expr) => {
+        let lowered_problem = lowered($s, $p, $caps);
+        let $p = lowered_problem.as_ref().unwrap_or($p);
+    };
 }
 
 impl<S: TunableSolver> Solver for S {
@@ -346,7 +373,7 @@ impl<S: TunableSolver> Solver for S {
     }
 
     fn check(&self, p: &ConvProblem, caps: &TargetCaps, params: &str) -> Result<(), NotApplicable> {
-        let p = &runs_as(self, p, caps);
+        lower!(self, p, caps);
         checked(self, p, caps, params).map(|_| ())
     }
 
@@ -356,7 +383,7 @@ impl<S: TunableSolver> Solver for S {
         caps: &TargetCaps,
         params: &str,
     ) -> Result<(), NotApplicable> {
-        let p = &runs_as(self, p, caps);
+        lower!(self, p, caps);
         let cfg = self.parse(params).ok_or(S::CONFIG_FORM)?;
         self.worth_trying(p, caps, &cfg)
     }
@@ -367,7 +394,7 @@ impl<S: TunableSolver> Solver for S {
         caps: &TargetCaps,
         params: &str,
     ) -> Result<LaunchPlan, NotApplicable> {
-        let p = &runs_as(self, p, caps);
+        lower!(self, p, caps);
         let cfg = checked(self, p, caps, params)?;
         Ok(self.plan(p, caps, &cfg))
     }
@@ -378,7 +405,7 @@ impl<S: TunableSolver> Solver for S {
         caps: &TargetCaps,
         params: &str,
     ) -> Result<f64, NotApplicable> {
-        let p = &runs_as(self, p, caps);
+        lower!(self, p, caps);
         let cfg = checked(self, p, caps, params)?;
         Ok(self.estimate(p, caps, &cfg))
     }
@@ -389,7 +416,7 @@ impl<S: TunableSolver> Solver for S {
         caps: &TargetCaps,
         params: &str,
     ) -> Result<Option<TmaArguments>, NotApplicable> {
-        let p = &runs_as(self, p, caps);
+        lower!(self, p, caps);
         let cfg = checked(self, p, caps, params)?;
         Ok(self.tma_arguments(p, caps, &cfg))
     }
@@ -409,7 +436,7 @@ impl<S: TunableSolver> Solver for S {
         measured: &str,
         candidates: &mut dyn Iterator<Item = &'static str>,
     ) -> Option<&'static str> {
-        let p = &runs_as(self, p, caps);
+        lower!(self, p, caps);
         let measured = self.parse(measured)?;
         let mut parsed = candidates.filter_map(|q| Some((q, self.parse(q)?)));
         self.refit(p, caps, &measured, &mut parsed)
@@ -421,7 +448,7 @@ impl<S: TunableSolver> Solver for S {
         caps: &TargetCaps,
         candidates: &mut dyn Iterator<Item = &'static str>,
     ) -> Option<&'static str> {
-        let p = &runs_as(self, p, caps);
+        lower!(self, p, caps);
         let mut parsed = candidates.filter_map(|q| Some((q, self.parse(q)?)));
         self.default_config(p, caps, &mut parsed)
     }
