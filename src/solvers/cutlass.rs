@@ -662,14 +662,14 @@ impl TunableSolver for Cutlass {
         // Each split-K slice after the first re-reads and re-writes the output.
         let split_bytes =
             (cfg.split_k as f64 - 1.0) * 2.0 * (m * n) as f64 * Self::element_bytes(p) as f64;
-        // Narrow loads feed the tensor cores slower: in the sm_90_132 find log, the 64x64 tile
-        // with 4- and 2-element loads ran a median 1.13x and 1.64x the time of the same tile
-        // with 8-element loads, on the 340 problems that ran all three.
-        let loads = match cfg.align {
-            8.. => 1.0,
-            4 => 1.0 / 1.13,
-            2 => 1.0 / 1.64,
-            _ => 1.0 / 2.7,
+        // Narrow loads feed the tensor cores slower: in the sm_90_132 find log, the FP16 64x64
+        // tile with 8- and 4-byte loads ran a median 1.13x and 1.64x the time of the same tile
+        // with 16-byte loads, on the 340 problems that ran all three. By bytes, so FP32's
+        // 4-element loads are full width; nothing narrower than 4 bytes was measured.
+        let loads = match cfg.align * Self::element_bytes(p) {
+            16.. => 1.0,
+            8..=15 => 1.0 / 1.13,
+            _ => 1.0 / 1.64,
         };
         let compute_ms =
             flops / (self.gflops * caps.throughput_scale() * fill * occupancy * loads * 1e6);

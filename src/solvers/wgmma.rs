@@ -569,8 +569,9 @@ impl TunableSolver for Wgmma {
         let [x, w, y] = p.element_counts();
         let read = (0..3)
             .map(|i| {
-                let (input, touched) = (p.input()[i], p.output()[i] * p.filter()[i]);
-                (touched.min(input) as f64) / input as f64
+                let input = p.input()[i] as u64;
+                let touched = p.output()[i] as u64 * p.filter()[i] as u64;
+                touched.min(input) as f64 / input as f64
             })
             .product::<f64>();
         let bytes = (x as f64 * read + (w + y) as f64) * element_bytes(p) as f64;
