@@ -219,7 +219,7 @@ pub trait Solver: Sync {
     fn id(&self) -> &'static str;
 
     /// The problem the solver's kernels run for `p`: `p`, or the 2-D problem a 3-D `p` folds
-    /// into ([`ConvProblem::as_2d`]) when the solver takes that and not `p`. Every other
+    /// into ([`folded`]) when the solver takes that and not `p`. Every other
     /// method lowers `p` so; the invoker must run the problem this returns.
     fn runs_as(&self, p: &ConvProblem, caps: &TargetCaps) -> ConvProblem;
 

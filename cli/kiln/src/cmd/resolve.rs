@@ -93,6 +93,7 @@ pub fn run(a: &ResolveArgs) -> CliResult {
             "kiln's plan, ranked by the cost model (no measured problem of this type and layout):"
         ),
     }
+    let caps = kiln::solvers::TargetCaps::of(target);
     if let Some(q) = plan.folded {
         kiln::outln!(
             "  (its depth folds away: also ranked as the 2-D problem {}, which the 2-D solvers run)",
@@ -104,7 +105,6 @@ pub fn run(a: &ResolveArgs) -> CliResult {
             Provenance::Nearest { key, .. } => format!("nearest: {key}"),
             p => p.name().to_string(),
         };
-        let caps = kiln::solvers::TargetCaps::of(target);
         if plan
             .folded
             .is_some_and(|q| r.variant.solver.runs_as(&problem, &caps) == q)
