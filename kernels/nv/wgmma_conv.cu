@@ -183,6 +183,41 @@ static __device__ KILN_INLINE const kiln_u32* kiln_stage_z(const KilnTmaConvPara
   return kiln_stage_z_wait(p, tile, barrier, thread_row);
 }
 
+// Stores a warpgroup's staged 64 x KILN_BN tile (rows from row0, below rows_end; columns from
+// n0, below K) to y. 16-byte stores where every chunk is whole and aligned: K and y's row
+// stride in multiples of KILN_VEC elements. Otherwise (output channel counts such as 45, 230
+// or 255) one element a thread, a warp's lanes on consecutive columns of a row, so that the
+// stores still coalesce; no chunk reaches past K into a wider tensor's other channels.
+static __device__ KILN_INLINE void kiln_store_staged(const KilnTmaConvParams& p, const kiln_u32* tile,
+                                                     int row0, int rows_end, int n0) {
+  unsigned char* y = (unsigned char*)p.y;
+  if ((p.k | p.ep.y_ld) % KILN_VEC == 0) {
+    // 16-byte chunks of KILN_VEC elements; the warpgroup's 128 threads walk its 64 rows.
+    const int chunks = KILN_BN / KILN_VEC;
+    for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
+      const int r = i / chunks, ch = i % chunks;
+      const int row = row0 + r, col = n0 + ch * KILN_VEC;
+      if (row < rows_end && col < p.k) {
+        *(uint4*)(y + ((kiln_i64)row * p.ep.y_ld + col) * KILN_ELEM_BYTES) =
+            *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
+      }
+    }
+    return;
+  }
+  for (int i = threadIdx.x % 128; i < 64 * KILN_BN; i += 128) {
+    const int r = i / KILN_BN, c = i % KILN_BN;
+    const int row = row0 + r, col = n0 + c;
+    if (row < rows_end && col < p.k) {
+      const kiln_i64 at = (kiln_i64)row * p.ep.y_ld + col;
+#if KILN_ELEM_BYTES == 2
+      *(kiln_u16*)(y + at * 2) = ((const kiln_u16*)(tile + r * KILN_PITCH))[c];
+#else
+      *(kiln_u32*)(y + at * 4) = tile[r * KILN_PITCH + c];
+#endif
+    }
+  }
+}
+
 // The two elements of z a thread's accumulators acc[4j + 2h], acc[4j + 2h + 1] meet, from the
 // staged tile (zt: the thread's first row), converted by the hardware.
 static __device__ KILN_INLINE float2 kiln_staged_z_pair(const kiln_u32* zt, int j, int h, int lane) {
@@ -259,11 +294,20 @@ static __device__ KILN_INLINE void kiln_ep_chunk(const KilnTmaConvParams& p, int
   b = make_float2(0.0f, 0.0f);
   if (pair < KILN_BN / 2 && col < p.k) {
     // Volatile: issued here, in program order (ahead of the main loop's waits, or of this
-    // chunk's use), not moved by the compiler.
-    if (e.scale)
-      asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(s.x), "=f"(s.y) : "l"((const float*)e.scale + col));
-    if (e.bias)
-      asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(b.x), "=f"(b.y) : "l"((const float*)e.bias + col));
+    // chunk's use), not moved by the compiler. One element at a time: an odd K's last pair
+    // would read past the arrays (as pairs, in a branch on K's parity, they cost the FP32
+    // stream-K and 256 x 128 objects stack frames).
+    const float* sp = (const float*)e.scale + col;
+    const float* bp = (const float*)e.bias + col;
+    const bool second = col + 1 < p.k;
+    if (e.scale) {
+      asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(s.x) : "l"(sp));
+      if (second) asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(s.y) : "l"(sp + 1));
+    }
+    if (e.bias) {
+      asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(b.x) : "l"(bp));
+      if (second) asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(b.y) : "l"(bp + 1));
+    }
   }
 }
 
@@ -794,13 +838,7 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
       tile[(r0 + 8) * KILN_PITCH + col] = hi;
     }
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
-    const int chunks = KILN_BN / 8;
-    kiln_u16* y = (kiln_u16*)p.y;
-    for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
-      const int r = i / chunks, ch = i % chunks;
-      if (ox0 + r < p.out_w && ch * 8 < p.k)
-        *(uint4*)(y + (m0 + r) * p.ep.y_ld + ch * 8) = *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
-    }
+    kiln_store_staged(p, tile, (int)m0, (int)m0 + (p.out_w - ox0), 0);
   }
 }
 #else
@@ -1128,17 +1166,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
 #endif
   }
   asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
-  // 16-byte chunks of KILN_VEC elements; the warpgroup's 128 threads walk its 64 rows.
-  const int chunks = KILN_BN / KILN_VEC;
-  unsigned char* y = (unsigned char*)p.y;
-  for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
-    const int r = i / chunks, ch = i % chunks;
-    const int row = t.m0 + warpgroup * 64 + r, col = t.n0 + ch * KILN_VEC;
-    if (row < p.m && col < p.k) {
-      *(uint4*)(y + ((kiln_i64)row * p.ep.y_ld + col) * KILN_ELEM_BYTES) =
-          *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
-    }
-  }
+  kiln_store_staged(p, tile, t.m0 + warpgroup * 64, p.m, t.n0);
 }
 
 // The kernel: barriers set up, then the producer warp and the consumer warpgroups run their

@@ -404,6 +404,10 @@ impl TunableSolver for Cutlass {
         self.id
     }
 
+    fn packs_channels(&self) -> bool {
+        matches!(self.form, Form::PadChannels)
+    }
+
     fn parse(&self, params: &str) -> Option<CutlassConfig> {
         CutlassConfig::parse(params)
     }

@@ -114,6 +114,14 @@ pub trait TunableSolver: Sync {
         None
     }
 
+    /// Whether the solver copies its input into channel vectors of its own (the first-layer
+    /// kernels pack 3-channel pixels), so that a 3-D problem whose depth folds away
+    /// ([`ConvProblem::as_2d`]) may run on it however few bytes its channels fill: the
+    /// 8-byte rule of [`folded`] is about other kernels' loads.
+    fn packs_channels(&self) -> bool {
+        false
+    }
+
     /// Whether every kernel of the solver waits for the previous kernel in the stream
     /// (`griddepcontrol.wait`) before it touches memory, in its sm_90+ objects, so that kiln
     /// may launch it with programmatic dependent launch.
@@ -348,7 +356,11 @@ fn lowered_volume<S: TunableSolver>(
     caps: &TargetCaps,
 ) -> Option<ConvProblem> {
     // The shape test first: most volumes do not fold, and it is cheaper than applicability.
-    let q = folded(p)?;
+    let q = if s.packs_channels() {
+        p.as_2d()?
+    } else {
+        folded(p)?
+    };
     if s.applicable(p, caps).is_ok() {
         return None;
     }

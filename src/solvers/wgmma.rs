@@ -235,6 +235,17 @@ fn between_powers_fit(k: u32, cols: u32) -> bool {
     padding(cols) <= padding(64) && padding(cols) < padding(128)
 }
 
+/// Elements of one 16-byte vector: the TMA row alignment and the epilogue's store width.
+fn vector_elems(p: &ConvProblem) -> u32 {
+    16 / element_bytes(p)
+}
+
+/// Whether K fills whole 16-byte vectors, so the epilogue's 16-byte stores, the residual's
+/// copies and the split-K partials' rows stay aligned.
+fn k_vectors(p: &ConvProblem) -> bool {
+    p.k().is_multiple_of(vector_elems(p))
+}
+
 /// Rows of the GEMM: output pixels (or voxels) of every image.
 fn gemm_rows(p: &ConvProblem) -> u64 {
     p.n() as u64 * volume(p.output())
@@ -416,10 +427,14 @@ impl TunableSolver for Wgmma {
                 }
             }
         }
-        // TMA rows must start 16-byte aligned; the epilogue stores 16 bytes at a time.
-        let vector = 16 / element_bytes(p);
-        if !p.c().is_multiple_of(vector) || !p.k().is_multiple_of(vector) {
-            return Err("C or K is not a multiple of 16 bytes");
+        // TMA rows must start 16-byte aligned. Any K: the epilogue stores element by element
+        // where its 16-byte chunks would not be whole, but the residual's copies and the
+        // split-K partials are 16 bytes a row chunk (see `valid`).
+        if !p.c().is_multiple_of(vector_elems(p)) {
+            return Err("C is not a multiple of 16 bytes");
+        }
+        if !k_vectors(p) && p.fusion().residual {
+            return Err("a residual needs K in multiples of 16 bytes");
         }
         if gemm_rows(p) > i32::MAX as u64 {
             return Err("output pixels past 32-bit indexing");
@@ -437,6 +452,9 @@ impl TunableSolver for Wgmma {
         }
         if cfg.splits as u64 > reduction_steps(p, cfg) {
             return Err("more split-K slices than reduction steps");
+        }
+        if cfg.splits > 1 && !k_vectors(p) && !cfg.cluster_split(p, caps) {
+            return Err("split-K partials in the workspace need K in multiples of 16 bytes");
         }
         if cfg.stream_k() && !self.tf32 {
             return Err("stream-K is built into the TF32 objects only");
@@ -926,8 +944,11 @@ impl TunableSolver for WgmmaFirstLayer {
         if p.c() > shape.cpad {
             return Err("more input channels than the packed pixel holds (4 at stride 2, 8 at 1)");
         }
-        if !p.k().is_multiple_of(8) || p.k() > cfg.cols {
-            return Err("K is not a multiple of 8 or exceeds the tile's output channels");
+        if p.k() > cfg.cols {
+            return Err("K exceeds the tile's output channels");
+        }
+        if !k_vectors(p) && p.fusion().residual {
+            return Err("a residual needs K in multiples of 16 bytes");
         }
         // TMA box extents are at most 256.
         if shape.blocks > 256 || p.filter()[1] > 256 {
@@ -965,6 +986,10 @@ impl TunableSolver for WgmmaFirstLayer {
     }
 
     fn waits_on_predecessor(&self) -> bool {
+        true
+    }
+
+    fn packs_channels(&self) -> bool {
         true
     }
 
@@ -1082,6 +1107,72 @@ mod tests {
                 "K = {k}"
             );
         }
+    }
+
+    #[test]
+    fn output_channels_short_of_a_vector_take_every_path_but_the_16_byte_ones() {
+        let h100 = crate::solvers::devices::h100();
+        let key = |k: &str| ConvProblem::from_find_db_key(k).unwrap();
+        // r2plus1d_18's 256 -> 460 spatial layer as 2-D: 460 FP16 channels end mid-vector.
+        let p = key("256-14-14-3x3-460-14-14-128-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F");
+        let s = &IMPLICIT_GEMM;
+        assert!(s.check(&p, &h100, "128,256,3,1").is_ok());
+        // A channel slice and an epilogue are stored the same way.
+        let sliced = key(
+            "256-14-14-3x3-460-14-14-128-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+scale+bias+relu+ld464",
+        );
+        assert!(s.check(&sliced, &h100, "128,256,3,1").is_ok());
+        // The residual's 16-byte copies are not.
+        let residual = key("256-14-14-3x3-460-14-14-128-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+add");
+        assert_eq!(
+            s.check(&residual, &h100, "128,256,3,1"),
+            Err("a residual needs K in multiples of 16 bytes")
+        );
+        // C still fills TMA's 16-byte rows.
+        let narrow_c = key("230-14-14-3x3-256-14-14-128-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F");
+        assert_eq!(
+            s.check(&narrow_c, &h100, "128,256,3,1"),
+            Err("C is not a multiple of 16 bytes")
+        );
+        // Split-K: workspace partials (batch 1, few tiles, under the cluster's partial bytes)
+        // are rows of 16-byte vectors; in a cluster the slices meet in shared memory.
+        let deep = key("512-7-7-3x3-460-7-7-1-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F");
+        let split = Config::parse("128,128,4,4").unwrap();
+        assert!(!split.cluster_split(&deep, &h100));
+        assert_eq!(
+            s.check(&deep, &h100, "128,128,4,4"),
+            Err("split-K partials in the workspace need K in multiples of 16 bytes")
+        );
+        assert!(s.check(&deep, &h100, "128,128,4,1").is_ok());
+        let aligned = key("512-7-7-3x3-464-7-7-1-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F");
+        assert!(s.check(&aligned, &h100, "128,128,4,4").is_ok());
+        // FP32 (TF32) vectors are 4 elements: 250 ends mid-vector, 252 does not.
+        for (k, whole) in [(250, false), (252, true)] {
+            let p = key(&format!(
+                "128-9-11-1x1-{k}-9-11-1-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP32-F"
+            ));
+            assert_eq!(k_vectors(&p), whole, "K = {k}");
+        }
+    }
+
+    #[test]
+    fn a_one_plane_rgb_stem_runs_on_the_first_layer_kernel_as_its_planes() {
+        let h100 = crate::solvers::devices::h100();
+        let key = |k: &str| ConvProblem::from_find_db_key(k).unwrap();
+        // r2plus1d_18's stem: 3 channels, 1x7x7, 45 outputs. Its 3 channels fill no 8-byte
+        // vector, so other 2-D solvers leave it 3-D; the first-layer kernel packs them itself.
+        let stem =
+            key("3-16-112-112-1x7x7-45-16-56-56-2-0x3x3-1x2x2-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F");
+        let planes = key("3-112-112-7x7-45-56-56-32-3x3-2x2-1x1-0-NHWC-NHWC-NHWC-FP16-F");
+        assert_eq!(crate::solvers::folded(&stem), None);
+        assert_eq!(FIRST_LAYER.runs_as(&stem, &h100), planes);
+        assert!(FIRST_LAYER.check(&stem, &h100, "64,64,6,2,14").is_ok());
+        assert_eq!(IMPLICIT_GEMM.runs_as(&stem, &h100), stem);
+        // A tile narrower than K still declines it.
+        assert_eq!(
+            FIRST_LAYER.check(&stem, &h100, "64,32,6,2,14"),
+            Err("K exceeds the tile's output channels")
+        );
     }
 
     #[test]
@@ -1723,7 +1814,7 @@ mod tests {
         );
         assert_eq!(
             s.check(&p, &h100, "128,32,4,2,14"),
-            Err("K is not a multiple of 8 or exceeds the tile's output channels")
+            Err("K exceeds the tile's output channels")
         );
         let cfg = FirstLayerConfig::parse("128,64,4,2,14").unwrap();
         // Odd padding: one zero tap first keeps windows 16-byte aligned; 8 taps x 4 channels.

@@ -11,7 +11,7 @@
 use crate::problem::{ConvProblem, DataType, Direction, Layout};
 
 /// Length of a feature vector.
-pub const FEATURES: usize = 10;
+pub const FEATURES: usize = 11;
 
 /// Squared feature distance beyond which a measured problem no longer predicts another (four
 /// doublings on one axis, or two on each of four). Chosen on the held-out evaluation of
@@ -87,10 +87,15 @@ pub fn macs(p: &ConvProblem) -> f64 {
 /// The feature vector: sizes on a log2 scale (a problem twice as large is one step away, at
 /// any size), so that Euclidean distance compares shapes. Grouped problems get their own
 /// axis, weighted so that a grouped problem is never nearest to a dense one of the same sizes.
+/// So do output channels that end mid-vector (a group's outputs short of 16 bytes' multiple:
+/// 150, 230 or 255 FP16 channels): kernels store those element by element or not at all, so
+/// their times transfer badly to aligned layers (a 150-channel neighbour ranked a 256-channel
+/// video layer's solvers 1.8x off) and back.
 pub fn features(p: &ConvProblem) -> [f32; FEATURES] {
     let product = |v: [u32; 3]| v.iter().map(|&x| x as u64).product::<u64>();
     let g = p.groups().max(1);
     let out = product(p.output());
+    let output_bytes = p.group_outputs() as u64 * p.data_types()[2].size_bytes() as u64;
     [
         log2(p.n() as u64),
         log2(p.group_channels() as u64),
@@ -102,8 +107,17 @@ pub fn features(p: &ConvProblem) -> [f32; FEATURES] {
         log2(g as u64),
         log2(p.n() as u64 * out),
         (macs(p).max(1.0)).log2() as f32,
+        if output_bytes.is_multiple_of(16) {
+            0.0
+        } else {
+            UNALIGNED_OUTPUT_WEIGHT
+        },
     ]
 }
+
+/// The distance one axis of [`features`] puts between problems whose output channels fill
+/// 16-byte vectors and those whose do not.
+const UNALIGNED_OUTPUT_WEIGHT: f32 = 2.0;
 
 /// Squared Euclidean distance of two feature vectors.
 pub fn distance(a: &[f32; FEATURES], b: &[f32; FEATURES]) -> f32 {
