@@ -184,26 +184,14 @@ static __device__ KILN_INLINE const kiln_u32* kiln_stage_z(const KilnTmaConvPara
 }
 
 // Stores a warpgroup's staged 64 x KILN_BN tile (rows from row0, below rows_end; columns from
-// n0, below K) to y. 16-byte stores where every chunk is whole and aligned: K and y's row
-// stride in multiples of KILN_VEC elements. Otherwise (output channel counts such as 45, 230
-// or 255) one element a thread, a warp's lanes on consecutive columns of a row, so that the
-// stores still coalesce; no chunk reaches past K into a wider tensor's other channels.
-static __device__ KILN_INLINE void kiln_store_staged(const KilnTmaConvParams& p, const kiln_u32* tile,
-                                                     int row0, int rows_end, int n0) {
+// n0, below K) to y element by element, a warp's lanes on consecutive columns of a row so that
+// the stores still coalesce: for output channel counts (45, 230, 255) or channel slices whose
+// rows do not start 16 bytes apart. Out of line: inlined beside the 16-byte path, it made
+// every wgmma launch of a whole network about 0.6 us slower (ResNet-50 at N=1: 0.364 -> 0.409
+// ms), though no kernel ran that path; called, 0.2-1.2% on the four networks.
+static __device__ __noinline__ void kiln_store_staged_elements(const KilnTmaConvParams& p, const kiln_u32* tile,
+                                                               int row0, int rows_end, int n0) {
   unsigned char* y = (unsigned char*)p.y;
-  if ((p.k | p.ep.y_ld) % KILN_VEC == 0) {
-    // 16-byte chunks of KILN_VEC elements; the warpgroup's 128 threads walk its 64 rows.
-    const int chunks = KILN_BN / KILN_VEC;
-    for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
-      const int r = i / chunks, ch = i % chunks;
-      const int row = row0 + r, col = n0 + ch * KILN_VEC;
-      if (row < rows_end && col < p.k) {
-        *(uint4*)(y + ((kiln_i64)row * p.ep.y_ld + col) * KILN_ELEM_BYTES) =
-            *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
-      }
-    }
-    return;
-  }
   for (int i = threadIdx.x % 128; i < 64 * KILN_BN; i += 128) {
     const int r = i / KILN_BN, c = i % KILN_BN;
     const int row = row0 + r, col = n0 + c;
@@ -214,6 +202,28 @@ static __device__ KILN_INLINE void kiln_store_staged(const KilnTmaConvParams& p,
 #else
       *(kiln_u32*)(y + at * 4) = tile[r * KILN_PITCH + c];
 #endif
+    }
+  }
+}
+
+// Stores a warpgroup's staged 64 x KILN_BN tile to y: 16-byte stores where every chunk is whole
+// and aligned (K and y's row stride in multiples of KILN_VEC elements), else
+// kiln_store_staged_elements; no store reaches past K into a wider tensor's other channels.
+static __device__ KILN_INLINE void kiln_store_staged(const KilnTmaConvParams& p, const kiln_u32* tile,
+                                                     int row0, int rows_end, int n0) {
+  if ((p.k | p.ep.y_ld) % KILN_VEC != 0) {
+    kiln_store_staged_elements(p, tile, row0, rows_end, n0);
+    return;
+  }
+  // 16-byte chunks of KILN_VEC elements; the warpgroup's 128 threads walk its 64 rows.
+  const int chunks = KILN_BN / KILN_VEC;
+  unsigned char* y = (unsigned char*)p.y;
+  for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
+    const int r = i / chunks, ch = i % chunks;
+    const int row = row0 + r, col = n0 + ch * KILN_VEC;
+    if (row < rows_end && col < p.k) {
+      *(uint4*)(y + ((kiln_i64)row * p.ep.y_ld + col) * KILN_ELEM_BYTES) =
+          *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
     }
   }
 }
@@ -295,8 +305,7 @@ static __device__ KILN_INLINE void kiln_ep_chunk(const KilnTmaConvParams& p, int
   if (pair < KILN_BN / 2 && col < p.k) {
     // Volatile: issued here, in program order (ahead of the main loop's waits, or of this
     // chunk's use), not moved by the compiler. One element at a time: an odd K's last pair
-    // would read past the arrays (as pairs, in a branch on K's parity, they cost the FP32
-    // stream-K and 256 x 128 objects stack frames).
+    // would read past the arrays.
     const float* sp = (const float*)e.scale + col;
     const float* bp = (const float*)e.bias + col;
     const bool second = col + 1 < p.k;

@@ -1128,6 +1128,9 @@ mod tests {
             s.check(&residual, &h100, "128,256,3,1"),
             Err("a residual needs K in multiples of 16 bytes")
         );
+        // One output channel, with a bias: its scale and bias load one element at a time.
+        let single = key("64-14-14-1x1-1-14-14-2-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias");
+        assert!(GEMM_1X1.check(&single, &h100, "64,32,8,1").is_ok());
         // C still fills TMA's 16-byte rows.
         let narrow_c = key("230-14-14-3x3-256-14-14-128-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F");
         assert_eq!(
