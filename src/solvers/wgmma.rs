@@ -246,6 +246,15 @@ fn k_vectors(p: &ConvProblem) -> bool {
     p.k().is_multiple_of(vector_elems(p))
 }
 
+/// The residual is staged with 16-byte copies (`kiln_stage_z_issue`): its rows must hold whole
+/// vectors, whatever K the epilogue's element stores take.
+fn residual_fits(p: &ConvProblem) -> Result<(), NotApplicable> {
+    if p.fusion().residual && !k_vectors(p) {
+        return Err("a residual needs K in multiples of 16 bytes");
+    }
+    Ok(())
+}
+
 /// Rows of the GEMM: output pixels (or voxels) of every image.
 fn gemm_rows(p: &ConvProblem) -> u64 {
     p.n() as u64 * volume(p.output())
@@ -433,9 +442,7 @@ impl TunableSolver for Wgmma {
         if !p.c().is_multiple_of(vector_elems(p)) {
             return Err("C is not a multiple of 16 bytes");
         }
-        if !k_vectors(p) && p.fusion().residual {
-            return Err("a residual needs K in multiples of 16 bytes");
-        }
+        residual_fits(p)?;
         if gemm_rows(p) > i32::MAX as u64 {
             return Err("output pixels past 32-bit indexing");
         }
@@ -531,7 +538,7 @@ impl TunableSolver for Wgmma {
             // The slices' FP32 partials, then one pass adding them into y.
             let outputs = gemm_rows(p) * p.k() as u64;
             plan.workspace_bytes = cfg.splits as u64 * outputs * 4;
-            let blocks = (outputs / (16 / element_bytes(p)) as u64)
+            let blocks = (outputs / vector_elems(p) as u64)
                 .div_ceil(REDUCE_THREADS as u64)
                 .clamp(1, REDUCE_BLOCKS_PER_SM * sms);
             let _ = plan.kernels.push(KernelLaunch {
@@ -922,6 +929,7 @@ impl TunableSolver for WgmmaFirstLayer {
         if p.dilation() != [1, 1, 1] {
             return Err("dilated filter");
         }
+        residual_fits(p)?;
         if gemm_rows(p) > i32::MAX as u64 {
             return Err("output pixels past 32-bit indexing");
         }
@@ -946,9 +954,6 @@ impl TunableSolver for WgmmaFirstLayer {
         }
         if p.k() > cfg.cols {
             return Err("K exceeds the tile's output channels");
-        }
-        if !k_vectors(p) && p.fusion().residual {
-            return Err("a residual needs K in multiples of 16 bytes");
         }
         // TMA box extents are at most 256.
         if shape.blocks > 256 || p.filter()[1] > 256 {
@@ -1171,6 +1176,13 @@ mod tests {
         assert_eq!(FIRST_LAYER.runs_as(&stem, &h100), planes);
         assert!(FIRST_LAYER.check(&stem, &h100, "64,64,6,2,14").is_ok());
         assert_eq!(IMPLICIT_GEMM.runs_as(&stem, &h100), stem);
+        // Its residual would be staged with 16-byte copies: declined.
+        let with_residual =
+            key("3-112-112-7x7-45-56-56-32-3x3-2x2-1x1-0-NHWC-NHWC-NHWC-FP16-F+add");
+        assert_eq!(
+            FIRST_LAYER.check(&with_residual, &h100, "64,64,6,2,14"),
+            Err("a residual needs K in multiples of 16 bytes")
+        );
         // A tile narrower than K still declines it.
         assert_eq!(
             FIRST_LAYER.check(&stem, &h100, "64,32,6,2,14"),
