@@ -11,7 +11,10 @@
 #   profile-<build>-<model>.txt   `kiln net run --profile` at N=32 (PROFILE_MODELS)
 #   selftest.txt, memcheck.txt    the new build's selftest and compute-sanitizer memcheck over
 #                   CHECK_SOLVERS (default: the Hopper kernels and the operators)
+# PARTS picks what runs (default: layers nets profile check).
 set -u
+PARTS=${PARTS:-layers nets profile check}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 OUT=${OUT:-/tmp/kiln-out}
 mkdir -p "$OUT"
 BUILDS=${BUILDS:-kiln-old kiln}
@@ -31,11 +34,14 @@ time_key() { # build, key: one tsv row
   r=$("out/$1" run "$2" --repeats 50 2>&1)
   solver=$(grep -oE "Conv[A-Za-z0-9]+" <<<"$r" | head -1)
   ms=$(grep -oE "[0-9.]+ ms GPU-only" <<<"$r" | head -1 | cut -d' ' -f1)
-  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "${solver:-?}" "${ms:-error}"
+  check=$(grep -oE "PASS|FAIL" <<<"$r" | tail -1)
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "${solver:-?}" "${ms:-error}" "${check:-none}"
 }
-if [ -n "${LAYER_KEYS:-}" ]; then
+if ! part layers; then
+  :
+elif [ -n "${LAYER_KEYS:-}" ]; then
   {
-    printf 'build\tlayer\tsolver\tms\n'
+    printf 'build\tlayer\tsolver\tms\tcheck\n'
     while read -r key; do
       [[ -z $key || $key == \#* ]] && continue
       for k in "$key" "${key%%+*}"; do
@@ -48,7 +54,7 @@ if [ -n "${LAYER_KEYS:-}" ]; then
   python3 ci/torch_conv_bench.py --keys /tmp/plain-keys.txt > "$OUT/torch-keys.tsv" 2>&1
 else
 {
-  printf 'build\tlayer\tsolver\tms\n'
+  printf 'build\tlayer\tsolver\tms\tcheck\n'
   for n in ${BATCHES:-1 32}; do
     for layer in "${layers[@]}"; do
       key=${layer/-N-/-$n-}
@@ -60,7 +66,7 @@ else
 } > "$OUT/ab-layers.tsv" 2>&1
 fi
 
-{
+part nets && {
   printf 'build\tnetwork\tbatch\tms\n'
   for model in ${MODELS:-resnet50 mobilenet_v2 efficientnet_b0 yolov8n}; do
     for n in ${BATCHES:-1 32}; do
@@ -73,12 +79,13 @@ fi
   done
 } > "$OUT/ab-nets.tsv" 2>&1
 
-for model in ${PROFILE_MODELS:-resnet50}; do
+part profile && for model in ${PROFILE_MODELS:-resnet50}; do
   for b in $BUILDS; do
     "out/$b" net run "$model" --random-weights --batch 32 --profile --verbose > "$OUT/profile-$b-$model.txt" 2>&1
   done
 done
 
+part check || exit 0
 solvers=()
 for s in ${CHECK_SOLVERS:-ConvWgmmaImplicitGemmFwd ConvWgmmaGemm1x1Fwd ConvWgmmaFirstLayerFwd}; do
   solvers+=(--solver "$s")

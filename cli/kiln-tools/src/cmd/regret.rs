@@ -59,6 +59,10 @@ pub struct RegretArgs {
     /// Write the Markdown report here too.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Write every unseen network's problems here too, one per line (network, problem, pick,
+    /// fastest measured, regret; tab-separated).
+    #[arg(long)]
+    outcomes: Option<PathBuf>,
     /// Fail when a split's median regret is above this.
     #[arg(long, default_value_t = 1.15)]
     max_median: f64,
@@ -99,6 +103,7 @@ fn read_log(path: &Path) -> Result<BTreeMap<String, Times>, Box<dyn std::error::
 }
 
 /// One held-out problem's outcome.
+#[derive(Clone)]
 struct Outcome {
     key: String,
     pick: String,
@@ -441,7 +446,20 @@ pub fn run(a: &RegretArgs) -> CliResult {
         }
         writeln!(r, "| network | problems | geomean | median | p90 | max | within 10% of best | cost model median | cost model p90 | solver part p90 | config part p90 |")?;
         writeln!(r, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
-        for (label, outcomes) in &unseen_rows {
+        // The networks together at each batch: the figure for the fallback.
+        let pooled: Vec<(String, Vec<Outcome>)> = [1, 32]
+            .iter()
+            .map(|batch| {
+                let suffix = format!(" N={batch}");
+                let all = unseen_rows
+                    .iter()
+                    .filter(|(label, _)| label.ends_with(&suffix))
+                    .flat_map(|(_, o)| o.iter().cloned())
+                    .collect();
+                (format!("**all of them, N={batch}**"), all)
+            })
+            .collect();
+        for (label, outcomes) in unseen_rows.iter().chain(&pooled) {
             let logs: f64 = outcomes.iter().map(|o| o.regret.ln()).sum();
             let geomean = (logs / outcomes.len().max(1) as f64).exp();
             writeln!(
@@ -452,6 +470,19 @@ pub fn run(a: &RegretArgs) -> CliResult {
             )?;
         }
         writeln!(r)?;
+    }
+    if let Some(path) = &a.outcomes {
+        let mut tsv = String::from("network\tproblem\tpick\tbest\tregret\n");
+        for (label, outcomes) in &unseen_rows {
+            for o in outcomes {
+                writeln!(
+                    tsv,
+                    "{label}\t{}\t{}\t{}\t{:.4}",
+                    o.key, o.pick, o.best, o.regret
+                )?;
+            }
+        }
+        std::fs::write(path, tsv).map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     let mut unseen_worst: Vec<&Outcome> = unseen_rows.iter().flat_map(|(_, o)| o).collect();
     unseen_worst.sort_by(|x, y| y.regret.total_cmp(&x.regret));
