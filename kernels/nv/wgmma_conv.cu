@@ -30,6 +30,8 @@
 // The 128-byte swizzle of the TMA loads is the layout wgmma's shared-memory descriptors name
 // (mode 1): rows of 128 B, 8-row atoms 1024 B apart; with -DKILN_STEP_CHANNELS (inputs of few
 // channels) rows of 64 or 32 B and the matching swizzle (modes 2, 3).
+// With -DKILN_SWAP (layers of at most 64 output channels) the products are taken transposed:
+// one consumer warpgroup per 64 output channels, its wgmma spanning all KILN_BM pixels.
 #include "epilogue.h"
 #include "nv_shared.h"
 
@@ -42,7 +44,17 @@
 #ifndef KILN_STAGES
 #define KILN_STAGES 4
 #endif
+// KILN_SWAP (im2col, FP16/BF16): the products taken transposed, y^T = w A^T, so that a
+// warpgroup's wgmma spans all KILN_BM output pixels (N = KILN_BM, up to 256) for 64 output
+// channels: one consumer warpgroup per 64 channels. A narrow layer's tile (64 or 128 channels)
+// then runs m64n256 products, which read less shared memory per product than m64n64 or m64n128.
+#if defined(KILN_SWAP)
+#define KILN_CONSUMERS (KILN_BN / 64)
+#define KILN_ACCN (KILN_BM / 2)
+#else
 #define KILN_CONSUMERS (KILN_BM / 64)
+#define KILN_ACCN (KILN_BN / 2)
+#endif
 #define KILN_THREADS ((KILN_CONSUMERS + 1) * 128)
 // wgmma's N per instruction: the block's N up to 256.
 #define KILN_WN (KILN_BN > 256 ? 256 : KILN_BN)
@@ -251,9 +263,9 @@ static __device__ KILN_INLINE float2 kiln_staged_z_pair(const kiln_u32* zt, int 
 // branches or selects (a per-element `use_v ? v * t : t` made ptxas spill the accumulators):
 // rows and columns that are never stored are transformed too, harmlessly.
 template <int kForm, bool kUseV>
-static __device__ KILN_INLINE void kiln_wgmma_act(float (&acc)[KILN_BN / 2], const KilnAct& c) {
+static __device__ KILN_INLINE void kiln_wgmma_act(float (&acc)[KILN_ACCN], const KilnAct& c) {
 #pragma unroll
-  for (int i = 0; i < KILN_BN / 2; ++i) {
+  for (int i = 0; i < KILN_ACCN; ++i) {
     const float v = acc[i];
     float t;
     if (kForm == 1) {
@@ -271,9 +283,9 @@ static __device__ KILN_INLINE void kiln_wgmma_act(float (&acc)[KILN_BN / 2], con
 // ReLU and clipped ReLU: max (and min) that keep a NaN, as kiln_clamp does, one instruction
 // each.
 template <bool kHi>
-static __device__ KILN_INLINE void kiln_wgmma_clip(float (&acc)[KILN_BN / 2], const KilnAct& c) {
+static __device__ KILN_INLINE void kiln_wgmma_clip(float (&acc)[KILN_ACCN], const KilnAct& c) {
 #pragma unroll
-  for (int i = 0; i < KILN_BN / 2; ++i) {
+  for (int i = 0; i < KILN_ACCN; ++i) {
     asm("max.NaN.f32 %0, %0, %1;" : "+f"(acc[i]) : "f"(c.lo));
     if (kHi) asm("min.NaN.f32 %0, %0, %1;" : "+f"(acc[i]) : "f"(c.hi));
   }
@@ -336,12 +348,36 @@ static __device__ KILN_INLINE KilnEpFactors kiln_ep_factors(const KilnTmaConvPar
 // returns at once. Everything that does not depend on the element (the activation's form,
 // which tensors exist) is decided once per thread: the per-element form this replaced cost
 // the 1x1 layers 10-20x their plain time.
-static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_BN / 2], const KilnTmaConvParams& p,
+static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_ACCN], const KilnTmaConvParams& p,
                                                        const kiln_u32* zt, const KilnEpFactors* f, int n0) {
   const KilnEpilogue& e = p.ep;
   if (e.alpha == 1.0f && !e.scale && !e.bias && !zt && e.act == KILN_ACT_IDENTITY) return;
   const int lane = threadIdx.x % 32;
+#if defined(KILN_SWAP)
+  // Transposed: a thread's accumulators are output channels n0 + r0 and n0 + r0 + 8 of its
+  // warpgroup's 64 (no residual: the host does not offer such problems).
+  if (e.alpha != 1.0f || e.scale || e.bias) {
+    const int c0 = n0 + (threadIdx.x / 128) * 64 + ((threadIdx.x % 128) / 32) * 16 + lane / 4;
+    float s[2], b[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int c = c0 + 8 * h;
+      s[h] = e.alpha * (e.scale && c < p.k ? ((const float*)e.scale)[c] : 1.0f);
+      b[h] = e.bias && c < p.k ? ((const float*)e.bias)[c] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < KILN_BM / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        acc[4 * j + 2 * h] = acc[4 * j + 2 * h] * s[h] + b[h];
+        acc[4 * j + 2 * h + 1] = acc[4 * j + 2 * h + 1] * s[h] + b[h];
+      }
+    }
+  }
+  if (false) {
+#else
   if (e.alpha != 1.0f || e.scale || e.bias || zt) {
+#endif
 #pragma unroll
     for (int c = 0; c < KILN_EP_CHUNKS; ++c) {
       float2 s, b;
@@ -1017,7 +1053,11 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
   // stores whole) z, copied into the staging tile once the warpgroup's threads have stored the
   // previous unit.
   // (Not in the stream-K kernel either, whose owner's partial sums already crowd its registers.)
+#if defined(KILN_SWAP)
+  constexpr bool kEarly = false;
+#else
   constexpr bool kEarly = KILN_EP_EARLY && !kStreamK;
+#endif
   KilnEpFactors factors;
   if constexpr (kEarly) factors = kiln_ep_factors(p, t.n0);
   const bool z_early = kEarly && kPersistent && p.splits <= 1 && p.ep.z;
@@ -1025,11 +1065,21 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
     kiln_stage_z_issue(p, kiln_staging_tile(l, warpgroup), t.m0 + warpgroup * 64, p.m, t.n0);
   }
-  float acc[KILN_BN / 2];
+  float acc[KILN_ACCN];
   for (int it = t.begin; it < t.end; ++it, ++g) {
     const int j = it - t.begin, s = g % KILN_STAGES;
     kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#if defined(KILN_SWAP)
+    // A: this warpgroup's 64 rows of w (output channels); B: every pixel of the A stage.
+    const kiln_u32 a = l.stage_b + s * KILN_B_BYTES + warpgroup * 64 * KILN_ROW_BYTES;
+    const kiln_u32 b = l.stage_a + s * KILN_A_BYTES;
+#pragma unroll
+    for (int kk = 0; kk < KILN_ROW_BYTES / 32; ++kk) {
+      KilnWgmma<KILN_BM>::mma(acc, kiln_wgmma_desc(a + kk * 32), kiln_wgmma_desc(b + kk * 32),
+                              j > 0 || kk > 0);
+    }
+#else
     const kiln_u32 a = l.stage_a + s * KILN_A_BYTES + warpgroup * 64 * KILN_ROW_BYTES;
     const kiln_u32 b = l.stage_b + s * KILN_B_BYTES;
 #pragma unroll
@@ -1041,6 +1091,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
                                 j > 0 || kk > 0);
       }
     }
+#endif
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     // Keep this stage's group in flight; the previous one is done after the wait, so its
     // stage goes back to the producer.
@@ -1048,7 +1099,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     if (j > 0 && threadIdx.x % 128 == 0) kiln_mbar_arrive(l.empty + 8 * ((g - 1) % KILN_STAGES));
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  kiln_fence_regs<KILN_BN / 2>(acc);
+  kiln_fence_regs<KILN_ACCN>(acc);
   // The unit's last stage goes back too: the producer may be waiting on it for the next unit.
   if (kPersistent && threadIdx.x % 128 == 0) kiln_mbar_arrive(l.empty + 8 * ((g - 1) % KILN_STAGES));
 
@@ -1147,6 +1198,33 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     }
     return;
   }
+#if defined(KILN_SWAP)
+  {
+    // The block's whole tile (KILN_BM pixels x KILN_BN channels, in the staging layout),
+    // each warpgroup writing its 64 channels, then each storing 64-pixel row groups.
+    const unsigned consumers = KILN_CONSUMERS * 128;
+    kiln_u32* whole = (kiln_u32*)(kiln_dyn_smem_base() + ((kPersistent ? l.staging : l.stage_a) - l.raw));
+    asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
+    kiln_wgmma_epilogue(acc, p, nullptr, nullptr, t.n0);
+    kiln_u16* tile16 = (kiln_u16*)whole;
+    const int ch = warpgroup * 64 + r0;
+#pragma unroll
+    for (int j = 0; j < KILN_BM / 8; ++j) {
+      const int px = j * 8 + 2 * (lane % 4);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        kiln_u32 pair;
+        asm(KILN_CVT_PAIR : "=r"(pair) : "f"(acc[4 * j + 2 * h + 1]), "f"(acc[4 * j + 2 * h]));
+        tile16[px * KILN_PITCH * 2 + ch + 8 * h] = (kiln_u16)(pair & 0xffffu);
+        tile16[(px + 1) * KILN_PITCH * 2 + ch + 8 * h] = (kiln_u16)(pair >> 16);
+      }
+    }
+    asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
+    for (int r = warpgroup; r < KILN_BM / 64; r += KILN_CONSUMERS)
+      kiln_store_staged(p, whole + r * 64 * KILN_PITCH, t.m0 + r * 64, p.m, t.n0);
+    return;
+  }
+#endif
   // Staging: the persistent kernel's own tile (wait until the warpgroup's threads have stored
   // the previous unit's rows); the one-tile kernel's stages (wait until every consumer is past
   // its last wgmma).

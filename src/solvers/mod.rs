@@ -501,6 +501,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &wgmma::IMPLICIT_GEMM,
     &wgmma::IMPLICIT_GEMM_NARROW,
     &wgmma::IMPLICIT_GEMM_3D,
+    &wgmma::IMPLICIT_GEMM_3D_SWAP,
     &wgmma::GEMM_1X1_TF32,
     &wgmma::IMPLICIT_GEMM_TF32,
     &wgmma::FIRST_LAYER,
