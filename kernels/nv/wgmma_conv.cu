@@ -339,6 +339,33 @@ static __device__ KILN_INLINE KilnEpFactors kiln_ep_factors(const KilnTmaConvPar
   return f;
 }
 
+#if defined(KILN_SWAP)
+// Scale and bias of the transposed products: a thread's accumulators are output channels
+// n0 + r0 and n0 + r0 + 8 of its warpgroup's 64, so it needs two of each (no residual: the
+// host offers none to the transposed solver).
+static __device__ KILN_INLINE void kiln_swap_scale_bias(float (&acc)[KILN_ACCN], const KilnTmaConvParams& p,
+                                                        int n0) {
+  const KilnEpilogue& e = p.ep;
+  if (e.alpha == 1.0f && !e.scale && !e.bias) return;
+  const int c0 = n0 + (threadIdx.x / 128) * 64 + ((threadIdx.x % 128) / 32) * 16 + (threadIdx.x % 32) / 4;
+  float s[2], b[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int c = c0 + 8 * h;
+    s[h] = e.alpha * (e.scale && c < p.k ? ((const float*)e.scale)[c] : 1.0f);
+    b[h] = e.bias && c < p.k ? ((const float*)e.bias)[c] : 0.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < KILN_BM / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      acc[4 * j + 2 * h] = acc[4 * j + 2 * h] * s[h] + b[h];
+      acc[4 * j + 2 * h + 1] = acc[4 * j + 2 * h + 1] * s[h] + b[h];
+    }
+  }
+}
+#endif
+
 // The fused epilogue on one thread's accumulators in wgmma's register layout: acc[4j], acc[4j + 1]
 // are the thread's first row, columns n0 + 8j + 2 (lane % 4) and the next; acc[4j + 2],
 // acc[4j + 3] the same columns 8 rows down. f holds the tile's scale and bias
@@ -352,32 +379,11 @@ static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_ACCN], 
                                                        const kiln_u32* zt, const KilnEpFactors* f, int n0) {
   const KilnEpilogue& e = p.ep;
   if (e.alpha == 1.0f && !e.scale && !e.bias && !zt && e.act == KILN_ACT_IDENTITY) return;
-  const int lane = threadIdx.x % 32;
 #if defined(KILN_SWAP)
-  // Transposed: a thread's accumulators are output channels n0 + r0 and n0 + r0 + 8 of its
-  // warpgroup's 64 (no residual: the host does not offer such problems).
-  if (e.alpha != 1.0f || e.scale || e.bias) {
-    const int c0 = n0 + (threadIdx.x / 128) * 64 + ((threadIdx.x % 128) / 32) * 16 + lane / 4;
-    float s[2], b[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int c = c0 + 8 * h;
-      s[h] = e.alpha * (e.scale && c < p.k ? ((const float*)e.scale)[c] : 1.0f);
-      b[h] = e.bias && c < p.k ? ((const float*)e.bias)[c] : 0.0f;
-    }
-#pragma unroll
-    for (int j = 0; j < KILN_BM / 8; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        acc[4 * j + 2 * h] = acc[4 * j + 2 * h] * s[h] + b[h];
-        acc[4 * j + 2 * h + 1] = acc[4 * j + 2 * h + 1] * s[h] + b[h];
-      }
-    }
-  }
-  if (false) {
+  kiln_swap_scale_bias(acc, p, n0);
 #else
+  const int lane = threadIdx.x % 32;
   if (e.alpha != 1.0f || e.scale || e.bias || zt) {
-#endif
 #pragma unroll
     for (int c = 0; c < KILN_EP_CHUNKS; ++c) {
       float2 s, b;
@@ -409,6 +415,7 @@ static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_ACCN], 
       }
     }
   }
+#endif
   if (e.act == KILN_ACT_IDENTITY) return;  // exactly v (m v + b would turn -0 into +0)
   const KilnAct c = kiln_act_params(e.act, e.act_a);
   if (c.form == 2) {
