@@ -46,8 +46,9 @@
 #endif
 // KILN_SWAP (im2col, FP16/BF16): the products taken transposed, y^T = w A^T, so that a
 // warpgroup's wgmma spans all KILN_BM output pixels (N = KILN_BM, up to 256) for 64 output
-// channels: one consumer warpgroup per 64 channels. A narrow layer's tile (64 or 128 channels)
-// then runs m64n256 products, which read less shared memory per product than m64n64 or m64n128.
+// channels: one consumer warpgroup per 64 channels. A 64-channel layer then runs m64n256
+// products, which read less shared memory per multiply-add than the four m64n64 products of
+// four warpgroups (each reading the same w slice).
 #if defined(KILN_SWAP)
 #define KILN_CONSUMERS (KILN_BN / 64)
 #define KILN_ACCN (KILN_BM / 2)

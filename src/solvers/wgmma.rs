@@ -409,10 +409,19 @@ impl TunableSolver for Wgmma {
     }
 
     fn applicable(&self, p: &ConvProblem, caps: &TargetCaps) -> Result<(), NotApplicable> {
-        // One warpgroup's products span 64 output channels: past 64, the usual tiles measured
-        // faster (128 channels: 0.30 against 0.31 ms at best on r3d_18's layer at N=32).
-        if self.swap && p.k() > 64 {
-            return Err("transposed products for at most 64 output channels");
+        if self.swap {
+            // One warpgroup's products span 64 output channels. Past 64 the usual tiles were as
+            // fast or faster (r3d_18's 128-channel 3x3x3 layer at N=32: 0.303 ms at best on
+            // the 3-D kernel, 0.307 transposed).
+            if p.k() > 64 {
+                return Err("transposed products for at most 64 output channels");
+            }
+            if p.fusion().residual {
+                return Err("transposed products take no residual");
+            }
+            if !k_vectors(p) {
+                return Err("transposed products need K in multiples of 16 bytes");
+            }
         }
         if !caps.is_sm(9, 0) {
             return Err("sm_90a code: runs on compute capability 9.0 only");
@@ -483,12 +492,6 @@ impl TunableSolver for Wgmma {
             }
             if cfg.splits != 1 {
                 return Err("transposed products run whole tiles only");
-            }
-            if p.fusion().residual {
-                return Err("transposed products take no residual");
-            }
-            if !k_vectors(p) {
-                return Err("transposed products need K in multiples of 16 bytes");
             }
         }
         if cfg.step.is_some() != self.narrow {
@@ -626,7 +629,9 @@ impl TunableSolver for Wgmma {
             // read from shared memory feeds half the columns). Both figures fitted on the find
             // log: they minimise the fallback's regret (`kiln-tools regret`).
             let waves = (blocks / sms).ceil();
+            // Transposed products span the tile's pixels whatever its columns.
             let column_rate = match cfg.cols {
+                _ if self.swap => 1.0,
                 32 => 0.6,
                 64 => 0.8,
                 _ => 1.0,
