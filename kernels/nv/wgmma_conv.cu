@@ -1211,10 +1211,9 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     // The block's whole tile (KILN_BM pixels x KILN_BN channels, in the staging layout),
     // each warpgroup writing its 64 channels, then each storing 64-pixel row groups.
     const unsigned consumers = KILN_CONSUMERS * 128;
-    kiln_u32* whole = (kiln_u32*)(kiln_dyn_smem_base() + ((kPersistent ? l.staging : l.stage_a) - l.raw));
     asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
     kiln_wgmma_epilogue(acc, p, nullptr, nullptr, t.n0);
-    kiln_u16* tile16 = (kiln_u16*)whole;
+    kiln_u16* tile16 = (kiln_u16*)kiln_staging_tile(l, 0);
     const int ch = warpgroup * 64 + r0;
 #pragma unroll
     for (int j = 0; j < KILN_BM / 8; ++j) {
@@ -1229,7 +1228,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     }
     asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
     for (int r = warpgroup; r < KILN_BM / 64; r += KILN_CONSUMERS)
-      kiln_store_staged(p, whole + r * 64 * KILN_PITCH, t.m0 + r * 64, p.m, t.n0);
+      kiln_store_staged(p, kiln_staging_tile(l, r), t.m0 + r * 64, p.m, t.n0);
     return;
   }
 #endif
