@@ -61,7 +61,7 @@ struct AlignedBlock([u8; MAX_PARAM_BLOCK]);
 pub(crate) struct TmaInvocation {
     block: TmaConvParams,
     operands: [TmaOperand; 2],
-    packing: Option<crate::solvers::FirstLayerPacking>,
+    packing: Option<crate::solvers::Packing>,
     /// Words at the workspace's start zeroed before each launch (stream-K's flags).
     zeroed_words: u32,
 }
@@ -121,10 +121,14 @@ impl TmaInvocation {
                 x_packed: 0,
                 w_packed: 0,
                 row_flags: 0,
-                in_h: tma.packing.map_or(0, |f| f.input[0]),
-                in_w: tma.packing.map_or(0, |f| f.input[1]),
+                in_h: tma.input[1],
+                in_w: tma.input[2],
                 row_elems: tma.packing.map_or(0, |f| f.row_elems),
                 lead: tma.packing.map_or(0, |f| f.lead),
+                in_d: tma.input[0],
+                group_in: tma.group_widths[0],
+                group_out: tma.group_widths[1],
+                group_tile_in: tma.group_widths[2],
                 ep: Epilogue::plain(p),
             },
             packing: tma.packing,
@@ -142,7 +146,7 @@ impl TmaInvocation {
         [x, w, y, workspace]: [u64; 4],
         epilogue: &Epilogue,
     ) -> Result<TmaConvParams, RunError> {
-        // A first layer's maps point into the workspace.
+        // A packing kernel's maps point into the workspace.
         let workspace_check = if self.packing.is_some() { workspace } else { 0 };
         for (which, address) in [("x", x), ("w", w), ("y", y), ("workspace", workspace_check)] {
             if address % 16 != 0 {

@@ -32,6 +32,8 @@
 // channels) rows of 64 or 32 B and the matching swizzle (modes 2, 3).
 // With -DKILN_SWAP (layers of at most 64 output channels) the products are taken transposed:
 // one consumer warpgroup per 64 output channels, its wgmma spanning all KILN_BM pixels.
+// With -DKILN_GROUPED as well, grouped convolution with the groups folded into those
+// 64-channel tiles (see below).
 #include "epilogue.h"
 #include "nv_shared.h"
 
@@ -102,6 +104,25 @@
 // Elements of y per 16-byte store.
 #define KILN_VEC (16 / KILN_ELEM_BYTES)
 
+// KILN_GROUPED: grouped convolution on the transposed 3-D kernel (2-D problems run one plane
+// deep), the groups folded into the 64-channel tiles. The tile of output channels [n0, n0 + 64)
+// reduces over the input channels of the groups it meets, from input channel (n0 / group_out) *
+// group_in, group_tile_in of them (the host's count: the most any tile meets):
+//  * groups of a multiple of 64 output channels: a tile lies within one group, and w is read
+//    as it is, [K, taps, group_in];
+//  * any other width: w is first packed into the workspace (kiln_wgmma_group_pack), [K, taps,
+//    group_tile_in], each output channel's weights at its group's place among its tile's
+//    input channels and zero elsewhere (block-diagonal where groups divide the tile). The
+//    products spend group_tile_in / group_in times the groups' own multiply-adds (64 /
+//    group_out where groups divide the tile), which tensor cores afford where the CUDA-core
+//    and mma.sync kernels are bound by issue rate.
+// The zeros multiply other groups' inputs: exact for finite values, but an inf or NaN there
+// would poison outputs whose own sum excludes it. Such a product is NaN, so a tile with any NaN
+// sum is computed again directly from x and w (kiln_group_direct).
+#if defined(KILN_GROUPED) && (!defined(KILN_SWAP) || !defined(KILN_3D) || KILN_BN != 64 || KILN_ELEM_BYTES != 2)
+#error "KILN_GROUPED builds the transposed 3-D kernel with 64-channel tiles, FP16 or BF16"
+#endif
+
 // CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded by the host.
 struct __align__(64) KilnTensorMap {
   kiln_u64 opaque[16];
@@ -131,6 +152,9 @@ struct __align__(64) KilnTmaConvParams {
   // filter row: its elements (a multiple of 16) and its leading zero taps.
   kiln_u64 x_data, w_data, x_packed, w_packed, row_flags;
   kiln_i32 in_h, in_w, row_elems, lead;
+  // The grouped kernel only (KILN_GROUPED; in_h and in_w too): the input's depth, the input
+  // and output channels of one group, and the input channels a 64-channel tile reduces over.
+  kiln_i32 in_d, group_in, group_out, group_tile_in;
   // The fused epilogue (epilogue.h); y's rows are ep.y_ld elements apart.
   KilnEpilogue ep;
 };
@@ -939,6 +963,42 @@ static __device__ KILN_INLINE kiln_u32* kiln_staging_tile(const KilnLayout& l, i
   return (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
 }
 
+#if defined(KILN_GROUPED)
+// The block's tile, output pixels [m0, m0 + KILN_BM) and channels [n0, n0 + KILN_BN),
+// computed straight from x and w in FP32 by the consumer threads, the epilogue applied: the
+// path for tiles whose folded products met an inf or NaN. Out of line: it runs only then.
+static __device__ __noinline__ void kiln_group_direct(const KilnTmaConvParams& p, int m0, int n0) {
+  const kiln_t* x = (const kiln_t*)p.x_data;
+  const kiln_t* w = (const kiln_t*)p.w_data;
+  const int plane = p.out_h * p.out_w, pixels = p.out_d * plane;
+  for (int i = threadIdx.x; i < KILN_BM * KILN_BN; i += KILN_CONSUMERS * 128) {
+    const int m = m0 + i / KILN_BN, k = n0 + i % KILN_BN;
+    if (m >= p.m || k >= p.k) continue;
+    const int n = m / pixels, pixel = m % pixels, in_plane = pixel % plane;
+    const int od = pixel / plane, oh = in_plane / p.out_w, ow = in_plane % p.out_w;
+    const int c0 = k / p.group_out * p.group_in;
+    float acc = 0.0f;
+    for (int ft = 0; ft < p.filter_d; ++ft) {
+      const int d = od * p.stride_d - p.pad_d + ft * p.dil_d;
+      if (d < 0 || d >= p.in_d) continue;
+      for (int fr = 0; fr < p.filter_h; ++fr) {
+        const int h = oh * p.stride_h - p.pad_h + fr * p.dil_h;
+        if (h < 0 || h >= p.in_h) continue;
+        for (int fs = 0; fs < p.filter_w; ++fs) {
+          const int wx = ow * p.stride_w - p.pad_w + fs * p.dil_w;
+          if (wx < 0 || wx >= p.in_w) continue;
+          const kiln_i64 xi = ((((kiln_i64)n * p.in_d + d) * p.in_h + h) * p.in_w + wx) * p.c + c0;
+          const kiln_i64 wi =
+              ((((kiln_i64)k * p.filter_d + ft) * p.filter_h + fr) * p.filter_w + fs) * p.group_in;
+          for (int c = 0; c < p.group_in; ++c) acc += kiln_load(x, xi + c) * kiln_load(w, wi + c);
+        }
+      }
+    }
+    kiln_store_nhwc((kiln_t*)p.y, m, k, acc, p.ep);
+  }
+}
+#endif
+
 // A's bytes (output pixels x input channels) past which tiles run N fastest: about a third of
 // the H100's 50 MB L2.
 #define KILN_N_FASTEST_BYTES (16ll << 20)
@@ -1023,6 +1083,11 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
   const int w0 = (in_plane % p.out_w) * p.stride_w - p.pad_w;
   const int taps_hw = p.filter_h * p.filter_w;
 #endif
+#if defined(KILN_GROUPED)
+  const int group_c0 = (t.n0 / p.group_out) * p.group_in;
+#else
+  const int group_c0 = 0;
+#endif
   for (int it = t.begin; it < t.end; ++it, ++g) {
     const int s = g % KILN_STAGES;
     const kiln_u32 full = l.full + 8 * s;
@@ -1033,11 +1098,11 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
     const int ft = tap / taps_hw, hw = tap - ft * taps_hw;
     const int fr = hw / p.filter_w, fs = hw - fr * p.filter_w;
 #if defined(KILN_3D)
-    kiln_tma_load_im2col_5d(l.stage_a + s * KILN_A_BYTES, &p.x, c0, w0, h0, d0, image,
+    kiln_tma_load_im2col_5d(l.stage_a + s * KILN_A_BYTES, &p.x, group_c0 + c0, w0, h0, d0, image,
                             (unsigned short)(fs * p.dil_w), (unsigned short)(fr * p.dil_h),
                             (unsigned short)(ft * p.dil_d), full);
 #else
-    kiln_tma_load_im2col(l.stage_a + s * KILN_A_BYTES, &p.x, c0, w0, h0, image,
+    kiln_tma_load_im2col(l.stage_a + s * KILN_A_BYTES, &p.x, group_c0 + c0, w0, h0, image,
                          (unsigned short)(fs * p.dil_w), (unsigned short)(fr * p.dil_h), full);
 #endif
     kiln_tma_load_3d(l.stage_b + s * KILN_B_BYTES, &p.w, c0, tap, t.n0, full);
@@ -1211,7 +1276,26 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     // The block's whole tile (KILN_BM pixels x KILN_BN channels, in the staging layout),
     // each warpgroup writing its 64 channels, then each storing 64-pixel row groups.
     const unsigned consumers = KILN_CONSUMERS * 128;
+#if defined(KILN_GROUPED)
+    // Any NaN sum in the block's tile (before the epilogue, whose ReLU would hide it): the
+    // tile again, directly.
+    kiln_u32 poisoned = 0;
+#pragma unroll
+    for (int i = 0; i < KILN_ACCN; ++i) poisoned |= (__float_as_uint(acc[i]) & 0x7fffffffu) > 0x7f800000u;
+    kiln_u32 any;
+    asm volatile(
+        "{ .reg .pred in, out; setp.ne.u32 in, %1, 0; bar.red.or.pred out, 1, %2, in; "
+        "selp.u32 %0, 1, 0, out; }"
+        : "=r"(any)
+        : "r"(poisoned), "r"(consumers)
+        : "memory");
+    if (any) {
+      kiln_group_direct(p, t.m0, t.n0);
+      return;
+    }
+#else
     asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
+#endif
     kiln_wgmma_epilogue(acc, p, nullptr, nullptr, t.n0);
     kiln_u16* tile16 = (kiln_u16*)kiln_staging_tile(l, 0);
     const int ch = warpgroup * 64 + r0;
@@ -1284,7 +1368,11 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   l.n_fastest = l.tiles_n > 1 && (long long)p.m * p.c * KILN_ELEM_BYTES > KILN_N_FASTEST_BYTES;
   l.cluster = kiln_cluster_size();
   l.units = l.tiles_m * l.tiles_n * max(p.splits, 1);
+#if defined(KILN_GROUPED)
+  l.c_iters = (p.group_tile_in + KILN_BK - 1) / KILN_BK;
+#else
   l.c_iters = (p.c + KILN_BK - 1) / KILN_BK;
+#endif
 #if defined(KILN_IM2COL)
   l.k_iters = p.filter_d * p.filter_h * p.filter_w * l.c_iters;
 #else
@@ -1374,6 +1462,29 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
 extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
     KILN_ENTRY(_streamk)(const __grid_constant__ KilnTmaConvParams p) {
   kiln_wgmma_conv<true, true>(p);
+}
+#endif
+
+#if defined(KILN_GROUPED)
+// w packed for the tiles' reductions (groups that are not whole tiles; launched before the
+// main kernel, with the same argument): w_packed[k][tap][c], c below group_tile_in, is
+// w[k][tap][c - o] for c - o within the group's group_in channels, where o is where output
+// channel k's group starts among its tile's input channels, and zero elsewhere.
+extern "C" __global__ void __launch_bounds__(256)
+    kiln_wgmma_group_pack(const __grid_constant__ KilnTmaConvParams p) {
+  kiln_pdl_enter();
+  const int taps = p.filter_d * p.filter_h * p.filter_w, width = p.group_tile_in;
+  const kiln_i64 total = (kiln_i64)p.k * taps * width;
+  const kiln_u16* w = (const kiln_u16*)p.w_data;
+  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (kiln_i64)gridDim.x * blockDim.x) {
+    const int c = (int)(i % width);
+    const kiln_i64 row = i / width;  // k * taps + tap
+    const int k = (int)(row / taps);
+    const int first_group = (k - k % KILN_BN) / p.group_out;  // the tile's
+    const int from = c - (k / p.group_out - first_group) * p.group_in;
+    ((kiln_u16*)p.w_packed)[i] = from >= 0 && from < p.group_in ? w[row * p.group_in + from] : (kiln_u16)0;
+  }
 }
 #endif
 

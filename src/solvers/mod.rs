@@ -34,9 +34,7 @@ use kiln_format::{ConvProblem, DataType, Direction, MathMode, SolverEntry};
 #[cfg(test)]
 pub(crate) use caps::devices;
 pub use caps::{SmVersion, TargetCaps, MEASURED_SMS};
-pub use plan::{
-    FirstLayerPacking, KernelLaunch, LaunchPlan, TmaArguments, TmaOperand, TmaView, MAX_KERNELS,
-};
+pub use plan::{KernelLaunch, LaunchPlan, Packing, TmaArguments, TmaOperand, TmaView, MAX_KERNELS};
 
 /// Why a solver does not apply.
 pub type NotApplicable = &'static str;
@@ -502,6 +500,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &wgmma::IMPLICIT_GEMM_NARROW,
     &wgmma::IMPLICIT_GEMM_3D,
     &wgmma::IMPLICIT_GEMM_3D_SWAP,
+    &wgmma::GROUPED,
     &wgmma::GEMM_1X1_TF32,
     &wgmma::IMPLICIT_GEMM_TF32,
     &wgmma::FIRST_LAYER,

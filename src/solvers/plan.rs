@@ -90,23 +90,22 @@ pub enum TmaOperand {
     X,
     /// The filter.
     W,
-    /// The input's packed copy in the workspace ([`FirstLayerPacking`]).
+    /// The input's packed copy in the workspace ([`Packing`]).
     PackedX,
     /// The filter's packed copy in the workspace.
     PackedW,
 }
 
-/// Where a first-layer kernel packs x and w in the workspace, and how (`x_packed`, `w_packed`,
-/// `row_flags`, `in_h`, `in_w`, `row_elems`, `lead` of `KilnTmaConvParams`).
+/// Where a kernel packs its operands in the workspace, and how (`x_packed`, `w_packed`,
+/// `row_flags`, `row_elems`, `lead` of `KilnTmaConvParams`): the first-layer kernels pack x
+/// and w, the grouped kernel w alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FirstLayerPacking {
+pub struct Packing {
     /// Byte offsets in the workspace of packed x, packed w and the per-input-row flags.
     pub offsets: [u64; 3],
-    /// Input height and width.
-    pub input: [i32; 2],
-    /// Elements of one packed filter row (a multiple of 16).
+    /// First layers: elements of one packed filter row (a multiple of 16).
     pub row_elems: i32,
-    /// Zero taps before the filter's first in a packed row.
+    /// First layers: zero taps before the filter's first in a packed row.
     pub lead: i32,
 }
 
@@ -134,8 +133,13 @@ pub struct TmaArguments {
     /// `out_d, filter_d, stride_d, pad_d, dil_d`: the depth of a 3-D convolution (a 2-D one's
     /// is `1, 1, 1, 0, 1`).
     pub depth: [i32; 5],
-    /// First-layer kernels: their packed copies of x and w.
-    pub packing: Option<FirstLayerPacking>,
+    /// `in_d, in_h, in_w`: the input's size (read by the first-layer and grouped kernels).
+    pub input: [i32; 3],
+    /// `group_in, group_out, group_tile_in`: one group's input and output channels, and the
+    /// input channels one output tile reduces over (the grouped kernel; 0 elsewhere).
+    pub group_widths: [i32; 3],
+    /// Kernels that pack operands into the workspace: where and how.
+    pub packing: Option<Packing>,
     /// 32-bit words at the workspace's start to zero before each launch (stream-K's flags).
     pub zeroed_words: u32,
 }

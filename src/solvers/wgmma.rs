@@ -9,6 +9,10 @@
 //!   per load.
 //! * `ConvWgmmaImplicitGemm3dFwd`: the im2col kernel over NDHWC tensors (3-D convolution), a
 //!   5-D im2col map gathering one filter tap (t, r, s) per load.
+//! * `ConvWgmmaImplicitGemm3dSwapFwd`: the 3-D kernel with the products transposed, for layers
+//!   of at most 64 output channels.
+//! * `ConvWgmmaGroupedFwd`: grouped convolution (2-D or 3-D) on the transposed kernel, the
+//!   groups folded into its 64-channel tiles (`KILN_GROUPED`).
 //! * `ConvWgmmaGemm1x1Tf32Fwd`, `ConvWgmmaImplicitGemmTf32Fwd`: the same kernels for FP32 data
 //!   multiplied as TF32 (manifest `math = "tf32"`: only problems that opt in).
 //!
@@ -49,6 +53,17 @@ pub const IMPLICIT_GEMM_3D_ID: &str = "ConvWgmmaImplicitGemm3dFwd";
 
 /// The 3-D im2col solver's id with the products transposed (one warpgroup per 64 channels).
 pub const IMPLICIT_GEMM_3D_SWAP_ID: &str = "ConvWgmmaImplicitGemm3dSwapFwd";
+
+/// The grouped solver's id: groups folded into the transposed kernel's 64-channel tiles.
+pub const GROUPED_ID: &str = "ConvWgmmaGroupedFwd";
+
+/// Output channels of the grouped solver's tiles (`KILN_BN`, one consumer warpgroup).
+const GROUP_TILE: u32 = 64;
+
+/// Output channels per group at least for the grouped solver: its products spend
+/// `64 / group_out` times the groups' own multiply-adds, and the mma.sync kernel for narrow
+/// groups keeps the narrower ones.
+const GROUP_MIN_OUT: u32 = 4;
 
 /// The 1x1 solver's id for FP32 data in TF32 math.
 pub const TF32_ID: &str = "ConvWgmmaGemm1x1Tf32Fwd";
@@ -263,9 +278,36 @@ fn gemm_rows(p: &ConvProblem) -> u64 {
     p.n() as u64 * volume(p.output())
 }
 
+/// Input channels one output tile reduces over: all of them, or, for a grouped problem on
+/// the grouped solver's 64-channel tiles, those of the groups a tile meets, the most any
+/// tile meets (`group_tile_in`): 64 / 8 groups of 8 channels (64), one group of 128 (128), or
+/// up to two groups of 48 (96).
+fn tile_input_channels(p: &ConvProblem) -> u64 {
+    if p.groups() <= 1 {
+        return p.c() as u64;
+    }
+    let (group_in, group_out) = (p.group_channels() as u64, (p.k() / p.groups()) as u64);
+    let (k, tile) = (p.k() as u64, GROUP_TILE as u64);
+    let groups_met = (0..k.div_ceil(tile))
+        .map(|t| ((t * tile + tile).min(k) - 1) / group_out - t * tile / group_out + 1)
+        .max()
+        .unwrap_or(1);
+    groups_met * group_in
+}
+
+/// Whether the grouped solver packs w first: groups that are not whole tiles.
+fn packs_groups(p: &ConvProblem) -> bool {
+    p.groups() > 1 && !(p.k() / p.groups()).is_multiple_of(GROUP_TILE)
+}
+
 /// Steps of the main loop: `KILN_BK` channels of one filter tap each.
 fn reduction_steps(p: &ConvProblem, cfg: &Config) -> u64 {
-    volume(p.filter()) * (p.c() as u64).div_ceil(cfg.block_k(element_bytes(p)) as u64)
+    volume(p.filter()) * tile_input_channels(p).div_ceil(cfg.block_k(element_bytes(p)) as u64)
+}
+
+/// Bytes of the grouped solver's packed w: `[K, taps, tile input channels]`.
+fn packed_group_bytes(p: &ConvProblem) -> u64 {
+    p.k() as u64 * volume(p.filter()) * tile_input_channels(p) * element_bytes(p) as u64
 }
 
 /// Threads per block of the split-K reduction, and most blocks it launches per SM (it strides).
@@ -309,6 +351,9 @@ pub struct Wgmma {
     /// Products transposed (`KILN_SWAP`): one consumer warpgroup per 64 output channels, each
     /// spanning every pixel of the tile.
     swap: bool,
+    /// Grouped convolution, the groups folded into the 64-channel tiles (`KILN_GROUPED`: with
+    /// `swap` and `volume`; 2-D problems run one plane deep).
+    grouped: bool,
 }
 
 /// `ConvWgmmaGemm1x1Fwd`.
@@ -319,6 +364,7 @@ pub static GEMM_1X1: Wgmma = Wgmma {
     narrow: false,
     volume: false,
     swap: false,
+    grouped: false,
 };
 
 /// `ConvWgmmaImplicitGemmFwd`.
@@ -329,6 +375,7 @@ pub static IMPLICIT_GEMM: Wgmma = Wgmma {
     narrow: false,
     volume: false,
     swap: false,
+    grouped: false,
 };
 
 /// `ConvWgmmaImplicitGemmNarrowFwd`.
@@ -339,6 +386,7 @@ pub static IMPLICIT_GEMM_NARROW: Wgmma = Wgmma {
     narrow: true,
     volume: false,
     swap: false,
+    grouped: false,
 };
 
 /// `ConvWgmmaImplicitGemm3dFwd`.
@@ -349,6 +397,7 @@ pub static IMPLICIT_GEMM_3D: Wgmma = Wgmma {
     narrow: false,
     volume: true,
     swap: false,
+    grouped: false,
 };
 
 /// `ConvWgmmaImplicitGemm3dSwapFwd`.
@@ -359,6 +408,18 @@ pub static IMPLICIT_GEMM_3D_SWAP: Wgmma = Wgmma {
     narrow: false,
     volume: true,
     swap: true,
+    grouped: false,
+};
+
+/// `ConvWgmmaGroupedFwd`.
+pub static GROUPED: Wgmma = Wgmma {
+    id: GROUPED_ID,
+    im2col: true,
+    tf32: false,
+    narrow: false,
+    volume: true,
+    swap: true,
+    grouped: true,
 };
 
 /// `ConvWgmmaGemm1x1Tf32Fwd`.
@@ -369,6 +430,7 @@ pub static GEMM_1X1_TF32: Wgmma = Wgmma {
     narrow: false,
     volume: false,
     swap: false,
+    grouped: false,
 };
 
 /// `ConvWgmmaImplicitGemmTf32Fwd`.
@@ -379,9 +441,31 @@ pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
     narrow: false,
     volume: false,
     swap: false,
+    grouped: false,
 };
 
 impl Wgmma {
+    /// The grouped solver's rules for `p`'s groups: at least [`GROUP_MIN_OUT`] output channels
+    /// a group, and each tile's input channels starting 16 bytes apart (TMA rows): whole
+    /// 16-byte vectors a group, or groups that divide the tile into such vectors.
+    fn group_fits(&self, p: &ConvProblem) -> Result<(), NotApplicable> {
+        if p.groups() < 2 {
+            return Err("dense convolution (the grouped solver's tiles fold groups)");
+        }
+        let (group_in, group_out) = (p.group_channels(), p.k() / p.groups());
+        if group_out < GROUP_MIN_OUT {
+            return Err("fewer than 4 output channels a group");
+        }
+        let vector = vector_elems(p);
+        let whole_vectors = group_in.is_multiple_of(vector);
+        let tiles_of_vectors = GROUP_TILE.is_multiple_of(group_out)
+            && (GROUP_TILE / group_out * group_in).is_multiple_of(vector);
+        if !whole_vectors && !tiles_of_vectors {
+            return Err("a tile's input channels do not start 16 bytes apart");
+        }
+        Ok(())
+    }
+
     /// The manifest function of an entry of this solver's object.
     fn kernel(&self, entry: Entry) -> &'static str {
         match (entry, self.im2col) {
@@ -409,11 +493,16 @@ impl TunableSolver for Wgmma {
     }
 
     fn applicable(&self, p: &ConvProblem, caps: &TargetCaps) -> Result<(), NotApplicable> {
+        if self.grouped {
+            self.group_fits(p)?;
+        } else if p.groups() != 1 {
+            return Err("grouped convolution");
+        }
         if self.swap {
             // One warpgroup's products span 64 output channels. Past 64 the usual tiles were as
             // fast or faster (r3d_18's 128-channel 3x3x3 layer at N=32: 0.303 ms at best on
-            // the 3-D kernel, 0.307 transposed).
-            if p.k() > 64 {
+            // the 3-D kernel, 0.307 transposed). Grouped tiles hold 64 channels whatever K.
+            if p.k() > 64 && !self.grouped {
                 return Err("transposed products for at most 64 output channels");
             }
             if p.fusion().residual {
@@ -432,15 +521,17 @@ impl TunableSolver for Wgmma {
         if !self.tf32 && !matches!(p.data_types()[0], DataType::Fp16 | DataType::Bf16) {
             return Err("FP16 or BF16 only");
         }
-        if self.volume {
+        if self.grouped {
+            // 2-D problems run as one plane deep.
+            if !matches!(p.layouts()[0], Layout::Nhwc | Layout::Ndhwc) {
+                return Err("needs NHWC or NDHWC tensors");
+            }
+        } else if self.volume {
             if p.layouts()[0] != Layout::Ndhwc {
                 return Err("needs 3-D NDHWC tensors");
             }
         } else if p.layouts()[0] != Layout::Nhwc {
             return Err("needs 2-D NHWC tensors");
-        }
-        if p.groups() != 1 {
-            return Err("grouped convolution");
         }
         if self.narrow && p.c() > NARROW_MAX_CHANNELS {
             return Err("narrow steps only for inputs of at most 32 channels");
@@ -569,12 +660,32 @@ impl TunableSolver for Wgmma {
         } else {
             cfg.threads()
         };
-        let mut plan = LaunchPlan::single_with_shared(
-            self.kernel(entry),
-            [clamp(blocks), 1, 1],
-            [threads, 1, 1],
-            cfg.shared_bytes(persistent, element_bytes(p)),
-        );
+        let main = KernelLaunch {
+            kernel: self.kernel(entry),
+            grid: [clamp(blocks), 1, 1],
+            block: [threads, 1, 1],
+            shared_bytes: cfg.shared_bytes(persistent, element_bytes(p)),
+            cluster: 1,
+        };
+        if self.grouped && packs_groups(p) {
+            // w packed block-diagonally into the workspace, then the main kernel.
+            let elements = packed_group_bytes(p) / element_bytes(p) as u64;
+            let mut plan = LaunchPlan::single(
+                "kiln_wgmma_group_pack",
+                [
+                    clamp(elements.div_ceil(PACK_THREADS as u64).min(sms * 8)),
+                    1,
+                    1,
+                ],
+                [PACK_THREADS, 1, 1],
+            );
+            let _ = plan.kernels.push(main);
+            plan.library = 1;
+            plan.workspace_bytes = packed_group_bytes(p);
+            return plan;
+        }
+        let mut plan =
+            LaunchPlan::single_with_shared(main.kernel, main.grid, main.block, main.shared_bytes);
         if cfg.stream_k() {
             // The flags, then one FP32 partial tile per block.
             plan.workspace_bytes =
@@ -664,7 +775,13 @@ impl TunableSolver for Wgmma {
         } else {
             0.0
         };
-        compute_ms.max(bytes / 2.8e9) + split_ms + 0.0025
+        // The grouped solver's packing: one more launch, w read and its packed copy written.
+        let pack_ms = if self.grouped && packs_groups(p) {
+            (w as f64 * element_bytes(p) as f64 + packed_group_bytes(p) as f64) / 2.8e9 + 0.002
+        } else {
+            0.0
+        };
+        compute_ms.max(bytes / 2.8e9) + split_ms + pack_ms + 0.0025
     }
 
     /// The config the cost model ranks fastest, stream-K left out: measured on ResNet-50 it
@@ -779,10 +896,11 @@ impl TunableSolver for Wgmma {
             };
             (
                 x,
-                // [K, T*R*S, C]: a load past C reads zeros, not the next tap's weights.
+                // [K, T*R*S, C]: a load past C reads zeros, not the next tap's weights. Grouped:
+                // [K, T*R*S, the channels a tile reduces over] (w packed, or one group's w).
                 TensorMapShape {
                     rank: 3,
-                    dims: [c, taps, k, 1, 1],
+                    dims: [tile_input_channels(p), taps, k, 1, 1],
                     boxes: TmaBoxes::Tiled([block_k, 1, cfg.cols, 1, 1]),
                     swizzle: true,
                 },
@@ -805,6 +923,7 @@ impl TunableSolver for Wgmma {
         };
         let [pad_d, pad_h, pad_w] = p.pad();
         let [dil_d, dil_h, dil_w] = p.dilation();
+        let packs = self.grouped && packs_groups(p);
         Some(TmaArguments {
             views: [
                 TmaView {
@@ -812,7 +931,11 @@ impl TunableSolver for Wgmma {
                     shape: x,
                 },
                 TmaView {
-                    operand: TmaOperand::W,
+                    operand: if packs {
+                        TmaOperand::PackedW
+                    } else {
+                        TmaOperand::W
+                    },
                     shape: w_map,
                 },
             ],
@@ -821,7 +944,23 @@ impl TunableSolver for Wgmma {
             geometry: [oh, ow, r, s, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w]
                 .map(|v| v as i32),
             depth: [od, t, stride_d, pad_d, dil_d].map(|v| v as i32),
-            packing: None,
+            input: [d, h, w].map(|v| v as i32),
+            group_widths: if self.grouped {
+                [
+                    p.group_channels() as u64,
+                    (p.k() / p.groups()) as u64,
+                    tile_input_channels(p),
+                ]
+                .map(|v| v as i32)
+            } else {
+                [0; 3]
+            },
+            // Packed w at the workspace's start; nothing else is packed.
+            packing: packs.then_some(super::Packing {
+                offsets: [0; 3],
+                row_elems: 0,
+                lead: 0,
+            }),
             zeroed_words: if cfg.stream_k() {
                 (STREAM_K_FLAGS_BYTES / 4) as u32
             } else {
@@ -1133,9 +1272,10 @@ impl TunableSolver for WgmmaFirstLayer {
             splits: 1,
             geometry: [oh, ow, r, s, stride_h, stride_w, pad_h, pad_w, 1, 1].map(|v| v as i32),
             depth: [1, 1, 1, 0, 1],
-            packing: Some(super::FirstLayerPacking {
+            input: [1, h as i32, w as i32],
+            group_widths: [0; 3],
+            packing: Some(super::Packing {
                 offsets,
-                input: [h as i32, w as i32],
                 row_elems: shape.row_elems as i32,
                 lead: shape.lead as i32,
             }),
@@ -1423,6 +1563,119 @@ mod tests {
         ] {
             assert_eq!(s.check(q, &h100, params), Err(why), "{params}");
         }
+    }
+
+    #[test]
+    fn grouped_tiles_fold_narrow_groups_and_span_wide_ones() {
+        let h100 = crate::solvers::devices::h100();
+        let s = &GROUPED;
+        let grouped = |c: u32, k: u32, groups: u32| {
+            ConvProblem::new(ConvSpec {
+                n: 32,
+                c,
+                k,
+                groups,
+                input: [1, 56, 56],
+                filter: [1, 3, 3],
+                pad: [0, 1, 1],
+                layouts: [Layout::Nhwc; 3],
+                data_types: [DataType::Fp16; 3],
+                ..ConvSpec::default()
+            })
+            .unwrap()
+        };
+        let cfg = s.parse("256,64,4,1").unwrap();
+        // Groups of 8: eight a tile, w packed block-diagonally ([K, 9 taps, 64]) by a first
+        // kernel; the main kernel reduces over 64 input channels a tap.
+        let narrow = grouped(256, 256, 32);
+        assert!(s.check(&narrow, &h100, "256,64,4,1").is_ok());
+        assert_eq!(tile_input_channels(&narrow), 64);
+        let plan = s.plan(&narrow, &h100, &cfg);
+        let kernels: Vec<_> = plan.kernels.iter().map(|k| k.kernel).collect();
+        assert_eq!(
+            kernels,
+            [
+                "kiln_wgmma_group_pack",
+                "kiln_wgmma_implicit_gemm_persistent"
+            ]
+        );
+        assert_eq!(plan.workspace_bytes, 256 * 9 * 64 * 2);
+        assert_eq!(plan.kernels[1].block, [256, 1, 1]);
+        let tma = s.tma_arguments(&narrow, &h100, &cfg).unwrap();
+        assert_eq!(tma.views[1].operand, TmaOperand::PackedW);
+        assert_eq!(tma.views[1].shape.dims, [64, 9, 256, 1, 1]);
+        assert_eq!(tma.group_widths, [8, 8, 64]);
+        assert_eq!(tma.input, [1, 56, 56]);
+        assert_eq!(tma.packing.unwrap().offsets, [0; 3]);
+        // Groups of 128: a tile within one group, w read as it is, one kernel.
+        let wide = grouped(512, 512, 4);
+        assert!(s.check(&wide, &h100, "256,64,4,1").is_ok());
+        assert_eq!(tile_input_channels(&wide), 128);
+        let plan = s.plan(&wide, &h100, &s.parse("256,64,4,1").unwrap());
+        assert_eq!(plan.kernels.len(), 1);
+        assert_eq!(plan.workspace_bytes, 0);
+        let tma = s.tma_arguments(&wide, &h100, &cfg).unwrap();
+        assert_eq!(tma.views[1].operand, TmaOperand::W);
+        assert_eq!(tma.views[1].shape.dims, [128, 9, 512, 1, 1]);
+        // The folded products cost 64 / 8 times the groups' own: the cost model counts them as
+        // groups of 64 channels, plus the packing's launch.
+        let of_64 = s.estimate(&grouped(256, 256, 4), &h100, &cfg);
+        let folded = s.estimate(&narrow, &h100, &cfg);
+        assert!(
+            folded > of_64 && folded < of_64 + 0.003,
+            "{folded} against {of_64}"
+        );
+        // Groups of 48: a tile meets at most two (channels 64-127 take groups 1 and 2), so it
+        // reduces over 96 input channels, w packed.
+        let straddling = grouped(192, 192, 4);
+        assert!(s.check(&straddling, &h100, "256,64,4,1").is_ok());
+        assert_eq!(tile_input_channels(&straddling), 96);
+        assert!(packs_groups(&straddling));
+        // Groups of 24 within 64-channel tiles: at most four groups a tile.
+        assert_eq!(tile_input_channels(&grouped(240, 240, 10)), 96);
+        for (p, why) in [
+            (
+                grouped(64, 64, 1),
+                "dense convolution (the grouped solver's tiles fold groups)",
+            ),
+            (grouped(64, 64, 32), "fewer than 4 output channels a group"),
+            // Groups of 12 channels start 24 bytes apart.
+            (
+                grouped(96, 96, 8),
+                "a tile's input channels do not start 16 bytes apart",
+            ),
+        ] {
+            assert_eq!(
+                s.check(&p, &h100, "256,64,4,1"),
+                Err(why),
+                "{}",
+                p.find_db_key()
+            );
+        }
+        // The other wgmma solvers decline grouped problems; 3-D grouped problems fold too.
+        assert_eq!(
+            IMPLICIT_GEMM.check(&narrow, &h100, "128,64,6,1"),
+            Err("grouped convolution")
+        );
+        let video = ConvProblem::new(ConvSpec {
+            spatial_dims: 3,
+            n: 2,
+            c: 128,
+            k: 128,
+            groups: 8,
+            input: [8, 28, 28],
+            filter: [3, 3, 3],
+            pad: [1, 1, 1],
+            layouts: [Layout::Ndhwc; 3],
+            data_types: [DataType::Bf16; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        assert!(s.check(&video, &h100, "128,64,6,1").is_ok());
+        // Not on an A100: sm_90a code.
+        assert!(s
+            .check(&narrow, &crate::solvers::devices::a100(), "256,64,4,1")
+            .is_err());
     }
 
     fn nhwc(n: u32, c: u32, k: u32, hw: u32, f: u32) -> ConvProblem {

@@ -123,6 +123,10 @@ pub struct TmaConvParams {
     pub in_w: i32,
     pub row_elems: i32,
     pub lead: i32,
+    pub in_d: i32,
+    pub group_in: i32,
+    pub group_out: i32,
+    pub group_tile_in: i32,
     pub ep: Epilogue,
 }
 
@@ -500,7 +504,8 @@ mod tests {
         let tma = fields!(TmaConvParams: x, w, y, m, k, c, splits, out_h, out_w, filter_h,
             filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, out_d, filter_d, stride_d, pad_d,
             dil_d, workspace, x_data, w_data,
-            x_packed, w_packed, row_flags, in_h, in_w, row_elems, lead, ep);
+            x_packed, w_packed, row_flags, in_h, in_w, row_elems, lead, in_d, group_in, group_out,
+            group_tile_in, ep);
         let ep = fields!(Epilogue: scale, bias, z, alpha, beta, act_a, act, y_ld, z_ld);
         check(epilogue, "KilnEpilogue", &ep, size_of::<Epilogue>(), 8).unwrap();
         check(
