@@ -22,7 +22,7 @@ mkdir -p "$OUT"
 STEPS=${STEPS:-check find}
 CLASS=${CLASS:-grouped}
 case "$CLASS" in
-  grouped) default_solvers="ConvCutlassGroupedFwd ConvDirectGroupedFwd" ;;
+  grouped) default_solvers="ConvWgmmaGroupedFwd ConvMmaGroupedFwd ConvCutlassGroupedFwd ConvDirectGroupedFwd" ;;
   video) default_solvers="ConvCutlass3dFwd ConvCutlass3dScalarOutFwd ConvCutlass3d3xTf32Fwd" ;;
   *) echo "CLASS is grouped or video, not $CLASS" >&2; exit 2 ;;
 esac
