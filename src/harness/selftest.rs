@@ -398,3 +398,45 @@ pub fn run(
     }
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solvers::{devices, registered, TargetCaps};
+    use kiln_format::Vendor;
+
+    /// `kiln selftest` with no problem list is the boot check: every solver the manifest
+    /// compiles must meet at least one problem of the built-in set that one of its perf configs
+    /// runs, on some device kiln targets (a solver added without one would never be checked on
+    /// a GPU by the boot check).
+    #[test]
+    fn the_built_in_set_reaches_every_solver() {
+        let amd = |arch: &'static str, units| TargetCaps::describe(Vendor::Amd, arch, arch, units);
+        let devices = [
+            devices::h100(),
+            devices::a100(),
+            devices::orin(),
+            amd("gfx90a", 104),
+            amd("gfx942", 304),
+            amd("gfx1100", 48),
+        ];
+        let problems = problems();
+        let unreached: Vec<&str> = registered()
+            .filter(|s| {
+                !problems.iter().any(|p| {
+                    devices.iter().any(|caps| {
+                        s.entry
+                            .params
+                            .iter()
+                            .any(|q| s.applicable(p, caps, q).is_ok())
+                    })
+                })
+            })
+            .map(|s| s.id())
+            .collect();
+        assert!(
+            unreached.is_empty(),
+            "no built-in selftest problem for {unreached:?}"
+        );
+    }
+}
