@@ -295,7 +295,8 @@ fn tile_input_channels(p: &ConvProblem) -> u64 {
     groups_met * group_in
 }
 
-/// Whether the grouped solver packs w first: groups that are not whole tiles.
+/// Whether the grouped solver packs w first: groups that are not whole tiles (the other wgmma
+/// solvers take no grouped problem).
 fn packs_groups(p: &ConvProblem) -> bool {
     p.groups() > 1 && !(p.k() / p.groups()).is_multiple_of(GROUP_TILE)
 }
@@ -660,32 +661,31 @@ impl TunableSolver for Wgmma {
         } else {
             cfg.threads()
         };
-        let main = KernelLaunch {
-            kernel: self.kernel(entry),
-            grid: [clamp(blocks), 1, 1],
-            block: [threads, 1, 1],
-            shared_bytes: cfg.shared_bytes(persistent, element_bytes(p)),
-            cluster: 1,
-        };
-        if self.grouped && packs_groups(p) {
-            // w packed block-diagonally into the workspace, then the main kernel.
+        let mut plan = LaunchPlan::single_with_shared(
+            self.kernel(entry),
+            [clamp(blocks), 1, 1],
+            [threads, 1, 1],
+            cfg.shared_bytes(persistent, element_bytes(p)),
+        );
+        if packs_groups(p) {
+            // w packed block-diagonally into the workspace by a first kernel. The grouped solver
+            // runs whole tiles: no split-K or stream-K below.
             let elements = packed_group_bytes(p) / element_bytes(p) as u64;
-            let mut plan = LaunchPlan::single(
-                "kiln_wgmma_group_pack",
-                [
+            let pack = KernelLaunch {
+                kernel: "kiln_wgmma_group_pack",
+                grid: [
                     clamp(elements.div_ceil(PACK_THREADS as u64).min(sms * 8)),
                     1,
                     1,
                 ],
-                [PACK_THREADS, 1, 1],
-            );
-            let _ = plan.kernels.push(main);
-            plan.library = 1;
+                block: [PACK_THREADS, 1, 1],
+                shared_bytes: 0,
+                cluster: 1,
+            };
+            let _ = plan.kernels.insert(0, pack);
             plan.workspace_bytes = packed_group_bytes(p);
             return plan;
         }
-        let mut plan =
-            LaunchPlan::single_with_shared(main.kernel, main.grid, main.block, main.shared_bytes);
         if cfg.stream_k() {
             // The flags, then one FP32 partial tile per block.
             plan.workspace_bytes =
@@ -776,7 +776,7 @@ impl TunableSolver for Wgmma {
             0.0
         };
         // The grouped solver's packing: one more launch, w read and its packed copy written.
-        let pack_ms = if self.grouped && packs_groups(p) {
+        let pack_ms = if packs_groups(p) {
             (w as f64 * element_bytes(p) as f64 + packed_group_bytes(p) as f64) / 2.8e9 + 0.002
         } else {
             0.0
@@ -923,7 +923,7 @@ impl TunableSolver for Wgmma {
         };
         let [pad_d, pad_h, pad_w] = p.pad();
         let [dil_d, dil_h, dil_w] = p.dilation();
-        let packs = self.grouped && packs_groups(p);
+        let packs = packs_groups(p);
         Some(TmaArguments {
             views: [
                 TmaView {
