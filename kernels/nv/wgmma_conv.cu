@@ -653,17 +653,25 @@ template <int R> static __device__ KILN_INLINE void kiln_fence_regs(float* d) {
 // shared memory for the whole kernel. A zero tap multiplies real pixels: exact for finite
 // values, but an inf or NaN there would poison outputs whose true window excludes it, so a
 // unit whose rows are flagged is computed directly from x and w instead (CUDA cores, FP32).
+//
+// KILN_FL_DEPTH > 1: a 3-D first layer (an RGB video stem, KILN_FL_DEPTH filter planes). A
+// unit's patch is then the R rows of each of the planes its windows cover, one TMA copy of x
+// viewed as [N, D, H, row blocks, 64] (zero-filled past D's edges as past H's), and the
+// products run plane after plane, each plane's w in its own whole 64-element boxes.
+#ifndef KILN_FL_DEPTH
+#define KILN_FL_DEPTH 1
+#endif
 #if KILN_ELEM_BYTES != 2 || !defined(KILN_FL_STRIDE) || (KILN_FL_STRIDE != 1 && KILN_FL_STRIDE != 2) || !defined(KILN_FL_MMAS)
 #error "first layers: FP16 or BF16, KILN_FL_STRIDE 1 or 2, KILN_FL_MMAS"
 #endif
 #define KILN_FL_CPAD (8 / KILN_FL_STRIDE)
 
-static __device__ KILN_INLINE void kiln_tma_load_4d(kiln_u32 dst, const KilnTensorMap* map, int c0,
-                                                    int c1, int c2, int c3, kiln_u32 bar) {
+static __device__ KILN_INLINE void kiln_tma_load_5d(kiln_u32 dst, const KilnTensorMap* map, int c0,
+                                                    int c1, int c2, int c3, int c4, kiln_u32 bar) {
   asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
-      "%3, %4, %5}], [%6];" ::"r"(dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3, %4, %5, %6}], [%7];" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(bar)
       : "memory");
 }
 // A descriptor for the unswizzled, overlapping patch operand: start, 16 bytes between core
@@ -683,20 +691,22 @@ static __device__ KILN_INLINE bool kiln_non_finite(kiln_u16 bits) {
 // Where a first-layer block's shared memory is and the unit grid, computed once per block.
 struct KilnFirstLayout {
   kiln_u32 raw, w, stages, staging, full, empty, w_full;
-  int skew, blocks, row_bytes, patch_bytes, w_boxes, tiles_x, units;
+  int skew, blocks, row_bytes, patch_bytes, plane_boxes, w_boxes, tiles_x, units;
 };
 
 static __device__ KILN_INLINE KilnFirstLayout kiln_first_layout(const KilnTmaConvParams& p) {
   KilnFirstLayout l;
   l.raw = kiln_smem(kiln_dyn_smem_base());
-  l.w_boxes = (p.filter_h * p.row_elems + 63) / 64;
+  // Each filter plane's packed w in whole 64-element boxes (src/solvers/wgmma.rs packs so).
+  l.plane_boxes = (p.filter_h * p.row_elems + 63) / 64;
+  l.w_boxes = KILN_FL_DEPTH * l.plane_boxes;
   // A unit's first window starts at element (ox0 * stride - pad - lead) * CPAD of its rows,
   // ox0 * stride * CPAD = 8 * ox0 a multiple of 512: the start's offset in its 64-element
   // block is the same for every unit.
   l.skew = ((-(p.pad_w + p.lead) * KILN_FL_CPAD) % 64 + 64) % 64;
   l.blocks = (l.skew + (KILN_BM - 1) * 8 + p.row_elems + 63) / 64;
   l.row_bytes = l.blocks * 128;
-  l.patch_bytes = (l.row_bytes * p.filter_h + 1023) & ~1023;
+  l.patch_bytes = (l.row_bytes * p.filter_h * KILN_FL_DEPTH + 1023) & ~1023;
   l.w = (l.raw + 1023) & ~1023u;
   l.stages = l.w + l.w_boxes * KILN_BN * 128;
   l.staging = l.stages + KILN_STAGES * l.patch_bytes;
@@ -704,14 +714,16 @@ static __device__ KILN_INLINE KilnFirstLayout kiln_first_layout(const KilnTmaCon
   l.empty = l.full + KILN_STAGES * 8;
   l.w_full = l.empty + KILN_STAGES * 8;
   l.tiles_x = (p.out_w + KILN_BM - 1) / KILN_BM;
-  l.units = p.m / p.out_w * l.tiles_x;  // images x output rows x tiles per row
+  l.units = p.m / p.out_w * l.tiles_x;  // images x output planes x rows x tiles per row
   return l;
 }
 
-// One output row's KILN_BM pixels from (n, oy, ox0) computed straight from x and w in FP32,
-// this warpgroup's 64 of them: the path for units whose input rows hold an inf or NaN.
-static __device__ void kiln_first_layer_direct(const KilnTmaConvParams& p, int n, int oy,
+// One output row's KILN_BM pixels from (plane, oy, ox0) computed straight from x and w in FP32,
+// this warpgroup's 64 of them: the path for units whose input rows hold an inf or NaN. `plane`
+// is n * out_d + the output plane.
+static __device__ void kiln_first_layer_direct(const KilnTmaConvParams& p, int plane, int oy,
                                                int ox0, kiln_i64 m0) {
+  const int n = plane / p.out_d, od = plane % p.out_d;
   const kiln_t* x = (const kiln_t*)p.x_data;
   const kiln_t* w = (const kiln_t*)p.w_data;
   kiln_t* y = (kiln_t*)p.y;
@@ -719,15 +731,20 @@ static __device__ void kiln_first_layer_direct(const KilnTmaConvParams& p, int n
     const int r = i / p.k, k = i % p.k, ox = ox0 + r;
     if (ox >= p.out_w) continue;
     float acc = 0.0f;
-    for (int fr = 0; fr < p.filter_h; ++fr) {
-      const int h = oy * p.stride_h - p.pad_h + fr;
-      if (h < 0 || h >= p.in_h) continue;
-      for (int fs = 0; fs < p.filter_w; ++fs) {
-        const int wx = ox * p.stride_w - p.pad_w + fs;
-        if (wx < 0 || wx >= p.in_w) continue;
-        const kiln_i64 xi = (((kiln_i64)n * p.in_h + h) * p.in_w + wx) * p.c;
-        const kiln_i64 wi = (((kiln_i64)k * p.filter_h + fr) * p.filter_w + fs) * p.c;
-        for (int c = 0; c < p.c; ++c) acc += kiln_load(x, xi + c) * kiln_load(w, wi + c);
+    for (int ft = 0; ft < KILN_FL_DEPTH; ++ft) {
+      const int d = od * p.stride_d - p.pad_d + ft;
+      if (d < 0 || d >= p.in_d) continue;
+      for (int fr = 0; fr < p.filter_h; ++fr) {
+        const int h = oy * p.stride_h - p.pad_h + fr;
+        if (h < 0 || h >= p.in_h) continue;
+        for (int fs = 0; fs < p.filter_w; ++fs) {
+          const int wx = ox * p.stride_w - p.pad_w + fs;
+          if (wx < 0 || wx >= p.in_w) continue;
+          const kiln_i64 xi = ((((kiln_i64)n * p.in_d + d) * p.in_h + h) * p.in_w + wx) * p.c;
+          const kiln_i64 wi =
+              ((((kiln_i64)k * KILN_FL_DEPTH + ft) * p.filter_h + fr) * p.filter_w + fs) * p.c;
+          for (int c = 0; c < p.c; ++c) acc += kiln_load(x, xi + c) * kiln_load(w, wi + c);
+        }
       }
     }
     kiln_store_nhwc(y, m0 + r, k, acc, p.ep);
@@ -742,7 +759,8 @@ static __device__ void kiln_first_layer_direct(const KilnTmaConvParams& p, int n
 extern "C" __global__ void __launch_bounds__(256)
     kiln_wgmma_first_layer_pack(const __grid_constant__ KilnTmaConvParams p) {
   kiln_pdl_enter();
-  const int rows = p.m / (p.out_h * p.out_w) * p.in_h;
+  // Input rows: images x input planes x rows.
+  const int rows = p.m / (p.out_d * p.out_h * p.out_w) * p.in_d * p.in_h;
   const int row_blocks = (rows + KILN_FL_PACK_ROWS - 1) / KILN_FL_PACK_ROWS;
   const kiln_u16* x = (const kiln_u16*)p.x_data;
   if ((int)blockIdx.x < row_blocks) {
@@ -786,22 +804,25 @@ extern "C" __global__ void __launch_bounds__(256)
     if (threadIdx.x % 32 == 0) ((int*)p.row_flags)[row] = bad;
     return;
   }
-  // w: [K, R, S, C] -> [K, R, row_elems], element e = tap * CPAD + channel, tap - lead = s.
+  // w: [K, T, R, S, C] -> [K, T, plane], a plane R x row_elems elements and zeros to a whole
+  // 64-element box; element e of a row = tap * CPAD + channel, tap - lead = s.
   const kiln_u16* w = (const kiln_u16*)p.w_data;
-  const kiln_i64 total = (kiln_i64)p.k * p.filter_h * p.row_elems;
+  const int plane = (p.filter_h * p.row_elems + 63) / 64 * 64;
+  const kiln_i64 total = (kiln_i64)p.k * KILN_FL_DEPTH * plane;
   const kiln_i64 i = ((kiln_i64)blockIdx.x - row_blocks) * blockDim.x + threadIdx.x;
   if (i >= total) return;
-  const int e = (int)(i % p.row_elems);
-  const kiln_i64 kr = i / p.row_elems;  // k * R + r
+  const int in_plane = (int)(i % plane), fr = in_plane / p.row_elems, e = in_plane % p.row_elems;
+  const kiln_i64 kr = i / plane * p.filter_h + fr;  // (k * T + t) * R + r
   const int fs = e / KILN_FL_CPAD - p.lead, c = e % KILN_FL_CPAD;
-  ((kiln_u16*)p.w_packed)[i] =
-      (fs >= 0 && fs < p.filter_w && c < p.c) ? w[(kr * p.filter_w + fs) * p.c + c] : (kiln_u16)0;
+  ((kiln_u16*)p.w_packed)[i] = (fr < p.filter_h && fs >= 0 && fs < p.filter_w && c < p.c)
+                                   ? w[(kr * p.filter_w + fs) * p.c + c]
+                                   : (kiln_u16)0;
 }
 
-// The persistent first-layer kernel: units blockIdx.x + i gridDim.x; 64-pixel units run two
+// The persistent first-layer kernel: units blockIdx.x + i gridDim.x; 2-D 64-pixel units run two
 // blocks per SM (src/solvers/wgmma.rs sizes the grid so), so that one block's loads, products
-// and stores overlap the other's.
-#define KILN_FL_BLOCKS_PER_SM (KILN_BM == 64 ? 2 : 1)
+// and stores overlap the other's. A 3-D block's w fills about half an SM's shared memory.
+#define KILN_FL_BLOCKS_PER_SM (KILN_BM == 64 && KILN_FL_DEPTH == 1 ? 2 : 1)
 extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM)
     kiln_wgmma_first_layer(const __grid_constant__ KilnTmaConvParams p) {
   kiln_pdl_enter();
@@ -819,7 +840,7 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
   if (threadIdx.x / 128 == KILN_CONSUMERS) {
     if (threadIdx.x % 128 != 0) return;
     asm volatile("prefetch.tensormap [%0];" ::"l"(&p.x) : "memory");
-    // w once, as 64-element boxes of the packed [K, R * row_elems] matrix.
+    // w once, as 64-element boxes of the packed [K, T * plane] matrix.
     kiln_mbar_expect(l.w_full, l.w_boxes * KILN_BN * 128);
     for (int b = 0; b < l.w_boxes; ++b)
       kiln_tma_load_2d(l.w + b * KILN_BN * 128, &p.w, b * 64, 0, l.w_full);
@@ -827,14 +848,16 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
     for (int u = blockIdx.x; u < l.units; u += gridDim.x, ++g) {
       const int s = g % KILN_STAGES;
       if (g >= KILN_STAGES) kiln_mbar_wait(l.empty + 8 * s, ((g / KILN_STAGES) - 1) & 1);
-      const int n = u / rows_per_image, oy = (u / l.tiles_x) % p.out_h;
+      const int plane = u / rows_per_image, oy = (u / l.tiles_x) % p.out_h;
+      const int n = plane / p.out_d, od = plane % p.out_d;
       const int ox0 = (u % l.tiles_x) * KILN_BM;
-      // The patch: R rows from oy * stride - pad, each from the first window's start (lead
-      // zero taps before it keep that 16-byte aligned); TMA zero-fills outside x.
+      // The patch: R rows from oy * stride - pad of each of the T planes from od * stride -
+      // pad, each row from the first window's start (lead zero taps before it keep that 16-byte
+      // aligned); TMA zero-fills outside x.
       const int e0 = (ox0 * KILN_FL_STRIDE - p.pad_w - p.lead) * KILN_FL_CPAD;
-      kiln_mbar_expect(l.full + 8 * s, l.row_bytes * p.filter_h);
-      kiln_tma_load_4d(l.stages + s * l.patch_bytes, &p.x, 0, (e0 - l.skew) / 64,
-                       oy * p.stride_h - p.pad_h, n, l.full + 8 * s);
+      kiln_mbar_expect(l.full + 8 * s, l.row_bytes * p.filter_h * KILN_FL_DEPTH);
+      kiln_tma_load_5d(l.stages + s * l.patch_bytes, &p.x, 0, (e0 - l.skew) / 64,
+                       oy * p.stride_h - p.pad_h, od * p.stride_d - p.pad_d, n, l.full + 8 * s);
     }
     return;
   }
@@ -861,21 +884,27 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
   int g = 0;
   for (int u = blockIdx.x; u < l.units; u += gridDim.x, ++g) {
     const int s = g % KILN_STAGES;
-    const int n = u / rows_per_image, oy = (u / l.tiles_x) % p.out_h;
+    const int plane = u / rows_per_image, oy = (u / l.tiles_x) % p.out_h;
     const int ox0 = (u % l.tiles_x) * KILN_BM + warpgroup * 64;
-    const kiln_i64 m0 = ((kiln_i64)n * p.out_h + oy) * p.out_w + ox0;
+    const kiln_i64 m0 = ((kiln_i64)plane * p.out_h + oy) * p.out_w + ox0;
     // Whether an input row under this unit holds an inf or NaN: loads issued now, 8 at a time,
     // their latency hidden behind the wait and the products. (Read by the producer instead,
     // they lengthened its per-unit path, which the consumers then waited on.)
     int bad = 0;
     {
-      const int* flags = (const int*)p.row_flags + (kiln_i64)n * p.in_h;
+      const int n = plane / p.out_d, od = plane % p.out_d;
       const int h0 = oy * p.stride_h - p.pad_h;
-      for (int f0 = 0; f0 < p.filter_h; f0 += 8) {
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          const int h = h0 + f0 + i;
-          if (f0 + i < p.filter_h && h >= 0 && h < p.in_h) bad |= flags[h];
+      for (int ft = 0; ft < KILN_FL_DEPTH; ++ft) {
+        const int d = od * p.stride_d - p.pad_d + ft;
+        if (d < 0 || d >= p.in_d) continue;
+        const int* flags = (const int*)p.row_flags + ((kiln_i64)n * p.in_d + d) * p.in_h;
+        for (int f0 = 0; f0 < p.filter_h; f0 += 8) {
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            const int h = h0 + f0 + i;
+            if (f0 + i < p.filter_h && h >= 0 && h < p.in_h) bad |= flags[h];
+          }
         }
       }
     }
@@ -885,11 +914,17 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
     // (shared memory ends below 2^18 bytes).
     const kiln_u64 patch =
         kiln_patch_desc(l.stages + s * l.patch_bytes + 2 * l.skew + warpgroup * 64 * 16);
-    // KILN_FL_MMAS = R x row_elems / 16 products, a compile-time count: a run-time loop
-    // around wgmma makes ptxas fence its accumulators every iteration (C7519).
+    // KILN_FL_MMAS = R x row_elems / 16 products a plane, compile-time counts: a run-time loop
+    // around wgmma makes ptxas fence its accumulators every iteration (C7519). Plane t's rows
+    // follow plane t - 1's in the patch, its w boxes follow in w.
 #pragma unroll
-    for (int i = 0; i < KILN_FL_MMAS; ++i)
-      KilnWgmma<KILN_BN>::mma(acc, patch + a_step[i], b_desc[i], i > 0);
+    for (int t = 0; t < KILN_FL_DEPTH; ++t) {
+      const kiln_u32 a_plane = t * ((p.filter_h * l.row_bytes) >> 4);
+      const kiln_u64 b_plane = t * ((l.plane_boxes * KILN_BN * 128) >> 4);
+#pragma unroll
+      for (int i = 0; i < KILN_FL_MMAS; ++i)
+        KilnWgmma<KILN_BN>::mma(acc, patch + a_step[i] + a_plane, b_desc[i] + b_plane, t > 0 || i > 0);
+    }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     kiln_fence_regs<KILN_BN / 2>(acc);
@@ -897,7 +932,7 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
 
     // Rows with an inf or NaN under this unit's windows: computed directly instead.
     if (bad) {
-      kiln_first_layer_direct(p, n, oy, ox0, m0);
+      kiln_first_layer_direct(p, plane, oy, ox0, m0);
       continue;
     }
     // Stage this warpgroup's 64 rows (after its threads have stored the previous unit's).

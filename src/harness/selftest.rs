@@ -220,6 +220,11 @@ pub fn problems() -> Vec<ConvProblem> {
         d3(2, 45, 64, [6, 8, 8], [3, 1, 1], [1, 0, 0], [1, 1, 1]),
         d3(1, 64, 21, [4, 7, 7], [1, 3, 3], [0, 1, 1], [2, 2, 2]),
         d3(1, 128, 128, [4, 14, 14], [3, 3, 3], [1, 1, 1], [2, 2, 2]),
+        // RGB stems on the 3-D first-layer kernel: at stride 2 across with output rows wider
+        // than one 64-pixel unit, and at stride 1 across with depth stride 2 (the windows of
+        // the first and last planes reach past the input's).
+        d3(1, 3, 64, [4, 10, 150], [3, 7, 7], [1, 3, 3], [1, 2, 2]),
+        d3(2, 3, 24, [5, 9, 20], [3, 3, 3], [1, 1, 1], [2, 1, 1]),
         // Hopper's 5-D im2col gathers (ConvWgmmaImplicitGemm3dFwd): a temporal-only filter whose
         // 128-voxel tiles cross planes and images, and a spatial-only one at depth stride 2.
         d3(3, 32, 48, [5, 7, 6], [3, 1, 1], [1, 0, 0], [1, 1, 1]),

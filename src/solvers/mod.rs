@@ -504,6 +504,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &wgmma::GEMM_1X1_TF32,
     &wgmma::IMPLICIT_GEMM_TF32,
     &wgmma::FIRST_LAYER,
+    &wgmma::FIRST_LAYER_3D,
     &mma_amd::MFMA,
     &mma_amd::WMMA,
 ];
@@ -1011,6 +1012,15 @@ mod tests {
                 k: 45,
                 filter: [3, 1, 1],
                 pad: [1, 0, 0],
+                data_types: [DataType::Fp16; 3],
+                ..volume
+            },
+            // An RGB video stem (the 3-D first-layer solver's).
+            ConvSpec {
+                c: 3,
+                filter: [3, 7, 7],
+                pad: [1, 3, 3],
+                stride: [1, 2, 2],
                 data_types: [DataType::Fp16; 3],
                 ..volume
             },
