@@ -1523,6 +1523,36 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 #endif
 
+#if defined(KILN_IM2COL) && !defined(KILN_GROUPED) && !defined(KILN_STEP_CHANNELS) && KILN_ELEM_BYTES == 2
+// Input channels that do not fill 16-byte vectors (TMA rows start 16-byte aligned): x and w
+// copied into the workspace with their channels padded from group_in (the layer's) to c (a
+// multiple of 8, what the products reduce over), zeros after: x_packed [N, D, H, W, c] and
+// w_packed [K, taps, c]. Launched before the main kernel, with the same argument; 16 bytes
+// a thread and step, the 8 loads issued before the store.
+extern "C" __global__ void __launch_bounds__(256)
+    kiln_wgmma_pad_channels(const __grid_constant__ KilnTmaConvParams p) {
+  kiln_pdl_enter();
+  const int from = p.group_in, chunks = p.c / 8;
+  const kiln_i64 pixels =
+      (kiln_i64)(p.m / (p.out_d * p.out_h * p.out_w)) * p.in_d * p.in_h * p.in_w;
+  const kiln_i64 rows = pixels + (kiln_i64)p.k * p.filter_d * p.filter_h * p.filter_w;
+  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < rows * chunks;
+       i += (kiln_i64)gridDim.x * blockDim.x) {
+    const kiln_i64 row = i / chunks;
+    const int c0 = (int)(i % chunks) * 8;
+    const bool is_x = row < pixels;
+    const kiln_i64 r = is_x ? row : row - pixels;
+    const kiln_u16* src = (const kiln_u16*)(is_x ? p.x_data : p.w_data) + r * from;
+    kiln_u32 v[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (c0 + e < from) v[e / 2] |= (kiln_u32)src[c0 + e] << (16 * (e % 2));
+    *(uint4*)((kiln_u16*)(is_x ? p.x_packed : p.w_packed) + r * p.c + c0) =
+        make_uint4(v[0], v[1], v[2], v[3]);
+  }
+}
+#endif
+
 // Split-K's second kernel: y = the sum of the slices' FP32 partials, rounded once, 16 bytes
 // of y per thread and step. Launched with the same argument as the main kernel.
 extern "C" __global__ void __launch_bounds__(256)

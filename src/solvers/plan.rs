@@ -136,7 +136,8 @@ pub struct TmaArguments {
     /// `in_d, in_h, in_w`: the input's size (read by the first-layer and grouped kernels).
     pub input: [i32; 3],
     /// `group_in, group_out, group_tile_in`: one group's input and output channels, and the
-    /// input channels one output tile reduces over (the grouped kernel; 0 elsewhere).
+    /// input channels one output tile reduces over (the grouped kernel, and the channel-padding
+    /// kernel of the dense ones: the layer's channels and the padded count; 0 elsewhere).
     pub group_widths: [i32; 3],
     /// Kernels that pack operands into the workspace: where and how.
     pub packing: Option<Packing>,

@@ -284,7 +284,8 @@ fn gemm_rows(p: &ConvProblem) -> u64 {
 /// up to two groups of 48 (96).
 fn tile_input_channels(p: &ConvProblem) -> u64 {
     if p.groups() <= 1 {
-        return p.c() as u64;
+        // Dense: every channel, padded to whole 16-byte vectors where the solver pads them.
+        return (p.c() as u64).next_multiple_of(vector_elems(p) as u64);
     }
     let (group_in, group_out) = (p.group_channels() as u64, (p.k() / p.groups()) as u64);
     let (k, tile) = (p.k() as u64, GROUP_TILE as u64);
@@ -299,6 +300,17 @@ fn tile_input_channels(p: &ConvProblem) -> u64 {
 /// solvers take no grouped problem).
 fn packs_groups(p: &ConvProblem) -> bool {
     p.groups() > 1 && !(p.k() / p.groups()).is_multiple_of(GROUP_TILE)
+}
+
+/// Bytes of x and w with their channels padded to whole 16-byte vectors
+/// (`kiln_wgmma_pad_channels`, [`Wgmma::pads_channels`]): where packed w starts, and the end.
+fn padded_bytes(p: &ConvProblem) -> (u64, u64) {
+    let c = tile_input_channels(p);
+    let [x, _, _] = p.element_counts();
+    let e = element_bytes(p) as u64;
+    let x_padded = x / p.c() as u64 * c * e;
+    let w_at = x_padded.next_multiple_of(256);
+    (w_at, w_at + p.k() as u64 * volume(p.filter()) * c * e)
 }
 
 /// Steps of the main loop: `KILN_BK` channels of one filter tap each.
@@ -446,6 +458,22 @@ pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
 };
 
 impl Wgmma {
+    /// Whether the solver copies x and w into the workspace with their channels padded to
+    /// whole 16-byte vectors (TMA rows start 16-byte aligned) before the products: dense FP16
+    /// or BF16 layers whose input channels do not fill them (r(2+1)d's 45, 230, 460 and 921),
+    /// on the im2col solvers that step 64 channels. Not for 32 channels or fewer, whose
+    /// 64-channel steps would be mostly zeros: RGB and other narrow inputs have the
+    /// first-layer and CUDA-core kernels.
+    fn pads_channels(&self, p: &ConvProblem) -> bool {
+        self.im2col
+            && !self.grouped
+            && !self.narrow
+            && !self.tf32
+            && p.groups() == 1
+            && p.c() > NARROW_MAX_CHANNELS
+            && !p.c().is_multiple_of(vector_elems(p))
+    }
+
     /// The grouped solver's rules for `p`'s groups: at least [`GROUP_MIN_OUT`] output channels
     /// a group, and each tile's input channels starting 16 bytes apart (TMA rows): whole
     /// 16-byte vectors a group, or groups that divide the tile into such vectors.
@@ -567,7 +595,7 @@ impl TunableSolver for Wgmma {
         // TMA rows must start 16-byte aligned. Any K: the epilogue stores element by element
         // where its 16-byte chunks would not be whole, but the residual's copies and the
         // split-K partials are 16 bytes a row chunk (see `valid`).
-        if !p.c().is_multiple_of(vector_elems(p)) {
+        if !p.c().is_multiple_of(vector_elems(p)) && !self.pads_channels(p) {
             return Err("C is not a multiple of 16 bytes");
         }
         residual_fits(p)?;
@@ -595,6 +623,9 @@ impl TunableSolver for Wgmma {
         }
         if cfg.splits as u64 > reduction_steps(p, cfg) {
             return Err("more split-K slices than reduction steps");
+        }
+        if self.pads_channels(p) && cfg.splits != 1 {
+            return Err("padded channels run whole tiles only (the workspace holds the copies)");
         }
         if cfg.splits > 1 && !k_vectors(p) && !cfg.cluster_split(p, caps) {
             return Err("split-K partials in the workspace need K in multiples of 16 bytes");
@@ -667,6 +698,26 @@ impl TunableSolver for Wgmma {
             [threads, 1, 1],
             cfg.shared_bytes(persistent, element_bytes(p)),
         );
+        if self.pads_channels(p) {
+            // x and w copied with padded channels by a first kernel; whole tiles only.
+            let (_, end) = padded_bytes(p);
+            let chunks = end / 16;
+            let pad = KernelLaunch {
+                kernel: "kiln_wgmma_pad_channels",
+                grid: [
+                    clamp(chunks.div_ceil(PACK_THREADS as u64).min(sms * 8)),
+                    1,
+                    1,
+                ],
+                block: [PACK_THREADS, 1, 1],
+                shared_bytes: 0,
+                cluster: 1,
+            };
+            let _ = plan.kernels.insert(0, pad);
+            plan.library = 1;
+            plan.workspace_bytes = end;
+            return plan;
+        }
         if packs_groups(p) {
             // w packed block-diagonally into the workspace by a first kernel. The grouped solver
             // runs whole tiles: no split-K or stream-K below.
@@ -776,7 +827,10 @@ impl TunableSolver for Wgmma {
             0.0
         };
         // The grouped solver's packing: one more launch, w read and its packed copy written.
-        let pack_ms = if packs_groups(p) {
+        // Padded channels: x and w read, their copies written, by one more launch.
+        let pack_ms = if self.pads_channels(p) {
+            ((x + w) as f64 * element_bytes(p) as f64 + padded_bytes(p).1 as f64) / 2.8e9 + 0.002
+        } else if packs_groups(p) {
             (w as f64 * element_bytes(p) as f64 + packed_group_bytes(p) as f64) / 2.8e9 + 0.002
         } else {
             0.0
@@ -855,7 +909,18 @@ impl TunableSolver for Wgmma {
     }
 
     fn tma_arguments(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> Option<TmaArguments> {
-        let (m, c, k) = (gemm_rows(p), p.c() as u64, p.k() as u64);
+        // Channels as the products see them: padded to whole 16-byte vectors where the solver
+        // copies x and w so (the copies' maps, over the workspace).
+        let pads = self.pads_channels(p);
+        let (m, c, k) = (
+            gemm_rows(p),
+            if pads {
+                tile_input_channels(p)
+            } else {
+                p.c() as u64
+            },
+            p.k() as u64,
+        );
         let [d, h, w] = p.input();
         let [t, r, s] = p.filter();
         let [od, oh, ow] = p.output();
@@ -927,11 +992,15 @@ impl TunableSolver for Wgmma {
         Some(TmaArguments {
             views: [
                 TmaView {
-                    operand: TmaOperand::X,
+                    operand: if pads {
+                        TmaOperand::PackedX
+                    } else {
+                        TmaOperand::X
+                    },
                     shape: x,
                 },
                 TmaView {
-                    operand: if packs {
+                    operand: if packs || pads {
                         TmaOperand::PackedW
                     } else {
                         TmaOperand::W
@@ -952,15 +1021,27 @@ impl TunableSolver for Wgmma {
                     tile_input_channels(p),
                 ]
                 .map(|v| v as i32)
+            } else if pads {
+                // The padding kernel reads the layer's channels as one group's input.
+                [p.c() as i32, p.k() as i32, c as i32]
             } else {
                 [0; 3]
             },
-            // Packed w at the workspace's start; nothing else is packed.
-            packing: packs.then_some(super::Packing {
-                offsets: [0; 3],
-                row_elems: 0,
-                lead: 0,
-            }),
+            // Grouped: packed w at the workspace's start. Padded channels: x's copy there, w's
+            // after it.
+            packing: if pads {
+                Some(super::Packing {
+                    offsets: [0, padded_bytes(p).0, 0],
+                    row_elems: 0,
+                    lead: 0,
+                })
+            } else {
+                packs.then_some(super::Packing {
+                    offsets: [0; 3],
+                    row_elems: 0,
+                    lead: 0,
+                })
+            },
             zeroed_words: if cfg.stream_k() {
                 (STREAM_K_FLAGS_BYTES / 4) as u32
             } else {
@@ -1388,10 +1469,16 @@ mod tests {
         // One output channel, with a bias: its scale and bias load one element at a time.
         let single = key("64-14-14-1x1-1-14-14-2-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias");
         assert!(GEMM_1X1.check(&single, &h100, "64,32,8,1").is_ok());
-        // C still fills TMA's 16-byte rows.
+        // C short of a vector: x and w are copied with padded channels first (see
+        // `input_channels_short_of_a_vector_are_padded_into_the_workspace`).
         let narrow_c = key("230-14-14-3x3-256-14-14-128-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F");
+        assert!(s.check(&narrow_c, &h100, "128,256,3,1").is_ok());
         assert_eq!(
-            s.check(&narrow_c, &h100, "128,256,3,1"),
+            GEMM_1X1.check(
+                &key("230-14-14-1x1-256-14-14-128-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F"),
+                &h100,
+                "128,256,3,1"
+            ),
             Err("C is not a multiple of 16 bytes")
         );
         // Split-K: workspace partials (batch 1, few tiles, under the cluster's partial bytes)
@@ -1497,6 +1584,61 @@ mod tests {
             .unwrap();
         let ours = s.estimated_ms(&stem, &h100, q).unwrap();
         assert!(ours < cutlass, "{ours} against {cutlass}");
+    }
+
+    #[test]
+    fn input_channels_short_of_a_vector_are_padded_into_the_workspace() {
+        let h100 = crate::solvers::devices::h100();
+        let key = |k: &str| ConvProblem::from_find_db_key(k).unwrap();
+        // r(2+1)d's 460 -> 256 temporal layer: it folds to 2-D (a 3x1 filter over 4 x 196
+        // images), whose 460 FP16 channels (920 bytes a pixel) TMA cannot address.
+        let p =
+            key("460-4-14-14-3x1x1-256-4-14-14-32-1x0x0-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F");
+        let s = &IMPLICIT_GEMM;
+        let q = "128,256,3,1";
+        assert!(s.check(&p, &h100, q).is_ok());
+        let flat = s.runs_as(&p, &h100);
+        assert!(s.pads_channels(&flat));
+        let plan = s.launch_plan(&p, &h100, q).unwrap();
+        let kernels: Vec<_> = plan.kernels.iter().map(|k| k.kernel).collect();
+        assert_eq!(
+            kernels,
+            [
+                "kiln_wgmma_pad_channels",
+                "kiln_wgmma_implicit_gemm_persistent"
+            ]
+        );
+        assert_eq!(plan.library, 1);
+        // x's copy (32 x 4 x 196 pixels of 464 channels), then w's (256 x 3 taps x 464) from
+        // a 256-byte boundary.
+        let x_bytes = 32u64 * 4 * 196 * 464 * 2;
+        let w_at = x_bytes.next_multiple_of(256);
+        assert_eq!(plan.workspace_bytes, w_at + 256 * 3 * 464 * 2);
+        let args = s.tma_block(&p, &h100, q).unwrap().unwrap();
+        assert_eq!(args.views[0].operand, TmaOperand::PackedX);
+        assert_eq!(args.views[1].operand, TmaOperand::PackedW);
+        assert_eq!(args.views[0].shape.dims[0], 464);
+        assert_eq!(args.views[1].shape.dims, [464, 3, 256, 1, 1]);
+        assert_eq!(args.sizes[2], 464);
+        assert_eq!(args.group_widths, [460, 256, 464]);
+        assert_eq!(args.packing.unwrap().offsets, [0, w_at, 0]);
+        // Whole tiles only: the workspace holds the copies, not split-K's partials.
+        assert_eq!(
+            s.check(&p, &h100, "128,128,4,2"),
+            Err("padded channels run whole tiles only (the workspace holds the copies)")
+        );
+        // 3-D too: r(2+1)d's 45 channels stay 3-D (narrower than 8-byte vectors).
+        let temporal =
+            key("45-16-56-56-3x1x1-64-16-56-56-32-1x0x0-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F");
+        assert!(IMPLICIT_GEMM_3D.pads_channels(&IMPLICIT_GEMM_3D.runs_as(&temporal, &h100)));
+        assert!(IMPLICIT_GEMM_3D
+            .check(&temporal, &h100, "128,64,6,1")
+            .is_ok());
+        // Not the narrow-step, TF32 or grouped solvers, nor aligned channels.
+        assert!(!IMPLICIT_GEMM_NARROW.pads_channels(&flat));
+        assert!(!s.pads_channels(&key(
+            "464-4-14-14-3x1x1-256-4-14-14-32-1x0x0-1x1x1-1x1x1-0-NDHWC-NDHWC-NDHWC-FP16-F"
+        )));
     }
 
     #[test]
