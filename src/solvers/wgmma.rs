@@ -698,14 +698,13 @@ impl TunableSolver for Wgmma {
             [threads, 1, 1],
             cfg.shared_bytes(persistent, element_bytes(p)),
         );
-        if self.pads_channels(p) {
-            // x and w copied with padded channels by a first kernel; whole tiles only.
-            let (_, end) = padded_bytes(p);
-            let chunks = end / 16;
-            let pad = KernelLaunch {
-                kernel: "kiln_wgmma_pad_channels",
+        // A first kernel that copies operands into the workspace (`PACK_THREADS`-thread
+        // blocks striding over `items`), then the products; whole tiles only.
+        let mut copy_first = |kernel: &'static str, items: u64, bytes: u64| {
+            let copy = KernelLaunch {
+                kernel,
                 grid: [
-                    clamp(chunks.div_ceil(PACK_THREADS as u64).min(sms * 8)),
+                    clamp(items.div_ceil(PACK_THREADS as u64).min(sms * 8)),
                     1,
                     1,
                 ],
@@ -713,28 +712,24 @@ impl TunableSolver for Wgmma {
                 shared_bytes: 0,
                 cluster: 1,
             };
-            let _ = plan.kernels.insert(0, pad);
+            let _ = plan.kernels.insert(0, copy);
             plan.library = 1;
-            plan.workspace_bytes = end;
+            plan.workspace_bytes = bytes;
+        };
+        if self.pads_channels(p) {
+            // x and w with padded channels, 16 bytes a thread and step.
+            let (_, end) = padded_bytes(p);
+            copy_first("kiln_wgmma_pad_channels", end / 16, end);
             return plan;
         }
         if packs_groups(p) {
-            // w packed block-diagonally into the workspace by a first kernel. The grouped solver
-            // runs whole tiles: no split-K or stream-K below.
-            let elements = packed_group_bytes(p) / element_bytes(p) as u64;
-            let pack = KernelLaunch {
-                kernel: "kiln_wgmma_group_pack",
-                grid: [
-                    clamp(elements.div_ceil(PACK_THREADS as u64).min(sms * 8)),
-                    1,
-                    1,
-                ],
-                block: [PACK_THREADS, 1, 1],
-                shared_bytes: 0,
-                cluster: 1,
-            };
-            let _ = plan.kernels.insert(0, pack);
-            plan.workspace_bytes = packed_group_bytes(p);
+            // w packed block-diagonally, an element a thread and step.
+            let bytes = packed_group_bytes(p);
+            copy_first(
+                "kiln_wgmma_group_pack",
+                bytes / element_bytes(p) as u64,
+                bytes,
+            );
             return plan;
         }
         if cfg.stream_k() {
