@@ -303,33 +303,47 @@ extern "C" __global__ void
 }
 
 // Global average pooling in two kernels, so that a large map with few channels (an
-// excitation's pool over 112x112 pixels of 32 channels) still fills the GPU. First, blocks of
-// 32 channels x 8 pixel lanes each sum one of `splits` pixel ranges of one sample into FP32
-// partials (b: the workspace, n x c x splits floats); then one thread per (n, c) adds its
-// partials, divides and stores. With one range (splits 1) the first kernel stores y itself and
-// the second is not launched.
-extern "C" __global__ void kiln_global_pool_partial(const kiln_t* __restrict__ x, const kiln_t* __restrict__ workspace,
-                                                    kiln_t* __restrict__ y, KilnOpArgs a) {
-  __shared__ float red[256];
-  float* part = (float*)workspace;
+// excitation's pool over 112x112 pixels of 32 channels) still fills the GPU. First, each block
+// sums one of `splits` pixel ranges of one sample for a span of channels into FP32 partials (b:
+// the workspace, n x c x splits floats): lanes of V channels (channels-last with vec 8: one
+// 16-byte load a thread and pixel) side by side, at most 32 of them, and as many pixel lanes as
+// fill the block's 256 threads, so that few channels still keep every thread loading; then one
+// thread per (n, c) adds its partials, divides and stores. With one range (splits 1) the first
+// kernel stores y itself and the second is not launched. (src/ops.rs counts the blocks so.)
+template <int V>
+static __device__ KILN_INLINE void kiln_global_pool_body(const kiln_t* __restrict__ x, float* __restrict__ part,
+                                                         kiln_t* __restrict__ y, const KilnOpArgs& a,
+                                                         float* red) {
   const kiln_u32 c = a.c, hw = (kiln_u32)a.in_h * a.in_w, splits = a.splits;
-  const kiln_u32 chunks = (c + 31) / 32, per = (hw + splits - 1) / splits;
+  const kiln_u32 lanes = V == 1 || c / V > 32 ? 32 : c / V, planes = 256 / lanes;
+  const kiln_u32 span = lanes * V, chunks = (c + span - 1) / span, per = (hw + splits - 1) / splits;
   const kiln_u32 blocks = (kiln_u32)a.n * chunks * splits;
+  const kiln_u32 lane = threadIdx.x % lanes, plane = threadIdx.x / lanes;
   for (kiln_u32 blk = blockIdx.x; blk < blocks; blk += a.grid_threads / 256) {
     const kiln_u32 s = blk % splits, cc = (blk / splits) % chunks, n = blk / splits / chunks;
-    const kiln_u32 ch = cc * 32 + threadIdx.x % 32, lane = threadIdx.x / 32;
+    const kiln_u32 ch0 = cc * span + lane * V;
     const kiln_u32 p0 = s * per, p1 = p0 + per < hw ? p0 + per : hw;
-    float sum = 0.0f;
-    if (ch < c) {
-      for (kiln_u32 p = p0 + lane; p < p1; p += 8) {
-        sum += kiln_op_load(x, kiln_op_index(a, n, ch, p / a.in_w, p % a.in_w, a.in_h, a.in_w, a.a_ld));
+    float sum[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) sum[k] = 0.0f;
+    if (ch0 < c && plane < planes) {
+      for (kiln_u32 p = p0 + plane; p < p1; p += planes) {
+        float v[V];
+        kiln_loadv<V>(x, kiln_op_index(a, n, ch0, p / a.in_w, p % a.in_w, a.in_h, a.in_w, a.a_ld), v);
+#pragma unroll
+        for (int k = 0; k < V; ++k) sum[k] += v[k];
       }
     }
-    red[threadIdx.x] = sum;
+    if (plane < planes) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) red[plane * span + lane * V + k] = sum[k];
+    }
     __syncthreads();
-    if (lane == 0 && ch < c) {
+    // The plane sums, one thread per channel of the span.
+    if (threadIdx.x < span && cc * span + threadIdx.x < c) {
+      const kiln_u32 ch = cc * span + threadIdx.x;
       float t = 0.0f;
-      for (int l = 0; l < 8; ++l) t += red[threadIdx.x + 32 * l];
+      for (kiln_u32 l = 0; l < planes; ++l) t += red[l * span + threadIdx.x];
       if (splits == 1) {
         const float inv = 1.0f / ((float)a.in_h * (float)a.in_w);
         kiln_op_store(y, kiln_op_index(a, n, ch, 0, 0, 1, 1, a.y_ld), kiln_op_act(t * inv, a));
@@ -338,6 +352,16 @@ extern "C" __global__ void kiln_global_pool_partial(const kiln_t* __restrict__ x
       }
     }
     __syncthreads();
+  }
+}
+
+extern "C" __global__ void kiln_global_pool_partial(const kiln_t* __restrict__ x, const kiln_t* __restrict__ workspace,
+                                                    kiln_t* __restrict__ y, KilnOpArgs a) {
+  __shared__ float red[8 * 256];
+  if (a.vec == 8) {
+    kiln_global_pool_body<8>(x, (float*)workspace, y, a, red);
+  } else {
+    kiln_global_pool_body<1>(x, (float*)workspace, y, a, red);
   }
 }
 

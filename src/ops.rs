@@ -31,6 +31,10 @@ pub const FUNCTIONS: [&str; 6] = [
 /// Most pixel ranges a global pool sums apart.
 const MAX_SPLITS: u32 = 64;
 
+/// Blocks that fill an H100-class GPU twice over: a vectorized global pool must keep at least
+/// these, or as many as the scalar one.
+const POOL_FULL_BLOCKS: u64 = 264;
+
 /// Threads per block of every operator (the softmax kernel's reduction assumes it).
 pub const BLOCK_THREADS: u32 = 256;
 
@@ -458,18 +462,37 @@ impl OpProblem {
         let eight = |v: u32| v.is_multiple_of(8);
         let vectorizable = matches!(
             self.kind,
-            OpKind::Pool(_) | OpKind::Resize { .. } | OpKind::Eltwise { .. }
+            OpKind::Pool(_)
+                | OpKind::Resize { .. }
+                | OpKind::Eltwise { .. }
+                | OpKind::GlobalAveragePool
         );
-        if vectorizable
+        let whole_vectors = vectorizable
             && self.layout.channels_last()
             && eight(self.c)
             && eight(self.a_ld)
-            && eight(self.y_ld)
-        {
+            && eight(self.y_ld);
+        // A global pool's vector lanes share a block's channels, so it runs fewer blocks:
+        // only where they still fill the GPU twice over or are no fewer (at batch 1 a
+        // squeeze's 144 channels went from 65 blocks to 13, and ran slower).
+        let pool_keeps_blocks = self.kind != OpKind::GlobalAveragePool
+            || self.pool_blocks(8) >= self.pool_blocks(1).min(POOL_FULL_BLOCKS);
+        if whole_vectors && pool_keeps_blocks {
             8
         } else {
             1
         }
+    }
+
+    /// A global pool's partial-sum blocks at vector width `v`: a span of channels (32, or up
+    /// to 32 vectors of 8) x one pixel range of one sample each.
+    fn pool_blocks(&self, v: u32) -> u64 {
+        let span = if v == 1 {
+            32
+        } else {
+            v * (self.c / v).clamp(1, 32)
+        };
+        u64::from(self.n) * u64::from(self.c.div_ceil(span)) * u64::from(self.splits())
     }
 
     /// The operator's entry points, launched in order. A global pool over one pixel range
@@ -502,11 +525,8 @@ impl OpProblem {
         let [oh, ow] = self.output();
         let work = match self.kind {
             OpKind::Softmax => u64::from(self.n) * u64::from(oh) * u64::from(ow),
-            // The partial sums' blocks: 32 channels x one pixel range of one sample each (the
-            // finishing kernel needs fewer).
-            OpKind::GlobalAveragePool => {
-                u64::from(self.n) * u64::from(self.c.div_ceil(32)) * u64::from(self.splits())
-            }
+            // The partial sums' blocks (the finishing kernel needs fewer).
+            OpKind::GlobalAveragePool => self.pool_blocks(self.vector_width()),
             _ => (self.dense([oh, ow]) / u64::from(self.vector_width()))
                 .div_ceil(u64::from(BLOCK_THREADS)),
         };
@@ -648,6 +668,20 @@ mod tests {
             (big.splits(), big.workspace_bytes(), big.blocks()),
             (49, 32 * 49 * 4, 49)
         );
+        // Channels-last in 8-channel vectors: a block sums 256 channels (144: one).
+        let squeeze = OpProblem::new(
+            OpKind::GlobalAveragePool,
+            32,
+            144,
+            [56, 56],
+            Layout::Nhwc,
+            DataType::Fp16,
+        );
+        assert_eq!(squeeze.vector_width(), 8);
+        assert_eq!((squeeze.splits(), squeeze.blocks()), (13, 32 * 13));
+        // At batch 1 that is 13 blocks against the scalar pool's 65: scalar.
+        let single = OpProblem { n: 1, ..squeeze };
+        assert_eq!((single.vector_width(), single.blocks()), (1, 5 * 13));
         assert_eq!(g.functions(), ["kiln_global_pool_partial"]);
         assert_eq!(
             big.functions(),

@@ -205,10 +205,16 @@ pub fn problems(dtype: DataType) -> Vec<OpProblem> {
             ),
             op(OpKind::GlobalAveragePool, 3, 40, [7, 7]),
             op(OpKind::GlobalAveragePool, 1, 1280, [7, 7]),
-            // Few channels over many pixels: the pool sums pixel ranges apart.
+            // Few channels over many pixels: the pool sums pixel ranges apart (channels-last,
+            // 8-channel vectors); ragged channels, one at a time; more channels than one
+            // block's 256 vectorized ones, over pixel ranges.
             op(OpKind::GlobalAveragePool, 2, 40, [56, 61]),
-            // Few channels over many pixels: the pool sums pixel ranges apart.
-            op(OpKind::GlobalAveragePool, 2, 40, [56, 61]),
+            op(OpKind::GlobalAveragePool, 2, 36, [56, 61]),
+            op(OpKind::GlobalAveragePool, 2, 264, [30, 30]),
+            // Batches whose blocks still fill the GPU in 8-channel vectors (channels-last):
+            // 32 channels as 4 vector lanes, and an excitation's 144 as 18.
+            op(OpKind::GlobalAveragePool, 16, 32, [40, 40]),
+            op(OpKind::GlobalAveragePool, 32, 144, [48, 48]),
             op(
                 OpKind::Resize {
                     mode: ResizeMode::Nearest,
