@@ -668,7 +668,8 @@ mod tests {
             (big.splits(), big.workspace_bytes(), big.blocks()),
             (49, 32 * 49 * 4, 49)
         );
-        // Channels-last in 8-channel vectors: a block sums 256 channels (144: one).
+        // Channels-last in 8-channel vectors: a block sums up to 32 of them side by side (144
+        // channels: 18, all in one block).
         let squeeze = OpProblem::new(
             OpKind::GlobalAveragePool,
             32,

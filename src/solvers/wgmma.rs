@@ -1024,19 +1024,15 @@ impl TunableSolver for Wgmma {
             },
             // Grouped: packed w at the workspace's start. Padded channels: x's copy there, w's
             // after it.
-            packing: if pads {
-                Some(super::Packing {
-                    offsets: [0, padded_bytes(p).0, 0],
-                    row_elems: 0,
-                    lead: 0,
-                })
-            } else {
-                packs.then_some(super::Packing {
-                    offsets: [0; 3],
-                    row_elems: 0,
-                    lead: 0,
-                })
-            },
+            packing: (packs || pads).then(|| super::Packing {
+                offsets: if pads {
+                    [0, padded_bytes(p).0, 0]
+                } else {
+                    [0; 3]
+                },
+                row_elems: 0,
+                lead: 0,
+            }),
             zeroed_words: if cfg.stream_k() {
                 (STREAM_K_FLAGS_BYTES / 4) as u32
             } else {
