@@ -10,13 +10,19 @@
 // shared memory and no barrier. FP32 accumulation; the fused epilogue (epilogue.h) applies to
 // each sum.
 //
+// KILN_DW_FIL > 0 builds the object for one square filter size and horizontal stride
+// (KILN_DW_S, undilated rows): the tap loops unroll, each thread loads its filter and the input
+// strip of every filter row up front, and all those loads are in flight together, one trip to
+// memory instead of one per tap. At batch 1 a layer is a few microseconds and that latency is
+// most of it. KILN_DW_FIL = 0 keeps the loops over the problem's filter, any size.
+//
 // Launch: grid (ceil(N * K * P * ceil(Q / KILN_PX) / KILN_THREADS)), block (KILN_THREADS);
 // that product is below 2^31 (the solver checks it), so the index math is 32-bit.
 // channels_last = 0, 2-D.
 #include "epilogue.h"
 
-#if !defined(KILN_THREADS) || !defined(KILN_PX)
-#error "the perf config defines KILN_THREADS and KILN_PX"
+#if !defined(KILN_THREADS) || !defined(KILN_PX) || !defined(KILN_DW_FIL) || !defined(KILN_DW_S)
+#error "the perf config defines KILN_THREADS, KILN_PX, KILN_DW_FIL and KILN_DW_S"
 #endif
 
 extern "C" __global__ void conv_depthwise_nchw_fwd(const kiln_t* __restrict__ x,
@@ -40,6 +46,32 @@ extern "C" __global__ void conv_depthwise_nchw_fwd(const kiln_t* __restrict__ x,
 
   float acc[KILN_PX];
   for (int j = 0; j < KILN_PX; ++j) acc[j] = 0.0f;
+#if KILN_DW_FIL > 0
+  // The input columns the thread's outputs read in one filter row.
+  constexpr int kStrip = (KILN_PX - 1) * KILN_DW_S + KILN_DW_FIL;
+  const kiln_i32 iw0 = ow0 * KILN_DW_S - a.pad_w;
+  float taps[KILN_DW_FIL * KILN_DW_FIL];
+#pragma unroll
+  for (int i = 0; i < KILN_DW_FIL * KILN_DW_FIL; ++i) taps[i] = kiln_load(wk, i);
+#pragma unroll
+  for (int fy = 0; fy < KILN_DW_FIL; ++fy) {
+    const kiln_i32 ih = oh * a.stride_h - a.pad_h + fy * a.dil_h;
+    const bool row_in = ih >= 0 && ih < a.in_h;
+    // Off the plane the row pointer stays at row 0: every load below is predicated off.
+    const kiln_t* in_row = xc + (kiln_i64)(row_in ? ih : 0) * a.in_w;
+    float strip[kStrip];
+#pragma unroll
+    for (int i = 0; i < kStrip; ++i) {
+      const kiln_i32 iw = iw0 + i;
+      strip[i] = row_in && iw >= 0 && iw < a.in_w ? kiln_load(in_row, iw) : 0.0f;
+    }
+#pragma unroll
+    for (int fx = 0; fx < KILN_DW_FIL; ++fx) {
+#pragma unroll
+      for (int j = 0; j < KILN_PX; ++j) acc[j] += strip[j * KILN_DW_S + fx] * taps[fy * KILN_DW_FIL + fx];
+    }
+  }
+#else
   for (kiln_i32 fy = 0; fy < a.fil_h; ++fy) {
     const kiln_i32 ih = oh * a.stride_h - a.pad_h + fy * a.dil_h;
     if (ih < 0 || ih >= a.in_h) continue;
@@ -53,6 +85,7 @@ extern "C" __global__ void conv_depthwise_nchw_fwd(const kiln_t* __restrict__ x,
       }
     }
   }
+#endif
   const kiln_i64 out_row = (kiln_i64)row * a.out_w;
   for (int j = 0; j < KILN_PX; ++j) {
     const kiln_i32 ow = ow0 + j;

@@ -17,6 +17,7 @@ mod depthwise;
 mod depthwise_nchw;
 mod dot1x1;
 mod gemm1x1;
+mod gemm_grouped_nchw;
 mod grouped;
 mod grouped_nchw;
 mod igemm;
@@ -490,6 +491,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::NCHW_FIRST_LAYER_3XTF32,
     &grouped::DirectGrouped,
     &grouped_nchw::DirectGroupedNchw,
+    &gemm_grouped_nchw::GemmGroupedNchw,
     &depthwise_nchw::DirectDepthwiseNchw,
     &depthwise::DirectDepthwise,
     &dot1x1::Dot1x1,
@@ -995,8 +997,10 @@ mod tests {
                 ..base
             },
             ConvSpec { c: 3, ..base },
-            // An NCHW FP32 depthwise layer (the channels-first grouped solver).
+            // An NCHW FP32 depthwise layer (the channels-first grouped solver), and one of 8
+            // groups (the grouped NCHW GEMM's).
             ConvSpec { groups: 64, ..base },
+            ConvSpec { groups: 8, ..base },
             // 3-D in FP16 NDHWC, FP32 NDHWC and FP32 NCDHW, and FP16 with 45 output channels
             // under a temporal filter (the 3-D solvers).
             ConvSpec {

@@ -20,14 +20,6 @@ pub fn three(params: &str) -> Option<[u32; 3]> {
     }
 }
 
-/// `Some([a, b])` when the config is exactly two positive values.
-pub fn two(params: &str) -> Option<[u32; 2]> {
-    match values(params).as_slice() {
-        &[a, b] if a > 0 && b > 0 => Some([a, b]),
-        _ => None,
-    }
-}
-
 /// The share of tiles of `tile` that `size` keeps busy (a 1-channel problem in a 32-tall tile
 /// fills 1/32 of it).
 pub fn tile_fill(size: f64, tile: f64) -> f64 {
@@ -68,8 +60,6 @@ mod tests {
         assert_eq!(three("64,32,8"), Some([64, 32, 8]));
         assert_eq!(three("64,0,8"), None);
         assert_eq!(three(""), None);
-        assert_eq!(two("256,2"), Some([256, 2]));
-        assert_eq!(two("256,2,1"), None);
         assert_eq!(tile_fill(1.0, 32.0), 1.0 / 32.0);
         assert_eq!(tile_fill(64.0, 32.0), 1.0);
     }
