@@ -7,7 +7,7 @@
 
 use kiln_format::ConvProblem;
 
-use super::params::{tensor_bytes, tile_fill, values};
+use super::params::{built_for_square_filter, tensor_bytes, tile_fill, values};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// The solver's id.
@@ -96,13 +96,7 @@ impl TunableSolver for DirectDepthwise {
     }
 
     fn valid(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> Result<(), NotApplicable> {
-        let [_, fh, fw] = p.filter();
-        if fh != cfg.filter_w || fw != cfg.filter_w {
-            return Err("built for another filter size (square filters)");
-        }
-        if p.stride()[2] != cfg.stride_w || p.dilation()[2] != 1 {
-            return Err("built for another horizontal stride (or dilated)");
-        }
+        built_for_square_filter(p, cfg.filter_w, cfg.stride_w)?;
         if !p.c().is_multiple_of(cfg.vec) {
             return Err("C is not a multiple of the config's vector width");
         }

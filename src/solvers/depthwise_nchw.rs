@@ -8,7 +8,7 @@
 
 use kiln_format::{ConvProblem, Layout};
 
-use super::params::{tensor_bytes, tile_fill, values};
+use super::params::{built_for_square_filter, tensor_bytes, tile_fill, values};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// The flat depthwise NCHW solver.
@@ -73,13 +73,7 @@ impl TunableSolver for DirectDepthwiseNchw {
 
     fn valid(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> Result<(), NotApplicable> {
         if let Some([filter, stride_w]) = cfg.built_for {
-            let [_, fh, fw] = p.filter();
-            if fh != filter || fw != filter {
-                return Err("built for another filter size (square filters)");
-            }
-            if p.stride()[2] != stride_w || p.dilation()[2] != 1 {
-                return Err("built for another horizontal stride (or dilated)");
-            }
+            built_for_square_filter(p, filter, stride_w)?;
         }
         // The kernel indexes threads in 32 bits.
         if threads(p, cfg.px) > i32::MAX as u64 {

@@ -20,6 +20,23 @@ pub fn three(params: &str) -> Option<[u32; 3]> {
     }
 }
 
+/// Whether `p` runs on an object built for one square filter of `filter` taps a side and
+/// horizontal stride `stride_w`, with undilated rows (the depthwise kernels' unrolled loops).
+pub fn built_for_square_filter(
+    p: &kiln_format::ConvProblem,
+    filter: u32,
+    stride_w: u32,
+) -> Result<(), super::NotApplicable> {
+    let [_, fh, fw] = p.filter();
+    if fh != filter || fw != filter {
+        return Err("built for another filter size (square filters)");
+    }
+    if p.stride()[2] != stride_w || p.dilation()[2] != 1 {
+        return Err("built for another horizontal stride (or dilated)");
+    }
+    Ok(())
+}
+
 /// The share of tiles of `tile` that `size` keeps busy (a 1-channel problem in a 32-tall tile
 /// fills 1/32 of it).
 pub fn tile_fill(size: f64, tile: f64) -> f64 {
