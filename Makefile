@@ -2,7 +2,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 20
 
-.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb device-pack capi header examples dist install package-check
+.PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb kdb-check device-pack capi header examples dist install package-check
 
 ## Run kiln's main job on its embedded default databases: every ResNet-50 conv layer through
 ## kiln (on a GPU: run and verify; without one: resolve for every target, verify code objects);
@@ -19,16 +19,16 @@ demo:
 
 ## Install toolchains (clang-19, NVRTC wheel, strace, libamdhip64) and run every test: the
 ## workspace (library, both binaries, build-time crate), the HIP struct-layout check against
-## hip-runtime-sys, the vendor-only builds, kdb freshness, the ONNX import against onnxruntime,
-## the AMD objects executed in kiln-emu (its per-target counts printed), and the examples (C
-## and Rust; the C library under valgrind).
+## hip-runtime-sys, the vendor-only builds, kdb freshness (every key, a rebuilt sample of
+## objects), the ONNX import against onnxruntime, the AMD objects executed in kiln-emu (its
+## per-target counts printed), and the examples (C and Rust; the C library under valgrind).
 test: setup
 	$(CARGO) test --workspace
 	@cat "$${CARGO_TARGET_DIR:-target}/tmp/kiln-emu-conformance.txt"
 	$(CARGO) build --quiet -p kiln --features hip-abi-check
 	$(CARGO) test --quiet -p kiln --lib --no-default-features --features hip,all-amd
 	$(CARGO) test --quiet -p kiln --lib --no-default-features --features cuda,all-nvidia
-	$(CARGO) run --quiet -p kiln-tools -- kdb build --check
+	$(CARGO) run --quiet -p kiln-tools -- kdb build --check --sample 8  # make kdb-check: all
 	python3 ci/onnx_check.py --tools target/debug/kiln-tools  # ONNX import against onnxruntime
 	$(MAKE) examples PROFILE=debug
 
@@ -76,6 +76,11 @@ examples:
 ## Rebuild every target's kdb from kernels/ (commit the result).
 kdb: setup
 	$(CARGO) run --quiet -p kiln-tools -- kdb build
+
+## Rebuild every object of every target's kdb, uncached, and compare with the committed kdbs
+## (`make test` rebuilds one object in eight per source file).
+kdb-check: setup
+	$(CARGO) run --quiet -p kiln-tools -- kdb build --check
 
 ## Build the H100 package (device-pack/): release kiln and kiln-tools, the GPU and backend
 ## conformance test binaries; run it on a machine with the GPU: bash device-pack/on-device.sh

@@ -203,6 +203,7 @@ pub fn toolchain(manifest: &Manifest, vendor: Vendor) -> Result<String> {
 }
 
 /// One code object to build.
+#[derive(Clone)]
 struct Job {
     kernel_name: String,
     kernel_args: String,
@@ -349,6 +350,26 @@ pub fn build_entries(
     cache: Option<&Path>,
 ) -> Result<Vec<KdbEntry>> {
     let jobs = jobs(manifest, arch)?;
+    let objects = compile_jobs(&jobs, kernels_dir, arch, vendor, cache)?;
+    Ok(jobs
+        .into_iter()
+        .zip(objects)
+        .map(|(j, object)| KdbEntry {
+            object,
+            kernel_name: j.kernel_name,
+            kernel_args: j.kernel_args,
+        })
+        .collect())
+}
+
+/// Compiles `jobs` for `arch`, one worker per core; the objects come back in `jobs`' order.
+fn compile_jobs(
+    jobs: &[Job],
+    kernels_dir: &Path,
+    arch: &str,
+    vendor: Vendor,
+    cache: Option<&Path>,
+) -> Result<Vec<Vec<u8>>> {
     let nvidia = vendor == Vendor::Nvidia;
     let nvrtc = if nvidia { Some(Nvrtc::load()?) } else { None };
     let headers = kiln_headers(kernels_dir)?;
@@ -464,19 +485,166 @@ pub fn build_entries(
             ),
         });
     }
-    jobs.into_iter()
+    jobs.iter()
         .zip(objects)
         .map(|(j, o)| {
-            Ok(KdbEntry {
-                object: o.ok_or_else(|| Error::Target {
-                    target: arch.into(),
-                    reason: format!("{} {} was not built", j.kernel_name, j.kernel_args),
-                })?,
-                kernel_name: j.kernel_name,
-                kernel_args: j.kernel_args,
+            o.ok_or_else(|| Error::Target {
+                target: arch.into(),
+                reason: format!("{} {} was not built", j.kernel_name, j.kernel_args),
             })
         })
         .collect()
+}
+
+/// Which code objects a kdb check rebuilds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckScope {
+    /// Every object of the target.
+    All,
+    /// About one object in `one_in` of each source file, and at least one per source, picked
+    /// by `seed`: a changed source, header, compiler or option template changes every object
+    /// of the sources it reaches, so one object per source finds it, at a fraction of the
+    /// compile time (CUTLASS objects take minutes each on a small machine).
+    Sample {
+        /// One object in this many per source file (at least 1).
+        one_in: usize,
+        /// Picks which objects; the same seed picks the same ones.
+        seed: u64,
+    },
+}
+
+/// What a kdb check found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KdbCheck {
+    /// Objects the manifest asks for.
+    pub objects: usize,
+    /// Objects rebuilt and compared byte for byte.
+    pub rebuilt: usize,
+    /// Why the committed kdb is stale, one line per finding; empty when it is fresh.
+    pub stale: Vec<String>,
+}
+
+/// Checks the committed kdb of `target_dir` against `manifest` and `kernels_dir`.
+///
+/// The committed file must hold exactly the manifest's keys, in the build's order, and be the
+/// writer's own encoding of its entries; the objects `scope` picks are rebuilt (uncached) and
+/// must be byte-identical to the committed ones.
+pub fn check_target_kdb(
+    manifest: &Manifest,
+    kernels_dir: &Path,
+    target_dir: &Path,
+    committed: &Path,
+    scope: CheckScope,
+) -> Result<KdbCheck> {
+    let cfg = crate::target::TargetConfig::load(target_dir)?;
+    let jobs = jobs(manifest, &cfg.arch)?;
+    let mut stale = Vec::new();
+    let db = match KernelDb::read(committed) {
+        Ok(db) => db,
+        Err(e) => {
+            stale.push(format!("{}: unreadable ({e})", committed.display()));
+            return Ok(KdbCheck {
+                objects: jobs.len(),
+                rebuilt: 0,
+                stale,
+            });
+        }
+    };
+    let keys_match = db.entries.len() == jobs.len()
+        && db
+            .entries
+            .iter()
+            .zip(&jobs)
+            .all(|(e, j)| e.kernel_name == j.kernel_name && e.kernel_args == j.kernel_args);
+    if !keys_match {
+        let have: std::collections::BTreeSet<(&str, &str)> = db
+            .entries
+            .iter()
+            .map(|e| (e.kernel_name.as_str(), e.kernel_args.as_str()))
+            .collect();
+        let want: std::collections::BTreeSet<(&str, &str)> = jobs
+            .iter()
+            .map(|j| (j.kernel_name.as_str(), j.kernel_args.as_str()))
+            .collect();
+        for (n, a) in want.difference(&have).take(5) {
+            stale.push(format!("missing {n} {a}"));
+        }
+        for (n, a) in have.difference(&want).take(5) {
+            stale.push(format!("not in the manifest: {n} {a}"));
+        }
+        if stale.is_empty() {
+            stale.push(format!(
+                "{} entries, {} expected, or not in the build's order",
+                db.entries.len(),
+                jobs.len()
+            ));
+        }
+        return Ok(KdbCheck {
+            objects: jobs.len(),
+            rebuilt: 0,
+            stale,
+        });
+    }
+    // The writer is deterministic: the committed bytes must be its encoding of the entries.
+    let scratch = std::env::temp_dir().join(format!(
+        "kiln-check-{}-{}.kdb",
+        std::process::id(),
+        cfg.basename
+    ));
+    db.write(&scratch)?;
+    let rewritten = std::fs::read(&scratch);
+    let _ = std::fs::remove_file(&scratch);
+    if rewritten.map_err(|e| Error::io(&scratch, e))?
+        != std::fs::read(committed).map_err(|e| Error::io(committed, e))?
+    {
+        stale.push("the file is not the kdb writer's encoding of its entries".into());
+    }
+    let picked = pick_jobs(&jobs, scope);
+    let subset: Vec<Job> = picked.iter().map(|&i| jobs[i].clone()).collect();
+    let objects = compile_jobs(&subset, kernels_dir, &cfg.arch, cfg.vendor, None)?;
+    for (&i, object) in picked.iter().zip(&objects) {
+        if db.entries[i].object != *object {
+            stale.push(format!(
+                "{} {} rebuilds to different bytes",
+                jobs[i].kernel_name, jobs[i].kernel_args
+            ));
+        }
+    }
+    Ok(KdbCheck {
+        objects: jobs.len(),
+        rebuilt: picked.len(),
+        stale,
+    })
+}
+
+/// Indices of the jobs `scope` picks, ascending.
+fn pick_jobs(jobs: &[Job], scope: CheckScope) -> Vec<usize> {
+    let CheckScope::Sample { one_in, seed } = scope else {
+        return (0..jobs.len()).collect();
+    };
+    use sha2::{Digest, Sha256};
+    let mut by_source: std::collections::BTreeMap<&str, Vec<(Vec<u8>, usize)>> =
+        std::collections::BTreeMap::new();
+    for (i, j) in jobs.iter().enumerate() {
+        let rank = Sha256::new()
+            .chain_update(seed.to_le_bytes())
+            .chain_update(j.kernel_name.as_bytes())
+            .chain_update([0])
+            .chain_update(j.kernel_args.as_bytes())
+            .finalize()
+            .to_vec();
+        by_source.entry(&j.source).or_default().push((rank, i));
+    }
+    let mut picked: Vec<usize> = by_source
+        .into_values()
+        .flat_map(|mut group| {
+            group.sort();
+            let take = group.len().div_ceil(one_in.max(1));
+            group.into_iter().take(take).map(|(_, i)| i)
+        })
+        .collect();
+    picked.sort_unstable();
+    picked
 }
 
 /// Builds `<targets_dir>/<base>/<base>.kdb`; returns (path, entries, toolchain).
@@ -496,7 +664,45 @@ pub fn build_target_kdb(
 
 #[cfg(test)]
 mod tests {
-    use super::included_headers;
+    use super::{included_headers, pick_jobs, CheckScope, Job};
+
+    fn job(source: &str, i: usize) -> Job {
+        Job {
+            kernel_name: format!("{source}.o"),
+            kernel_args: format!("-DCONFIG={i}"),
+            source: source.into(),
+            options: Vec::new(),
+            library: String::new(),
+            compile_arch: "gfx942".into(),
+        }
+    }
+
+    #[test]
+    fn a_sample_takes_a_share_of_each_source_and_one_of_a_small_one() {
+        let jobs: Vec<Job> = (0..20)
+            .map(|i| job("big.cpp", i))
+            .chain((0..3).map(|i| job("small.cpp", i)))
+            .chain([job("one.cpp", 0)])
+            .collect();
+        let sample = |seed| pick_jobs(&jobs, CheckScope::Sample { one_in: 8, seed });
+        let picked = sample(1);
+        let count = |src: &str| picked.iter().filter(|&&i| jobs[i].source == src).count();
+        // ceil(20 / 8) = 3, ceil(3 / 8) = 1, ceil(1 / 8) = 1.
+        assert_eq!(
+            (count("big.cpp"), count("small.cpp"), count("one.cpp")),
+            (3, 1, 1)
+        );
+        assert!(picked.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(sample(1), picked, "the same seed picks the same objects");
+        assert!(
+            (2..40).any(|s| sample(s) != picked),
+            "seeds pick differently"
+        );
+        assert_eq!(
+            pick_jobs(&jobs, CheckScope::All),
+            (0..24).collect::<Vec<_>>()
+        );
+    }
 
     #[test]
     fn a_library_key_hashes_only_the_headers_its_source_reaches() {

@@ -1,6 +1,6 @@
 //! `kiln-tools kdb build`: every (solver, data type, perf config) of `kernels/manifest.toml`
 //! compiled for each target into `targets/<base>/<base>.kdb` (or, with `--check`, compared
-//! with the committed kdb: rebuilds are byte-identical).
+//! with the committed kdb: rebuilds are byte-identical; `--sample N` rebuilds a share of them).
 
 use std::path::PathBuf;
 
@@ -13,9 +13,18 @@ pub struct KdbBuildArgs {
     /// Target basenames; none = every target folder whose target.toml lists a kdb.
     #[arg(long = "target")]
     targets: Vec<String>,
-    /// Build into a scratch file and fail if it differs from the committed kdb.
+    /// Check the committed kdb instead of writing one: its keys must be the manifest's, and
+    /// rebuilt objects must be byte-identical to its own (fails if not).
     #[arg(long)]
     check: bool,
+    /// With --check: rebuild about one object in N of each source file (at least one per
+    /// source) rather than all of them.
+    #[arg(long, value_name = "N", requires = "check")]
+    sample: Option<usize>,
+    /// With --sample: picks the objects (default: the UTC day number, so runs on different
+    /// days rebuild different objects; it is printed, to repeat a run).
+    #[arg(long, requires = "sample")]
+    seed: Option<u64>,
     /// The targets folder.
     #[arg(long, default_value = "targets")]
     targets_dir: PathBuf,
@@ -39,30 +48,50 @@ pub fn run(a: &KdbBuildArgs) -> CliResult {
     } else {
         dirs.extend(targets.iter().map(|t| targets_dir.join(t)));
     }
+    let scope = match a.sample {
+        None => kiln_embed::kdbbuild::CheckScope::All,
+        Some(0) => return Err("--sample takes a count of at least 1".into()),
+        Some(one_in) => {
+            let seed = a.seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() / 86_400)
+            });
+            if check {
+                kiln::outln!("kdb check: one object in {one_in} per source file, seed {seed}");
+            }
+            kiln_embed::kdbbuild::CheckScope::Sample { one_in, seed }
+        }
+    };
     let mut stale = Vec::new();
     for dir in dirs {
         let mut cfg = TargetConfig::load(&dir)?;
         let name = format!("{}.kdb", cfg.basename);
         let started = std::time::Instant::now();
         if check {
-            let tmp =
-                std::env::temp_dir().join(format!("kiln-check-{}-{name}", std::process::id()));
-            let (n, _) =
-                kiln_embed::kdbbuild::build_target_kdb(&manifest, kernels_dir, &dir, &tmp, None)?;
-            let fresh = std::fs::read(&tmp)?;
-            let _ = std::fs::remove_file(&tmp);
-            let committed = std::fs::read(dir.join(&name)).unwrap_or_default();
-            let same = fresh == committed;
+            let report = kiln_embed::kdbbuild::check_target_kdb(
+                &manifest,
+                kernels_dir,
+                &dir,
+                &dir.join(&name),
+                scope,
+            )?;
             kiln::outln!(
-                "{}: {n} code objects, {}",
+                "{}: {} code objects, {} rebuilt ({:.1} s): {}",
                 cfg.basename,
-                if same {
+                report.objects,
+                report.rebuilt,
+                started.elapsed().as_secs_f64(),
+                if report.stale.is_empty() {
                     "identical to the committed kdb"
                 } else {
                     "DIFFERS from the committed kdb"
                 }
             );
-            if !same {
+            for line in report.stale.iter().take(10) {
+                kiln::outln!("  {line}");
+            }
+            if !report.stale.is_empty() {
                 stale.push(cfg.basename.clone());
             }
             continue;
