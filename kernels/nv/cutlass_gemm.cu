@@ -9,6 +9,8 @@
 // stride-th row of x and writing a quarter of x at stride 2), and the product reads the copy.
 // The NHWC kernels reach NCHW layers only through transposes of x and y
 // (kernels/nv/cutlass_conv.cu, KILN_NCHW), which for a 1x1 layer cost more than the product.
+// A 3-D NCDHW 1x1x1 layer is the same product over the Z*P*Q output pixels of each image, its
+// strided pixels copied the same way over depth, height and width.
 //
 // One code object per variant:
 //   KILN_DTYPE_FP32: 16x8x8 TF32 MMA, 3xTF32 (FP32-accurate) unless KILN_MATH_TF32;
@@ -60,21 +62,24 @@ struct KilnParams {
 
 // Whether the product reads a strided copy of x rather than x itself.
 static __device__ bool kiln_strided(const KilnConvArgs& a) {
-  return a.stride_h != 1 || a.stride_w != 1;
+  return a.stride_d != 1 || a.stride_h != 1 || a.stride_w != 1;
 }
 
 extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k, KilnParams* out,
                                                KilnBuilderInfo* info) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
-  const int pixels = a.out_h * a.out_w;
+  const kiln_i64 all_pixels = (kiln_i64)a.out_d * a.out_h * a.out_w;
+  const int pixels = all_pixels <= 0x7fffffff ? (int)all_pixels : 0;
   const cutlass::gemm::GemmCoord size(a.k, pixels, a.c);
   cutlass::Status status = cutlass::Status::kSuccess;
-  // A 1x1, unpadded, ungrouped 2-D NCHW problem whose output pixels are every stride-th input
-  // pixel; alignment along C and P*Q.
+  // A 1x1(x1), unpadded, ungrouped NC[D]HW problem whose output pixels are every stride-th
+  // input pixel (a 2-D one has depth 1); the GEMM's 32-bit extents; alignment along C and
+  // the pixels.
   if (a.channels_last != 0 || a.groups != 1 || a.fil_d != 1 || a.fil_h != 1 || a.fil_w != 1 ||
-      a.in_d != 1 || a.stride_h < 1 || a.stride_w < 1 || a.pad_h != 0 || a.pad_w != 0 ||
+      a.stride_d < 1 || a.stride_h < 1 || a.stride_w < 1 || a.pad_d != 0 || a.pad_h != 0 ||
+      a.pad_w != 0 || a.in_d < 1 || a.out_d != (a.in_d - 1) / a.stride_d + 1 ||
       a.out_h != (a.in_h - 1) / a.stride_h + 1 || a.out_w != (a.in_w - 1) / a.stride_w + 1 ||
-      split_k != 1 || a.c % KILN_ALIGN != 0 || pixels % KILN_ALIGN != 0)
+      pixels == 0 || split_k != 1 || a.c % KILN_ALIGN != 0 || pixels % KILN_ALIGN != 0)
     status = cutlass::Status::kErrorInvalidProblem;
   KilnSwizzle swizzle;
   const cutlass::gemm::GemmCoord tiles = swizzle.get_tiled_shape(
@@ -112,20 +117,25 @@ extern "C" __global__ void kiln_cutlass_params(KilnConvArgs a, kiln_i32 split_k,
   info->y_in_workspace = -1;
 }
 
-// x (N, C, H, W) -> its every stride-th pixel, (N, C, P, Q), at the workspace's start: one
-// thread per copied element, grid-strided, consecutive threads along Q.
+// x (N, C, [D,] H, W) -> its every stride-th pixel, (N, C, [Z,] P, Q), at the workspace's
+// start: one thread per copied element, grid-strided, consecutive threads along Q.
 extern "C" __global__ void __launch_bounds__(256)
     kiln_cutlass_subsample(__grid_constant__ const KilnParams, KilnPointers p, KilnConvArgs a) {
-  const kiln_i64 planes = (kiln_i64)a.n * a.c, pixels = (kiln_i64)a.out_h * a.out_w;
+  const kiln_i64 out_plane = (kiln_i64)a.out_h * a.out_w;
+  const kiln_i64 planes = (kiln_i64)a.n * a.c, pixels = a.out_d * out_plane;
   const kiln_i64 all = planes * pixels, in_plane = (kiln_i64)a.in_h * a.in_w;
+  const kiln_i64 in_volume = a.in_d * in_plane;
   const KilnElement* x = static_cast<const KilnElement*>(p.x);
   KilnElement* copy = static_cast<KilnElement*>(p.workspace);
   for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < all;
        i += (kiln_i64)gridDim.x * blockDim.x) {
     const kiln_i64 plane = i / pixels;
-    const kiln_i32 pixel = (kiln_i32)(i - plane * pixels);
-    const kiln_i32 row = pixel / a.out_w, col = pixel - row * a.out_w;
-    copy[i] = x[plane * in_plane + (kiln_i64)row * a.stride_h * a.in_w + (kiln_i64)col * a.stride_w];
+    const kiln_i64 pixel = i - plane * pixels;
+    const kiln_i64 depth = pixel / out_plane;
+    const kiln_i32 in_slice = (kiln_i32)(pixel - depth * out_plane);
+    const kiln_i32 row = in_slice / a.out_w, col = in_slice - row * a.out_w;
+    copy[i] = x[plane * in_volume + depth * a.stride_d * in_plane +
+                (kiln_i64)row * a.stride_h * a.in_w + (kiln_i64)col * a.stride_w];
   }
 }
 

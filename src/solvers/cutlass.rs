@@ -11,8 +11,8 @@
 //! `ConvCutlassGroupedFwd` (grouped NHWC convolution: CUTLASS's group fprop, a block within one
 //! group), and `ConvCutlass3dFwd`, `ConvCutlass3dScalarOutFwd`, `ConvCutlass3d3xTf32Fwd` (3-D
 //! NDHWC convolution: CUTLASS's Conv3d fprop, channels padded in the workspace where C is not a
-//! multiple of the 16-byte vector), and `ConvCutlassNchwGemm3xTf32Fwd` (NCHW 1x1 layers as a
-//! batched GEMM, `kernels/nv/cutlass_gemm.cu`: no copies), and
+//! multiple of the 16-byte vector), and `ConvCutlassNchwGemm3xTf32Fwd` (NCHW 1x1 and NCDHW
+//! 1x1x1 layers as a batched GEMM, `kernels/nv/cutlass_gemm.cu`: no copies at stride 1), and
 //! `ConvCutlassNchwFirstLayer3xTf32Fwd` (an NCHW first layer: padded NHWC copies made from the
 //! NCHW tensors in one pass, the first-layer kernel, y transposed back), and
 //! `ConvCutlass3dNchw3xTf32Fwd` (FP32 NCDHW through NDHWC copies, as the 2-D NCHW forms).
@@ -119,8 +119,9 @@ enum Form {
     Volume,
     /// 3-D NDHWC with one-element output stores: any K.
     VolumeScalarStores,
-    /// NCHW 1x1, no padding: a batched GEMM over images, w (K x C) times x[n] (C x P*Q) into
-    /// y[n] (K x P*Q); at stride 1 no copies, else x's strided pixels copied first.
+    /// NCHW 1x1 or NCDHW 1x1x1, no padding: a batched GEMM over images, w (K x C) times x[n]
+    /// (C x pixels) into y[n] (K x pixels); at stride 1 no copies, else x's strided pixels
+    /// copied first.
     NchwGemm,
     /// NCHW with 1-4 input channels: x and w copied as 4-channel NHWC / KRSC, the first-layer
     /// kernel into an NHWC y in the workspace, y transposed into the caller's.
@@ -296,7 +297,8 @@ pub static VOLUME_3XTF32: Cutlass = Cutlass {
     form: Form::Volume,
 };
 
-/// `ConvCutlassNchwGemm3xTf32Fwd`: FP32 NCHW 1x1 layers as a batched GEMM, FP32-accurate.
+/// `ConvCutlassNchwGemm3xTf32Fwd`: FP32 NCHW 1x1 and NCDHW 1x1x1 layers as a batched GEMM,
+/// FP32-accurate.
 pub static NCHW_GEMM_3XTF32: Cutlass = Cutlass {
     id: "ConvCutlassNchwGemm3xTf32Fwd",
     types: &[DataType::Fp32],
@@ -421,10 +423,11 @@ impl TunableSolver for Cutlass {
         if !self.types.contains(&p.data_types()[0]) {
             return Err("data type not built for this solver");
         }
-        if matches!(
-            self.form,
-            Form::Nchw | Form::NchwGemm | Form::NchwPadChannels
-        ) {
+        if self.form == Form::NchwGemm {
+            if p.layouts() != [Layout::Nchw; 3] && p.layouts() != [Layout::Ncdhw; 3] {
+                return Err("needs NCHW or NCDHW tensors (the NHWC solvers serve NHWC)");
+            }
+        } else if matches!(self.form, Form::Nchw | Form::NchwPadChannels) {
             if p.layouts() != [Layout::Nchw; 3] {
                 return Err("needs 2-D NCHW tensors (the NHWC solvers serve NHWC)");
             }
@@ -496,9 +499,10 @@ impl TunableSolver for Cutlass {
                 }
             }
             Form::NchwGemm => {
-                let [_, h, w] = p.output();
-                if !p.c().is_multiple_of(cfg.align) || !(h * w).is_multiple_of(cfg.align) {
-                    return Err("C or P*Q is not a multiple of the config's vector width");
+                if !p.c().is_multiple_of(cfg.align)
+                    || !volume(p.output()).is_multiple_of(cfg.align as u64)
+                {
+                    return Err("C or the output pixels are not a multiple of the vector width");
                 }
                 if cfg.split_k != 1 {
                     return Err("split-K (the batched GEMM has none)");
@@ -688,7 +692,8 @@ impl TunableSolver for Cutlass {
             // The pixel copy reads every stride-th row of x (whole rows: a sector holds
             // neighbouring pixels) and writes the copy (the product's read of it is in `bytes`).
             Form::NchwGemm if copied.is_some() => {
-                let rows_read = x_count as f64 / p.stride()[1] as f64;
+                let [stride_d, stride_h, _] = p.stride();
+                let rows_read = x_count as f64 / (stride_d * stride_h) as f64;
                 (rows_read + x_read as f64) * Self::element_bytes(p) as f64 / 2.5e9 + 0.003
             }
             _ => 0.0,
@@ -1143,7 +1148,7 @@ mod tests {
         let small = nchw(2048, 512, 7, 1, 1);
         assert_eq!(
             NCHW_GEMM_3XTF32.check(&small, &caps, "64,64,16,32,32,4,4,1"),
-            Err("C or P*Q is not a multiple of the config's vector width")
+            Err("C or the output pixels are not a multiple of the vector width")
         );
         assert!(NCHW_GEMM_3XTF32
             .check(&small, &caps, "64,64,16,32,32,4,1,1")
@@ -1159,8 +1164,59 @@ mod tests {
                 &caps,
                 "64,64,16,32,32,4,4,1"
             ),
-            Err("needs 2-D NCHW tensors (the NHWC solvers serve NHWC)")
+            Err("needs NCHW or NCDHW tensors (the NHWC solvers serve NHWC)")
         );
+    }
+
+    #[test]
+    fn strided_ncdhw_one_by_one_layers_copy_their_pixels_over_depth_too() {
+        // r3d_18's downsampling 1x1x1 layer at N=1: 64 -> 128 channels, 16x56x56 -> 8x28x28.
+        let caps = h100();
+        let p = |stride: [u32; 3], layout: Layout| {
+            ConvProblem::new(ConvSpec {
+                spatial_dims: 3,
+                n: 1,
+                c: 64,
+                k: 128,
+                input: [16, 56, 56],
+                filter: [1, 1, 1],
+                stride,
+                layouts: [layout; 3],
+                data_types: [DataType::Fp32; 3],
+                ..ConvSpec::default()
+            })
+            .unwrap()
+        };
+        let cfg = "64,64,16,32,32,6,4,1";
+        let down = p([2, 2, 2], Layout::Ncdhw);
+        let plan = NCHW_GEMM_3XTF32.launch_plan(&down, &caps, cfg).unwrap();
+        let names: Vec<_> = plan.kernels.iter().map(|k| k.kernel).collect();
+        assert_eq!(names, [SUBSAMPLE, FPROP]);
+        // The copy holds C x Z*P*Q; the product tiles K = 128 and 8*28*28 = 6272 pixels.
+        let copied = 64 * 8 * 28 * 28;
+        assert_eq!(plan.workspace_bytes, copied * 4);
+        assert_eq!(plan.kernels[1].grid, [2, 98, 1]);
+        // A stride over height and width only copies every depth plane.
+        let plan = NCHW_GEMM_3XTF32
+            .launch_plan(&p([1, 2, 2], Layout::Ncdhw), &caps, cfg)
+            .unwrap();
+        assert_eq!(plan.workspace_bytes, 64 * 16 * 28 * 28 * 4);
+        // At stride 1 the product reads x in place.
+        let plan = NCHW_GEMM_3XTF32
+            .launch_plan(&p([1, 1, 1], Layout::Ncdhw), &caps, cfg)
+            .unwrap();
+        assert_eq!((plan.kernels.len(), plan.workspace_bytes), (1, 0));
+        // NDHWC is the NDHWC solvers'.
+        assert_eq!(
+            NCHW_GEMM_3XTF32.check(&p([2, 2, 2], Layout::Ndhwc), &caps, cfg),
+            Err("needs NCHW or NCDHW tensors (the NHWC solvers serve NHWC)")
+        );
+        // Reading every second depth plane's rows costs less than reading all of them.
+        let half = NCHW_GEMM_3XTF32.estimated_ms(&down, &caps, cfg).unwrap();
+        let all = NCHW_GEMM_3XTF32
+            .estimated_ms(&p([1, 2, 2], Layout::Ncdhw), &caps, cfg)
+            .unwrap();
+        assert!(half < all, "{half} vs {all}");
     }
 
     #[test]

@@ -1,12 +1,16 @@
-//! `ConvGemmGroupedNchwFwd` (`kernels/conv_gemm_grouped_nchw.cpp`): grouped 2-D convolution in
-//! NCHW, FP32 on CUDA cores, as one implicit GEMM per group (output channels of the group by
-//! output pixels, reducing over taps, then the group's input channels). For groups of 4 or more
-//! input channels; NVIDIA archs (manifest). Perf config: `bm,bn,bk` (output channels of a group
-//! and output pixels a block covers, channels a step).
+//! `ConvGemmGroupedNchwFwd` (`kernels/conv_gemm_grouped_nchw.cpp`): grouped convolution in
+//! NCHW or NCDHW, FP32 on CUDA cores, as one implicit GEMM per group (output channels of the
+//! group by output pixels, reducing over taps, then the group's input channels; over (channel,
+//! tap) flattened where a group has fewer channels than a step). For groups of 4 or more input
+//! channels, and for dense layers of at most 48 channels with a filter larger than 1x1: a
+//! 16-32-channel layer at 14x14 fills few tensor-core tiles, so fixed costs decide, and an RGB
+//! stem of a video network has no tensor-core path in NCDHW. NVIDIA archs (manifest). Perf
+//! config: `bm,bn,bk` (output channels of a group and output pixels a block covers, channels
+//! or reduction elements a step).
 
 use kiln_format::{ConvProblem, Layout};
 
-use super::params::{tensor_bytes, three, tile_fill};
+use super::params::{tensor_bytes, three, tile_fill, volume};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// Threads per block, fixed in the kernel.
@@ -15,13 +19,30 @@ const THREADS: u32 = 256;
 /// Narrower groups leave most of a step's channels empty; the per-plane kernel takes them.
 const MIN_GROUP_CHANNELS: u32 = 4;
 
+/// Most input channels of a dense (one-group) layer. A block reduces over taps x channels
+/// serially, so a small dense layer runs at that chain's latency: on the H200 (2026-12-02,
+/// `ci/problems/dense_nchw_small_grid.txt`) 3x3 and 5x5 layers of 12-40 channels took
+/// 7.7-16.9 us here against 10.3-25.4 us on the next solver (won 50 of 57), while unseen
+/// 3x3 layers of 128 channels took 57 us against CUTLASS's 21-22 us.
+const MAX_DENSE_CHANNELS: u32 = 48;
+
 /// The grouped NCHW implicit-GEMM solver.
 pub struct GemmGroupedNchw;
 
 /// Output pixels of every image: the GEMM's columns.
 fn columns(p: &ConvProblem) -> u64 {
-    let [_, oh, ow] = p.output();
-    p.n() as u64 * oh as u64 * ow as u64
+    p.n() as u64 * volume(p.output())
+}
+
+/// The reduction elements a step fills of its `bk`: the group's channels, or (channel, tap)
+/// pairs where the kernel flattens them (groups narrower than a step).
+fn step_fill(p: &ConvProblem, bk: u32) -> f64 {
+    let cpg = p.group_channels();
+    if cpg < bk {
+        tile_fill((cpg as u64 * volume(p.filter())) as f64, bk as f64)
+    } else {
+        tile_fill(cpg as f64, bk as f64)
+    }
 }
 
 /// The grid: pixel tiles, channel tiles of a group, groups.
@@ -57,20 +78,33 @@ impl TunableSolver for GemmGroupedNchw {
     }
 
     fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
-        if p.groups() < 2 {
-            return Err("not a grouped convolution");
-        }
-        if p.group_channels() < MIN_GROUP_CHANNELS {
+        if p.groups() > 1 && p.group_channels() < MIN_GROUP_CHANNELS {
             return Err("fewer than 4 input channels a group");
         }
-        if p.layouts() != [Layout::Nchw; 3] {
-            return Err("needs 2-D NCHW tensors");
+        if p.groups() == 1 {
+            if p.c() > MAX_DENSE_CHANNELS {
+                return Err("a dense layer of more than 48 input channels (tensor cores serve it)");
+            }
+            // Unseen 1x1 layers ran 1.3-1.6x slower here than on the batched GEMM.
+            if p.filter() == [1, 1, 1] {
+                return Err("a dense 1x1 layer (the batched GEMM serves it)");
+            }
+            // A 2-D first layer has its tensor-core solver; only NCDHW stems have none.
+            if p.spatial_dims() == 2 && p.c() < MIN_GROUP_CHANNELS {
+                return Err("a 2-D first layer (the first-layer solvers serve it)");
+            }
+        }
+        if p.layouts() != [Layout::Nchw; 3] && p.layouts() != [Layout::Ncdhw; 3] {
+            return Err("needs NCHW or NCDHW tensors");
         }
         // The kernel's pixel, plane and column offsets are 32-bit (x's image and channel
-        // offsets are 64-bit).
-        let [_, ih, iw] = p.input();
-        if columns(p) > i32::MAX as u64 || ih as u64 * iw as u64 > i32::MAX as u64 {
-            return Err("output pixels or an input plane past 32-bit indexing");
+        // offsets are 64-bit); so is a flattened reduction's index.
+        let flat_depth = p.group_channels() as u64 * volume(p.filter());
+        if columns(p) > i32::MAX as u64
+            || volume(p.input()) > i32::MAX as u64
+            || flat_depth > i32::MAX as u64
+        {
+            return Err("output pixels, an input volume or the reduction past 32-bit indexing");
         }
         Ok(())
     }
@@ -98,9 +132,8 @@ impl TunableSolver for GemmGroupedNchw {
         // group's channels and the pixels fill and by the last wave of blocks.
         let [bm, bn, bk] = *cfg;
         let kpg = (p.k() / p.groups()) as f64;
-        let fill = tile_fill(kpg, bm as f64)
-            * tile_fill(columns(p) as f64, bn as f64)
-            * tile_fill(p.group_channels() as f64, bk as f64);
+        let fill =
+            tile_fill(kpg, bm as f64) * tile_fill(columns(p) as f64, bn as f64) * step_fill(p, bk);
         let blocks = grid(p, *cfg).iter().product::<u64>() as f64;
         let slots = 2.0 * caps.compute_units as f64;
         let waves = (blocks / slots).ceil() * slots / blocks;
@@ -155,11 +188,25 @@ mod tests {
     }
 
     #[test]
-    fn refuses_dense_depthwise_narrow_channels_last_and_malformed_configs() {
+    fn takes_one_group_and_refuses_depthwise_narrow_channels_last_and_malformed_configs() {
         let h100 = crate::solvers::devices::h100();
+        // One group: the whole layer is one GEMM.
+        let dense = grouped(32, 1, 14, Layout::Nchw);
+        assert!(GemmGroupedNchw.check(&dense, &h100, "32,64,8").is_ok());
+        let plan = GemmGroupedNchw
+            .launch_plan(&dense, &h100, "32,64,8")
+            .unwrap();
+        assert_eq!(plan.kernels[0].grid, [1, 1, 1]);
+        // Not a wide or a 1x1 dense layer.
         assert_eq!(
-            GemmGroupedNchw.check(&grouped(64, 1, 28, Layout::Nchw), &h100, "32,32,8"),
-            Err("not a grouped convolution")
+            GemmGroupedNchw.check(&grouped(64, 1, 14, Layout::Nchw), &h100, "32,64,8"),
+            Err("a dense layer of more than 48 input channels (tensor cores serve it)")
+        );
+        let mut one_by_one = grouped(32, 1, 14, Layout::Nchw).spec();
+        (one_by_one.filter, one_by_one.pad) = ([1, 1, 1], [0, 0, 0]);
+        assert_eq!(
+            GemmGroupedNchw.check(&ConvProblem::new(one_by_one).unwrap(), &h100, "32,64,8"),
+            Err("a dense 1x1 layer (the batched GEMM serves it)")
         );
         assert_eq!(
             GemmGroupedNchw.check(&grouped(64, 32, 28, Layout::Nchw), &h100, "32,32,8"),
@@ -167,7 +214,7 @@ mod tests {
         );
         assert_eq!(
             GemmGroupedNchw.check(&grouped(64, 4, 28, Layout::Nhwc), &h100, "32,32,8"),
-            Err("needs 2-D NCHW tensors")
+            Err("needs NCHW or NCDHW tensors")
         );
         assert!(GemmGroupedNchw
             .check(&grouped(64, 16, 28, Layout::Nchw), &h100, "32,32,8")
@@ -176,6 +223,49 @@ mod tests {
         for bad in ["24,32,8", "32,32,4", "128,128,8", "32,32"] {
             assert!(GemmGroupedNchw.parse(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_video_stem_flattens_its_three_channels_with_the_taps() {
+        // r3d_18's stem at N=1: 3 -> 64 channels, 3x7x7, 16x112x112 -> 16x56x56.
+        let h100 = crate::solvers::devices::h100();
+        let stem = ConvProblem::new(ConvSpec {
+            spatial_dims: 3,
+            n: 1,
+            c: 3,
+            k: 64,
+            input: [16, 112, 112],
+            filter: [3, 7, 7],
+            pad: [1, 3, 3],
+            stride: [1, 2, 2],
+            layouts: [Layout::Ncdhw; 3],
+            data_types: [DataType::Fp32; 3],
+            ..ConvSpec::default()
+        })
+        .unwrap();
+        assert!(GemmGroupedNchw.check(&stem, &h100, "64,64,8").is_ok());
+        let plan = GemmGroupedNchw
+            .launch_plan(&stem, &h100, "64,64,8")
+            .unwrap();
+        assert_eq!(plan.kernels[0].grid, [16 * 56 * 56 / 64, 1, 1]);
+        // 3 x 147 = 441 reduction elements fill 56 steps of 8 (441 / 448), where 3 channels
+        // a step would fill 3 / 8.
+        assert!((step_fill(&stem, 8) - 441.0 / 448.0).abs() < 1e-9);
+        // A 2-D RGB first layer is the first-layer solvers'.
+        let mut flat_stem = stem.spec();
+        (flat_stem.spatial_dims, flat_stem.input, flat_stem.filter) = (2, [1, 224, 224], [1, 7, 7]);
+        (flat_stem.pad, flat_stem.layouts) = ([0, 3, 3], [Layout::Nchw; 3]);
+        assert_eq!(
+            GemmGroupedNchw.check(&ConvProblem::new(flat_stem).unwrap(), &h100, "64,64,8"),
+            Err("a 2-D first layer (the first-layer solvers serve it)")
+        );
+        // NDHWC is the NDHWC solvers'.
+        let mut ndhwc = stem.spec();
+        ndhwc.layouts = [Layout::Ndhwc; 3];
+        assert_eq!(
+            GemmGroupedNchw.check(&ConvProblem::new(ndhwc).unwrap(), &h100, "64,64,8"),
+            Err("needs NCHW or NCDHW tensors")
+        );
     }
 
     #[test]
