@@ -218,6 +218,21 @@ fn every_hostile_database_file_gets_a_clear_error() {
             Expect::Error,
         ),
         (
+            "kdb build --sample 0",
+            &["kdb", "build", "--check", "--sample", "0"],
+            Expect::Usage,
+        ),
+        (
+            "kdb build --sample without --check",
+            &["kdb", "build", "--sample", "8"],
+            Expect::Usage,
+        ),
+        (
+            "kdb build --seed without --sample",
+            &["kdb", "build", "--check", "--seed", "3"],
+            Expect::Usage,
+        ),
+        (
             "find without a device",
             &["find", "--device", "cuda:9", "--problems", "good.fdb.txt"],
             Expect::NoDevice,

@@ -19,8 +19,9 @@ pub struct KdbBuildArgs {
     check: bool,
     /// With --check: rebuild about one object in N of each source file (at least one per
     /// source) rather than all of them.
-    #[arg(long, value_name = "N", requires = "check")]
-    sample: Option<usize>,
+    #[arg(long, value_name = "N", requires = "check",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    sample: Option<u64>,
     /// With --sample: picks the objects (default: the UTC day number, so runs on different
     /// days rebuild different objects; it is printed, to repeat a run).
     #[arg(long, requires = "sample")]
@@ -50,8 +51,8 @@ pub fn run(a: &KdbBuildArgs) -> CliResult {
     }
     let scope = match a.sample {
         None => kiln_embed::kdbbuild::CheckScope::All,
-        Some(0) => return Err("--sample takes a count of at least 1".into()),
         Some(one_in) => {
+            let one_in = usize::try_from(one_in).unwrap_or(usize::MAX);
             let seed = a.seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
