@@ -6,7 +6,7 @@
 //! (1-4 input channels, padded to 4 into the workspace, then CUTLASS's fixed-channels iterators:
 //! a network's first layer), `ConvCutlassIgemmScalarOutFwd` (FP16/BF16 with any number of
 //! output channels: one-element stores), and `ConvCutlassNchwIgemmFwd`,
-//! `ConvCutlassNchw3xTf32Fwd`, `ConvCutlassNchwTf32Fwd` (NCHW problems: x and w transposed
+//! `ConvCutlassNchw3xTf32Fwd`, `ConvCutlassNchw3xTf32WideFwd`, `ConvCutlassNchwTf32Fwd` (NCHW problems: x and w transposed
 //! into NHWC copies in the workspace, the NHWC kernel, y transposed back), and
 //! `ConvCutlassGroupedFwd` (grouped NHWC convolution: CUTLASS's group fprop, a block within one
 //! group), and `ConvCutlass3dFwd`, `ConvCutlass3dScalarOutFwd`, `ConvCutlass3d3xTf32Fwd` (3-D
@@ -98,6 +98,8 @@ pub struct Cutlass {
     gflops: f64,
     /// What runs around the CUTLASS kernel.
     form: Form,
+    /// Tried only where its output tiles, split-K aside, give every SM at least one.
+    needs_full_wave: bool,
 }
 
 /// The forms of the CUTLASS solvers: what their plans launch around the library kernel.
@@ -207,6 +209,7 @@ pub static IGEMM: Cutlass = Cutlass {
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 300_000.0,
     form: Form::Nhwc,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlassFirstLayerFwd`.
@@ -215,6 +218,7 @@ pub static FIRST_LAYER: Cutlass = Cutlass {
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 150_000.0,
     form: Form::PadChannels,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlassFirstLayer3xTf32Fwd`: FP32 first layers, FP32-accurate.
@@ -223,6 +227,7 @@ pub static FIRST_LAYER_3XTF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 40_000.0,
     form: Form::PadChannels,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlassFirstLayerTf32Fwd`: FP32 first layers in the opt-in TF32 math mode.
@@ -231,6 +236,7 @@ pub static FIRST_LAYER_TF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 80_000.0,
     form: Form::PadChannels,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlassIgemmScalarOutFwd`.
@@ -239,6 +245,7 @@ pub static IGEMM_SCALAR_OUT: Cutlass = Cutlass {
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 250_000.0,
     form: Form::ScalarStores,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlassNchwIgemmFwd`: FP16/BF16 NCHW through NHWC copies.
@@ -247,6 +254,7 @@ pub static NCHW_IGEMM: Cutlass = Cutlass {
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 300_000.0,
     form: Form::Nchw,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlassNchw3xTf32Fwd`: FP32 NCHW through NHWC copies, FP32-accurate.
@@ -255,6 +263,7 @@ pub static NCHW_3XTF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 60_000.0,
     form: Form::Nchw,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlassNchwTf32Fwd`: FP32 NCHW through NHWC copies, opt-in TF32.
@@ -263,6 +272,7 @@ pub static NCHW_TF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 120_000.0,
     form: Form::Nchw,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlassGroupedFwd`: grouped FP16/BF16 NHWC, a block within one group.
@@ -271,6 +281,7 @@ pub static GROUPED: Cutlass = Cutlass {
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 250_000.0,
     form: Form::Grouped,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlass3dFwd`: 3-D FP16/BF16 NDHWC.
@@ -279,6 +290,7 @@ pub static VOLUME: Cutlass = Cutlass {
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 280_000.0,
     form: Form::Volume,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlass3dScalarOutFwd`: 3-D FP16/BF16 NDHWC, K not a multiple of the vector width.
@@ -287,6 +299,7 @@ pub static VOLUME_SCALAR_OUT: Cutlass = Cutlass {
     types: &[DataType::Fp16, DataType::Bf16],
     gflops: 230_000.0,
     form: Form::VolumeScalarStores,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlass3d3xTf32Fwd`: 3-D FP32 NDHWC, FP32-accurate.
@@ -295,6 +308,19 @@ pub static VOLUME_3XTF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 60_000.0,
     form: Form::Volume,
+    needs_full_wave: false,
+};
+
+/// `ConvCutlassNchw3xTf32WideFwd`: [`NCHW_3XTF32`] with the wide warp tiles of
+/// [`THREE_TF32_WIDE`], sm_90 only. Only where its tiles fill the GPU: on layers that leave SMs
+/// idle (batch 1 at 14x14 and 28x28) it ran 1.1-2.5x slower than the 64x64 tiles, or than the
+/// batched GEMM on 1x1 layers.
+pub static NCHW_3XTF32_WIDE: Cutlass = Cutlass {
+    id: "ConvCutlassNchw3xTf32WideFwd",
+    types: &[DataType::Fp32],
+    gflops: 70_000.0,
+    form: Form::Nchw,
+    needs_full_wave: true,
 };
 
 /// `ConvCutlassNchwGemm3xTf32Fwd`: FP32 NCHW 1x1 and NCDHW 1x1x1 layers as a batched GEMM,
@@ -304,6 +330,7 @@ pub static NCHW_GEMM_3XTF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 60_000.0,
     form: Form::NchwGemm,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlassNchwFirstLayer3xTf32Fwd`: FP32 NCHW first layers, FP32-accurate.
@@ -312,6 +339,7 @@ pub static NCHW_FIRST_LAYER_3XTF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 40_000.0,
     form: Form::NchwPadChannels,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlass3dNchw3xTf32Fwd`: FP32 NCDHW through NDHWC copies, FP32-accurate.
@@ -320,6 +348,7 @@ pub static VOLUME_NCHW_3XTF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 60_000.0,
     form: Form::VolumeNchw,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlass3xTf32Fwd`.
@@ -328,6 +357,7 @@ pub static THREE_TF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 60_000.0,
     form: Form::Nhwc,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlass3xTf32WideFwd`: the 3xTF32 kernel with wide warp tiles, sm_90 only (it spills
@@ -337,6 +367,7 @@ pub static THREE_TF32_WIDE: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 70_000.0,
     form: Form::Nhwc,
+    needs_full_wave: false,
 };
 
 /// `ConvCutlassTf32Fwd`.
@@ -345,6 +376,7 @@ pub static TF32: Cutlass = Cutlass {
     types: &[DataType::Fp32],
     gflops: 120_000.0,
     form: Form::Nhwc,
+    needs_full_wave: false,
 };
 
 impl Cutlass {
@@ -539,6 +571,24 @@ impl TunableSolver for Cutlass {
         }
         if cfg.shared_bytes(Self::element_bytes(p)) > caps.shared_per_block {
             return Err("tile needs more shared memory than this arch gives a block");
+        }
+        Ok(())
+    }
+
+    fn worth_trying(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        cfg: &CutlassConfig,
+    ) -> Result<(), NotApplicable> {
+        let [m_tiles, n_tiles, _] = self.grid(p, cfg);
+        let layers = if self.form == Form::NchwGemm {
+            p.n() as u64
+        } else {
+            1
+        };
+        if self.needs_full_wave && m_tiles * n_tiles * layers < caps.compute_units as u64 {
+            return Err("its tiles leave SMs idle on this problem (split-K aside)");
         }
         Ok(())
     }
@@ -1339,6 +1389,33 @@ mod tests {
         let x4 = (32 * 224 * 224 * 4 * 4u64).div_ceil(256) * 256;
         let w4 = (64 * 7 * 7 * 4 * 4u64).div_ceil(256) * 256;
         assert_eq!(plan.workspace_bytes, x4 + w4);
+    }
+
+    #[test]
+    fn wide_nchw_tiles_are_offered_only_where_they_fill_the_gpu() {
+        let caps = h100();
+        let nchw = |n, hw| {
+            ConvProblem::new(ConvSpec {
+                layouts: [Layout::Nchw; 3],
+                ..nhwc(n, 128, 128, hw, 3, DataType::Fp32).spec()
+            })
+            .unwrap()
+        };
+        let q = "64,128,16,32,64,4,4,4";
+        // ResNet-50's 128-channel 3x3 layer at N=32: 392 x 1 tiles of 64 x 128.
+        let big = nchw(32, 28);
+        assert!(NCHW_3XTF32_WIDE.check(&big, &caps, q).is_ok());
+        assert!(NCHW_3XTF32_WIDE.worth_trying_params(&big, &caps, q).is_ok());
+        // At N=1, 13 x 1 tiles on 132 SMs: it can run it, but is not offered.
+        let small = nchw(1, 28);
+        assert!(NCHW_3XTF32_WIDE.check(&small, &caps, q).is_ok());
+        assert_eq!(
+            NCHW_3XTF32_WIDE.worth_trying_params(&small, &caps, q),
+            Err("its tiles leave SMs idle on this problem (split-K aside)")
+        );
+        assert!(NCHW_3XTF32
+            .worth_trying_params(&small, &caps, "64,64,32,32,32,4,4,1")
+            .is_ok());
     }
 
     #[test]

@@ -481,6 +481,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &cutlass::IGEMM_SCALAR_OUT,
     &cutlass::NCHW_IGEMM,
     &cutlass::NCHW_3XTF32,
+    &cutlass::NCHW_3XTF32_WIDE,
     &cutlass::NCHW_TF32,
     &cutlass::GROUPED,
     &cutlass::VOLUME,
@@ -997,6 +998,8 @@ mod tests {
                 ..base
             },
             ConvSpec { c: 3, ..base },
+            // A batch of 32 (the wide NCHW 3xTF32 tiles are offered only where they fill the GPU).
+            ConvSpec { n: 32, ..base },
             // An NCHW FP32 depthwise layer (the channels-first grouped solver), and one of 8
             // groups (the grouped NCHW GEMM's).
             ConvSpec { groups: 64, ..base },
