@@ -6,8 +6,9 @@
 //! (1-4 input channels, padded to 4 into the workspace, then CUTLASS's fixed-channels iterators:
 //! a network's first layer), `ConvCutlassIgemmScalarOutFwd` (FP16/BF16 with any number of
 //! output channels: one-element stores), and `ConvCutlassNchwIgemmFwd`,
-//! `ConvCutlassNchw3xTf32Fwd`, `ConvCutlassNchw3xTf32WideFwd`, `ConvCutlassNchwTf32Fwd` (NCHW problems: x and w transposed
-//! into NHWC copies in the workspace, the NHWC kernel, y transposed back), and
+//! `ConvCutlassNchw3xTf32Fwd`, `ConvCutlassNchw3xTf32WideFwd`, `ConvCutlassNchwTf32Fwd` (NCHW
+//! problems: x and w transposed into NHWC copies in the workspace, the NHWC kernel, y
+//! transposed back), and
 //! `ConvCutlassGroupedFwd` (grouped NHWC convolution: CUTLASS's group fprop, a block within one
 //! group), and `ConvCutlass3dFwd`, `ConvCutlass3dScalarOutFwd`, `ConvCutlass3d3xTf32Fwd` (3-D
 //! NDHWC convolution: CUTLASS's Conv3d fprop, channels padded in the workspace where C is not a
