@@ -99,7 +99,9 @@ pub struct Cutlass {
     gflops: f64,
     /// What runs around the CUTLASS kernel.
     form: Form,
-    /// Tried only where its output tiles, split-K aside, give every SM at least one.
+    /// Tried only where its output tiles give every SM at least one: the library grid's M x N
+    /// tiles, split-K slices not counted (only an NCHW-through-copies solver sets it, so the
+    /// grid's third dimension is never the batched GEMM's images).
     needs_full_wave: bool,
 }
 
@@ -582,13 +584,11 @@ impl TunableSolver for Cutlass {
         caps: &TargetCaps,
         cfg: &CutlassConfig,
     ) -> Result<(), NotApplicable> {
+        if !self.needs_full_wave {
+            return Ok(());
+        }
         let [m_tiles, n_tiles, _] = self.grid(p, cfg);
-        let layers = if self.form == Form::NchwGemm {
-            p.n() as u64
-        } else {
-            1
-        };
-        if self.needs_full_wave && m_tiles * n_tiles * layers < caps.compute_units as u64 {
+        if m_tiles * n_tiles < caps.compute_units as u64 {
             return Err("its tiles leave SMs idle on this problem (split-K aside)");
         }
         Ok(())
