@@ -16,6 +16,7 @@ pub mod cutlass;
 mod depthwise;
 mod depthwise_nchw;
 mod dot1x1;
+mod first_nchw;
 mod gemm1x1;
 mod gemm_grouped_nchw;
 mod grouped;
@@ -494,6 +495,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &grouped_nchw::DirectGroupedNchw,
     &gemm_grouped_nchw::GemmGroupedNchw,
     &depthwise_nchw::DirectDepthwiseNchw,
+    &first_nchw::DirectFirstLayerNchw,
     &depthwise::DirectDepthwise,
     &dot1x1::Dot1x1,
     &narrow::MmaNarrow,
@@ -998,6 +1000,14 @@ mod tests {
                 ..base
             },
             ConvSpec { c: 3, ..base },
+            // An RGB stem, 7x7 at stride 2 (the direct first-layer solver's).
+            ConvSpec {
+                c: 3,
+                filter: [1, 7, 7],
+                pad: [0, 3, 3],
+                stride: [1, 2, 2],
+                ..base
+            },
             // A batch of 32 (the wide NCHW 3xTF32 tiles are offered only where they fill the GPU).
             ConvSpec { n: 32, ..base },
             // An NCHW FP32 depthwise layer (the channels-first grouped solver), and one of 8
