@@ -122,8 +122,8 @@ extern "C" __global__ void __launch_bounds__(kFlThreads)
     for (int j = 0; j < KILN_FL_WPT; ++j)
 #pragma unroll
       for (int q = 0; q < KILN_FL_KPT; ++q) acc[j][q] = 0.0f;
-    // The filter rows stay a loop: one row's body (window loads, then per tap two weight
-    // loads and 32 FMAs) fits the instruction cache, the whole filter unrolled did not.
+    // The filter rows stay a loop: one row's body (window loads, then per tap KPT / 4 weight
+    // loads and WPT x KPT FMAs) fits the instruction cache; the whole filter unrolled did not.
 #pragma unroll 1
     for (kiln_i32 cy = 0; cy < a.c * KILN_FL_FIL; ++cy) {
       const kiln_i32 c = cy / KILN_FL_FIL, fy = cy - c * KILN_FL_FIL;
