@@ -8,7 +8,7 @@
 
 use kiln_format::{ConvProblem, Layout};
 
-use super::params::{tensor_bytes, tile_fill, values};
+use super::params::{patch_extent, tensor_bytes, tile_fill, values, volume};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// The largest grid y and z dimension.
@@ -68,16 +68,14 @@ impl Config {
         [self.tx * self.wpt, self.tk * self.kpt]
     }
 
-    /// Shared memory of one block for `channels` input channels: the filters, then the input
-    /// patch with one skipped word per thread's column span (the kernel's layout).
-    fn shared_bytes(&self, channels: u32) -> u64 {
+    /// Shared memory of one block for `p` (whose filter and stride are the config's): the
+    /// filters, then the input patch with one skipped word per thread's column span (the
+    /// kernel's layout).
+    fn shared_bytes(&self, p: &ConvProblem) -> u64 {
         let [tile_w, tile_k] = self.tile();
-        let (filter, stride) = (self.filter as u64, self.stride as u64);
-        let taps = filter * filter;
-        let rows = (self.rows as u64 - 1) * stride + filter;
-        let cols = (tile_w as u64 - 1) * stride + filter;
-        let pitch = cols + cols / (self.wpt as u64 * stride) + 1;
-        channels as u64 * (taps * tile_k as u64 + rows * pitch) * 4
+        let [rows, cols] = patch_extent(p, [self.rows, tile_w]);
+        let pitch = cols + cols / (self.wpt as u64 * self.stride as u64) + 1;
+        p.c() as u64 * (volume(p.filter()) * tile_k as u64 + rows * pitch) * 4
     }
 
     /// The grid: column tiles x row tiles, channel tiles, images.
@@ -129,7 +127,7 @@ impl TunableSolver for DirectFirstLayerNchw {
         if sh != cfg.stride || sw != cfg.stride {
             return Err("built for another stride (the same in both directions)");
         }
-        if cfg.shared_bytes(p.c()) > caps.shared_per_block as u64 {
+        if cfg.shared_bytes(p) > caps.shared_per_block as u64 {
             return Err("the block's filters and input patch exceed the shared memory per block");
         }
         let [tiles, channel_tiles, images] = cfg.grid(p);
@@ -145,7 +143,7 @@ impl TunableSolver for DirectFirstLayerNchw {
             "conv_first_nchw_fwd",
             [tiles as u32, channel_tiles as u32, images as u32],
             [cfg.tx * cfg.tk, 1, 1],
-            cfg.shared_bytes(p.c()) as u32,
+            cfg.shared_bytes(p) as u32,
         )
     }
 
