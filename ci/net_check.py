@@ -233,7 +233,16 @@ def main():
                     help="also run kiln without programmatic dependent launch (kiln net run "
                          "--no-pdl): its outputs must equal the default run's bit for bit; its "
                          "time is kiln_no_pdl_ms")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=FLAG,FLAG",
+                    help="also run kiln with these `kiln net run` flags, comma-separated (e.g. "
+                         "lanes1=--lanes,1): "
+                         "the same kernels in another launch order, so its outputs must equal the "
+                         "default run's bit for bit (NAME_bit_identical); its time is kiln_NAME_ms")
     a = ap.parse_args()
+    variants = [("no_pdl", ["--no-pdl"])] if a.pdl else []
+    for v in a.variant:
+        name, _, flags = v.partition("=")
+        variants.append((name, [f for f in flags.split(",") if f]))
     detector = a.model in DETECTORS
     m, size = build(a.model)
     if a.anchors:
@@ -257,11 +266,11 @@ def main():
         "images": images,
         **output_agreement(y_kiln, y_torch, y_ref32, detector),
     }
-    if a.pdl:
-        # The same kernels in the same order: launch overlap must not change a bit.
-        y_no_pdl, _ = kiln_run(a.kiln, a.model, weights, images, x, a.out, "check-no-pdl",
-                               a.dtype, flags=["--no-pdl"])
-        report["pdl_bit_identical"] = bool(torch.equal(y_kiln, y_no_pdl))
+    for name, flags in variants:
+        # The same kernels launched otherwise: overlap must not change a bit.
+        y_alt, _ = kiln_run(a.kiln, a.model, weights, images, x, a.out, f"check-{name}",
+                            a.dtype, flags=flags)
+        report[f"{name}_bit_identical"] = bool(torch.equal(y_kiln, y_alt))
     print(json.dumps(report, indent=1), flush=True)
 
     # Speed: GPU-only, same run. FP32 PyTorch is timed with TF32 off (kiln's accuracy) and
@@ -274,9 +283,9 @@ def main():
         xd = xn.to(dev).to(memory_format=torch.channels_last)
         _, kiln_ms = kiln_run(a.kiln, a.model, weights, n, xn, a.out, f"n{n}", a.dtype, profile=True)
         row = {"n": n, "kiln_ms": kiln_ms}
-        if a.pdl:
-            _, row["kiln_no_pdl_ms"] = kiln_run(a.kiln, a.model, weights, n, xn, a.out,
-                                                f"n{n}-no-pdl", a.dtype, flags=["--no-pdl"])
+        for name, flags in variants:
+            _, row[f"kiln_{name}_ms"] = kiln_run(a.kiln, a.model, weights, n, xn, a.out,
+                                                 f"n{n}-{name}", a.dtype, flags=flags)
         for suffix, tf32 in settings:
             torch.backends.cudnn.allow_tf32 = tf32
             torch.backends.cuda.matmul.allow_tf32 = tf32

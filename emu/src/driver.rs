@@ -293,6 +293,10 @@ impl Driver for EmulatedGpu {
         Err(err("record_event", "the emulator has no events"))
     }
 
+    unsafe fn stream_wait_event(&self, _stream: Raw, _event: Raw) -> Result<(), BackendError> {
+        Err(err("stream_wait_event", "the emulator has no events"))
+    }
+
     unsafe fn elapsed_ms(&self, _start: Raw, _end: Raw) -> Result<f32, BackendError> {
         Err(err("elapsed_ms", "the emulator has no events"))
     }

@@ -625,6 +625,14 @@ impl Driver for CudaDriver {
         })
     }
 
+    unsafe fn stream_wait_event(&self, stream: Raw, event: Raw) -> Result<(), BackendError> {
+        self.current()?;
+        // SAFETY: the caller passes a recorded event and a live stream; default flags.
+        check("cuStreamWaitEvent", unsafe {
+            sys::cuStreamWaitEvent(stream as sys::CUstream, event as sys::CUevent, 0)
+        })
+    }
+
     unsafe fn elapsed_ms(&self, start: Raw, end: Raw) -> Result<f32, BackendError> {
         self.current()?;
         // SAFETY: the caller passes recorded events.

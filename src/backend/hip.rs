@@ -85,6 +85,7 @@ struct Api {
     hipEventCreate: unsafe extern "C" fn(*mut *mut c_void) -> Rc,
     hipEventRecord: unsafe extern "C" fn(*mut c_void, *mut c_void) -> Rc,
     hipEventSynchronize: unsafe extern "C" fn(*mut c_void) -> Rc,
+    hipStreamWaitEvent: unsafe extern "C" fn(*mut c_void, *mut c_void, u32) -> Rc,
     hipEventElapsedTime: unsafe extern "C" fn(*mut f32, *mut c_void, *mut c_void) -> Rc,
     hipEventDestroy: unsafe extern "C" fn(*mut c_void) -> Rc,
 }
@@ -219,6 +220,7 @@ impl Api {
             hipEventCreate: sym!("hipEventCreate"),
             hipEventRecord: sym!("hipEventRecord"),
             hipEventSynchronize: sym!("hipEventSynchronize"),
+            hipStreamWaitEvent: sym!("hipStreamWaitEvent"),
             hipEventElapsedTime: sym!("hipEventElapsedTime"),
             hipEventDestroy: sym!("hipEventDestroy"),
             _lib: lib,
@@ -545,6 +547,14 @@ impl Driver for HipDriver {
         // SAFETY: the caller passes a live event and stream.
         self.api.check("hipEventRecord", unsafe {
             (self.api.hipEventRecord)(event as *mut c_void, stream as *mut c_void)
+        })
+    }
+
+    unsafe fn stream_wait_event(&self, stream: Raw, event: Raw) -> Result<(), BackendError> {
+        self.current()?;
+        // SAFETY: the caller passes a recorded event and a live stream; flags must be 0.
+        self.api.check("hipStreamWaitEvent", unsafe {
+            (self.api.hipStreamWaitEvent)(stream as *mut c_void, event as *mut c_void, 0)
         })
     }
 

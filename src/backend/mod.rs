@@ -217,6 +217,13 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// `event` came from [`Driver::create_event`]; `stream` is null or a live stream.
     unsafe fn record_event(&self, event: Raw, stream: Raw) -> Result<(), BackendError>;
+    /// Makes the work enqueued on `stream` after this call wait until `event`'s recorded
+    /// point is reached (in a capture: a dependency between the streams' graph nodes).
+    ///
+    /// # Safety
+    /// `event` came from [`Driver::create_event`] and was recorded; `stream` is null or a
+    /// live stream.
+    unsafe fn stream_wait_event(&self, stream: Raw, event: Raw) -> Result<(), BackendError>;
     /// Milliseconds between two recorded events (waits for the second).
     ///
     /// # Safety
@@ -529,7 +536,8 @@ impl Device {
         })
     }
 
-    /// Records a timing event on `stream`.
+    /// Records an event on `stream`: to time work, or for another stream to wait on
+    /// ([`Event::wait_on`]).
     pub fn record_event(&self, stream: &Stream) -> Result<Event, BackendError> {
         let raw = self.driver.create_event()?;
         let event = Event {
@@ -682,6 +690,14 @@ pub struct Event {
 }
 
 impl Event {
+    /// Makes the work enqueued on `stream` from now on wait until this event's recorded point
+    /// is reached: in a capture, the fork or join of two streams' branches.
+    pub fn wait_on(&self, stream: &Stream) -> Result<(), BackendError> {
+        // SAFETY: the event was created and recorded by Device::record_event; the stream is
+        // null or live (Stream's contract).
+        unsafe { self.device.driver.stream_wait_event(stream.0, self.raw) }
+    }
+
     /// Milliseconds from this event to `end` (waits for `end`).
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32, BackendError> {
         if !self.device.same_as(&end.device) {

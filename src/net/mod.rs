@@ -1,7 +1,7 @@
 //! Whole networks: a list of operators over named tensors, validated when it is built, its
 //! activation memory planned, its weights loaded from safetensors bytes (batch norm folded
-//! into the convolutions' epilogues), and every launch on one stream, captured into one
-//! CUDA graph per batch size ([`Network`]).
+//! into the convolutions' epilogues), and every launch captured into one CUDA graph per batch
+//! size ([`Network`]), its independent branches on streams of their own ([`Schedule`]).
 //!
 //! A definition ([`NetworkDef`]) is per sample: batch, data type and layout are chosen when a
 //! [`Network`] is built on a device. Tensors are NHWC; each is written once (by the node that
@@ -18,10 +18,12 @@ use crate::Activation;
 
 pub mod models;
 mod runner;
+mod schedule;
 pub mod text;
 pub mod weights;
 
-pub use runner::{NetOptions, Network};
+pub use runner::{NetOptions, Network, DEFAULT_LANES};
+pub use schedule::Schedule;
 
 /// The data type a network runs in, by name (FP16, BF16 or FP32: the types its kernels and
 /// operators are built for).
@@ -636,31 +638,61 @@ pub struct MemoryPlan {
 }
 
 impl MemoryPlan {
-    /// Plans `def`'s tensors, `bytes(shape)` each: a tensor takes the smallest free buffer
-    /// that holds it (growing the largest free one if none does), and its buffer is free
-    /// again after the last node that reads it. A tensor is never placed where a node's
-    /// input lies, so no node reads and writes one buffer.
+    /// Plans `def`'s tensors, `bytes(shape)` each, for nodes run one after another: a tensor
+    /// takes the smallest free buffer that holds it (growing the largest free one if none
+    /// does), and its buffer is free again after the last node that reads it. A tensor is
+    /// never placed where a node's input lies, so no node reads and writes one buffer.
     pub fn plan(def: &NetworkDef, bytes: impl Fn(Shape) -> u64) -> Result<MemoryPlan, NetError> {
+        Self::plan_scheduled(def, bytes, &Schedule::sequential(def.nodes.len()))
+    }
+
+    /// [`MemoryPlan::plan`] for nodes on `schedule`'s lanes: a tensor's buffer is free again
+    /// for a node only once the tensor's writer and every reader precede that node, so nodes
+    /// that may run at once never share a buffer.
+    pub fn plan_scheduled(
+        def: &NetworkDef,
+        bytes: impl Fn(Shape) -> u64,
+        schedule: &Schedule,
+    ) -> Result<MemoryPlan, NetError> {
         let shapes = def.shapes()?;
         let last = def.last_reads();
+        let mut users: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, node) in def.nodes.iter().enumerate() {
+            users.entry(node.output.as_str()).or_default().push(i);
+            for t in node.reads() {
+                users.entry(t.as_str()).or_default().push(i);
+            }
+        }
         let mut buffers: Vec<u64> = Vec::new();
-        let mut free: Vec<usize> = Vec::new();
+        // Buffers whose tensor is dead, with that tensor's writer and readers: a node may take
+        // one once they all precede it.
+        let mut dead: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut placement: HashMap<String, usize> = HashMap::new();
-        let take = |size: u64, free: &mut Vec<usize>, buffers: &mut Vec<u64>| {
-            let fit = free
+        // The smallest dead buffer `node` may take that holds `size` bytes, else the largest
+        // it may take, grown; else a new one.
+        let take = |size: u64,
+                    node: Option<usize>,
+                    dead: &mut Vec<(usize, Vec<usize>)>,
+                    buffers: &mut Vec<u64>| {
+            let ready = |(_, (_, users)): &(usize, &(usize, Vec<usize>))| {
+                node.is_none_or(|j| users.iter().all(|&u| schedule.precedes(u, j)))
+            };
+            let fit = dead
                 .iter()
                 .enumerate()
-                .filter(|(_, &b)| buffers[b] >= size)
-                .min_by_key(|(_, &b)| buffers[b])
+                .filter(ready)
+                .filter(|(_, (b, _))| buffers[*b] >= size)
+                .min_by_key(|(_, (b, _))| buffers[*b])
                 .map(|(i, _)| i);
-            let grow = free
+            let grow = dead
                 .iter()
                 .enumerate()
-                .max_by_key(|(_, &b)| buffers[b])
+                .filter(ready)
+                .max_by_key(|(_, (b, _))| buffers[*b])
                 .map(|(i, _)| i);
             match fit.or(grow) {
                 Some(i) => {
-                    let b = free.swap_remove(i);
+                    let (b, _) = dead.swap_remove(i);
                     buffers[b] = buffers[b].max(size);
                     b
                 }
@@ -673,23 +705,27 @@ impl MemoryPlan {
         let input = &def.input.0;
         placement.insert(
             input.clone(),
-            take(bytes(def.input.1), &mut free, &mut buffers),
+            take(bytes(def.input.1), None, &mut dead, &mut buffers),
         );
         for (i, node) in def.nodes.iter().enumerate() {
-            let b = take(bytes(shapes[node.output.as_str()]), &mut free, &mut buffers);
+            let b = take(
+                bytes(shapes[node.output.as_str()]),
+                Some(i),
+                &mut dead,
+                &mut buffers,
+            );
             placement.insert(node.output.clone(), b);
-            // Tensors read for the last time here free their buffers for the next node.
-            for t in node.reads() {
-                if last.get(t.as_str()) == Some(&i) {
-                    let b = placement[t.as_str()];
-                    if !free.contains(&b) {
-                        free.push(b);
-                    }
+            // Tensors read for the last time here, and a tensor nobody reads (not an
+            // output), are dead after this node.
+            let dying = node
+                .reads()
+                .filter(|t| last.get(t.as_str()) == Some(&i))
+                .chain((!last.contains_key(node.output.as_str())).then_some(&node.output));
+            for t in dying {
+                let b = placement[t.as_str()];
+                if dead.iter().all(|(d, _)| *d != b) {
+                    dead.push((b, users.get(t.as_str()).cloned().unwrap_or_default()));
                 }
-            }
-            // A tensor nobody reads (and not the output) is dead at once.
-            if !last.contains_key(node.output.as_str()) {
-                free.push(b);
             }
         }
         Ok(MemoryPlan { buffers, placement })

@@ -1,14 +1,14 @@
 //! A network built on a device for one batch size: every node resolved to a solver or an
 //! operator, weights uploaded, activation memory allocated as planned, and the whole forward
-//! pass captured into one graph.
+//! pass captured into one graph, its independent branches on lanes of their own.
 
 use std::sync::Arc;
 
 use kiln_format::{Activation, DataType};
 
 use super::weights::Weights;
-use super::{Conv, MemoryPlan, NetError, NetworkDef, Op, Shape};
-use crate::backend::{DeviceBuffer, Graph, Stream};
+use super::{Conv, MemoryPlan, NetError, NetworkDef, Op, Schedule, Shape};
+use crate::backend::{DeviceBuffer, Event, Graph, OwnedStream, Stream};
 use crate::context::{Context, EpilogueArgs};
 use crate::invoker::Invoker;
 use crate::ops::{ChannelOffsets, OpInvoker};
@@ -46,15 +46,24 @@ pub struct NetOptions {
     /// (benches/runs/2026-11-28-h200-generality/). When kernels released them at entry, it was
     /// 0-10% slower.
     pub programmatic_launch: bool,
+    /// Most streams the captured graph spreads the network's independent branches over
+    /// ([`Schedule`]); 1 runs every node in order on one stream. Nodes on other lanes than
+    /// their predecessor's, and nodes that wait for another lane, launch without programmatic
+    /// dependent launch.
+    pub lanes: usize,
 }
 
 impl Default for NetOptions {
     fn default() -> Self {
         NetOptions {
             programmatic_launch: true,
+            lanes: DEFAULT_LANES,
         }
     }
 }
+
+/// [`NetOptions::lanes`]' default.
+pub const DEFAULT_LANES: usize = 2;
 
 /// A network ready to run on one device at one batch size.
 pub struct Network<'c> {
@@ -63,14 +72,20 @@ pub struct Network<'c> {
     batch: u32,
     data_type: DataType,
     steps: Vec<Step>,
+    /// The node (and so the lane) of each step.
+    step_node: Vec<usize>,
+    schedule: Schedule,
     /// The planned activation buffers, then the constants split epilogues read.
     buffers: Vec<DeviceBuffer>,
-    workspace: Option<DeviceBuffer>,
+    /// Each lane's workspace (lanes may run at once, so none shares one).
+    workspaces: Vec<Option<DeviceBuffer>>,
     input: (usize, Shape),
     outputs: Vec<(usize, Shape)>,
     plan: MemoryPlan,
     graph: Option<Graph>,
-    stream: crate::backend::OwnedStream,
+    stream: OwnedStream,
+    /// The streams of lanes 1.. (lane 0 is `stream`).
+    side_streams: Vec<OwnedStream>,
     options: NetOptions,
 }
 
@@ -138,17 +153,21 @@ impl<'c> Network<'c> {
             });
         }
         let shapes = def.shapes()?;
-        let plan = MemoryPlan::plan(def, |s: Shape| s.bytes(batch, data_type))?;
+        let schedule = Schedule::plan(def, options.lanes)?;
+        let plan =
+            MemoryPlan::plan_scheduled(def, |s: Shape| s.bytes(batch, data_type), &schedule)?;
         let buffer_of = |t: &str| plan.placement[t];
         let mut steps = Vec::with_capacity(def.nodes.len());
-        let mut workspace = 0u64;
+        let mut step_node = Vec::with_capacity(def.nodes.len());
+        let mut workspace = vec![0u64; schedule.lanes];
         // Per-(n, c) scales and biases of split epilogues, placed after the activations.
         let mut constants = Constants {
             first: plan.buffers.len(),
             buffers: Vec::new(),
         };
-        for node in &def.nodes {
+        for (index, node) in def.nodes.iter().enumerate() {
             let name = node.name.as_str();
+            let workspace = &mut workspace[schedule.lane[index]];
             let x = shapes[node.inputs[0].as_str()];
             let y = shapes[node.output.as_str()];
             let conv = NetworkDef::as_conv(node);
@@ -170,12 +189,13 @@ impl<'c> Network<'c> {
                     &mut constants,
                 )?;
                 for step in conv_steps {
-                    workspace = workspace.max(match &step {
+                    *workspace = (*workspace).max(match &step {
                         Step::Conv { inv, .. } => inv.workspace_bytes(),
                         Step::Op { inv, .. } => inv.problem().workspace_bytes(),
                     });
                     steps.push(step);
                 }
+                step_node.resize(steps.len(), index);
                 continue;
             }
             if node.op == Op::Concat {
@@ -186,7 +206,7 @@ impl<'c> Network<'c> {
                     let mut p = def.batched_op_problem(node, s, batch, data_type)?;
                     p.y_ld = y.c;
                     let inv = ctx.prepare_op(&p).map_err(at(name))?;
-                    workspace = workspace.max(p.workspace_bytes());
+                    *workspace = (*workspace).max(p.workspace_bytes());
                     steps.push(Step::Op {
                         inv,
                         a: buffer_of(t),
@@ -196,11 +216,12 @@ impl<'c> Network<'c> {
                     });
                     offset += s.c;
                 }
+                step_node.resize(steps.len(), index);
                 continue;
             }
             let p = def.batched_op_problem(node, x, batch, data_type)?;
             let inv = ctx.prepare_op(&p).map_err(at(name))?;
-            workspace = workspace.max(p.workspace_bytes());
+            *workspace = (*workspace).max(p.workspace_bytes());
             steps.push(Step::Op {
                 inv,
                 a: buffer_of(&node.inputs[0]),
@@ -214,6 +235,7 @@ impl<'c> Network<'c> {
                     y: 0,
                 },
             });
+            step_node.resize(steps.len(), index);
         }
         let mut buffers = Vec::with_capacity(plan.buffers.len() + constants.buffers.len());
         for &b in &plan.buffers {
@@ -224,26 +246,36 @@ impl<'c> Network<'c> {
             );
         }
         buffers.append(&mut constants.buffers);
-        let workspace = match workspace {
-            0 => None,
-            n => Some(
-                ctx.device()
+        let workspaces = workspace
+            .iter()
+            .map(|&n| match n {
+                0 => Ok(None),
+                n => ctx
+                    .device()
                     .alloc(n)
-                    .map_err(|e| at("workspace")(e.into()))?,
-            ),
+                    .map(Some)
+                    .map_err(|e| at("workspace")(e.into())),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let new_stream = || {
+            ctx.device()
+                .create_stream()
+                .map_err(|e| at("stream")(e.into()))
         };
-        let stream = ctx
-            .device()
-            .create_stream()
-            .map_err(|e| at("stream")(e.into()))?;
+        let stream = new_stream()?;
+        let side_streams = (1..schedule.lanes)
+            .map(|_| new_stream())
+            .collect::<Result<Vec<_>, _>>()?;
         let mut net = Network {
             ctx,
             name: def.name.clone(),
             batch,
             data_type,
             steps,
+            step_node,
+            schedule,
             buffers,
-            workspace,
+            workspaces,
             input: (buffer_of(&def.input.0), def.input.1),
             outputs: def
                 .outputs
@@ -253,19 +285,79 @@ impl<'c> Network<'c> {
             plan,
             graph: None,
             stream,
+            side_streams,
             options,
         };
-        let graph = ctx.device().capture(&net.stream, |s| net.enqueue(s))?;
+        // The events a capture records must outlive it.
+        let mut events = Vec::new();
+        let graph = ctx
+            .device()
+            .capture(&net.stream, |s| net.enqueue_lanes(s, &mut events))?;
+        drop(events);
         net.graph = Some(graph);
         Ok(net)
     }
 
-    /// Launches every step on `stream`, in order (what the graph holds).
+    /// Launches every step on `stream`, in order: the graph's work on one stream (the memory
+    /// plan allows any order the schedule allows, this one included).
     pub fn enqueue(&self, stream: &Stream) -> Result<(), NetError> {
         for i in 0..self.steps.len() {
-            self.enqueue_step(i, stream)?;
+            self.launch_step(i, stream, self.options.programmatic_launch)?;
         }
         Ok(())
+    }
+
+    /// Launches every step on its lane: lane 0 on `main`, the others on the network's side
+    /// streams, forked from `main` at the start and joined back into it at the end, with an
+    /// event wherever a node waits for another lane. `events` keeps the recorded events.
+    fn enqueue_lanes(&self, main: &Stream, events: &mut Vec<Event>) -> Result<(), NetError> {
+        let device = self.ctx.device();
+        let streams: Vec<&Stream> = std::iter::once(main)
+            .chain(self.side_streams.iter().map(|s| &**s))
+            .collect();
+        if streams.len() > 1 {
+            let start = device.record_event(main)?;
+            for s in &streams[1..] {
+                start.wait_on(s)?;
+            }
+            events.push(start);
+        }
+        // The event recorded after each node another lane waits for.
+        let mut ends: Vec<Option<usize>> = vec![None; self.schedule.lane.len()];
+        let mut step = 0;
+        for node in 0..self.schedule.lane.len() {
+            let stream = streams[self.schedule.lane[node]];
+            for &d in &self.schedule.waits[node] {
+                let e = ends[d].ok_or_else(|| NetError::Definition {
+                    node: self.name.clone(),
+                    reason: format!("schedule: node {node} waits for node {d}, not yet run"),
+                })?;
+                events[e].wait_on(stream)?;
+            }
+            // Programmatic launch only after a kernel of this lane and nothing else.
+            let programmatic = self.options.programmatic_launch
+                && self.schedule.waits[node].is_empty()
+                && !self.schedule.first_on_lane(node);
+            while step < self.steps.len() && self.step_node[step] == node {
+                self.launch_step(step, stream, programmatic)?;
+                step += 1;
+            }
+            if self.schedule.is_waited_for(node) {
+                events.push(device.record_event(stream)?);
+                ends[node] = Some(events.len() - 1);
+            }
+        }
+        for s in &streams[1..] {
+            let end = device.record_event(s)?;
+            end.wait_on(main)?;
+            events.push(end);
+        }
+        Ok(())
+    }
+
+    /// The lanes the graph spreads the network over, and what waits for what.
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
     }
 
     /// What step `i` runs: the convolution's fused problem and solver, or the operator (for
@@ -284,6 +376,16 @@ impl<'c> Network<'c> {
 
     /// Launches step `i` alone on `stream` (a profile times each step so).
     pub fn enqueue_step(&self, i: usize, stream: &Stream) -> Result<(), NetError> {
+        self.launch_step(i, stream, self.options.programmatic_launch)
+    }
+
+    /// Launches step `i` on `stream`, with programmatic dependent launch where `programmatic`
+    /// (`NetOptions::programmatic_launch` says why).
+    fn launch_step(&self, i: usize, stream: &Stream, programmatic: bool) -> Result<(), NetError> {
+        let workspace = self
+            .step_node
+            .get(i)
+            .and_then(|&n| self.workspaces[self.schedule.lane[n]].as_ref());
         if let Some(step) = self.steps.get(i) {
             match step {
                 Step::Conv {
@@ -303,18 +405,16 @@ impl<'c> Network<'c> {
                         activation_param: *activation_param,
                         ..EpilogueArgs::defaults(&inv.problem)
                     };
-                    // Programmatic dependent launch only where the options ask for it
-                    // (`NetOptions::programmatic_launch` says why).
                     self.ctx
                         .run_fused_launching(
                             inv,
                             &self.buffers[*x],
                             weight,
                             &self.buffers[*y],
-                            self.workspace.as_ref(),
+                            workspace,
                             stream,
                             &args,
-                            self.options.programmatic_launch,
+                            programmatic,
                         )
                         .map_err(at(&inv.problem.find_db_key().to_string()))?;
                 }
@@ -332,7 +432,7 @@ impl<'c> Network<'c> {
                             b.map(|b| &self.buffers[b]),
                             &self.buffers[*y],
                             *offsets,
-                            self.workspace.as_ref(),
+                            workspace,
                             stream,
                         )
                         .map_err(at(&inv.problem().describe()))?;

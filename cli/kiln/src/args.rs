@@ -129,6 +129,10 @@ pub struct NetRunArgs {
     /// the Hopper convolutions, see `kiln::net::NetOptions`).
     #[arg(long)]
     pub no_pdl: bool,
+    /// Most streams the graph spreads independent branches over (1: every launch in order on
+    /// one stream; see `kiln::net::NetOptions::lanes`).
+    #[arg(long, default_value_t = kiln::net::DEFAULT_LANES)]
+    pub lanes: usize,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

@@ -219,6 +219,7 @@ pub fn run(a: &NetRunArgs) -> CliResult {
     let t0 = std::time::Instant::now();
     let options = kiln::net::NetOptions {
         programmatic_launch: !a.no_pdl,
+        lanes: a.lanes,
     };
     let net = Network::with_options(&ctx, &def, &weights, a.batch, dtype, options)?;
     let build_s = t0.elapsed().as_secs_f64();
@@ -259,12 +260,13 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         None
     };
     kiln::outln!(
-        "{} {} N={} on {}: {} launches in one graph, {} weights tensors, activations {}, built in {:.1} s",
+        "{} {} N={} on {}: {} launches in one graph on {} stream(s), {} weights tensors, activations {}, built in {:.1} s",
         def.name,
         dtype.name(),
         a.batch,
         ctx.describe(),
         net.launches(),
+        net.schedule().lanes,
         weights.len(),
         human(net.activation_bytes()),
         build_s
