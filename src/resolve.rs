@@ -159,13 +159,22 @@ pub fn resolve_on(
     // Before it, the same epilogue with the other form of its per-channel affine part: a
     // bias alone and a folded batch norm (scale and bias) cost every solver the same, and
     // networks hold either (an ONNX exporter folds batch norms into the weights and a bias).
+    // First of all, the same epilogue writing a dense y (and reading a dense z): a
+    // concatenation's part written into its channel slice stores as many bytes.
     // The kin are built only when the problem's own records are missing (resolve is a hot
     // path; a problem with no epilogue has none).
     let plain = p.without_fusion();
     let mut tuned = target.perf_record(p)?;
     let mut record = target.find_record(p)?;
     if (tuned.is_empty() || record.is_none()) && plain != *p {
-        for q in [affine_sibling(p), Some(plain)].iter().flatten() {
+        let dense = dense_sibling(p);
+        let kin = [
+            dense,
+            dense.as_ref().and_then(affine_sibling),
+            affine_sibling(p),
+            Some(plain),
+        ];
+        for q in kin.iter().flatten() {
             if tuned.is_empty() {
                 tuned = target.perf_record(q)?;
             }
@@ -291,6 +300,16 @@ fn with_folded(
 
 /// `p` with a bias alone where it has a scale and a bias, or with both where it has a bias
 /// alone; `None` without a bias.
+/// `p` writing its whole y and reading a whole z (no channel slices); `None` when it does.
+fn dense_sibling(p: &ConvProblem) -> Option<ConvProblem> {
+    let mut f = p.fusion();
+    if f.y_ld == 0 && f.z_ld == 0 {
+        return None;
+    }
+    (f.y_ld, f.z_ld) = (0, 0);
+    p.with_fusion(f).ok()
+}
+
 fn affine_sibling(p: &ConvProblem) -> Option<ConvProblem> {
     let mut f = p.fusion();
     if !f.bias {
@@ -562,6 +581,31 @@ mod tests {
     #[test]
     fn the_manifest_fits_a_stack_plan() {
         assert!(crate::embedded::kernel_manifest().len() <= MAX_SOLVERS);
+    }
+
+    #[test]
+    fn a_concatenations_slice_is_ranked_by_its_dense_records() {
+        let Some(t) = crate::embedded::target("sm_90_132") else {
+            return; // a build without the measured Hopper target
+        };
+        let dense = ConvProblem::from_find_db_key(
+            "32-160-160-1x1-32-160-160-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+scale+bias+silu",
+        )
+        .unwrap();
+        let sliced = dense
+            .with_fusion(kiln_format::Fusion {
+                y_ld: 48,
+                ..dense.fusion()
+            })
+            .unwrap();
+        assert!(sliced.find_db_key().as_str().ends_with("+ld48"));
+        assert!(t.find_record(&sliced).unwrap().is_none());
+        let (a, b) = (resolve(t, &dense).unwrap(), resolve(t, &sliced).unwrap());
+        assert_eq!(b.source, PlanSource::FindDb);
+        assert_eq!(a.source, PlanSource::FindDb);
+        let first = |p: &Plan| (p.ranked[0].variant.solver.id(), p.ranked[0].variant.params);
+        assert_eq!(first(&a), first(&b));
+        assert_eq!(a.ranked[0].time_ms, b.ranked[0].time_ms);
     }
 
     #[test]

@@ -586,6 +586,27 @@ pub fn conv_problem(
     .map_err(|e| bad(node, e.to_string()))
 }
 
+/// `p` (convolution node `node`'s problem) writing and reading the channel slices `views`
+/// put its output and residual in: the fusion's `y_ld` and `z_ld`.
+pub fn in_slices(
+    p: crate::ConvProblem,
+    node: &Node,
+    c: &Conv,
+    views: &HashMap<String, View>,
+) -> Result<crate::ConvProblem, NetError> {
+    let ld = |t: Option<&String>| t.and_then(|t| views.get(t)).map_or(0, |v| v.ld);
+    let (y_ld, z_ld) = (ld(Some(&node.output)), ld(c.residual.as_ref()));
+    if y_ld == 0 && z_ld == 0 {
+        return Ok(p);
+    }
+    p.with_fusion(crate::Fusion {
+        y_ld,
+        z_ld,
+        ..p.fusion()
+    })
+    .map_err(|e| bad(&node.name, e.to_string()))
+}
+
 impl NetworkDef {
     /// The convolution node `node` as a [`Conv`] (a linear layer as a 1x1 convolution with a
     /// bias); `None` for the other operators.
@@ -614,17 +635,123 @@ impl NetworkDef {
         dtype: crate::DataType,
     ) -> Result<Vec<(String, crate::ConvProblem)>, NetError> {
         let shapes = self.shapes()?;
+        let views = self.concat_views()?;
         let mut out = Vec::new();
         for node in &self.nodes {
             if let Some(c) = Self::as_conv(node) {
                 let x = shapes[node.inputs[0].as_str()];
-                out.push((
-                    node.name.clone(),
-                    conv_problem(&node.name, &c, node.activation, x, batch, dtype)?,
-                ));
+                let p = conv_problem(&node.name, &c, node.activation, x, batch, dtype)?;
+                out.push((node.name.clone(), in_slices(p, node, &c, &views)?));
             }
         }
         Ok(out)
+    }
+}
+
+/// A tensor written straight into a channel slice of a wider one: a concatenation's part,
+/// which then costs no copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    /// The concatenation's output, whose buffer holds the part.
+    pub root: String,
+    /// The part's first channel in the root.
+    pub offset: u32,
+    /// The root's channels: elements from one pixel to the next.
+    pub ld: u32,
+}
+
+/// Whether `op` can write its output into a channel slice of a wider tensor (the fused
+/// epilogue's `y_ld`, the operators' `y_ld`).
+fn writes_slices(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Conv(_)
+            | Op::Pool(_)
+            | Op::Resize { .. }
+            | Op::Add
+            | Op::ChannelMul
+            | Op::Activation
+            | Op::Slice { .. }
+    )
+}
+
+/// Whether `op` can read its input `slot` (`None`: a convolution's residual) from a channel
+/// slice: the operators' first input (`a_ld`) and a residual (`z_ld`); never a convolution's
+/// input.
+fn reads_slice(op: &Op, slot: Option<usize>) -> bool {
+    match op {
+        Op::Conv(_) => slot.is_none(),
+        Op::Pool(_)
+        | Op::Resize { .. }
+        | Op::Add
+        | Op::ChannelMul
+        | Op::Activation
+        | Op::Slice { .. }
+        | Op::GlobalAvgPool => slot == Some(0),
+        _ => false,
+    }
+}
+
+impl NetworkDef {
+    /// The concatenations' parts written in place ([`View`]), by tensor. A part is, when its
+    /// writer can write a channel slice, every other reader can read one, it starts at a
+    /// multiple of 8 channels of a concatenation whose width is one, it appears once there,
+    /// and it is neither the network's input or output nor a concatenation itself (and a
+    /// tensor joins the first concatenation that takes it). The other parts are copied.
+    pub fn concat_views(&self) -> Result<HashMap<String, View>, NetError> {
+        let shapes = self.shapes()?;
+        let mut producer: HashMap<&str, usize> = HashMap::new();
+        let mut readers: HashMap<&str, Vec<(usize, Option<usize>)>> = HashMap::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            producer.insert(node.output.as_str(), i);
+            for (slot, t) in node.inputs.iter().enumerate() {
+                readers.entry(t.as_str()).or_default().push((i, Some(slot)));
+            }
+            if let Op::Conv(Conv {
+                residual: Some(r), ..
+            }) = &node.op
+            {
+                readers.entry(r.as_str()).or_default().push((i, None));
+            }
+        }
+        let mut views: HashMap<String, View> = HashMap::new();
+        for (host, node) in self.nodes.iter().enumerate() {
+            if node.op != Op::Concat {
+                continue;
+            }
+            let width = shapes[node.output.as_str()].c;
+            let mut offset = 0;
+            for t in &node.inputs {
+                let here = offset;
+                offset += shapes[t.as_str()].c;
+                let once = node.inputs.iter().filter(|u| *u == t).count() == 1;
+                let boundary = self.outputs.contains(t) || *t == self.input.0;
+                let Some(&p) = producer.get(t.as_str()) else {
+                    continue;
+                };
+                let others_read_slices = readers[t.as_str()]
+                    .iter()
+                    .all(|&(r, slot)| r == host || reads_slice(&self.nodes[r].op, slot));
+                if width.is_multiple_of(8)
+                    && here.is_multiple_of(8)
+                    && once
+                    && !boundary
+                    && !views.contains_key(t)
+                    && writes_slices(&self.nodes[p].op)
+                    && others_read_slices
+                {
+                    views.insert(
+                        t.clone(),
+                        View {
+                            root: node.output.clone(),
+                            offset: here,
+                            ld: width,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(views)
     }
 }
 
@@ -655,12 +782,22 @@ impl MemoryPlan {
         schedule: &Schedule,
     ) -> Result<MemoryPlan, NetError> {
         let shapes = def.shapes()?;
-        let last = def.last_reads();
-        let mut users: HashMap<&str, Vec<usize>> = HashMap::new();
+        let views = def.concat_views()?;
+        // A concatenation's parts written in place live in its output's buffer: what holds
+        // each tensor, and every node that writes or reads it, and when it is last read.
+        let storage = |t: &str| -> String { views.get(t).map_or(t, |v| v.root.as_str()).into() };
+        let mut last: HashMap<String, usize> = HashMap::new();
+        for (t, i) in def.last_reads() {
+            let e = last.entry(storage(t)).or_insert(i);
+            *e = (*e).max(i);
+        }
+        let mut users: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut writers: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, node) in def.nodes.iter().enumerate() {
-            users.entry(node.output.as_str()).or_default().push(i);
+            users.entry(storage(&node.output)).or_default().push(i);
+            writers.entry(storage(&node.output)).or_default().push(i);
             for t in node.reads() {
-                users.entry(t.as_str()).or_default().push(i);
+                users.entry(storage(t)).or_default().push(i);
             }
         }
         let mut buffers: Vec<u64> = Vec::new();
@@ -668,14 +805,16 @@ impl MemoryPlan {
         // one once they all precede it.
         let mut dead: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut placement: HashMap<String, usize> = HashMap::new();
-        // The smallest dead buffer `node` may take that holds `size` bytes, else the largest
-        // it may take, grown; else a new one.
+        // The smallest dead buffer the nodes `writing` may take that holds `size` bytes, else
+        // the largest they may take, grown; else a new one.
         let take = |size: u64,
-                    node: Option<usize>,
+                    writing: &[usize],
                     dead: &mut Vec<(usize, Vec<usize>)>,
                     buffers: &mut Vec<u64>| {
             let ready = |(_, (_, users)): &(usize, &(usize, Vec<usize>))| {
-                node.is_none_or(|j| users.iter().all(|&u| schedule.precedes(u, j)))
+                writing
+                    .iter()
+                    .all(|&j| users.iter().all(|&u| schedule.precedes(u, j)))
             };
             let fit = dead
                 .iter()
@@ -705,26 +844,40 @@ impl MemoryPlan {
         let input = &def.input.0;
         placement.insert(
             input.clone(),
-            take(bytes(def.input.1), None, &mut dead, &mut buffers),
+            take(bytes(def.input.1), &[], &mut dead, &mut buffers),
         );
         for (i, node) in def.nodes.iter().enumerate() {
-            let b = take(
-                bytes(shapes[node.output.as_str()]),
-                Some(i),
-                &mut dead,
-                &mut buffers,
-            );
+            // A part written in place takes its concatenation's buffer when the first part is
+            // written, one that every part's writer may take.
+            let held = storage(&node.output);
+            let b = match placement.get(&held) {
+                Some(&b) => b,
+                None => {
+                    let b = take(
+                        bytes(shapes[held.as_str()]),
+                        &writers[&held],
+                        &mut dead,
+                        &mut buffers,
+                    );
+                    placement.insert(held.clone(), b);
+                    b
+                }
+            };
             placement.insert(node.output.clone(), b);
-            // Tensors read for the last time here, and a tensor nobody reads (not an
-            // output), are dead after this node.
-            let dying = node
+            // What is read for the last time here, and what nobody reads (not an output), is
+            // dead after this node.
+            let mut dying: Vec<String> = node
                 .reads()
-                .filter(|t| last.get(t.as_str()) == Some(&i))
-                .chain((!last.contains_key(node.output.as_str())).then_some(&node.output));
+                .map(|t| storage(t))
+                .filter(|t| last.get(t) == Some(&i))
+                .collect();
+            if !last.contains_key(&held) {
+                dying.push(held);
+            }
             for t in dying {
-                let b = placement[t.as_str()];
+                let b = placement[&t];
                 if dead.iter().all(|(d, _)| *d != b) {
-                    dead.push((b, users.get(t.as_str()).cloned().unwrap_or_default()));
+                    dead.push((b, users.get(&t).cloned().unwrap_or_default()));
                 }
             }
         }

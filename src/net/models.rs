@@ -565,6 +565,47 @@ mod tests {
     use crate::net::MemoryPlan;
 
     #[test]
+    fn a_detectors_concatenations_are_written_in_place_where_every_reader_allows() {
+        let def = yolov8n(80);
+        let views = def.concat_views().unwrap();
+        let at = |t: &str| views.get(t).map(|v| (v.root.as_str(), v.offset, v.ld));
+        // SPPF: cv1 and the three pools (read by the next pool, an operator) all in place.
+        assert_eq!(at("model.9.cv1.conv"), Some(("model.9.cat", 0, 512)));
+        assert_eq!(at("model.9.m.2"), Some(("model.9.cat", 384, 512)));
+        // C2f: cv1's output (read by the split, an operator) and the last bottleneck's.
+        assert_eq!(at("model.2.cv1.conv"), Some(("model.2.cat", 0, 48)));
+        assert_eq!(at("model.2.m.0.add"), Some(("model.2.cat", 32, 48)));
+        // A bottleneck read by the next one's convolution stays dense, and so is copied.
+        assert_eq!(at("model.4.m.0.add"), None);
+        // The heads write straight into the network's outputs' halves, but an output itself
+        // is never a part.
+        assert_eq!(at("model.22.cv3.0.2"), Some(("p3", 64, 144)));
+        assert_eq!(at("p3"), None);
+        // Neck: the upsample lies in place; the backbone's P4 (read by a convolution) is copied.
+        assert_eq!(at("model.10"), Some(("model.11", 0, 384)));
+        assert_eq!(at("model.6.cv2.conv"), None);
+        // The fused problems say where their output lies.
+        let problems = def.conv_problems(2, crate::DataType::Fp16).unwrap();
+        let key = |n: &str| {
+            problems
+                .iter()
+                .find(|(name, _)| name == n)
+                .unwrap()
+                .1
+                .find_db_key()
+                .to_string()
+        };
+        assert!(
+            key("model.22.cv3.0.2").ends_with("-F+bias+ld144"),
+            "{}",
+            key("model.22.cv3.0.2")
+        );
+        assert!(!key("model.5.conv").contains("+ld"));
+        // A classifier has nothing to concatenate.
+        assert!(resnet50(1000).concat_views().unwrap().is_empty());
+    }
+
+    #[test]
     fn mobilenet_and_efficientnet_are_valid() {
         let m = mobilenet_v2(1000);
         let s = m.shapes().unwrap();

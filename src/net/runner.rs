@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kiln_format::{Activation, DataType};
 
 use super::weights::Weights;
-use super::{Conv, MemoryPlan, NetError, NetworkDef, Op, Schedule, Shape};
+use super::{Conv, MemoryPlan, NetError, NetworkDef, Op, Schedule, Shape, View};
 use crate::backend::{DeviceBuffer, Event, Graph, OwnedStream, Stream};
 use crate::context::{Context, EpilogueArgs};
 use crate::invoker::Invoker;
@@ -24,6 +24,9 @@ enum Step {
         scale: Option<DeviceBuffer>,
         bias: Option<DeviceBuffer>,
         activation_param: f32,
+        /// y's and the residual's first channels in the tensors they are slices of.
+        y_offset: u32,
+        z_offset: u32,
     },
     Op {
         inv: OpInvoker,
@@ -157,6 +160,9 @@ impl<'c> Network<'c> {
         let plan =
             MemoryPlan::plan_scheduled(def, |s: Shape| s.bytes(batch, data_type), &schedule)?;
         let buffer_of = |t: &str| plan.placement[t];
+        // Concatenations' parts written in place: where in their concatenation each lies.
+        let views = def.concat_views()?;
+        let view_of = |t: &str| views.get(t);
         let mut steps = Vec::with_capacity(def.nodes.len());
         let mut step_node = Vec::with_capacity(def.nodes.len());
         let mut workspace = vec![0u64; schedule.lanes];
@@ -174,6 +180,10 @@ impl<'c> Network<'c> {
             if let Some(c) = conv {
                 let buffers = [buffer_of(&node.inputs[0]), buffer_of(&node.output)];
                 let residual = c.residual.as_deref().map(buffer_of);
+                let slices = [
+                    view_of(&node.output),
+                    c.residual.as_deref().and_then(view_of),
+                ];
                 let conv_steps = conv_step(
                     ctx,
                     name,
@@ -186,6 +196,7 @@ impl<'c> Network<'c> {
                     buffers,
                     residual,
                     matches!(node.op, Op::Linear { .. }),
+                    slices,
                     &mut constants,
                 )?;
                 for step in conv_steps {
@@ -199,12 +210,18 @@ impl<'c> Network<'c> {
                 continue;
             }
             if node.op == Op::Concat {
-                // Each part copied into its channel slice of the output.
+                // Each part not written in place copied into its channel slice of the output.
                 let mut offset = 0;
                 for t in &node.inputs {
                     let s = shapes[t.as_str()];
+                    let here = offset;
+                    offset += s.c;
+                    if view_of(t).is_some_and(|v| v.root == node.output) {
+                        continue;
+                    }
                     let mut p = def.batched_op_problem(node, s, batch, data_type)?;
                     p.y_ld = y.c;
+                    let a = input_slice(&mut p, view_of(t));
                     let inv = ctx.prepare_op(&p).map_err(at(name))?;
                     *workspace = (*workspace).max(p.workspace_bytes());
                     steps.push(Step::Op {
@@ -212,14 +229,25 @@ impl<'c> Network<'c> {
                         a: buffer_of(t),
                         b: None,
                         y: buffer_of(&node.output),
-                        offsets: ChannelOffsets { a: 0, y: offset },
+                        offsets: ChannelOffsets { a, y: here },
                     });
-                    offset += s.c;
                 }
                 step_node.resize(steps.len(), index);
                 continue;
             }
-            let p = def.batched_op_problem(node, x, batch, data_type)?;
+            let mut p = def.batched_op_problem(node, x, batch, data_type)?;
+            let start = match node.op {
+                Op::Slice { start, .. } => start,
+                _ => 0,
+            };
+            let a = start + input_slice(&mut p, view_of(&node.inputs[0]));
+            let y = match view_of(&node.output) {
+                Some(v) => {
+                    p.y_ld = v.ld;
+                    v.offset
+                }
+                None => 0,
+            };
             let inv = ctx.prepare_op(&p).map_err(at(name))?;
             *workspace = (*workspace).max(p.workspace_bytes());
             steps.push(Step::Op {
@@ -227,13 +255,7 @@ impl<'c> Network<'c> {
                 a: buffer_of(&node.inputs[0]),
                 b: node.inputs.get(1).map(|t| buffer_of(t)),
                 y: buffer_of(&node.output),
-                offsets: ChannelOffsets {
-                    a: match node.op {
-                        Op::Slice { start, .. } => start,
-                        _ => 0,
-                    },
-                    y: 0,
-                },
+                offsets: ChannelOffsets { a, y },
             });
             step_node.resize(steps.len(), index);
         }
@@ -397,12 +419,16 @@ impl<'c> Network<'c> {
                     scale,
                     bias,
                     activation_param,
+                    y_offset,
+                    z_offset,
                 } => {
                     let args = EpilogueArgs {
                         scale: scale.as_ref(),
                         bias: bias.as_ref(),
                         residual: residual.map(|r| &self.buffers[r]),
                         activation_param: *activation_param,
+                        y_channel_offset: *y_offset,
+                        z_channel_offset: *z_offset,
                         ..EpilogueArgs::defaults(&inv.problem)
                     };
                     self.ctx
@@ -614,17 +640,32 @@ fn conv_step(
     [xb, yb]: [usize; 2],
     residual: Option<usize>,
     linear: bool,
+    [y_slice, z_slice]: [Option<&View>; 2],
     constants: &mut Constants,
 ) -> Result<Vec<Step>, NetError> {
     let cw = weights.conv(name, c, x.c, linear)?;
-    let problem = super::conv_problem(name, c, activation, x, batch, dtype)?;
+    let mut problem = super::conv_problem(name, c, activation, x, batch, dtype)?;
+    let sliced = y_slice.is_some() || z_slice.is_some();
+    if sliced {
+        problem = problem
+            .with_fusion(kiln_format::Fusion {
+                y_ld: y_slice.map_or(0, |v| v.ld),
+                z_ld: z_slice.map_or(0, |v| v.ld),
+                ..problem.fusion()
+            })
+            .map_err(|e| NetError::Definition {
+                node: name.into(),
+                reason: e.to_string(),
+            })?;
+    }
     let weight = upload(ctx, name, dtype, &cw.krsc)?;
     let (fused, fused_ms) = prepare_best(ctx, name, &problem)?;
     let plain = problem.without_fusion();
     // FP32 only: there a split's extra roundings (of y between passes, of the scale and bias
     // to the data type) are FP32's, far inside the tolerance; FP16 and BF16 keep the fused
-    // epilogue's single rounding.
-    if plain != problem && dtype == DataType::Fp32 {
+    // epilogue's single rounding. A slice's convolution keeps its fused epilogue (the split's
+    // passes write dense tensors).
+    if plain != problem && dtype == DataType::Fp32 && !sliced {
         let (inv, plain_ms) = prepare_best(ctx, name, &plain)?;
         let y_bytes = plain.byte_counts()[2];
         let passes = [cw.scale.is_some(), cw.bias.is_some(), residual.is_some()]
@@ -643,6 +684,8 @@ fn conv_step(
                 scale: None,
                 bias: None,
                 activation_param: 1.0,
+                y_offset: 0,
+                z_offset: 0,
             }];
             let [_, oh, ow] = plain.output();
             let y = Shape {
@@ -720,5 +763,16 @@ fn conv_step(
             .map(|v| upload(ctx, name, DataType::Fp32, &v))
             .transpose()?,
         activation_param: activation.default_param(),
+        y_offset: y_slice.map_or(0, |v| v.offset),
+        z_offset: z_slice.map_or(0, |v| v.offset),
     }])
+}
+
+/// Points operator `p`'s first input (the only one that can be a slice) at the channel slice
+/// `view` puts it in: sets `a_ld`, returns the slice's first channel (0 when dense).
+fn input_slice(p: &mut crate::ops::OpProblem, view: Option<&View>) -> u32 {
+    view.map_or(0, |v| {
+        p.a_ld = v.ld;
+        v.offset
+    })
 }
