@@ -66,7 +66,7 @@ impl Default for NetOptions {
 }
 
 /// [`NetOptions::lanes`]' default.
-pub const DEFAULT_LANES: usize = 2;
+pub const DEFAULT_LANES: usize = 4;
 
 /// A network ready to run on one device at one batch size.
 pub struct Network<'c> {
