@@ -7,8 +7,9 @@
 //! [`Network`] is built on a device. Tensors are NHWC; each is written once (by the node that
 //! names it as its output) and read by later nodes. Convolutions carry their batch norm or
 //! bias, a residual and an activation, which run in the convolution's fused epilogue; the
-//! operators of [`crate::ops`] run what is left. A classifier's head is [`Op::Linear`]: a 1x1
-//! convolution on a 1x1 map with a fused bias.
+//! operators of [`crate::ops`] run what is left. A concatenation's parts are written straight
+//! into its channel slices where their writer and readers allow ([`View`]). A classifier's
+//! head is [`Op::Linear`]: a 1x1 convolution on a 1x1 map with a fused bias.
 
 use std::collections::HashMap;
 use std::fmt;

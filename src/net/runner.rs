@@ -50,9 +50,11 @@ pub struct NetOptions {
     /// 0-10% slower.
     pub programmatic_launch: bool,
     /// Most streams the captured graph spreads the network's independent branches over
-    /// ([`Schedule`]); 1 runs every node in order on one stream. Nodes on other lanes than
-    /// their predecessor's, and nodes that wait for another lane, launch without programmatic
-    /// dependent launch.
+    /// ([`Schedule`]); 1 runs every node in order on one stream. A lane's first node, and a
+    /// node that waits for another lane, launch without programmatic dependent launch. On an
+    /// H200 four lanes ran YOLOv8n 9% faster than one at N=1 (0.504 against 0.551 ms) and 3%
+    /// at N=32, ResNet-50 2% faster at N=1, the chains of MobileNetV2 and EfficientNet-B0
+    /// alike, outputs bit-identical (benches/runs/2026-12-02-h200-lanes/).
     pub lanes: usize,
 }
 
