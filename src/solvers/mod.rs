@@ -16,7 +16,7 @@ pub mod cutlass;
 mod depthwise;
 mod depthwise_nchw;
 mod dot1x1;
-mod first_layer;
+mod first_nchw;
 mod gemm1x1;
 mod gemm_grouped_nchw;
 mod grouped;
@@ -495,8 +495,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &grouped_nchw::DirectGroupedNchw,
     &gemm_grouped_nchw::GemmGroupedNchw,
     &depthwise_nchw::DirectDepthwiseNchw,
-    &first_layer::NCHW,
-    &first_layer::NHWC,
+    &first_nchw::DirectFirstLayerNchw,
     &depthwise::DirectDepthwise,
     &dot1x1::Dot1x1,
     &narrow::MmaNarrow,
@@ -1007,17 +1006,6 @@ mod tests {
                 filter: [1, 7, 7],
                 pad: [0, 3, 3],
                 stride: [1, 2, 2],
-                ..base
-            },
-            // An FP16 NHWC RGB stem, 3x3 at stride 2 to 32 channels (the NHWC direct
-            // first-layer solver's).
-            ConvSpec {
-                c: 3,
-                k: 32,
-                filter: [1, 3, 3],
-                stride: [1, 2, 2],
-                layouts: [kiln_format::Layout::Nhwc; 3],
-                data_types: [DataType::Fp16; 3],
                 ..base
             },
             // A batch of 32 (the wide NCHW 3xTF32 tiles are offered only where they fill the GPU).

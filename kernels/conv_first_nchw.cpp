@@ -1,6 +1,5 @@
-// ConvDirectFirstLayerNchwFwd (FP32 NCHW) and ConvDirectFirstLayerFwd (KILN_FL_NHWC: FP16 and
-// BF16 NHWC): a network's first layer (1-4 input channels, e.g. RGB), direct on CUDA cores with
-// FP32 products (exact FP32, no TF32 splitting; FP32 sums of the 16-bit types' products).
+// ConvDirectFirstLayerNchwFwd: a network's first layer (1-4 input channels, e.g. RGB) in FP32
+// NCHW, direct on CUDA cores with FP32 products: exact FP32, no TF32 splitting.
 //
 // With 3 input channels the implicit GEMMs' reduction is short (147 for a 7x7 filter) and the
 // tensor-core kernels spend their time gathering and padding it; the NCHW one also writes an
@@ -9,8 +8,7 @@
 // KILN_FL_WPT neighbouring output columns for KILN_FL_KPT output channels (4 or 8 each): per
 // filter row it reads the input window those columns need once, then per tap 16-byte loads
 // of its weights feed WPT x KPT FMAs. y is written straight into NCHW, four columns in one
-// 16-byte store; in NHWC, a thread's KPT channels of one pixel in one 8- or 16-byte store (there
-// the threads of a pixel's channels are neighbours, so a warp's stores run along the row).
+// 16-byte store.
 //
 // Shared memory (dynamic): the filters as [c][tap][channel in block], then the patch as
 // [c][row][column]. Column iw of a patch row sits at word iw + iw / (WPT * S): a thread's window
@@ -18,17 +16,13 @@
 // of words apart, and every load of one window position hits 32 different banks.
 //
 // Built for one square filter size (KILN_FL_FIL) and stride (KILN_FL_S, both directions),
-// undilated, groups 1; any padding, channel count up to what the patch holds; in NCHW any K (a
-// block's last channels are masked), in NHWC K and y's pixel stride multiples of KPT.
+// undilated, groups 1; any padding, channel count up to what the patch holds, any K (a block's
+// last channels are masked).
 //
 // Launch: grid (ceil(Q / (TX * WPT)) * ceil(P / ROWS), ceil(K / (TK * KPT)), N), block
 // (TX * TK); shared bytes C * (FIL^2 * TK * KPT + patch rows * pitch) * 4, the solver's
-// formula. 2-D; NCHW FP32, or NHWC (KILN_FL_NHWC=1). NVIDIA (float4 and __launch_bounds__).
+// formula. channels_last = 0, 2-D, FP32. NVIDIA (float4 and __launch_bounds__).
 #include "epilogue.h"
-
-#ifndef KILN_FL_NHWC
-#define KILN_FL_NHWC 0
-#endif
 
 #if !defined(KILN_FL_TX) || !defined(KILN_FL_TK) || !defined(KILN_FL_ROWS) || \
     !defined(KILN_FL_FIL) || !defined(KILN_FL_S) || !defined(KILN_FL_WPT) || !defined(KILN_FL_KPT)
@@ -51,28 +45,9 @@ constexpr int kFlBatch = 8;  // staging loads a thread has in flight at once
 
 static __device__ KILN_INLINE int kiln_fl_word(int col) { return col + col / kFlSpan; }
 
-#if KILN_FL_NHWC
-// KPT values of y's type as one 8- or 16-byte store at y + i (aligned: the caller checks).
-static __device__ KILN_INLINE void kiln_fl_store_channels(kiln_t* y, kiln_i64 i, const float (&v)[KILN_FL_KPT]) {
-  constexpr int kBytes = KILN_FL_KPT * (int)sizeof(kiln_t);
-  static_assert(kBytes == 8 || kBytes == 16, "a thread's channels fill 8 or 16 bytes");
-  union {
-    kiln_t e[KILN_FL_KPT];
-    uint2 w8[kBytes / 8];
-  } out;
-#pragma unroll
-  for (int q = 0; q < KILN_FL_KPT; ++q) kiln_store(out.e, q, v[q]);
-#pragma unroll
-  for (int h = 0; h < kBytes / 8; ++h) reinterpret_cast<uint2*>(y + i)[h] = out.w8[h];
-}
-#define KILN_FL_ENTRY conv_first_nhwc_fwd
-#else
-#define KILN_FL_ENTRY conv_first_nchw_fwd
-#endif
-
 extern "C" __global__ void __launch_bounds__(kFlThreads)
-    KILN_FL_ENTRY(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
-                  kiln_t* __restrict__ y, KilnConvArgs a, KilnEpilogue e) {
+    conv_first_nchw_fwd(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
+                        kiln_t* __restrict__ y, KilnConvArgs a, KilnEpilogue e) {
   extern __shared__ float kiln_fl_smem[];
   float* sw = kiln_fl_smem;                          // [c][tap][kFlTileK]
   float* sx = kiln_fl_smem + a.c * kFlTaps * kFlTileK;  // [c][kFlInRows][kFlPitch]
@@ -86,8 +61,8 @@ extern "C" __global__ void __launch_bounds__(kFlThreads)
   const kiln_i32 tid = (kiln_i32)threadIdx.x;
 
   // The block's filters, transposed so that a thread's 8 channels of one tap are adjacent
-  // (global reads run along a filter, KCRS or KRSC, coalesced), then the input patch, zeros
-  // where it lies in the padding or past the image. Each thread issues kFlBatch loads before it stores
+  // (global reads run along a filter, KCRS, coalesced), then the input patch, zeros where it
+  // lies in the padding or past the image. Each thread issues kFlBatch loads before it stores
   // any: one trip to memory per batch, not per element (a block stages about 70 values a
   // thread, and waiting on each in turn took longer than the block's arithmetic).
   const kiln_i32 per_k = a.c * kFlTaps;
@@ -98,19 +73,13 @@ extern "C" __global__ void __launch_bounds__(kFlThreads)
     for (int b = 0; b < kFlBatch; ++b) {
       const kiln_i32 i = base + b * kFlThreads;
       const kiln_i32 kl = i / per_k;
-      v[b] = i < w_count && k0 + kl < a.k ? kiln_load(w, (kiln_i64)k0 * per_k + i) : 0.0f;
+      v[b] = i < w_count && k0 + kl < a.k ? w[(kiln_i64)k0 * per_k + i] : 0.0f;
     }
 #pragma unroll
     for (int b = 0; b < kFlBatch; ++b) {
       const kiln_i32 i = base + b * kFlThreads;
       const kiln_i32 kl = i / per_k;
-#if KILN_FL_NHWC
-      // w is KRSC: a filter's values run over the channels of each tap.
-      const kiln_i32 tc = i - kl * per_k, tap = tc / a.c;
-      if (i < w_count) sw[((tc - tap * a.c) * kFlTaps + tap) * kFlTileK + kl] = v[b];
-#else
       if (i < w_count) sw[(i - kl * per_k) * kFlTileK + kl] = v[b];
-#endif
     }
   }
   const kiln_i32 ih0 = oh0 * KILN_FL_S - a.pad_h;
@@ -122,62 +91,27 @@ extern "C" __global__ void __launch_bounds__(kFlThreads)
 #pragma unroll
     for (int b = 0; b < kFlBatch; ++b) {
       const kiln_i32 i = base + b * kFlThreads;
-#if KILN_FL_NHWC
-      // Channels fastest, as x holds them: a warp reads along an input row.
-      const kiln_i32 rc = i / a.c;
-      const kiln_i32 row = rc / kFlInCols;
-      const kiln_i32 ih = ih0 + row, iw = iw0 + rc - row * kFlInCols;
-      const bool in = i < x_count && ih >= 0 && ih < a.in_h && iw >= 0 && iw < a.in_w;
-      v[b] = in ? kiln_load(xn, ((kiln_i64)ih * a.in_w + iw) * a.c + i - rc * a.c) : 0.0f;
-#else
       const kiln_i32 cr = i / kFlInCols;
       const kiln_i32 c = cr / kFlInRows;
       const kiln_i32 ih = ih0 + cr - c * kFlInRows, iw = iw0 + i - cr * kFlInCols;
       const bool in = i < x_count && ih >= 0 && ih < a.in_h && iw >= 0 && iw < a.in_w;
       v[b] = in ? xn[((kiln_i64)c * a.in_h + ih) * a.in_w + iw] : 0.0f;
-#endif
     }
 #pragma unroll
     for (int b = 0; b < kFlBatch; ++b) {
       const kiln_i32 i = base + b * kFlThreads;
-#if KILN_FL_NHWC
-      const kiln_i32 rc = i / a.c;
-      const kiln_i32 row = rc / kFlInCols;
-      const kiln_i32 c = i - rc * a.c;
-      if (i < x_count) sx[(c * kFlInRows + row) * kFlPitch + kiln_fl_word(rc - row * kFlInCols)] = v[b];
-#else
       const kiln_i32 cr = i / kFlInCols;
       if (i < x_count) sx[cr * kFlPitch + kiln_fl_word(i - cr * kFlInCols)] = v[b];
-#endif
     }
   }
   __syncthreads();
 
-#if KILN_FL_NHWC
-  const kiln_i32 kt = tid % KILN_FL_TK, tx = tid / KILN_FL_TK;
-#else
   const kiln_i32 tx = tid % KILN_FL_TX, kt = tid / KILN_FL_TX;
-#endif
   const kiln_i32 ow = ow0 + tx * KILN_FL_WPT;
   const float* win_base = sx + tx * (kFlSpan + 1);
   const float* w_base = sw + kt * KILN_FL_KPT;
-#if KILN_FL_NHWC
-  // A thread's channels in one store where y's address allows it (K and y's pixel stride are
-  // multiples of KPT: the solver's check).
-  const bool vector_store = (((kiln_u64)y) & (KILN_FL_KPT * sizeof(kiln_t) - 1)) == 0;
-  const kiln_i32 kq = k0 + kt * KILN_FL_KPT;  // the thread's first channel
-  // Its channels' scales and biases, read once (where the epilogue has them).
-  float scale_k[KILN_FL_KPT], bias_k[KILN_FL_KPT];
-#pragma unroll
-  for (int q = 0; q < KILN_FL_KPT; ++q) {
-    const bool has = kq + q < a.k;
-    scale_k[q] = e.scale && has ? kiln_ep_f32(e.scale, kq + q) : 1.0f;
-    bias_k[q] = e.bias && has ? kiln_ep_f32(e.bias, kq + q) : 0.0f;
-  }
-#else
   // Four columns in one 16-byte store where the row's length and y allow it.
   const bool vector_store = (a.out_w & 3) == 0 && (((kiln_u64)y) & 15) == 0;
-#endif
   const KilnAct act = kiln_act_params(e.act, e.act_a);
   const bool plain = !e.scale && !e.bias && !e.z && e.act == KILN_ACT_IDENTITY;
   for (kiln_i32 row = 0; row < KILN_FL_ROWS; ++row) {
@@ -215,30 +149,6 @@ extern "C" __global__ void __launch_bounds__(kFlThreads)
       }
     }
     if (ow >= a.out_w) continue;
-#if KILN_FL_NHWC
-    if (kq >= a.k) continue;
-#pragma unroll
-    for (int j = 0; j < KILN_FL_WPT; ++j) {
-      if (ow + j >= a.out_w) break;
-      const kiln_i64 pix = ((kiln_i64)n * a.out_h + oh) * a.out_w + ow + j;
-      float v[KILN_FL_KPT];
-#pragma unroll
-      for (int q = 0; q < KILN_FL_KPT; ++q) {
-        if (plain) {
-          v[q] = acc[j][q] * e.alpha;
-        } else {
-          const float z_v = e.z ? kiln_ep_z(e.z, pix * e.z_ld + kq + q) : 0.0f;
-          v[q] = kiln_epilogue_of(acc[j][q], scale_k[q], bias_k[q], z_v, e, act);
-        }
-      }
-      if (vector_store) {
-        kiln_fl_store_channels(y, pix * e.y_ld + kq, v);
-      } else {
-#pragma unroll
-        for (int q = 0; q < KILN_FL_KPT; ++q) kiln_store(y, pix * e.y_ld + kq + q, v[q]);
-      }
-    }
-#else
     if (plain) {
       // No epilogue inputs, identity: a short path of its own (the full epilogue, inlined for
       // 32 values, is most of the kernel's code).
@@ -287,6 +197,5 @@ extern "C" __global__ void __launch_bounds__(kFlThreads)
           if (ow + j < a.out_w) kiln_store(y, yi + j, v[j]);
       }
     }
-#endif
   }
 }

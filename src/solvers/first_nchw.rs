@@ -1,11 +1,10 @@
-//! `ConvDirectFirstLayerNchwFwd` (FP32 NCHW) and `ConvDirectFirstLayerFwd` (FP16 and BF16
-//! NHWC), both `kernels/conv_first_layer.cpp`: a network's first layer (1-4 input channels),
-//! direct on CUDA cores with FP32 products. A block stages its output channels' filters and its
-//! output rows' input patch in shared memory; each thread computes 4 or 8 neighbouring output
-//! columns for 4 or 8 output channels and stores them into y (NCHW: 4 columns a store; NHWC:
-//! its channels of a pixel in one store). NVIDIA. Perf config: `tx,tk,rows,filter,stride,wpt,kpt`
-//! (threads along a row, threads along the output channels, output rows per block; the square
-//! filter size and the stride the object is built for; output columns and channels per thread).
+//! `ConvDirectFirstLayerNchwFwd` (`kernels/conv_first_nchw.cpp`): a network's first layer (1-4
+//! input channels) in FP32 NCHW, direct on CUDA cores with FP32 products. A block stages its
+//! output channels' filters and its output rows' input patch in shared memory; each thread
+//! computes 4 or 8 neighbouring output columns for 4 or 8 output channels and stores them into
+//! NCHW y. NVIDIA; FP32. Perf config: `tx,tk,rows,filter,stride,wpt,kpt` (threads along a row,
+//! threads along the output channels, output rows per block; the square filter size and the
+//! stride the object is built for; output columns and channels per thread).
 
 use kiln_format::{ConvProblem, Layout};
 
@@ -15,26 +14,8 @@ use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 /// The largest grid y and z dimension.
 const MAX_GRID_YZ: u64 = 65_535;
 
-/// A first-layer direct solver, for one layout.
-pub struct DirectFirstLayer {
-    id: &'static str,
-    layout: Layout,
-    entry: &'static str,
-}
-
-/// FP32 NCHW.
-pub static NCHW: DirectFirstLayer = DirectFirstLayer {
-    id: "ConvDirectFirstLayerNchwFwd",
-    layout: Layout::Nchw,
-    entry: "conv_first_nchw_fwd",
-};
-
-/// FP16 and BF16 NHWC (the manifest's types), y a channel slice or dense.
-pub static NHWC: DirectFirstLayer = DirectFirstLayer {
-    id: "ConvDirectFirstLayerFwd",
-    layout: Layout::Nhwc,
-    entry: "conv_first_nhwc_fwd",
-};
+/// The first-layer NCHW direct solver.
+pub struct DirectFirstLayerNchw;
 
 /// A perf config, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,12 +90,12 @@ impl Config {
     }
 }
 
-impl TunableSolver for DirectFirstLayer {
+impl TunableSolver for DirectFirstLayerNchw {
     type Config = Config;
     const CONFIG_FORM: &'static str = "perf config is not tx,tk,rows,filter,stride,wpt,kpt";
 
     fn id(&self) -> &'static str {
-        self.id
+        "ConvDirectFirstLayerNchwFwd"
     }
 
     fn parse(&self, params: &str) -> Option<Config> {
@@ -122,11 +103,8 @@ impl TunableSolver for DirectFirstLayer {
     }
 
     fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
-        if p.layouts() != [self.layout; 3] {
-            return Err(match self.layout {
-                Layout::Nchw => "needs 2-D NCHW tensors",
-                _ => "needs 2-D NHWC tensors",
-            });
+        if p.layouts() != [Layout::Nchw; 3] {
+            return Err("needs 2-D NCHW tensors");
         }
         if p.groups() != 1 {
             return Err("grouped convolution");
@@ -149,17 +127,6 @@ impl TunableSolver for DirectFirstLayer {
         if sh != cfg.stride || sw != cfg.stride {
             return Err("built for another stride (the same in both directions)");
         }
-        // NHWC: a thread's channels of a pixel go out in one store.
-        let f = p.fusion();
-        if self.layout == Layout::Nhwc
-            && !(p.k().is_multiple_of(cfg.kpt)
-                && f.y_ld.is_multiple_of(cfg.kpt)
-                && f.z_ld.is_multiple_of(cfg.kpt))
-        {
-            return Err(
-                "K or a channel slice's stride not a multiple of the channels a thread stores",
-            );
-        }
         if cfg.shared_bytes(p) > caps.shared_per_block as u64 {
             return Err("the block's filters and input patch exceed the shared memory per block");
         }
@@ -173,7 +140,7 @@ impl TunableSolver for DirectFirstLayer {
     fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> LaunchPlan {
         let [tiles, channel_tiles, images] = cfg.grid(p);
         LaunchPlan::single_with_shared(
-            self.entry,
+            "conv_first_nchw_fwd",
             [tiles as u32, channel_tiles as u32, images as u32],
             [cfg.tx * cfg.tk, 1, 1],
             cfg.shared_bytes(p) as u32,
@@ -233,7 +200,9 @@ mod tests {
     #[test]
     fn plans_row_tiles_with_filters_and_patch_in_shared_memory() {
         let p = stem(32, 3, Layout::Nchw);
-        let plan = NCHW.launch_plan(&p, &caps(), "28,8,2,7,2,4,8").unwrap();
+        let plan = DirectFirstLayerNchw
+            .launch_plan(&p, &caps(), "28,8,2,7,2,4,8")
+            .unwrap();
         // 112 columns in one 112-wide tile, 112 rows in pairs; 64 channels in one tile; 32
         // images.
         assert_eq!(plan.kernels[0].grid, [56, 1, 32]);
@@ -248,13 +217,15 @@ mod tests {
             ..p.spec()
         })
         .unwrap();
-        let plan = NCHW
+        let plan = DirectFirstLayerNchw
             .launch_plan(&narrow, &caps(), "16,8,2,7,2,4,8")
             .unwrap();
         assert_eq!(plan.kernels[0].grid, [2 * 50, 1, 32]);
         // 8 columns by 4 channels a thread: 14 x 8 columns in a tile, 16 x 4 channels; a window
         // span of 16 columns, so a pitch of 229 + 229 / 16 + 1 = 244 words.
-        let plan = NCHW.launch_plan(&p, &caps(), "14,16,2,7,2,8,4").unwrap();
+        let plan = DirectFirstLayerNchw
+            .launch_plan(&p, &caps(), "14,16,2,7,2,8,4")
+            .unwrap();
         assert_eq!(plan.kernels[0].grid, [56, 1, 32]);
         assert_eq!(plan.kernels[0].block, [224, 1, 1]);
         assert_eq!(plan.kernels[0].shared_bytes, 3 * (49 * 64 + 9 * 244) * 4);
@@ -263,17 +234,19 @@ mod tests {
     #[test]
     fn takes_fp32_nchw_first_layers_of_its_filter_and_stride_alone() {
         let p = stem(1, 3, Layout::Nchw);
-        assert!(NCHW.check(&p, &caps(), "28,8,2,7,2,4,8").is_ok());
+        assert!(DirectFirstLayerNchw
+            .check(&p, &caps(), "28,8,2,7,2,4,8")
+            .is_ok());
         assert_eq!(
-            NCHW.check(&stem(1, 8, Layout::Nchw), &caps(), "28,8,2,7,2,4,8"),
+            DirectFirstLayerNchw.check(&stem(1, 8, Layout::Nchw), &caps(), "28,8,2,7,2,4,8"),
             Err("more than 4 input channels (a first-layer solver)")
         );
         assert_eq!(
-            NCHW.check(&stem(1, 3, Layout::Nhwc), &caps(), "28,8,2,7,2,4,8"),
+            DirectFirstLayerNchw.check(&stem(1, 3, Layout::Nhwc), &caps(), "28,8,2,7,2,4,8"),
             Err("needs 2-D NCHW tensors")
         );
         assert_eq!(
-            NCHW.check(&p, &caps(), "28,4,4,3,2,4,8"),
+            DirectFirstLayerNchw.check(&p, &caps(), "28,4,4,3,2,4,8"),
             Err("built for another filter size (square filters)")
         );
         let stride_one = ConvProblem::new(ConvSpec {
@@ -282,13 +255,13 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            NCHW.check(&stride_one, &caps(), "28,8,2,7,2,4,8"),
+            DirectFirstLayerNchw.check(&stride_one, &caps(), "28,8,2,7,2,4,8"),
             Err("built for another stride (the same in both directions)")
         );
         // 64 rows a block: the patch and filters need 3 x (49 x 64 + 133 x 258) x 4 bytes, past
         // an SM's 227 KiB.
         assert_eq!(
-            NCHW.check(&p, &caps(), "28,8,64,7,2,4,8"),
+            DirectFirstLayerNchw.check(&p, &caps(), "28,8,64,7,2,4,8"),
             Err("the block's filters and input patch exceed the shared memory per block")
         );
         for bad in [
@@ -298,77 +271,19 @@ mod tests {
             "64,32,2,7,2,4,8",
             "28,8,2,7,2,2,8",
         ] {
-            assert!(NCHW.parse(bad).is_none(), "{bad}");
+            assert!(DirectFirstLayerNchw.parse(bad).is_none(), "{bad}");
         }
-    }
-
-    /// A detector's first layer: 3 -> 16 channels, 640x640, 3x3, stride 2, FP16 NHWC.
-    fn narrow_stem(n: u32, k: u32) -> ConvProblem {
-        ConvProblem::new(ConvSpec {
-            n,
-            c: 3,
-            k,
-            input: [1, 640, 640],
-            filter: [1, 3, 3],
-            pad: [0, 1, 1],
-            stride: [1, 2, 2],
-            layouts: [Layout::Nhwc; 3],
-            data_types: [DataType::Fp16; 3],
-            ..ConvSpec::default()
-        })
-        .unwrap()
-    }
-
-    #[test]
-    fn nhwc_plans_the_same_tiles_with_its_own_entry_point() {
-        let p = narrow_stem(32, 16);
-        let plan = NHWC.launch_plan(&p, &caps(), "80,2,2,3,2,4,8").unwrap();
-        let k = &plan.kernels[0];
-        assert_eq!(k.kernel, "conv_first_nhwc_fwd");
-        // 320 columns in one 320-wide tile, 320 rows in pairs; 16 channels in one tile.
-        assert_eq!((k.grid, k.block), ([160, 1, 32], [160, 1, 1]));
-        // Per input channel: 9 taps x 16 channels, and 5 patch rows of 641 columns at a pitch
-        // of 641 + 641 / 8 + 1 = 722 words.
-        assert_eq!(k.shared_bytes, 3 * (9 * 16 + 5 * 722) * 4);
-        // The NCHW solver leaves it alone, and this one NCHW problems.
-        assert_eq!(
-            NCHW.check(&p, &caps(), "80,2,2,3,2,4,8"),
-            Err("needs 2-D NCHW tensors")
-        );
-        assert_eq!(
-            NHWC.check(&stem(1, 3, Layout::Nchw), &caps(), "28,8,2,7,2,4,8"),
-            Err("needs 2-D NHWC tensors")
-        );
-    }
-
-    #[test]
-    fn nhwc_stores_whole_vectors_of_channels_alone() {
-        let cfg = "28,4,4,3,2,4,8";
-        assert!(NHWC.check(&narrow_stem(1, 32), &caps(), cfg).is_ok());
-        // 20 channels: a thread's 8 would cross the next pixel's.
-        let odd = narrow_stem(1, 20);
-        let refused =
-            Err("K or a channel slice's stride not a multiple of the channels a thread stores");
-        assert_eq!(NHWC.check(&odd, &caps(), cfg), refused);
-        // A concatenation's slice (its stride a multiple of 8, as every slice's) takes it.
-        let p = narrow_stem(1, 32);
-        let sliced = p
-            .with_fusion(kiln_format::Fusion {
-                y_ld: 40,
-                ..p.fusion()
-            })
-            .unwrap();
-        assert!(NHWC.check(&sliced, &caps(), cfg).is_ok());
-        // 4 channels a thread: 20 channels are five stores.
-        assert!(NHWC.check(&odd, &caps(), "28,4,4,3,2,4,4").is_ok());
     }
 
     #[test]
     fn the_estimate_sees_idle_sms_at_batch_one() {
         // At N=1 the 2-row tiles make 56 blocks for 132 SMs; single rows make 112.
         let p = stem(1, 3, Layout::Nchw);
-        let pairs = NCHW.parse("28,8,2,7,2,4,8").unwrap();
-        let singles = NCHW.parse("28,8,1,7,2,4,8").unwrap();
-        assert!(NCHW.estimate(&p, &caps(), &singles) < NCHW.estimate(&p, &caps(), &pairs));
+        let pairs = DirectFirstLayerNchw.parse("28,8,2,7,2,4,8").unwrap();
+        let singles = DirectFirstLayerNchw.parse("28,8,1,7,2,4,8").unwrap();
+        assert!(
+            DirectFirstLayerNchw.estimate(&p, &caps(), &singles)
+                < DirectFirstLayerNchw.estimate(&p, &caps(), &pairs)
+        );
     }
 }
