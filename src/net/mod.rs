@@ -530,6 +530,15 @@ impl NetworkDef {
         Ok(p)
     }
 
+    /// For each tensor a node writes, the index of that node.
+    pub(crate) fn producers(&self) -> HashMap<&str, usize> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| (node.output.as_str(), i))
+            .collect()
+    }
+
     /// For each tensor, the index of the last node that reads it (the network's outputs and
     /// input live to the end).
     fn last_reads(&self) -> HashMap<&str, usize> {
@@ -587,25 +596,23 @@ pub fn conv_problem(
     .map_err(|e| bad(node, e.to_string()))
 }
 
-/// `p` (convolution node `node`'s problem) writing and reading the channel slices `views`
-/// put its output and residual in: the fusion's `y_ld` and `z_ld`.
+/// `p` (convolution node `node`'s problem) writing its output into the channel slice `y` and
+/// reading its residual from the slice `z` ([`NetworkDef::concat_views`]): the fusion's `y_ld`
+/// and `z_ld`; `p` itself when both are dense.
 pub fn in_slices(
     p: crate::ConvProblem,
-    node: &Node,
-    c: &Conv,
-    views: &HashMap<String, View>,
+    node: &str,
+    [y, z]: [Option<&View>; 2],
 ) -> Result<crate::ConvProblem, NetError> {
-    let ld = |t: Option<&String>| t.and_then(|t| views.get(t)).map_or(0, |v| v.ld);
-    let (y_ld, z_ld) = (ld(Some(&node.output)), ld(c.residual.as_ref()));
-    if y_ld == 0 && z_ld == 0 {
+    if y.is_none() && z.is_none() {
         return Ok(p);
     }
     p.with_fusion(crate::Fusion {
-        y_ld,
-        z_ld,
+        y_ld: y.map_or(0, |v| v.ld),
+        z_ld: z.map_or(0, |v| v.ld),
         ..p.fusion()
     })
-    .map_err(|e| bad(&node.name, e.to_string()))
+    .map_err(|e| bad(node, e.to_string()))
 }
 
 impl NetworkDef {
@@ -642,7 +649,11 @@ impl NetworkDef {
             if let Some(c) = Self::as_conv(node) {
                 let x = shapes[node.inputs[0].as_str()];
                 let p = conv_problem(&node.name, &c, node.activation, x, batch, dtype)?;
-                out.push((node.name.clone(), in_slices(p, node, &c, &views)?));
+                let slices = [
+                    views.get(&node.output),
+                    c.residual.as_ref().and_then(|r| views.get(r)),
+                ];
+                out.push((node.name.clone(), in_slices(p, &node.name, slices)?));
             }
         }
         Ok(out)
@@ -701,10 +712,9 @@ impl NetworkDef {
     /// tensor joins the first concatenation that takes it). The other parts are copied.
     pub fn concat_views(&self) -> Result<HashMap<String, View>, NetError> {
         let shapes = self.shapes()?;
-        let mut producer: HashMap<&str, usize> = HashMap::new();
+        let producer = self.producers();
         let mut readers: HashMap<&str, Vec<(usize, Option<usize>)>> = HashMap::new();
         for (i, node) in self.nodes.iter().enumerate() {
-            producer.insert(node.output.as_str(), i);
             for (slot, t) in node.inputs.iter().enumerate() {
                 readers.entry(t.as_str()).or_default().push((i, Some(slot)));
             }

@@ -646,20 +646,12 @@ fn conv_step(
     constants: &mut Constants,
 ) -> Result<Vec<Step>, NetError> {
     let cw = weights.conv(name, c, x.c, linear)?;
-    let mut problem = super::conv_problem(name, c, activation, x, batch, dtype)?;
+    let problem = super::in_slices(
+        super::conv_problem(name, c, activation, x, batch, dtype)?,
+        name,
+        [y_slice, z_slice],
+    )?;
     let sliced = y_slice.is_some() || z_slice.is_some();
-    if sliced {
-        problem = problem
-            .with_fusion(kiln_format::Fusion {
-                y_ld: y_slice.map_or(0, |v| v.ld),
-                z_ld: z_slice.map_or(0, |v| v.ld),
-                ..problem.fusion()
-            })
-            .map_err(|e| NetError::Definition {
-                node: name.into(),
-                reason: e.to_string(),
-            })?;
-    }
     let weight = upload(ctx, name, dtype, &cw.krsc)?;
     let (fused, fused_ms) = prepare_best(ctx, name, &problem)?;
     let plain = problem.without_fusion();

@@ -9,8 +9,6 @@
 //! ([`Schedule::precedes`]): the memory plan reuses a buffer only after every node that wrote
 //! or read it precedes the new writer, so nodes that may run at once never share memory.
 
-use std::collections::HashMap;
-
 use super::{NetError, NetworkDef};
 
 /// The lanes of a network's nodes and the waits between them.
@@ -49,12 +47,7 @@ impl Schedule {
         if max_lanes <= 1 {
             return Ok(Schedule::sequential(n));
         }
-        let producer: HashMap<&str, usize> = def
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, node)| (node.output.as_str(), i))
-            .collect();
+        let producer = def.producers();
         let mut lane: Vec<usize> = Vec::with_capacity(n);
         let mut waits: Vec<Vec<usize>> = Vec::with_capacity(n);
         let mut done: Vec<Vec<usize>> = Vec::with_capacity(n);
@@ -72,9 +65,7 @@ impl Schedule {
             // What finishes before this node through its inputs alone.
             let mut through_deps = vec![0usize; tails.len()];
             for &d in &deps {
-                merge(&mut through_deps, &done[d]);
-                let l = lane[d];
-                through_deps[l] = through_deps[l].max(rank[d] + 1);
+                absorb(&mut through_deps, d, &done, &lane, &rank);
             }
             let is_tail = |d: usize| tails[lane[d]] == d;
             let count_on = |l: usize, rank: &[usize]| rank[tails[l]] + 1;
@@ -97,17 +88,13 @@ impl Schedule {
             // Start from the lane's own history, then wait for what is not already in it.
             let mut now = vec![0usize; tails.len()];
             if tails[chosen] != usize::MAX {
-                let t = tails[chosen];
-                merge(&mut now, &done[t]);
-                now[chosen] = now[chosen].max(rank[t] + 1);
+                absorb(&mut now, tails[chosen], &done, &lane, &rank);
             }
             let mut mine = Vec::new();
             for &d in deps.iter().rev() {
-                let l = lane[d];
-                if l != chosen && now[l] <= rank[d] {
+                if lane[d] != chosen && now[lane[d]] <= rank[d] {
                     mine.push(d);
-                    merge(&mut now, &done[d]);
-                    now[l] = now[l].max(rank[d] + 1);
+                    absorb(&mut now, d, &done, &lane, &rank);
                 }
             }
             mine.sort_unstable();
@@ -151,14 +138,17 @@ impl Schedule {
     }
 }
 
-/// `into[l] = max(into[l], from[l])`, growing `into` as needed.
-fn merge(into: &mut Vec<usize>, from: &[usize]) {
-    if into.len() < from.len() {
-        into.resize(from.len(), 0);
+/// Adds to `clock` (per lane, how many of its nodes have finished) what has finished once node
+/// `d` has: what had before it started, and `d` itself. Grows `clock` to `d`'s lanes.
+fn absorb(clock: &mut Vec<usize>, d: usize, done: &[Vec<usize>], lane: &[usize], rank: &[usize]) {
+    let before = &done[d];
+    if clock.len() < before.len() {
+        clock.resize(before.len(), 0);
     }
-    for (a, &b) in into.iter_mut().zip(from) {
+    for (a, &b) in clock.iter_mut().zip(before) {
         *a = (*a).max(b);
     }
+    clock[lane[d]] = clock[lane[d]].max(rank[d] + 1);
 }
 
 #[cfg(test)]
@@ -221,12 +211,7 @@ mod tests {
             for lanes in 1..=4 {
                 let s = Schedule::plan(&def, lanes).unwrap();
                 assert!(s.lanes <= lanes && s.lanes >= 1, "{name} {lanes}");
-                let producer: HashMap<&str, usize> = def
-                    .nodes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| (n.output.as_str(), i))
-                    .collect();
+                let producer = def.producers();
                 for (i, node) in def.nodes.iter().enumerate() {
                     for t in node.reads() {
                         if let Some(&d) = producer.get(t.as_str()) {
