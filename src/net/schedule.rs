@@ -193,6 +193,9 @@ mod tests {
         let def = models::yolov8n(80);
         let s = Schedule::plan(&def, 1).unwrap();
         assert_eq!(s, Schedule::sequential(def.nodes.len()));
+        // No lanes asked for is one; any number asked for opens only what branches need.
+        assert_eq!(Schedule::plan(&def, 0).unwrap(), s);
+        assert!(Schedule::plan(&def, usize::MAX).unwrap().lanes <= 8);
         assert!(s.precedes(3, 4) && !s.precedes(4, 3) && !s.precedes(4, 4));
         // The plan on one lane is the sequential plan.
         let bytes = |sh: Shape| u64::from(sh.c * sh.h * sh.w) * 2;
