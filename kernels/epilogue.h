@@ -54,9 +54,22 @@ static __device__ KILN_INLINE float kiln_exp2(float v) {
 #endif
 }
 
-// 1 / (1 + e^-v), saturating to exactly 0 and 1 far out.
+// 1 / v: the hardware's approximation (one instruction, at most 1 ulp off; 1 / inf = 0). An
+// IEEE division is a dozen instructions and a slow-path call, which in the Hopper kernels'
+// unrolled epilogues made a SiLU layer take 1.7x its ReLU6 time.
+static __device__ KILN_INLINE float kiln_rcp(float v) {
+#if defined(KILN_AMD_RAW)
+  return __builtin_amdgcn_rcpf(v);
+#else
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+#endif
+}
+
+// 1 / (1 + e^-v): exactly 0 far below, 1 within an ulp far above.
 static __device__ KILN_INLINE float kiln_sigmoid(float v) {
-  return 1.0f / (1.0f + kiln_exp2(-1.4426950408889634f * v));
+  return kiln_rcp(1.0f + kiln_exp2(-1.4426950408889634f * v));
 }
 
 static __device__ KILN_INLINE float kiln_clamp(float v, float lo, float hi) {

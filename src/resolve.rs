@@ -594,11 +594,12 @@ mod tests {
         .unwrap();
         let sliced = dense
             .with_fusion(kiln_format::Fusion {
-                y_ld: 48,
+                y_ld: 64,
                 ..dense.fusion()
             })
             .unwrap();
-        assert!(sliced.find_db_key().as_str().ends_with("+ld48"));
+        // (The detector's own slice, +ld48, has been measured.)
+        assert!(sliced.find_db_key().as_str().ends_with("+ld64"));
         assert!(t.find_record(&sliced).unwrap().is_none());
         let (a, b) = (resolve(t, &dense).unwrap(), resolve(t, &sliced).unwrap());
         assert_eq!(b.source, PlanSource::FindDb);

@@ -286,11 +286,17 @@ static __device__ KILN_INLINE float2 kiln_staged_z_pair(const kiln_u32* zt, int 
 
 // The activation on every accumulator, one loop per form and use of v, so that no element
 // branches or selects (a per-element `use_v ? v * t : t` made ptxas spill the accumulators):
-// rows and columns that are never stored are transformed too, harmlessly.
+// rows that are never stored are transformed too, harmlessly. The sigmoid form (two
+// special-function instructions an element, the epilogue's bottleneck) stops at the tile's
+// last real column, `cols` past n0: a warp-uniform test per 8 columns.
 template <int kForm, bool kUseV>
-static __device__ KILN_INLINE void kiln_wgmma_act(float (&acc)[KILN_ACCN], const KilnAct& c) {
+static __device__ KILN_INLINE void kiln_wgmma_act(float (&acc)[KILN_ACCN], const KilnAct& c,
+                                                  int cols) {
 #pragma unroll
   for (int i = 0; i < KILN_ACCN; ++i) {
+#if !defined(KILN_SWAP)
+    if (kForm == 1 && i % 4 == 0 && 8 * (i / 4) >= cols) break;
+#endif
     const float v = acc[i];
     float t;
     if (kForm == 1) {
@@ -443,18 +449,19 @@ static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_ACCN], 
 #endif
   if (e.act == KILN_ACT_IDENTITY) return;  // exactly v (m v + b would turn -0 into +0)
   const KilnAct c = kiln_act_params(e.act, e.act_a);
+  const int cols = p.k - n0;  // real columns of the tile (the transposed products ignore it)
   if (c.form == 2) {
-    kiln_wgmma_act<2, true>(acc, c);  // leaky ReLU
+    kiln_wgmma_act<2, true>(acc, c, cols);  // leaky ReLU
   } else if (c.form == 1) {
     if (c.use_v) {
-      kiln_wgmma_act<1, true>(acc, c);  // SiLU, GELU
+      kiln_wgmma_act<1, true>(acc, c, cols);  // SiLU, GELU
     } else {
-      kiln_wgmma_act<1, false>(acc, c);  // sigmoid, tanh
+      kiln_wgmma_act<1, false>(acc, c, cols);  // sigmoid, tanh
     }
   } else if (c.use_v) {
-    kiln_wgmma_act<0, true>(acc, c);  // hard-swish
+    kiln_wgmma_act<0, true>(acc, c, cols);  // hard-swish
   } else if (c.m != 1.0f || c.b != 0.0f) {
-    kiln_wgmma_act<0, false>(acc, c);  // hard-sigmoid
+    kiln_wgmma_act<0, false>(acc, c, cols);  // hard-sigmoid
   } else if (c.hi == kiln_bits_to_float(0x7f800000u)) {
     kiln_wgmma_clip<false>(acc, c);  // ReLU: one instruction per element
   } else {
