@@ -758,6 +758,30 @@ static __device__ void kiln_first_layer_direct(const KilnTmaConvParams& p, int p
   }
 }
 
+// Whether an input row under unit u's windows holds an inf or NaN (the packing kernel's row
+// flags), as loads issued 8 at a time; the caller reads the result a unit later.
+static __device__ KILN_INLINE int kiln_first_layer_flags(const KilnTmaConvParams& p, int u,
+                                                         int rows_per_image, int tiles_x) {
+  const int plane = u / rows_per_image, oy = (u / tiles_x) % p.out_h;
+  const int n = plane / p.out_d, od = plane % p.out_d;
+  const int h0 = oy * p.stride_h - p.pad_h;
+  int bad = 0;
+#pragma unroll
+  for (int ft = 0; ft < KILN_FL_DEPTH; ++ft) {
+    const int d = od * p.stride_d - p.pad_d + ft;
+    if (d < 0 || d >= p.in_d) continue;
+    const int* flags = (const int*)p.row_flags + ((kiln_i64)n * p.in_d + d) * p.in_h;
+    for (int f0 = 0; f0 < p.filter_h; f0 += 8) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int h = h0 + f0 + i;
+        if (f0 + i < p.filter_h && h >= 0 && h < p.in_h) bad |= flags[h];
+      }
+    }
+  }
+  return bad;
+}
+
 // Input rows per block of the packing kernel: one per warp.
 #define KILN_FL_PACK_ROWS 8
 
@@ -826,11 +850,22 @@ extern "C" __global__ void __launch_bounds__(256)
                                    : (kiln_u16)0;
 }
 
-// The persistent first-layer kernel: units blockIdx.x + i gridDim.x; 2-D 64-pixel units run two
-// blocks per SM (src/solvers/wgmma.rs sizes the grid so), so that one block's loads, products
-// and stores overlap the other's. A 3-D block's w fills about half an SM's shared memory.
-#define KILN_FL_BLOCKS_PER_SM (KILN_BM == 64 && KILN_FL_DEPTH == 1 ? 2 : 1)
-extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM)
+// The persistent first-layer kernel: units blockIdx.x + i gridDim.x. A unit's work is one chain
+// (wait for the patch, products, epilogue, stores) with little to overlap inside it, so an SM
+// runs several blocks side by side, each one warpgroup per 64 pixels and one producer warp
+// (its other three would only hold registers): up to KILN_FL_BLOCKS_PER_SM of them, as many as
+// shared memory allows (src/solvers/wgmma.rs mirrors both and sizes the grid so). The bound
+// also caps registers: 65536 / (threads x blocks). A 3-D block's w fills about half an SM's
+// shared memory.
+#define KILN_FL_THREADS (KILN_CONSUMERS * 128 + 32)
+#if KILN_FL_DEPTH > 1
+#define KILN_FL_BLOCKS_PER_SM 1
+#elif KILN_BM == 64
+#define KILN_FL_BLOCKS_PER_SM (KILN_BN == 32 ? 4 : 3)
+#else
+#define KILN_FL_BLOCKS_PER_SM (KILN_BN == 32 ? 2 : 1)
+#endif
+extern "C" __global__ void __launch_bounds__(KILN_FL_THREADS, KILN_FL_BLOCKS_PER_SM)
     kiln_wgmma_first_layer(const __grid_constant__ KilnTmaConvParams p) {
   kiln_pdl_enter();
   const KilnFirstLayout l = kiln_first_layout(p);
@@ -845,7 +880,7 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
   __syncthreads();
   const int rows_per_image = p.out_h * l.tiles_x;
   if (threadIdx.x / 128 == KILN_CONSUMERS) {
-    if (threadIdx.x % 128 != 0) return;
+    if (threadIdx.x != KILN_CONSUMERS * 128) return;
     asm volatile("prefetch.tensormap [%0];" ::"l"(&p.x) : "memory");
     // w once, as 64-element boxes of the packed [K, T * plane] matrix.
     kiln_mbar_expect(l.w_full, l.w_boxes * KILN_BN * 128);
@@ -888,33 +923,20 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, KILN_FL_BLOCKS_PER_SM
   // Every unit covers output channels [0, KILN_BN): their scale and bias, loaded once.
   const KilnEpFactors factors = kiln_ep_factors(p, 0);
   float acc[KILN_BN / 2];
+  // Whether an input row under a unit holds an inf or NaN: the flags of the next unit are
+  // loaded while this one runs, so that their latency is off each unit's chain (loaded at the
+  // unit's start, they still delayed its epilogue).
+  int bad_next = kiln_first_layer_flags(p, blockIdx.x, rows_per_image, l.tiles_x);
   int g = 0;
   for (int u = blockIdx.x; u < l.units; u += gridDim.x, ++g) {
     const int s = g % KILN_STAGES;
     const int plane = u / rows_per_image, oy = (u / l.tiles_x) % p.out_h;
     const int ox0 = (u % l.tiles_x) * KILN_BM + warpgroup * 64;
     const kiln_i64 m0 = ((kiln_i64)plane * p.out_h + oy) * p.out_w + ox0;
-    // Whether an input row under this unit holds an inf or NaN: loads issued now, 8 at a time,
-    // their latency hidden behind the wait and the products. (Read by the producer instead,
-    // they lengthened its per-unit path, which the consumers then waited on.)
-    int bad = 0;
-    {
-      const int n = plane / p.out_d, od = plane % p.out_d;
-      const int h0 = oy * p.stride_h - p.pad_h;
-#pragma unroll
-      for (int ft = 0; ft < KILN_FL_DEPTH; ++ft) {
-        const int d = od * p.stride_d - p.pad_d + ft;
-        if (d < 0 || d >= p.in_d) continue;
-        const int* flags = (const int*)p.row_flags + ((kiln_i64)n * p.in_d + d) * p.in_h;
-        for (int f0 = 0; f0 < p.filter_h; f0 += 8) {
-#pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            const int h = h0 + f0 + i;
-            if (f0 + i < p.filter_h && h >= 0 && h < p.in_h) bad |= flags[h];
-          }
-        }
-      }
-    }
+    const int bad = bad_next;
+    bad_next = u + (int)gridDim.x < l.units
+                   ? kiln_first_layer_flags(p, u + gridDim.x, rows_per_image, l.tiles_x)
+                   : 0;
     kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     // The stage's descriptor; adding a product's offset stays within the 14-bit address field

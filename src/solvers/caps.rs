@@ -38,6 +38,10 @@ impl SmVersion {
 /// SMs of the device the cost models' throughput figures were measured on (an H100 SXM).
 pub const MEASURED_SMS: f64 = 132.0;
 
+/// Shared memory the driver keeps for each block of an SM (sm_80 and later), beside what the
+/// launch asks for.
+pub const RESERVED_SHARED_PER_BLOCK: u64 = 1024;
+
 /// What a solver may ask of the device it would run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TargetCaps {

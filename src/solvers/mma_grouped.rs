@@ -11,6 +11,7 @@
 
 use kiln_format::{ConvProblem, DataType};
 
+use super::caps::RESERVED_SHARED_PER_BLOCK;
 use super::params::{patch_extent, values};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
@@ -142,8 +143,6 @@ impl Config {
     }
 }
 
-/// Shared memory the driver keeps for each block of an SM (sm_80 and later).
-const RESERVED_SHARED_PER_BLOCK: u64 = 1024;
 /// Threads and 32-bit registers of one SM (sm_80 and sm_90).
 const MAX_THREADS_PER_UNIT: u64 = 2048;
 const REGISTERS_PER_UNIT: u64 = 65536;

@@ -32,6 +32,7 @@
 
 use kiln_format::{ConvProblem, DataType, Layout};
 
+use super::caps::RESERVED_SHARED_PER_BLOCK;
 use super::params::{tile_fill, values, volume};
 use super::{
     KernelLaunch, LaunchPlan, NotApplicable, TargetCaps, TmaArguments, TmaOperand, TmaView,
@@ -1180,17 +1181,24 @@ impl FirstLayerConfig {
             + 1024
     }
 
-    /// Blocks per SM the kernel is built for (`KILN_FL_BLOCKS_PER_SM`): two for 2-D 64-pixel
-    /// units when their shared memory fits twice in an SM's (1 KiB of it reserved per block).
+    /// Threads per block (`KILN_FL_THREADS`): a warpgroup per 64 pixels and one producer warp.
+    fn threads(&self) -> u32 {
+        self.rows / 64 * 128 + 32
+    }
+
+    /// Blocks side by side on one SM: the kernel's bound (`KILN_FL_BLOCKS_PER_SM`, which also
+    /// caps its registers so that they fit) or as many as shared memory holds, whichever is
+    /// fewer; at least one.
     fn blocks_per_sm(&self, p: &ConvProblem, caps: &TargetCaps) -> u64 {
-        if self.rows == 64
-            && self.depth == 1
-            && 2 * (self.shared_bytes(p) + 1024) <= caps.shared_per_unit as u64
-        {
-            2
-        } else {
-            1
-        }
+        let bound = match (self.depth, self.rows, self.cols) {
+            (2.., _, _) => 1,
+            (_, 64, 32) => 4,
+            (_, 64, _) => 3,
+            (_, _, 32) => 2,
+            _ => 1,
+        };
+        (caps.shared_per_unit as u64 / (self.shared_bytes(p) + RESERVED_SHARED_PER_BLOCK))
+            .clamp(1, bound)
     }
 
     /// Work units: output rows (of every output plane) times `rows`-pixel tiles per row.
@@ -1303,7 +1311,7 @@ impl TunableSolver for WgmmaFirstLayer {
         let _ = plan.kernels.push(KernelLaunch {
             kernel: "kiln_wgmma_first_layer",
             grid: [clamp(cfg.units(p).min(resident)), 1, 1],
-            block: [(cfg.rows / 64 + 1) * 128, 1, 1],
+            block: [cfg.threads(), 1, 1],
             shared_bytes: clamp(cfg.shared_bytes(p)),
             cluster: 1,
         });
@@ -1547,7 +1555,7 @@ mod tests {
         assert_eq!(plan.kernels[0].grid, [32 * 16 * 112 / 8 + 64 * 3, 1, 1]);
         // One block an SM: 32 x 16 x 56 units of one 56-pixel output row.
         assert_eq!(plan.kernels[1].grid, [132, 1, 1]);
-        assert_eq!(plan.kernels[1].block, [256, 1, 1]);
+        assert_eq!(plan.kernels[1].block, [160, 1, 1]);
         // w: 3 planes of 4 boxes of 64 x 128 B; 4 patches of 3 x 7 rows of 10 128-byte blocks
         // (48 skew + 63 x 8 + 32 = 584 elements; 26,880 -> 27,648 B); the staging tile;
         // barriers; alignment.
@@ -1942,7 +1950,7 @@ mod tests {
     }
 
     #[test]
-    fn a_block_is_a_producer_warpgroup_and_one_consumer_warpgroup_per_64_rows() {
+    fn a_block_is_a_producer_and_one_consumer_warpgroup_per_64_rows() {
         let h100 = crate::solvers::devices::h100();
         let tf32 = |p: ConvProblem| {
             ConvProblem::new(ConvSpec {
@@ -1969,7 +1977,10 @@ mod tests {
                     let plan = s.plan(p, &h100, q).unwrap();
                     let rows = q.split(',').next().unwrap().parse::<u32>().unwrap();
                     let block = plan.kernels[plan.library].block;
-                    assert_eq!(block, [(rows / 64 + 1) * 128, 1, 1], "{id} [{q}]");
+                    // The first-layer kernel's producer is one warp (its other three would
+                    // only hold registers while more blocks share the SM).
+                    let producer = if id.contains("FirstLayer") { 32 } else { 128 };
+                    assert_eq!(block, [rows / 64 * 128 + producer, 1, 1], "{id} [{q}]");
                     planned += 1;
                 }
             }
@@ -2417,6 +2428,28 @@ mod tests {
     }
 
     #[test]
+    fn first_layer_blocks_share_an_sm_as_far_as_shared_memory_and_their_bound_allow() {
+        let h100 = crate::solvers::devices::h100();
+        let grid_and_block = |p: &ConvProblem, q: &str| {
+            let plan = FIRST_LAYER.launch_plan(p, &h100, q).unwrap();
+            (plan.kernels[1].grid[0], plan.kernels[1].block[0])
+        };
+        // The detector's stem (3 -> 16, 3x3, stride 2, 640 -> 320, batch 32): about 27 KiB a
+        // block, so the 64 x 32 tile's bound of four an SM holds: 528 blocks of 160 threads.
+        let stem = strided(32, 3, 16, 640, 3, 1, 2);
+        assert_eq!(grid_and_block(&stem, "64,32,4,2,3"), (4 * 132, 160));
+        assert_eq!(grid_and_block(&stem, "64,64,4,2,3"), (3 * 132, 160));
+        assert_eq!(grid_and_block(&stem, "128,32,4,2,3"), (2 * 132, 288));
+        assert_eq!(grid_and_block(&stem, "128,64,4,2,3"), (132, 288));
+        // ResNet-50's conv1 with six stages: about 99 KiB a block, two fit, not the bound's 3.
+        let conv1 = strided(32, 3, 64, 224, 7, 3, 2);
+        assert_eq!(grid_and_block(&conv1, "64,64,6,2,14"), (2 * 132, 160));
+        // At batch 1 its 112 rows of two 64-pixel units are fewer than the blocks that fit.
+        let conv1_n1 = strided(1, 3, 64, 224, 7, 3, 2);
+        assert_eq!(grid_and_block(&conv1_n1, "64,64,4,2,14"), (224, 160));
+    }
+
+    #[test]
     fn first_layer_packs_and_plans_resnet_conv1() {
         let h100 = crate::solvers::devices::h100();
         // ResNet-50's conv1: 3 -> 64 channels, 7x7, stride 2, pad 3, 224 -> 112, batch 32.
@@ -2456,7 +2489,7 @@ mod tests {
         assert_eq!(plan.kernels[0].grid, [32 * 224 / 8 + 64, 1, 1]);
         // 32 x 112 output rows of one 128-pixel unit each, on at most 132 blocks.
         assert_eq!(plan.kernels[1].grid, [132, 1, 1]);
-        assert_eq!(plan.kernels[1].block, [384, 1, 1]);
+        assert_eq!(plan.kernels[1].block, [288, 1, 1]);
         assert_eq!(plan.library, 1);
         // w: 7 x 32 = 224 elements in 4 boxes of 64 x 128 B; 4 patches of 7 rows of 18
         // 128-byte blocks (48 skew + 127 x 8 + 32 = 1,096 elements; 16,128 -> 16,384 B); the
