@@ -583,6 +583,13 @@ static __device__ KILN_INLINE kiln_u64 kiln_wgmma_desc(kiln_u32 addr) {
                : "l"(a), "l"(b), "r"(accumulate))
 
 template <int N> struct KilnWgmma;
+// 16 columns: first layers with at most 16 output channels (the detector's stem), where a
+// 32-column tile would spend half its products and epilogue on padding.
+template <> struct KilnWgmma<16> {
+  static __device__ KILN_INLINE void mma(float* d, kiln_u64 a, kiln_u64 b, int accumulate) {
+    KILN_WGMMA_ASM(16, "%0, %1, %2, %3, %4, %5, %6, %7", "%8", "%9", "%10", KILN_ACC8(0));
+  }
+};
 template <> struct KilnWgmma<32> {
   static __device__ KILN_INLINE void mma(float* d, kiln_u64 a, kiln_u64 b, int accumulate) {
     KILN_WGMMA_ASM(32,
@@ -759,7 +766,7 @@ static __device__ void kiln_first_layer_direct(const KilnTmaConvParams& p, int p
 }
 
 // Whether an input row under unit u's windows holds an inf or NaN (the packing kernel's row
-// flags), as loads issued 8 at a time; the caller reads the result a unit later.
+// flags), as loads issued 8 at a time.
 static __device__ KILN_INLINE int kiln_first_layer_flags(const KilnTmaConvParams& p, int u,
                                                          int rows_per_image, int tiles_x) {
   const int plane = u / rows_per_image, oy = (u / tiles_x) % p.out_h;
@@ -861,9 +868,9 @@ extern "C" __global__ void __launch_bounds__(256)
 #if KILN_FL_DEPTH > 1
 #define KILN_FL_BLOCKS_PER_SM 1
 #elif KILN_BM == 64
-#define KILN_FL_BLOCKS_PER_SM (KILN_BN == 32 ? 4 : 3)
+#define KILN_FL_BLOCKS_PER_SM (KILN_BN <= 32 ? 4 : 3)
 #else
-#define KILN_FL_BLOCKS_PER_SM (KILN_BN == 32 ? 2 : 1)
+#define KILN_FL_BLOCKS_PER_SM (KILN_BN <= 32 ? 2 : 1)
 #endif
 extern "C" __global__ void __launch_bounds__(KILN_FL_THREADS, KILN_FL_BLOCKS_PER_SM)
     kiln_wgmma_first_layer(const __grid_constant__ KilnTmaConvParams p) {
@@ -923,20 +930,16 @@ extern "C" __global__ void __launch_bounds__(KILN_FL_THREADS, KILN_FL_BLOCKS_PER
   // Every unit covers output channels [0, KILN_BN): their scale and bias, loaded once.
   const KilnEpFactors factors = kiln_ep_factors(p, 0);
   float acc[KILN_BN / 2];
-  // Whether an input row under a unit holds an inf or NaN: the flags of the next unit are
-  // loaded while this one runs, so that their latency is off each unit's chain (loaded at the
-  // unit's start, they still delayed its epilogue).
-  int bad_next = kiln_first_layer_flags(p, blockIdx.x, rows_per_image, l.tiles_x);
   int g = 0;
   for (int u = blockIdx.x; u < l.units; u += gridDim.x, ++g) {
     const int s = g % KILN_STAGES;
     const int plane = u / rows_per_image, oy = (u / l.tiles_x) % p.out_h;
     const int ox0 = (u % l.tiles_x) * KILN_BM + warpgroup * 64;
     const kiln_i64 m0 = ((kiln_i64)plane * p.out_h + oy) * p.out_w + ox0;
-    const int bad = bad_next;
-    bad_next = u + (int)gridDim.x < l.units
-                   ? kiln_first_layer_flags(p, u + gridDim.x, rows_per_image, l.tiles_x)
-                   : 0;
+    // Whether an input row under this unit holds an inf or NaN: loads issued now, their
+    // latency hidden behind the wait and the products. (Loaded a unit ahead, they made every
+    // stem 3-8% slower; read by the producer, they lengthened its per-unit path.)
+    const int bad = kiln_first_layer_flags(p, u, rows_per_image, l.tiles_x);
     kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     // The stage's descriptor; adding a product's offset stays within the 14-bit address field

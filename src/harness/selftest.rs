@@ -120,6 +120,9 @@ pub fn problems() -> Vec<ConvProblem> {
         // Hopper first-layer unit (128 pixels).
         d2(2, 3, 16, [20, 18], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         d2(1, 3, 32, [9, 300], [3, 3], [1, 1], [2, 2], [1, 1], 1),
+        // A stride-2 first layer with 12 output channels: the 16-column Hopper tile, 4 of its
+        // columns past K.
+        d2(1, 3, 12, [9, 20], [3, 3], [1, 1], [2, 2], [1, 1], 1),
         // Depthwise with a channel multiplier of 2 (one input, two outputs per group), 5x5, s2.
         d2(2, 24, 48, [13, 11], [5, 5], [2, 2], [2, 2], [1, 1], 24),
         // Depthwise 5x5 stride 2, 3x3 stride 2 and 7x7 on widths that end strips early.

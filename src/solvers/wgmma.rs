@@ -1056,7 +1056,7 @@ pub const FIRST_LAYER_3D_ID: &str = "ConvWgmmaFirstLayer3dFwd";
 /// row, the filter's input rows with one TMA copy and multiplies them in place (the window
 /// matrix is a wgmma operand whose core matrices overlap: no im2col gather), w resident in
 /// shared memory. Perf config `bm,bn,stages,stride,mmas`: output pixels per unit (64 or 128),
-/// output channels (at least K: one tile), patch stages, and the stride and the wgmma products
+/// output channels (16 to 128, at least K: one tile), patch stages, and the stride and the wgmma products
 /// per unit (filter rows x packed row elements / 16) the object is built for.
 ///
 /// The 3-D solver (`ConvWgmmaFirstLayer3dFwd`, `-DKILN_FL_DEPTH`) runs video stems the same
@@ -1129,7 +1129,7 @@ impl FirstLayerConfig {
             _ => return None,
         };
         (matches!(rows, 64 | 128)
-            && matches!(cols, 32 | 64 | 128)
+            && matches!(cols, 16 | 32 | 64 | 128)
             && stages >= 2
             && matches!(stride, 1 | 2)
             && mmas >= 1)
@@ -1192,9 +1192,9 @@ impl FirstLayerConfig {
     fn blocks_per_sm(&self, p: &ConvProblem, caps: &TargetCaps) -> u64 {
         let bound = match (self.depth, self.rows, self.cols) {
             (2.., _, _) => 1,
-            (_, 64, 32) => 4,
+            (_, 64, ..=32) => 4,
             (_, 64, _) => 3,
-            (_, _, 32) => 2,
+            (_, _, ..=32) => 2,
             _ => 1,
         };
         (caps.shared_per_unit as u64 / (self.shared_bytes(p) + RESERVED_SHARED_PER_BLOCK))
@@ -2438,6 +2438,7 @@ mod tests {
         // block, so the 64 x 32 tile's bound of four an SM holds: 528 blocks of 160 threads.
         let stem = strided(32, 3, 16, 640, 3, 1, 2);
         assert_eq!(grid_and_block(&stem, "64,32,4,2,3"), (4 * 132, 160));
+        assert_eq!(grid_and_block(&stem, "64,16,4,2,3"), (4 * 132, 160));
         assert_eq!(grid_and_block(&stem, "64,64,4,2,3"), (3 * 132, 160));
         assert_eq!(grid_and_block(&stem, "128,32,4,2,3"), (2 * 132, 288));
         assert_eq!(grid_and_block(&stem, "128,64,4,2,3"), (132, 288));
