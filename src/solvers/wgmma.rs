@@ -1056,8 +1056,8 @@ pub const FIRST_LAYER_3D_ID: &str = "ConvWgmmaFirstLayer3dFwd";
 /// row, the filter's input rows with one TMA copy and multiplies them in place (the window
 /// matrix is a wgmma operand whose core matrices overlap: no im2col gather), w resident in
 /// shared memory. Perf config `bm,bn,stages,stride,mmas`: output pixels per unit (64 or 128),
-/// output channels (16 to 128, at least K: one tile), patch stages, and the stride and the wgmma products
-/// per unit (filter rows x packed row elements / 16) the object is built for.
+/// output channels (16 to 128, at least K: one tile), patch stages, and the stride and the
+/// wgmma products per unit (filter rows x packed row elements / 16) the object is built for.
 ///
 /// The 3-D solver (`ConvWgmmaFirstLayer3dFwd`, `-DKILN_FL_DEPTH`) runs video stems the same
 /// way: a unit's patch holds the filter's rows of each input plane it covers, the products run
