@@ -16,7 +16,7 @@ for pair in ${NCU_KEYS:?NCU_KEYS lists key|kernel-regex pairs}; do
     echo "# $key ($kernel)"
     timeout 120 "$NCU" --clock-control none -k "regex:$kernel" --launch-skip 3 --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-      --section SchedulerStats --section LaunchStats --section Occupancy \
+      --section SchedulerStats --section LaunchStats --section Occupancy ${NCU_EXTRA:-} \
       out/kiln run "$key" --repeats 5 2>&1
     echo "exit $?"
   } > "$OUT/ncu-$i.txt" 2>&1

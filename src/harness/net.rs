@@ -48,7 +48,10 @@ pub fn forward(
         let out = if let Some(c) = NetworkDef::as_conv(node) {
             let k = c.out as usize;
             let linear = matches!(node.op, Op::Linear { .. });
-            let cw = weights.conv(name, &c, x.c, linear)?;
+            // The weights as the runner folds them (the scale into the filter, where it
+            // folds), so that the reference rounds as kiln does.
+            let mut cw = weights.conv(name, &c, x.c, linear)?;
+            cw.fold_scale(dtype);
             let w = stored(dtype, cw.krsc.iter().map(|&v| f64::from(v)));
             let (scale, bias) = (cw.scale, cw.bias);
             let p = conv_problem(name, &c, node.activation, x, batch, dtype)?;

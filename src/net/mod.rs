@@ -570,7 +570,9 @@ pub fn conv_problem(
     let (scale, bias) = match c.norm {
         Norm::None => (false, false),
         Norm::Bias(_) => (false, true),
-        Norm::BatchNorm { .. } => (true, true),
+        // Its scale folds into the filter as the weights load (`ConvWeights::fold_scale`);
+        // where that is refused, [`with_kept_scale`] puts it back.
+        Norm::BatchNorm { .. } => (false, true),
     };
     let fusion = crate::Fusion {
         scale,
@@ -592,6 +594,16 @@ pub fn conv_problem(
         data_types: [dtype; 3],
         fusion,
         ..crate::ConvSpec::default()
+    })
+    .map_err(|e| bad(node, e.to_string()))
+}
+
+/// `p` (convolution node `node`'s problem) with the per-channel scale in its epilogue: a batch
+/// norm whose scale did not fold into the filter (`ConvWeights::fold_scale` refused it).
+pub fn with_kept_scale(p: crate::ConvProblem, node: &str) -> Result<crate::ConvProblem, NetError> {
+    p.with_fusion(crate::Fusion {
+        scale: true,
+        ..p.fusion()
     })
     .map_err(|e| bad(node, e.to_string()))
 }

@@ -645,12 +645,12 @@ fn conv_step(
     [y_slice, z_slice]: [Option<&View>; 2],
     constants: &mut Constants,
 ) -> Result<Vec<Step>, NetError> {
-    let cw = weights.conv(name, c, x.c, linear)?;
-    let problem = super::in_slices(
-        super::conv_problem(name, c, activation, x, batch, dtype)?,
-        name,
-        [y_slice, z_slice],
-    )?;
+    let mut cw = weights.conv(name, c, x.c, linear)?;
+    let mut problem = super::conv_problem(name, c, activation, x, batch, dtype)?;
+    if cw.scale.is_some() && !cw.fold_scale(dtype) {
+        problem = super::with_kept_scale(problem, name)?;
+    }
+    let problem = super::in_slices(problem, name, [y_slice, z_slice])?;
     let sliced = y_slice.is_some() || z_slice.is_some();
     let weight = upload(ctx, name, dtype, &cw.krsc)?;
     let (fused, fused_ms) = prepare_best(ctx, name, &problem)?;

@@ -231,6 +231,54 @@ pub struct ConvWeights {
     pub bias: Option<Vec<f32>>,
 }
 
+impl ConvWeights {
+    /// Folds the per-output-channel scale (a batch norm's) into the filter, as inference
+    /// engines do when they build a plan: `w'[k] = w[k] * scale[k]`, rounded once to `dtype`
+    /// where the filter is stored, leaving the epilogue a bias alone. Measured on the H200,
+    /// the scale's per-element multiply and the shuffles that spread it over wgmma's register
+    /// layout cost a memory-bound 1x1 layer (64 -> 256 channels, N=32) up to 30% of its plain
+    /// time.
+    ///
+    /// Refused (false, nothing changed) where a folded weight would leave `dtype`'s range
+    /// (overflow, or a normal weight pushed below the smallest normal value, where FP16 keeps
+    /// too few bits) or the scale is not finite: then the epilogue keeps the scale.
+    pub fn fold_scale(&mut self, dtype: crate::DataType) -> bool {
+        let Some(scale) = &self.scale else {
+            return false;
+        };
+        let (max, min_normal) = match dtype {
+            crate::DataType::Fp16 => (65504.0f64, 6.103_515_625e-5f64),
+            crate::DataType::Bf16 => (3.389_531_389_251_535e38, 1.175_494_350_822_287_5e-38),
+            crate::DataType::Fp32 => (f64::from(f32::MAX), f64::from(f32::MIN_POSITIVE)),
+            // Quantized filters: a fold would change their quantization.
+            _ => return false,
+        };
+        let per_channel = self.krsc.len() / scale.len().max(1);
+        if per_channel == 0 || per_channel * scale.len() != self.krsc.len() {
+            return false;
+        }
+        let folds = |w: f32, s: f32| {
+            let (w, f) = (f64::from(w).abs(), (f64::from(w) * f64::from(s)).abs());
+            f <= max && (w < min_normal || f >= min_normal || f == 0.0 && s == 0.0)
+        };
+        let safe = self
+            .krsc
+            .chunks(per_channel)
+            .zip(scale)
+            .all(|(ws, &s)| s.is_finite() && ws.iter().all(|&w| folds(w, s)));
+        if !safe {
+            return false;
+        }
+        for (ws, &s) in self.krsc.chunks_mut(per_channel).zip(scale) {
+            for w in ws {
+                *w = (f64::from(*w) * f64::from(s)) as f32;
+            }
+        }
+        self.scale = None;
+        true
+    }
+}
+
 impl Weights {
     /// The weights of convolution `c` (node `node`) on an input of `in_channels`: a linear
     /// layer's weight is `[out, in]` (a 1x1 filter without its unit dimensions), a
@@ -367,6 +415,7 @@ mod safetensors_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DataType;
 
     #[test]
     fn random_weights_cover_every_tensor_a_network_reads() {
@@ -382,6 +431,41 @@ mod tests {
         // gamma / sqrt(var): gamma and var in [0.5, 1.5).
         assert!(scale.iter().all(|s| (0.40..2.13).contains(s)));
         assert_eq!(Weights::random(&def, 3).unwrap(), w);
+    }
+
+    #[test]
+    fn a_batch_norms_scale_folds_into_the_filter_where_the_type_can_hold_it() {
+        let weights = |krsc: Vec<f32>, scale: Vec<f32>| ConvWeights {
+            krsc,
+            scale: Some(scale),
+            bias: Some(vec![0.5, -0.5]),
+        };
+        // Two output channels of two weights each: channel k's weights times scale[k].
+        let mut w = weights(vec![1.0, -2.0, 0.25, 3.0], vec![2.0, -4.0]);
+        assert!(w.fold_scale(DataType::Fp16));
+        assert_eq!(w.krsc, vec![2.0, -4.0, -1.0, -12.0]);
+        assert_eq!((w.scale, w.bias), (None, Some(vec![0.5, -0.5])));
+        // FP16 overflows past 65504; BF16 and FP32 hold it.
+        let big = weights(vec![300.0, 1.0, 1.0, 1.0], vec![300.0, 1.0]);
+        let mut w = big.clone();
+        assert!(!w.fold_scale(DataType::Fp16));
+        assert_eq!(w, big);
+        assert!(big.clone().fold_scale(DataType::Bf16));
+        assert!(big.clone().fold_scale(DataType::Fp32));
+        // A normal FP16 weight pushed below FP16's smallest normal value keeps its scale; a
+        // weight already that small may shrink.
+        let tiny = weights(vec![1e-2, 1.0, 1.0, 1.0], vec![1e-3, 1.0]);
+        assert!(!tiny.clone().fold_scale(DataType::Fp16));
+        assert!(tiny.clone().fold_scale(DataType::Fp32));
+        assert!(weights(vec![1e-5, 1.0, 1.0, 1.0], vec![0.5, 1.0]).fold_scale(DataType::Fp16));
+        // A scale that is not finite, an INT8 filter, a shape the scale does not divide, and
+        // no scale at all: nothing folds.
+        assert!(!weights(vec![1.0; 4], vec![f32::INFINITY, 1.0]).fold_scale(DataType::Fp32));
+        assert!(!weights(vec![1.0; 4], vec![1.0, 1.0]).fold_scale(DataType::Int8));
+        assert!(!weights(vec![1.0; 5], vec![1.0, 1.0]).fold_scale(DataType::Fp32));
+        let mut none = weights(vec![1.0; 4], vec![1.0, 1.0]);
+        none.scale = None;
+        assert!(!none.fold_scale(DataType::Fp32));
     }
 
     #[test]
