@@ -8,7 +8,8 @@
 //! (`miopenCreateOpBiasForward`, `miopenCreateOpActivationForward`,
 //! `miopenCreateOpBatchNormInference`), and its find records are keyed by the convolution's
 //! problem plus the ops. kiln writes the ops after the convolution's key, each behind a `+`, in
-//! one fixed order: `+scale` (a folded batch norm's multiplier), `+bias`, `+add` (the residual),
+//! one fixed order: `+scale` (a batch norm's multiplier, where it could not fold into the
+//! filter: `kiln::net` folds it there when the weights load), `+bias`, `+add` (the residual),
 //! the activation's name (identity is not written), `+ld<N>` (y is a channel slice of a
 //! tensor with N channels) and `+zld<N>` (z likewise). A plain convolution's keys are MIOpen's,
 //! unchanged, e.g. `64-56-56-1x1-256-56-56-32-0x0-1x1-1x1-0-NHWC-FP16-F+scale+bias+add+relu`.
