@@ -397,6 +397,58 @@ static __device__ KILN_INLINE void kiln_swap_scale_bias(float (&acc)[KILN_ACCN],
 }
 #endif
 
+#if !defined(KILN_SWAP)
+// Scale (times alpha), bias and residual on a thread's accumulators, a copy for each
+// combination, so that each runs only its own instructions. kScale: a scale or alpha != 1;
+// kZ: 1 a residual (zt), 0 none, 2 zt tested per thread. In one form for all, a bias alone
+// (the batch norm folded into the filter: most layers of a network) also issued the scale's
+// shuffles and the residual's predicated-off loads, converts and multiplies, about 390
+// instructions a warp per tile of the 64 -> 256 1x1 layer at N=32 where it needs about 110;
+// that layer's fused epilogue took 0.0303 ms, 0.0279 so. Two copies (a bias alone, and the
+// general form) made the kdb 4% smaller but gained that layer nothing.
+template <bool kScale, int kZ>
+static __device__ KILN_INLINE void kiln_wgmma_affine(float (&acc)[KILN_ACCN], const KilnTmaConvParams& p,
+                                                     const kiln_u32* zt, const KilnEpFactors* f, int n0) {
+  const KilnEpilogue& e = p.ep;
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int c = 0; c < KILN_EP_CHUNKS; ++c) {
+    float2 s, b;
+    if (f) {
+      s = f->s[c];
+      b = f->b[c];
+    } else {
+      kiln_ep_chunk(p, n0, c, s, b);
+    }
+    s.x *= e.alpha;
+    s.y *= e.alpha;
+#pragma unroll
+    for (int j = 8 * c; j < 8 * c + 8 && j < KILN_BN / 8; ++j) {
+      const int from = 4 * (j % 8) + lane % 4;
+      const float bx = __shfl_sync(0xffffffffu, b.x, from), by = __shfl_sync(0xffffffffu, b.y, from);
+      float sx = 1.0f, sy = 1.0f;
+      if (kScale) {
+        sx = __shfl_sync(0xffffffffu, s.x, from);
+        sy = __shfl_sync(0xffffffffu, s.y, from);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float& v0 = acc[4 * j + 2 * h];
+        float& v1 = acc[4 * j + 2 * h + 1];
+        // v + b is v * 1 + b exactly (one rounding either way).
+        v0 = kScale ? v0 * sx + bx : v0 + bx;
+        v1 = kScale ? v1 * sy + by : v1 + by;
+        if (kZ == 1 || (kZ == 2 && zt)) {
+          const float2 z = kiln_staged_z_pair(zt, j, h, lane);
+          v0 += e.beta * z.x;
+          v1 += e.beta * z.y;
+        }
+      }
+    }
+  }
+}
+#endif
+
 // The fused epilogue on one thread's accumulators in wgmma's register layout: acc[4j], acc[4j + 1]
 // are the thread's first row, columns n0 + 8j + 2 (lane % 4) and the next; acc[4j + 2],
 // acc[4j + 3] the same columns 8 rows down. f holds the tile's scale and bias
@@ -405,7 +457,8 @@ static __device__ KILN_INLINE void kiln_swap_scale_bias(float (&acc)[KILN_ACCN],
 // without a residual (rows past the output's end hold zeros there). A plain convolution
 // returns at once. Everything that does not depend on the element (the activation's form,
 // which tensors exist) is decided once per thread: the per-element form this replaced cost
-// the 1x1 layers 10-20x their plain time.
+// the 1x1 layers 10-20x their plain time. The general form alone in the stream-K objects,
+// whose FP32 entries the other copies overflowed (stack frames of 24 to 136 bytes).
 static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_ACCN], const KilnTmaConvParams& p,
                                                        const kiln_u32* zt, const KilnEpFactors* f, int n0) {
   const KilnEpilogue& e = p.ep;
@@ -413,39 +466,22 @@ static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_ACCN], 
 #if defined(KILN_SWAP)
   kiln_swap_scale_bias(acc, p, n0);
 #else
-  const int lane = threadIdx.x % 32;
-  if (e.alpha != 1.0f || e.scale || e.bias || zt) {
-#pragma unroll
-    for (int c = 0; c < KILN_EP_CHUNKS; ++c) {
-      float2 s, b;
-      if (f) {
-        s = f->s[c];
-        b = f->b[c];
-      } else {
-        kiln_ep_chunk(p, n0, c, s, b);
-      }
-      s.x *= e.alpha;
-      s.y *= e.alpha;
-#pragma unroll
-      for (int j = 8 * c; j < 8 * c + 8 && j < KILN_BN / 8; ++j) {
-        const int from = 4 * (j % 8) + lane % 4;
-        const float sx = __shfl_sync(0xffffffffu, s.x, from), sy = __shfl_sync(0xffffffffu, s.y, from);
-        const float bx = __shfl_sync(0xffffffffu, b.x, from), by = __shfl_sync(0xffffffffu, b.y, from);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float& v0 = acc[4 * j + 2 * h];
-          float& v1 = acc[4 * j + 2 * h + 1];
-          v0 = v0 * sx + bx;
-          v1 = v1 * sy + by;
-          if (zt) {
-            const float2 z = kiln_staged_z_pair(zt, j, h, lane);
-            v0 += e.beta * z.x;
-            v1 += e.beta * z.y;
-          }
-        }
-      }
+  const bool scaled = e.alpha != 1.0f || e.scale;
+#if defined(KILN_STREAM_K)
+  if (scaled || e.bias || zt) kiln_wgmma_affine<true, 2>(acc, p, zt, f, n0);
+#else
+  if (zt) {
+    if (scaled) {
+      kiln_wgmma_affine<true, 1>(acc, p, zt, f, n0);
+    } else {
+      kiln_wgmma_affine<false, 1>(acc, p, zt, f, n0);
     }
+  } else if (scaled) {
+    kiln_wgmma_affine<true, 0>(acc, p, zt, f, n0);
+  } else if (e.bias) {
+    kiln_wgmma_affine<false, 0>(acc, p, zt, f, n0);
   }
+#endif
 #endif
   if (e.act == KILN_ACT_IDENTITY) return;  // exactly v (m v + b would turn -0 into +0)
   const KilnAct c = kiln_act_params(e.act, e.act_a);
