@@ -899,8 +899,11 @@ extern "C" __global__ void __launch_bounds__(256)
 // (its other three would only hold registers): up to KILN_FL_BLOCKS_PER_SM of them, as many as
 // shared memory allows (src/solvers/wgmma.rs mirrors both and sizes the grid so). The bound
 // also caps registers: 65536 / (threads x blocks). A 3-D block's w fills about half an SM's
-// shared memory.
-#define KILN_FL_THREADS (KILN_CONSUMERS * 128 + 32)
+// shared memory, so it runs alone, and with a whole producer warpgroup: with one warp, the
+// same code ran the 3x3x3 RGB stem at N=32 18% slower (0.261 -> 0.308 ms on the H200; why is
+// not known). Two 3-D blocks an SM took that stem to 0.177 ms but the 3x7x7 stem from 0.243
+// to 0.279 (benches/runs/2026-12-03-h200-bias-epilogue/, section M).
+#define KILN_FL_THREADS (KILN_CONSUMERS * 128 + (KILN_FL_DEPTH > 1 ? 128 : 32))
 #if KILN_FL_DEPTH > 1
 #define KILN_FL_BLOCKS_PER_SM 1
 #elif KILN_BM == 64

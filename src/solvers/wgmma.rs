@@ -1181,9 +1181,10 @@ impl FirstLayerConfig {
             + 1024
     }
 
-    /// Threads per block (`KILN_FL_THREADS`): a warpgroup per 64 pixels and one producer warp.
+    /// Threads per block (`KILN_FL_THREADS`): a warpgroup per 64 pixels and one producer warp
+    /// (a 3-D block, which runs alone on its SM: a producer warpgroup, measured faster).
     fn threads(&self) -> u32 {
-        self.rows / 64 * 128 + 32
+        self.rows / 64 * 128 + if self.depth > 1 { 128 } else { 32 }
     }
 
     /// Blocks side by side on one SM: the kernel's bound (`KILN_FL_BLOCKS_PER_SM`, which also
@@ -1553,9 +1554,10 @@ mod tests {
         // Packing: 32 x 16 x 112 input rows, 8 a block, then 64 x 3 planes of 256 weights (7
         // rows of 32 and zeros to whole boxes) in 256-thread blocks.
         assert_eq!(plan.kernels[0].grid, [32 * 16 * 112 / 8 + 64 * 3, 1, 1]);
-        // One block an SM: 32 x 16 x 56 units of one 56-pixel output row.
+        // One block an SM: 32 x 16 x 56 units of one 56-pixel output row; a consumer and a
+        // producer warpgroup.
         assert_eq!(plan.kernels[1].grid, [132, 1, 1]);
-        assert_eq!(plan.kernels[1].block, [160, 1, 1]);
+        assert_eq!(plan.kernels[1].block, [256, 1, 1]);
         // w: 3 planes of 4 boxes of 64 x 128 B; 4 patches of 3 x 7 rows of 10 128-byte blocks
         // (48 skew + 63 x 8 + 32 = 584 elements; 26,880 -> 27,648 B); the staging tile;
         // barriers; alignment.
@@ -1977,9 +1979,14 @@ mod tests {
                     let plan = s.plan(p, &h100, q).unwrap();
                     let rows = q.split(',').next().unwrap().parse::<u32>().unwrap();
                     let block = plan.kernels[plan.library].block;
-                    // The first-layer kernel's producer is one warp (its other three would
-                    // only hold registers while more blocks share the SM).
-                    let producer = if id.contains("FirstLayer") { 32 } else { 128 };
+                    // The 2-D first-layer kernel's producer is one warp (its other three would
+                    // only hold registers while more blocks share the SM); a 3-D block runs
+                    // alone on its SM, with a producer warpgroup.
+                    let producer = if id.contains("FirstLayer") && !id.contains("3d") {
+                        32
+                    } else {
+                        128
+                    };
                     assert_eq!(block, [rows / 64 * 128 + producer, 1, 1], "{id} [{q}]");
                     planned += 1;
                 }
