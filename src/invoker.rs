@@ -61,6 +61,9 @@ struct AlignedBlock([u8; MAX_PARAM_BLOCK]);
 pub(crate) struct TmaInvocation {
     block: TmaConvParams,
     operands: [TmaOperand; 2],
+    /// The maps of y and z are encoded (`TmaArguments::epilogue_map`) for rows K elements
+    /// apart.
+    epilogue_maps: bool,
     packing: Option<crate::solvers::Packing>,
     /// Words at the workspace's start zeroed before each launch (stream-K's flags).
     zeroed_words: u32,
@@ -91,10 +94,19 @@ impl TmaInvocation {
                 .encode_tensor_map(element, placeholder, &view.shape)
                 .map_err(|e| format!("{:?} tensor map: {e}", view.operand))?;
         }
+        // y and z share one view; z's map is y's, pointed elsewhere at launch.
+        let epilogue_map = match &tma.epilogue_map {
+            Some(shape) => device
+                .encode_tensor_map(element, placeholder, shape)
+                .map_err(|e| format!("y tensor map: {e}"))?,
+            None => TensorMap([0; 16]),
+        };
         Ok(TmaInvocation {
             block: TmaConvParams {
                 x: maps[0],
                 w: maps[1],
+                y_map: epilogue_map,
+                z_map: epilogue_map,
                 y: 0,
                 m,
                 k,
@@ -129,8 +141,11 @@ impl TmaInvocation {
                 group_in: tma.group_widths[0],
                 group_out: tma.group_widths[1],
                 group_tile_in: tma.group_widths[2],
+                tma_epilogue: 0,
+                reserved: 0,
                 ep: Epilogue::plain(p),
             },
+            epilogue_maps: tma.epilogue_map.is_some(),
             packing: tma.packing,
             operands: tma.views.map(|v| v.operand),
             zeroed_words: tma.zeroed_words,
@@ -171,6 +186,20 @@ impl TmaInvocation {
         }
         block.y = y;
         block.ep = *epilogue;
+        // The TMA epilogue where y's and z's rows are K elements apart (not a channel slice of
+        // a wider tensor) and z, like y, is 16-byte aligned.
+        let k = block.k;
+        let z = epilogue.z;
+        let tma_epilogue = self.epilogue_maps
+            && epilogue.y_ld == k
+            && (z == 0 || (epilogue.z_ld == k && z.is_multiple_of(16)));
+        block.tma_epilogue = tma_epilogue as i32;
+        if tma_epilogue {
+            device.replace_tensor_map_address(&mut block.y_map, y)?;
+            if z != 0 {
+                device.replace_tensor_map_address(&mut block.z_map, z)?;
+            }
+        }
         block.workspace = workspace;
         block.x_data = x;
         block.w_data = w;

@@ -103,6 +103,14 @@
 #define KILN_BK (KILN_ROW_BYTES / KILN_ELEM_BYTES)
 // Elements of y per 16-byte store.
 #define KILN_VEC (16 / KILN_ELEM_BYTES)
+// The persistent kernel's TMA epilogue (see kiln_tma_epilogue_offset): tiles of whole 128-byte
+// boxes of channels, stored whole (not the stream-K, transposed or first-layer kernels).
+#if !defined(KILN_SWAP) && !defined(KILN_STREAM_K) && !defined(KILN_FIRST_LAYER) && \
+    (KILN_BN * KILN_ELEM_BYTES) % 128 == 0
+#define KILN_TMA_EPILOGUE 1
+#else
+#define KILN_TMA_EPILOGUE 0
+#endif
 
 // KILN_GROUPED: grouped convolution on the transposed 3-D kernel (2-D problems run one plane
 // deep), the groups folded into the 64-channel tiles. The tile of output channels [n0, n0 + 64)
@@ -137,6 +145,9 @@ struct __align__(64) KilnTmaConvParams {
   // 1x1: w as a [K, C] matrix, box [KILN_BK, KILN_BN]; im2col: w as [K, R*S, C], box
   // [KILN_BK, 1, KILN_BN].
   KilnTensorMap w;
+  // y and z as [M, K] matrices (rows K elements apart), box [128 bytes of channels, 64 rows],
+  // 128-byte swizzle: the persistent kernels' TMA epilogue (tma_epilogue), where it applies.
+  KilnTensorMap y_map, z_map;
   kiln_u64 y;        // y, [M, K] (NHWC)
   kiln_i32 m, k, c;  // rows (output pixels), output channels, input channels
   kiln_i32 splits;   // split-K slices; > 1: FP32 partials in the workspace; 0: stream-K
@@ -155,6 +166,10 @@ struct __align__(64) KilnTmaConvParams {
   // The grouped kernel only (KILN_GROUPED; in_h and in_w too): the input's depth, the input
   // and output channels of one group, and the input channels a 64-channel tile reduces over.
   kiln_i32 in_d, group_in, group_out, group_tile_in;
+  // 1: y_map (and z_map, with a residual) point at this launch's y and z, whose rows are K
+  // elements apart, and tensor copies move the persistent kernel's staging tile; 0: its threads
+  // do (a channel slice of a wider tensor).
+  kiln_i32 tma_epilogue, reserved;
   // The fused epilogue (epilogue.h); y's rows are ep.y_ld elements apart.
   KilnEpilogue ep;
 };
@@ -226,18 +241,25 @@ static __device__ KILN_INLINE const kiln_u32* kiln_stage_z(const KilnTmaConvPara
 // rows do not start 16 bytes apart. Out of line: inlined beside the 16-byte path, it made
 // every wgmma launch of a whole network about 0.6 us slower (ResNet-50 at N=1: 0.364 -> 0.409
 // ms), though no kernel ran that path; called, 0.2-1.2% on the four networks.
+// swizzled: the tile is in the TMA epilogue's layout (kiln_tma_epilogue_offset), not padded rows.
 static __device__ __noinline__ void kiln_store_staged_elements(const KilnTmaConvParams& p, const kiln_u32* tile,
-                                                               int row0, int rows_end, int n0) {
+                                                               int row0, int rows_end, int n0,
+                                                               bool swizzled = false) {
   unsigned char* y = (unsigned char*)p.y;
   for (int i = threadIdx.x % 128; i < 64 * KILN_BN; i += 128) {
     const int r = i / KILN_BN, c = i % KILN_BN;
     const int row = row0 + r, col = n0 + c;
     if (row < rows_end && col < p.k) {
       const kiln_i64 at = (kiln_i64)row * p.ep.y_ld + col;
+      const int byte = c * KILN_ELEM_BYTES, chunk = byte / 16;
+      const unsigned char* from =
+          swizzled ? (const unsigned char*)tile + (chunk / 8) * (64 * 128) + r * 128 +
+                         (((chunk % 8) ^ (r % 8)) * 16) + byte % 16
+                   : (const unsigned char*)(tile + r * KILN_PITCH) + byte;
 #if KILN_ELEM_BYTES == 2
-      *(kiln_u16*)(y + at * 2) = ((const kiln_u16*)(tile + r * KILN_PITCH))[c];
+      *(kiln_u16*)(y + at * 2) = *(const kiln_u16*)from;
 #else
-      *(kiln_u32*)(y + at * 4) = tile[r * KILN_PITCH + c];
+      *(kiln_u32*)(y + at * 4) = *(const kiln_u32*)from;
 #endif
     }
   }
@@ -267,9 +289,9 @@ static __device__ KILN_INLINE void kiln_store_staged(const KilnTmaConvParams& p,
 
 // The two elements of z a thread's accumulators acc[4j + 2h], acc[4j + 2h + 1] meet, from the
 // staged tile (zt: the thread's first row), converted by the hardware.
-static __device__ KILN_INLINE float2 kiln_staged_z_pair(const kiln_u32* zt, int j, int h, int lane) {
 #if KILN_ELEM_BYTES == 2
-  const kiln_u32 bits = zt[h * 8 * KILN_PITCH + 4 * j + lane % 4];
+// Two 16-bit elements (the lower first) as floats, converted by the hardware.
+static __device__ KILN_INLINE float2 kiln_unpack_pair(kiln_u32 bits) {
 #if defined(KILN_DTYPE_FP16)
   float2 r;
   asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %2; cvt.f32.f16 %0, lo; cvt.f32.f16 %1, hi; }"
@@ -279,10 +301,58 @@ static __device__ KILN_INLINE float2 kiln_staged_z_pair(const kiln_u32* zt, int 
 #else
   return make_float2(kiln_bits_to_float(bits << 16), kiln_bits_to_float(bits & 0xffff0000u));
 #endif
+}
+#endif
+
+static __device__ KILN_INLINE float2 kiln_staged_z_pair(const kiln_u32* zt, int j, int h, int lane) {
+#if KILN_ELEM_BYTES == 2
+  return kiln_unpack_pair(zt[h * 8 * KILN_PITCH + 4 * j + lane % 4]);
 #else
   return *(const float2*)((const float*)zt + h * 8 * KILN_PITCH + 8 * j + 2 * (lane % 4));
 #endif
 }
+
+#if KILN_TMA_EPILOGUE
+// The TMA epilogue's tile: a warpgroup's 64 rows x KILN_BN columns as KILN_BN * KILN_ELEM_BYTES /
+// 128 boxes of 64 rows of 128 bytes (8 KiB each, 1 KiB aligned), each in TMA's 128-byte swizzle:
+// a row's 16-byte chunk c lies at chunk c ^ (row % 8) (kiln_swizzled_chunk; the element
+// store spells it out too). The tensor copy fills it with z and stores y from it, one copy per
+// box (or the threads do, without the maps). The swizzle is also what keeps the accumulators'
+// accesses free of bank conflicts: a warp's eight rows at one column land in eight chunks.
+#define KILN_TMA_BOX_BYTES (64 * 128)
+#define KILN_TMA_BOXES (KILN_BN * KILN_ELEM_BYTES / 128)
+#define KILN_TMA_TILE_BYTES (KILN_TMA_BOXES * KILN_TMA_BOX_BYTES)
+
+// Steps j of 8 columns per box (acc[4j .. 4j + 3] hold step j).
+#define KILN_TMA_STEPS_PER_BOX (128 / (8 * KILN_ELEM_BYTES))
+
+// Byte offset in the warpgroup's tile of the thread's pair acc[4j], acc[4j + 1] for the step
+// j = box * KILN_TMA_STEPS_PER_BOX + step in box 0: row r0 (r0 % 8 is lane / 4), columns
+// 8 step + 2 (lane % 4) and the next. Box b adds b * KILN_TMA_BOX_BYTES, the pair 8 rows down
+// (acc[4j + 2], acc[4j + 3]) 1024. The stores and loads go step by step across the boxes, so that
+// each offset serves every box as an immediate (a per-pair offset made ptxas hold 64 of them
+// beside the accumulators, and spill).
+static __device__ KILN_INLINE kiln_u32 kiln_tma_epilogue_offset(int step, int r0, int lane) {
+#if KILN_ELEM_BYTES == 2
+  const int chunk = step, within = 4 * (lane % 4);
+#else
+  const int chunk = 2 * step + (lane % 4) / 2, within = 8 * (lane % 2);
+#endif
+  return r0 * 128 + ((chunk ^ (lane / 4)) * 16) + within;
+}
+
+// The two elements of z a thread's pair meets, from the TMA epilogue's tile.
+static __device__ KILN_INLINE float2 kiln_tma_z_pair(const unsigned char* tile, int j, int h, int r0,
+                                                     int lane) {
+  const unsigned char* at = tile + (j / KILN_TMA_STEPS_PER_BOX) * KILN_TMA_BOX_BYTES + h * 1024 +
+                            kiln_tma_epilogue_offset(j % KILN_TMA_STEPS_PER_BOX, r0, lane);
+#if KILN_ELEM_BYTES == 2
+  return kiln_unpack_pair(*(const kiln_u32*)at);
+#else
+  return *(const float2*)at;
+#endif
+}
+#endif
 
 // The activation on every accumulator, one loop per form and use of v, so that no element
 // branches or selects (a per-element `use_v ? v * t : t` made ptxas spill the accumulators):
@@ -400,7 +470,8 @@ static __device__ KILN_INLINE void kiln_swap_scale_bias(float (&acc)[KILN_ACCN],
 #if !defined(KILN_SWAP)
 // Scale (times alpha), bias and residual on a thread's accumulators, a copy for each
 // combination, so that each runs only its own instructions. kScale: a scale or alpha != 1;
-// kZ: 1 a residual (zt), 0 none, 2 zt tested per thread. In one form for all, a bias alone
+// kZ: 1 a residual (zt: the thread's row of the staged tile), 0 none, 2 zt tested per thread,
+// 3 a residual in the TMA epilogue's tile (zt: the warpgroup's tile). In one form for all, a bias alone
 // (the batch norm folded into the filter: most layers of a network) also issued the scale's
 // shuffles and the residual's predicated-off loads, converts and multiplies, about 390
 // instructions a warp per tile of the 64 -> 256 1x1 layer at N=32 where it needs about 110;
@@ -420,8 +491,10 @@ static __device__ KILN_INLINE void kiln_wgmma_affine(float (&acc)[KILN_ACCN], co
     } else {
       kiln_ep_chunk(p, n0, c, s, b);
     }
-    s.x *= e.alpha;
-    s.y *= e.alpha;
+    if (kScale) {
+      s.x *= e.alpha;
+      s.y *= e.alpha;
+    }
 #pragma unroll
     for (int j = 8 * c; j < 8 * c + 8 && j < KILN_BN / 8; ++j) {
       const int from = 4 * (j % 8) + lane % 4;
@@ -443,6 +516,14 @@ static __device__ KILN_INLINE void kiln_wgmma_affine(float (&acc)[KILN_ACCN], co
           v0 += e.beta * z.x;
           v1 += e.beta * z.y;
         }
+#if KILN_TMA_EPILOGUE
+        if (kZ == 3) {
+          const int r0 = ((threadIdx.x % 128) / 32) * 16 + lane / 4;
+          const float2 z = kiln_tma_z_pair((const unsigned char*)zt, j, h, r0, lane);
+          v0 += e.beta * z.x;
+          v1 += e.beta * z.y;
+        }
+#endif
       }
     }
   }
@@ -453,12 +534,14 @@ static __device__ KILN_INLINE void kiln_wgmma_affine(float (&acc)[KILN_ACCN], co
 // are the thread's first row, columns n0 + 8j + 2 (lane % 4) and the next; acc[4j + 2],
 // acc[4j + 3] the same columns 8 rows down. f holds the tile's scale and bias
 // (kiln_ep_factors), or is null: then each chunk is loaded where it is used (columns from n0);
-// zt is the thread's first row of the staged z (kiln_stage_z), or null
-// without a residual (rows past the output's end hold zeros there). A plain convolution
+// zt is the thread's first row of the staged z (kiln_stage_z), or with kSwizzledZ the
+// warpgroup's TMA epilogue tile holding z, or null without a residual (rows past the output's
+// end hold zeros there). A plain convolution
 // returns at once. Everything that does not depend on the element (the activation's form,
 // which tensors exist) is decided once per thread: the per-element form this replaced cost
 // the 1x1 layers 10-20x their plain time. The general form alone in the stream-K objects,
 // whose FP32 entries the other copies overflowed (stack frames of 24 to 136 bytes).
+template <bool kSwizzledZ = false>
 static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_ACCN], const KilnTmaConvParams& p,
                                                        const kiln_u32* zt, const KilnEpFactors* f, int n0) {
   const KilnEpilogue& e = p.ep;
@@ -471,10 +554,11 @@ static __device__ KILN_INLINE void kiln_wgmma_epilogue(float (&acc)[KILN_ACCN], 
   if (scaled || e.bias || zt) kiln_wgmma_affine<true, 2>(acc, p, zt, f, n0);
 #else
   if (zt) {
+    constexpr int kZ = kSwizzledZ ? 3 : 1;
     if (scaled) {
-      kiln_wgmma_affine<true, 1>(acc, p, zt, f, n0);
+      kiln_wgmma_affine<true, kZ>(acc, p, zt, f, n0);
     } else {
-      kiln_wgmma_affine<false, 1>(acc, p, zt, f, n0);
+      kiln_wgmma_affine<false, kZ>(acc, p, zt, f, n0);
     }
   } else if (scaled) {
     kiln_wgmma_affine<true, 0>(acc, p, zt, f, n0);
@@ -1034,9 +1118,10 @@ static_assert(KILN_EPILOGUE_BYTES <= KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES)
 // Dynamic shared memory (the launch asks for exactly this; src/solvers/wgmma.rs mirrors it): the
 // stages, the persistent kernel's output staging tile (its own, so that the producer can load
 // the next tile while the consumers store this one; the one-tile kernel stages y in the stages),
-// the stages' barriers, and 1 KiB to align the stages to the 1024-byte swizzle atom.
-#define KILN_SHARED_BYTES(PERSISTENT)                                               \
-  (KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES) + ((PERSISTENT) ? KILN_EPILOGUE_BYTES : 0) + \
+// the stages' barriers, the persistent kernel's z barriers (one per consumer warpgroup, at most
+// four), and 1 KiB to align the stages to the 1024-byte swizzle atom.
+#define KILN_SHARED_BYTES(PERSISTENT)                                                    \
+  (KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES) + ((PERSISTENT) ? KILN_EPILOGUE_BYTES + 32 : 0) + \
    KILN_STAGES * 16 + 1024)
 
 // A work unit: output tile (m0, n0), in the order kiln_tile_origin gives, and split-K slice z;
@@ -1059,6 +1144,7 @@ struct KilnUnit {
 // Where the blocks' shared memory and sizes are, computed once per block.
 struct KilnLayout {
   kiln_u32 raw, stage_a, stage_b, staging, full, empty;
+  kiln_u32 z_full;  // persistent: one barrier per consumer warpgroup, its TMA epilogue's z
   int tiles_m, tiles_n, units, c_iters, k_iters;
   bool n_fastest;  // the tile order (kiln_tile_origin)
   int cluster;     // blocks per cluster: > 1, a tile's split-K slices reduced in the cluster
@@ -1068,6 +1154,100 @@ struct KilnLayout {
 static __device__ KILN_INLINE kiln_u32* kiln_staging_tile(const KilnLayout& l, int warpgroup) {
   return (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
 }
+
+#if KILN_TMA_EPILOGUE
+static_assert(KILN_TMA_TILE_BYTES <= 64 * KILN_PITCH * 4, "the TMA epilogue's tile overflows the staging tile");
+static_assert(KILN_CONSUMERS <= 4, "the z barriers hold four warpgroups");
+static_assert(KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES) % 1024 == 0, "the staging tile is not 1 KiB aligned");
+
+// The TMA epilogue (the persistent kernel, y and z rows K elements apart: tma_epilogue). Each
+// consumer warpgroup's staging tile takes the TMA layout (kiln_tma_epilogue_offset): z arrives
+// in it by one tensor copy per box, issued when the unit starts so that it lands during the
+// products; each thread adds its z and writes its y in place, and one thread stores the tile by
+// one tensor copy per box, left in flight while the next unit runs. The consumers' 16-byte
+// copies and stores it replaces issued 64 x KILN_BN / 8 accesses a warpgroup per tile each way.
+static __device__ KILN_INLINE kiln_u32 kiln_tma_tile(const KilnLayout& l, int warpgroup) {
+  return l.staging + warpgroup * KILN_TMA_TILE_BYTES;
+}
+
+// One thread of the warpgroup: once the tensor stores of the previous unit have read the tile,
+// copies z's rows [row0, row0 + 64), columns [n0, n0 + KILN_BN) into it (zeros past the
+// edges), completing on the warpgroup's z barrier.
+static __device__ KILN_INLINE void kiln_tma_z_issue(const KilnTmaConvParams& p, const KilnLayout& l,
+                                                    int warpgroup, int row0, int n0) {
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  const kiln_u32 tile = kiln_tma_tile(l, warpgroup), bar = l.z_full + 8 * warpgroup;
+  kiln_mbar_expect(bar, KILN_TMA_TILE_BYTES);
+#pragma unroll
+  for (int b = 0; b < KILN_TMA_BOXES; ++b) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+        "%3}], [%4];" ::"r"(tile + b * KILN_TMA_BOX_BYTES),
+        "l"(&p.z_map), "r"(n0 + b * (128 / KILN_ELEM_BYTES)), "r"(row0), "r"(bar)
+        : "memory");
+  }
+}
+
+// Byte offset in the tile of row r's 16-byte chunk ch (of KILN_BN * KILN_ELEM_BYTES / 16).
+static __device__ KILN_INLINE kiln_u32 kiln_swizzled_chunk(int r, int ch) {
+  return (ch / 8) * KILN_TMA_BOX_BYTES + r * 128 + (((ch % 8) ^ (r % 8)) * 16);
+}
+
+// Without the maps (y or z a channel slice of a wider tensor, or not 16-byte aligned): the
+// warpgroup's threads fill the tile with z by 16-byte copies (zeros past the edges; z's rows
+// are 16-byte aligned, as the host checks), waited on in kiln_consume.
+static __device__ KILN_INLINE void kiln_swizzled_z_issue(const KilnTmaConvParams& p, kiln_u32 tile, int row0,
+                                                         int n0) {
+  const KilnEpilogue& e = p.ep;
+  const unsigned char* z = (const unsigned char*)e.z;
+  const int chunks = KILN_BN / KILN_VEC;
+  for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
+    const int r = i / chunks, ch = i % chunks, col = n0 + ch * KILN_VEC;
+    const bool in = row0 + r < p.m && col < p.k;
+    const unsigned char* src = in ? z + ((kiln_i64)(row0 + r) * e.z_ld + col) * KILN_ELEM_BYTES : z;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tile + kiln_swizzled_chunk(r, ch)),
+                 "l"(src), "r"(in ? 16 : 0)
+                 : "memory");
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// Without the maps: the warpgroup's threads store the tile, 16 bytes at a time where K and y's
+// row stride allow, else element by element (kiln_store_staged_elements).
+static __device__ KILN_INLINE void kiln_swizzled_y_store(const KilnTmaConvParams& p, const unsigned char* tile,
+                                                         int row0, int n0) {
+  if ((p.k | p.ep.y_ld) % KILN_VEC != 0) {
+    kiln_store_staged_elements(p, (const kiln_u32*)tile, row0, p.m, n0, true);
+    return;
+  }
+  const int chunks = KILN_BN / KILN_VEC;
+  unsigned char* y = (unsigned char*)p.y;
+  for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
+    const int r = i / chunks, ch = i % chunks;
+    const int row = row0 + r, col = n0 + ch * KILN_VEC;
+    if (row < p.m && col < p.k) {
+      *(uint4*)(y + ((kiln_i64)row * p.ep.y_ld + col) * KILN_ELEM_BYTES) =
+          *(const uint4*)(tile + kiln_swizzled_chunk(r, ch));
+    }
+  }
+}
+
+// One thread of the warpgroup, after every thread's y is in the tile and fenced for the async
+// proxy: stores the boxes that hold output channels (TMA drops rows past M).
+static __device__ KILN_INLINE void kiln_tma_y_store(const KilnTmaConvParams& p, const KilnLayout& l,
+                                                    int warpgroup, int row0, int n0) {
+  const kiln_u32 tile = kiln_tma_tile(l, warpgroup);
+#pragma unroll
+  for (int b = 0; b < KILN_TMA_BOXES; ++b) {
+    const int col = n0 + b * (128 / KILN_ELEM_BYTES);
+    if (col >= p.k) break;
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(&p.y_map),
+                 "r"(col), "r"(row0), "r"(tile + b * KILN_TMA_BOX_BYTES)
+                 : "memory");
+  }
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+#endif
 
 #if defined(KILN_GROUPED)
 // The block's tile, output pixels [m0, m0 + KILN_BM) and channels [n0, n0 + KILN_BN),
@@ -1225,7 +1405,7 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
 // (scale-d 0); zeroing them instead would make ptxas serialize the wgmma pipeline (C7515).
 template <bool kPersistent, bool kStreamK>
 static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, const KilnLayout& l,
-                                                const KilnUnit& t, int& g) {
+                                                const KilnUnit& t, int& g, int nth = 0) {
   const int warpgroup = threadIdx.x / 128;
   // The epilogue's inputs, requested before the main loop so that they arrive during it: the
   // tile's scale and bias (where KILN_EP_EARLY), and (persistent kernel, a unit this warpgroup
@@ -1239,7 +1419,25 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
 #endif
   KilnEpFactors factors;
   if constexpr (kEarly) factors = kiln_ep_factors(p, t.n0);
-  const bool z_early = kEarly && kPersistent && p.splits <= 1 && p.ep.z;
+  // The persistent kernel's staging tile is in the TMA epilogue's layout (kiln_tma_tile), moved
+  // by tensor copies where the host encoded y's and z's maps (tma), else by the threads; one
+  // form of the epilogue either way, so that the kernel's code stays as compact as before.
+  constexpr bool kSwizzled = KILN_TMA_EPILOGUE && kPersistent && !kStreamK;
+  const bool tma = kSwizzled && p.tma_epilogue;
+  const int row0 = t.m0 + warpgroup * 64;
+#if KILN_TMA_EPILOGUE
+  // z requested as the unit starts (nth: the units this block consumed before this one, the z
+  // barrier's phase); the thread copies once the warpgroup has stored the previous unit.
+  if (kSwizzled && p.splits <= 1 && p.ep.z) {
+    if (tma) {
+      if (threadIdx.x % 128 == 0) kiln_tma_z_issue(p, l, warpgroup, row0, t.n0);
+    } else {
+      asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
+      kiln_swizzled_z_issue(p, kiln_tma_tile(l, warpgroup), row0, t.n0);
+    }
+  }
+#endif
+  const bool z_early = !kSwizzled && kEarly && kPersistent && p.splits <= 1 && p.ep.z;
   if (z_early) {
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
     kiln_stage_z_issue(p, kiln_staging_tile(l, warpgroup), t.m0 + warpgroup * 64, p.m, t.n0);
@@ -1422,6 +1620,50 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     return;
   }
 #endif
+#if KILN_TMA_EPILOGUE
+  if constexpr (kSwizzled) {
+    const unsigned char* tile = kiln_dyn_smem_base() + (kiln_tma_tile(l, warpgroup) - l.raw);
+    if (p.ep.z && tma) {
+      kiln_mbar_wait(l.z_full + 8 * warpgroup, nth & 1);
+    } else if (p.ep.z) {
+      asm volatile("cp.async.wait_group 0;" ::: "memory");
+      asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
+    } else {
+      // The previous unit's stores have read the tile.
+      if (tma && threadIdx.x % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
+    }
+    kiln_wgmma_epilogue<true>(acc, p, p.ep.z ? (const kiln_u32*)tile : nullptr, kEarly ? &factors : nullptr,
+                              t.n0);
+#pragma unroll
+    for (int step = 0; step < KILN_TMA_STEPS_PER_BOX; ++step) {
+      unsigned char* out = (unsigned char*)tile + kiln_tma_epilogue_offset(step, r0, lane);
+#pragma unroll
+      for (int b = 0; b < KILN_TMA_BOXES; ++b) {
+        const int j = b * KILN_TMA_STEPS_PER_BOX + step;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          unsigned char* at = out + b * KILN_TMA_BOX_BYTES + h * 1024;
+#if KILN_ELEM_BYTES == 2
+          kiln_u32 pair;
+          asm(KILN_CVT_PAIR : "=r"(pair) : "f"(acc[4 * j + 2 * h + 1]), "f"(acc[4 * j + 2 * h]));
+          *(kiln_u32*)at = pair;
+#else
+          *(float2*)at = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+#endif
+        }
+      }
+    }
+    if (tma) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
+    if (!tma) {
+      kiln_swizzled_y_store(p, tile, row0, t.n0);
+    } else if (threadIdx.x % 128 == 0) {
+      kiln_tma_y_store(p, l, warpgroup, row0, t.n0);
+    }
+    return;
+  }
+#endif
   // Staging: the persistent kernel's own tile (wait until the warpgroup's threads have stored
   // the previous unit's rows); the one-tile kernel's stages (wait until every consumer is past
   // its last wgmma).
@@ -1469,6 +1711,7 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   l.staging = kPersistent ? after_stages : l.stage_a;
   l.full = after_stages + (kPersistent ? KILN_EPILOGUE_BYTES : 0);
   l.empty = l.full + KILN_STAGES * 8;
+  l.z_full = l.empty + KILN_STAGES * 8;
   l.tiles_m = (p.m + KILN_BM - 1) / KILN_BM;
   l.tiles_n = (p.k + KILN_BN - 1) / KILN_BN;
   l.n_fastest = l.tiles_n > 1 && (long long)p.m * p.c * KILN_ELEM_BYTES > KILN_N_FASTEST_BYTES;
@@ -1488,6 +1731,9 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
     for (int s = 0; s < KILN_STAGES; ++s) {
       kiln_mbar_init(l.full + 8 * s, 1);
       kiln_mbar_init(l.empty + 8 * s, KILN_CONSUMERS);
+    }
+    if (kPersistent) {
+      for (int w = 0; w < KILN_CONSUMERS; ++w) kiln_mbar_init(l.z_full + 8 * w, 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -1538,8 +1784,13 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
       pos += t.end - t.begin;
     }
   } else if (kPersistent) {
-    for (int u = blockIdx.x; u < l.units; u += gridDim.x)
-      kiln_consume<true, false>(p, l, kiln_unit(p, l, u), g);
+    for (int u = blockIdx.x, nth = 0; u < l.units; u += gridDim.x, ++nth)
+      kiln_consume<true, false>(p, l, kiln_unit(p, l, u), g, nth);
+#if KILN_TMA_EPILOGUE
+    // The TMA epilogue's last stores have read the tile before the block's shared memory is
+    // released (their writes complete with the grid, as every store does).
+    if (threadIdx.x % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+#endif
   } else {
     kiln_consume<false, false>(p, l, kiln_unit(p, l, blockIdx.x), g);
   }

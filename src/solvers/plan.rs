@@ -143,4 +143,7 @@ pub struct TmaArguments {
     pub packing: Option<Packing>,
     /// 32-bit words at the workspace's start to zero before each launch (stream-K's flags).
     pub zeroed_words: u32,
+    /// The view of y and of the residual z for the kernel's TMA epilogue (`y_map`, `z_map`),
+    /// where it has one; a launch whose y or z rows are not K elements apart goes without.
+    pub epilogue_map: Option<crate::backend::TensorMapShape>,
 }

@@ -16,10 +16,13 @@
 //! * `ConvWgmmaGemm1x1Tf32Fwd`, `ConvWgmmaImplicitGemmTf32Fwd`: the same kernels for FP32 data
 //!   multiplied as TF32 (manifest `math = "tf32"`: only problems that opt in).
 //!
-//! The kernels take one argument, `KilnTmaConvParams`: two TMA tensor maps (x and w) that kiln
-//! encodes on the host through the driver at prepare time, y's address, the sizes and the
-//! geometry. A launch patches the maps' addresses for its buffers (`cuTensorMapReplaceAddress`,
-//! a host-only call). Perf config: `bm,bn,stages,splits` (block tile rows, a multiple of 64: one
+//! The kernels take one argument, `KilnTmaConvParams`: TMA tensor maps of x and w (and, for the
+//! persistent kernels' epilogue, of y and the residual z) that kiln encodes on the host through
+//! the driver at prepare time, y's address, the sizes and the geometry. A launch patches the
+//! maps' addresses for its buffers (`cuTensorMapReplaceAddress`, a host-only call). The
+//! persistent kernels stage each output tile in TMA's swizzled layout: z arrives in it by one
+//! tensor copy per 128-byte box and y leaves it the same way, or, where y or z is a channel
+//! slice of a wider tensor, by the threads' 16-byte copies. Perf config: `bm,bn,stages,splits` (block tile rows, a multiple of 64: one
 //! consumer warpgroup per 64; block tile output channels, 64, 128 or 256; pipeline stages;
 //! split-K slices, a run-time value; 0 is stream-K). Problems with more tiles than SMs launch
 //! the persistent entry, the others one block per tile. Split-K adds the slices' FP32 partials
@@ -167,12 +170,12 @@ impl Config {
     }
 
     /// `KILN_SHARED_BYTES`: the stages, the persistent kernel's output staging tile (rows x
-    /// (cols x element bytes / 4 + 4) 32-bit words), two 8-byte barriers per stage, and 1 KiB
-    /// to align the stages to the 1024-byte swizzle atom.
+    /// (cols x element bytes / 4 + 4) 32-bit words) and its four z barriers, two 8-byte
+    /// barriers per stage, and 1 KiB to align the stages to the 1024-byte swizzle atom.
     fn shared_bytes(&self, persistent: bool, element_bytes: u32) -> u32 {
         self.stages * (self.rows + self.cols) * self.row_bytes(element_bytes)
             + if persistent {
-                self.rows * (self.cols * element_bytes / 4 + 4) * 4
+                self.rows * (self.cols * element_bytes / 4 + 4) * 4 + 32
             } else {
                 0
             }
@@ -1039,6 +1042,26 @@ impl TunableSolver for Wgmma {
             } else {
                 0
             },
+            epilogue_map: self.epilogue_map(p, cfg),
+        })
+    }
+}
+
+impl Wgmma {
+    /// The persistent kernel's TMA epilogue (`KILN_TMA_EPILOGUE`): y and z as [M, K] matrices,
+    /// one 128-byte swizzled box of channels by 64 rows per copy. Where the kernel has it: not
+    /// transposed, not stream-K, whole boxes per tile, and rows a multiple of 16 bytes apart.
+    fn epilogue_map(&self, p: &ConvProblem, cfg: &Config) -> Option<TensorMapShape> {
+        let bytes = element_bytes(p) as u64;
+        let applies = !self.swap
+            && !cfg.stream_k()
+            && (cfg.cols as u64 * bytes).is_multiple_of(128)
+            && (p.k() as u64 * bytes).is_multiple_of(16);
+        applies.then(|| TensorMapShape {
+            rank: 2,
+            dims: [p.k() as u64, gemm_rows(p), 1, 1, 1],
+            boxes: TmaBoxes::Tiled([(128 / bytes) as u32, 64, 1, 1, 1]),
+            swizzle: true,
         })
     }
 }
@@ -1413,6 +1436,7 @@ impl TunableSolver for WgmmaFirstLayer {
                 lead: shape.lead as i32,
             }),
             zeroed_words: 0,
+            epilogue_map: None,
         })
     }
 }
@@ -1693,14 +1717,14 @@ mod tests {
         assert_eq!(reduction_steps(&p, &parsed), 9);
         assert_eq!(reduction_steps(&p, &Config::parse("64,64,8,1").unwrap()), 9);
         // Stages of 32-byte rows: 8 x (64 + 64) x 32 bytes, the persistent kernel's output
-        // staging (392 tiles), the barriers, the alignment.
+        // staging (392 tiles) and z barriers, the stages' barriers, the alignment.
         assert_eq!(
             narrow
                 .launch_plan(&p, &crate::solvers::devices::h100(), cfg)
                 .unwrap()
                 .kernels[0]
                 .shared_bytes,
-            8 * 128 * 32 + 64 * (64 * 2 / 4 + 4) * 4 + 128 + 1024
+            8 * 128 * 32 + 64 * (64 * 2 / 4 + 4) * 4 + 32 + 128 + 1024
         );
         // The model counts the channels a step pads: 16 of 16, against 16 of 64.
         assert!(
@@ -2051,7 +2075,7 @@ mod tests {
         assert_eq!(plan.kernels[0].block, [384, 1, 1]);
         assert_eq!(
             plan.kernels[0].shared_bytes,
-            6 * 192 * 128 + 128 * 36 * 4 + 96 + 1024
+            6 * 192 * 128 + 128 * 36 * 4 + 32 + 96 + 1024
         );
         let args = s
             .tma_block(&p, &crate::solvers::devices::h100(), "128,64,6,1")
@@ -2243,10 +2267,11 @@ mod tests {
         assert_eq!(plan.kernels.len(), 1, "no reduction kernel");
         assert_eq!(plan.kernels[0].kernel, "kiln_wgmma_implicit_gemm_streamk");
         assert_eq!(plan.kernels[0].grid, [132, 1, 1]);
-        // The persistent entry's shared memory: stages plus the FP32 output staging tile.
+        // The persistent entry's shared memory: stages plus the FP32 output staging tile and the z
+        // barriers.
         assert_eq!(
             plan.kernels[0].shared_bytes,
-            4 * 256 * 128 + 128 * (128 + 4) * 4 + 64 + 1024
+            4 * 256 * 128 + 128 * (128 + 4) * 4 + 32 + 64 + 1024
         );
         assert_eq!(plan.workspace_bytes, 4096 + 132 * 128 * 128 * 4);
         let args = s
@@ -2417,7 +2442,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             plan.kernels[0].shared_bytes,
-            6 * 192 * 128 + 128 * (64 + 4) * 4 + 96 + 1024
+            6 * 192 * 128 + 128 * (64 + 4) * 4 + 32 + 96 + 1024
         );
         // 16-byte rows need C and K in multiples of 4 FP32 values, not 8.
         let narrow = ConvProblem::new(ConvSpec {

@@ -93,6 +93,8 @@ pub struct TensorMap(pub [u64; 16]);
 pub struct TmaConvParams {
     pub x: TensorMap,
     pub w: TensorMap,
+    pub y_map: TensorMap,
+    pub z_map: TensorMap,
     pub y: u64,
     pub m: i32,
     pub k: i32,
@@ -127,6 +129,8 @@ pub struct TmaConvParams {
     pub group_in: i32,
     pub group_out: i32,
     pub group_tile_in: i32,
+    pub tma_epilogue: i32,
+    pub reserved: i32,
     pub ep: Epilogue,
 }
 
@@ -501,11 +505,11 @@ mod tests {
         macro_rules! fields {
             ($t:ty: $($f:ident),*) => { [$((stringify!($f), offset_of!($t, $f))),*] };
         }
-        let tma = fields!(TmaConvParams: x, w, y, m, k, c, splits, out_h, out_w, filter_h,
+        let tma = fields!(TmaConvParams: x, w, y_map, z_map, y, m, k, c, splits, out_h, out_w, filter_h,
             filter_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, out_d, filter_d, stride_d, pad_d,
             dil_d, workspace, x_data, w_data,
             x_packed, w_packed, row_flags, in_h, in_w, row_elems, lead, in_d, group_in, group_out,
-            group_tile_in, ep);
+            group_tile_in, tma_epilogue, reserved, ep);
         let ep = fields!(Epilogue: scale, bias, z, alpha, beta, act_a, act, y_ld, z_ld);
         check(epilogue, "KilnEpilogue", &ep, size_of::<Epilogue>(), 8).unwrap();
         check(
