@@ -1,6 +1,8 @@
 # Entry points a person types. Every install step lives in ci/setup.sh.
 CARGO ?= cargo
 FUZZ_SECONDS ?= 20
+# Where cargo builds (CARGO_TARGET_DIR, as cargo reads it; the ci/ scripts do the same).
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
 .PHONY: demo test setup lint fuzz-smoke bench measure-embed kdb kdb-check device-pack capi header examples dist install package-check
 
@@ -10,10 +12,10 @@ FUZZ_SECONDS ?= 20
 ## and (on a GPU) run against the CPU reference (ci/demo.sh).
 demo:
 	$(CARGO) build --release --quiet -p kiln-cli
-	./target/release/kiln devices || [ $$? -eq 3 ]  # 3: no GPU here (the demo then resolves)
-	./target/release/kiln demo
+	$(TARGET_DIR)/release/kiln devices || [ $$? -eq 3 ]  # 3: no GPU here (the demo then resolves)
+	$(TARGET_DIR)/release/kiln demo
 	@echo
-	./target/release/kiln resolve --target mi300x -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1
+	$(TARGET_DIR)/release/kiln resolve --target mi300x -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1
 	@echo
 	CARGO=$(CARGO) bash ci/demo.sh
 
@@ -24,15 +26,15 @@ demo:
 ## per-target counts printed), and the examples (C and Rust; the C library under valgrind).
 test: setup
 	$(CARGO) test --workspace
-	@cat "$${CARGO_TARGET_DIR:-target}/tmp/kiln-emu-conformance.txt"
+	@cat "$(TARGET_DIR)/tmp/kiln-emu-conformance.txt"
 	$(CARGO) build --quiet -p kiln --features hip-abi-check
 	$(CARGO) test --quiet -p kiln --lib --no-default-features --features hip,all-amd
 	$(CARGO) test --quiet -p kiln --lib --no-default-features --features cuda,all-nvidia
 	$(CARGO) run --quiet -p kiln-tools -- kdb build --check --sample 8  # make kdb-check: all
-	python3 ci/onnx_check.py --tools target/debug/kiln-tools  # ONNX import against onnxruntime
+	python3 ci/onnx_check.py --tools $(TARGET_DIR)/debug/kiln-tools  # ONNX import against onnxruntime
 	$(MAKE) examples PROFILE=debug
 
-## kiln's C library, staged in target/kiln-c/: include/kiln.h, lib/libkiln.a, lib/libkiln.so,
+## kiln's C library, staged in target/kiln-c/ (under CARGO_TARGET_DIR where set): include/kiln.h, lib/libkiln.a, lib/libkiln.so,
 ## lib/pkgconfig/kiln.pc (PROFILE=release by default).
 capi:
 	bash ci/capi.sh
@@ -54,12 +56,12 @@ PREFIX ?= /usr/local
 install: capi
 	$(CARGO) build --release --quiet -p kiln-cli
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/doc/kiln
-	install -m 755 target/release/kiln $(DESTDIR)$(PREFIX)/bin/kiln
-	install -m 644 target/kiln-c/include/kiln.h $(DESTDIR)$(PREFIX)/include/kiln.h
-	install -m 644 target/kiln-c/lib/libkiln.a $(DESTDIR)$(PREFIX)/lib/libkiln.a
-	install -m 755 target/kiln-c/lib/libkiln.so.0 $(DESTDIR)$(PREFIX)/lib/libkiln.so.0
+	install -m 755 $(TARGET_DIR)/release/kiln $(DESTDIR)$(PREFIX)/bin/kiln
+	install -m 644 $(TARGET_DIR)/kiln-c/include/kiln.h $(DESTDIR)$(PREFIX)/include/kiln.h
+	install -m 644 $(TARGET_DIR)/kiln-c/lib/libkiln.a $(DESTDIR)$(PREFIX)/lib/libkiln.a
+	install -m 755 $(TARGET_DIR)/kiln-c/lib/libkiln.so.0 $(DESTDIR)$(PREFIX)/lib/libkiln.so.0
 	ln -sf libkiln.so.0 $(DESTDIR)$(PREFIX)/lib/libkiln.so
-	install -m 644 target/kiln-c/lib/pkgconfig/kiln.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
+	install -m 644 $(TARGET_DIR)/kiln-c/lib/pkgconfig/kiln.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/kiln.pc
 	install -m 644 LICENSE THIRD_PARTY_NOTICES $(DESTDIR)$(PREFIX)/share/doc/kiln/
 
 ## kiln as a registry crate: cargo package of kiln-format, kiln-embed and kiln (each under

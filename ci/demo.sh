@@ -9,15 +9,16 @@
 # RX 7900 XTX's WMMA kernels), checked against the CPU reference: AMD executed, no AMD GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+target=${CARGO_TARGET_DIR:-target}  # where cargo builds, as cargo reads it
 CARGO=${CARGO:-cargo}
-demo=target/demo
-mkdir -p "$demo"
+mkdir -p "$target"/demo
+demo=$(cd "$target"/demo && pwd)  # absolute: KILN_MODELS is read from build.rs
 bash ci/setup.sh onnx
 $CARGO build --release --quiet -p kiln-tools
 python3 ci/resnet50_onnx.py "$demo/resnet50.onnx"
-./target/release/kiln-tools net import "$demo/resnet50.onnx" --out "$demo" --name resnet50-onnx --weights-type FP16
-KILN_MODELS="$PWD/$demo/resnet50-onnx.txt" $CARGO build --release --quiet -p kiln-cli
-kiln=./target/release/kiln
+"$target"/release/kiln-tools net import "$demo/resnet50.onnx" --out "$demo" --name resnet50-onnx --weights-type FP16
+KILN_MODELS="$demo/resnet50-onnx.txt" $CARGO build --release --quiet -p kiln-cli
+kiln="$target"/release/kiln
 echo
 $kiln info | sed -n '/embedded networks/,/^$/p'
 $kiln net plan resnet50-onnx --brief
@@ -33,5 +34,5 @@ elif [ $rc -ne 0 ]; then
 fi
 echo
 layer=64-56-56-3x3-64-56-56-1-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F
-./target/release/kiln-tools emulate --target mi300x --problem $layer --solver ConvMfmaImplicitGemmFwd
-./target/release/kiln-tools emulate --target rx7900xtx --problem $layer --solver ConvWmmaImplicitGemmFwd
+"$target"/release/kiln-tools emulate --target mi300x --problem $layer --solver ConvMfmaImplicitGemmFwd
+"$target"/release/kiln-tools emulate --target rx7900xtx --problem $layer --solver ConvWmmaImplicitGemmFwd

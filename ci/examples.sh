@@ -6,10 +6,11 @@
 # the thread and C-vs-Rust comparisons).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+target=${CARGO_TARGET_DIR:-target}  # where cargo builds, as cargo reads it
 CC=${CC:-cc}
-KILN_C=target/kiln-c
+KILN_C="$target"/kiln-c
 PROFILE=${PROFILE:-release} bash ci/capi.sh
-bin=target/examples
+bin="$target"/examples
 mkdir -p "$bin"
 export PKG_CONFIG_PATH="$PWD/$KILN_C/lib/pkgconfig"
 cflags="-O2 -Wall -Wextra -Werror -std=c11 -D_POSIX_C_SOURCE=200809L"
@@ -63,12 +64,12 @@ ${CARGO:-cargo} run --quiet "${release[@]}" --example network
 echo "== Rust example: the appliance (an embedded network; none embedded in this build)"
 ${CARGO:-cargo} run --quiet "${release[@]}" --features safetensors --example appliance
 echo "== the appliance with a network embedded (KILN_MODELS), under strace: no file access but the loader's, the image's and the system's"
-tiny=target/examples/tiny
+tiny="$target"/examples/tiny
 mkdir -p "$tiny"
 python3 ci/tiny_onnx.py "$tiny/tiny.onnx"
 ${CARGO:-cargo} run --quiet "${release[@]}" -p kiln-tools -- net import "$tiny/tiny.onnx" --out "$tiny" --name tiny
 KILN_MODELS="$PWD/$tiny/tiny.txt" ${CARGO:-cargo} build --quiet "${release[@]}" --features safetensors --example appliance
 profile_dir=debug
 [ "${PROFILE:-release}" = release ] && profile_dir=release
-python3 ci/appliance_strace.py "target/$profile_dir/examples/appliance" --shape 3,32,32 --out "$tiny" --no-device-ok \
+python3 ci/appliance_strace.py "$target/$profile_dir/examples/appliance" --shape 3,32,32 --out "$tiny" --no-device-ok \
   | grep -E '"(ok|other|loader|image|system)"|ready|class'
