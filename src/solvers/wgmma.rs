@@ -2405,6 +2405,42 @@ mod tests {
     }
 
     #[test]
+    fn the_persistent_epilogue_views_y_and_z_in_whole_128_byte_boxes() {
+        let h100 = crate::solvers::devices::h100();
+        let view = |s: &Wgmma, p: &ConvProblem, cfg: &str| {
+            s.tma_block(p, &h100, cfg).unwrap().unwrap().epilogue_map
+        };
+        // FP16, 64 -> 256 channels at N=32: y and z as [M, K], 64 channels x 64 rows a box.
+        let p = nhwc(32, 64, 256, 56, 1);
+        assert_eq!(
+            view(&GEMM_1X1, &p, "192,128,4,1"),
+            Some(TensorMapShape {
+                rank: 2,
+                dims: [256, 32 * 56 * 56, 1, 1, 1],
+                boxes: TmaBoxes::Tiled([64, 64, 1, 1, 1]),
+                swizzle: true,
+            })
+        );
+        // Rows of 60 FP16 values are 120 bytes, not a multiple of 16 (TMA's row pitch): the
+        // threads move the tile.
+        assert_eq!(
+            view(&GEMM_1X1, &nhwc(32, 64, 60, 56, 1), "128,64,4,1"),
+            None
+        );
+        // FP32 (TF32): 32 channels a box; stream-K keeps its own epilogue.
+        let f = ConvProblem::new(ConvSpec {
+            data_types: [DataType::Fp32; 3],
+            ..p.spec()
+        })
+        .unwrap();
+        assert_eq!(
+            view(&GEMM_1X1_TF32, &f, "128,64,6,1").map(|v| v.boxes),
+            Some(TmaBoxes::Tiled([32, 64, 1, 1, 1]))
+        );
+        assert_eq!(view(&GEMM_1X1_TF32, &f, "128,128,4,0"), None);
+    }
+
+    #[test]
     fn tf32_solvers_take_fp32_in_32_channel_rows() {
         let h100 = crate::solvers::devices::h100();
         let half = nhwc(32, 256, 64, 56, 1);
