@@ -184,6 +184,18 @@ static __device__ KILN_INLINE unsigned char* kiln_dyn_smem_base() {
 // conflicts, keeping rows 16-byte aligned.
 #define KILN_PITCH (KILN_BN * KILN_ELEM_BYTES / 4 + 4)
 
+// Row r's 16-byte chunk ch of a warpgroup's staged tile: rows of KILN_PITCH words, or
+// (kSwizzled) the TMA epilogue's boxes of 64 rows x 128 bytes, chunk c of a row at chunk
+// c ^ (row % 8) (kiln_tma_epilogue_offset spells the same swizzle per accumulator pair).
+template <bool kSwizzled>
+static __device__ KILN_INLINE const kiln_u32* kiln_staged_chunk(const kiln_u32* tile, int r, int ch) {
+  if (kSwizzled) {
+    const int box = ch / 8, chunk = (ch % 8) ^ (r % 8);
+    return (const kiln_u32*)((const unsigned char*)tile + box * (64 * 128) + r * 128 + chunk * 16);
+  }
+  return tile + r * KILN_PITCH + ch * 4;
+}
+
 // The fused epilogue reads the residual z from the warpgroup's staging tile, where y's rows
 // are staged for the coalesced stores: row r's 32-bit words start at tile + r * KILN_PITCH
 // (FP16 / BF16: one word per column pair; FP32: one per column). kiln_stage_z fills it with
@@ -196,9 +208,11 @@ static __device__ KILN_INLINE unsigned char* kiln_dyn_smem_base() {
 // elements.
 //
 // Without a residual: nothing. Else rows [row0, row0 + 64) of z below rows_end, columns
-// [n0, n0 + KILN_BN) below K, copied into the warpgroup's staging tile (the rest zero-filled):
-// the copies are issued here and complete in kiln_stage_z_wait.
-static __device__ KILN_INLINE void kiln_stage_z_issue(const KilnTmaConvParams& p, kiln_u32* tile,
+// [n0, n0 + KILN_BN) below K, copied into the warpgroup's staging tile (the rest zero-filled;
+// kSwizzled: the TMA epilogue's layout, kiln_staged_chunk): the copies are issued here and
+// complete in kiln_stage_z_wait (the TMA epilogue waits on them itself).
+template <bool kSwizzled = false>
+static __device__ KILN_INLINE void kiln_stage_z_issue(const KilnTmaConvParams& p, const kiln_u32* tile,
                                                       kiln_i64 row0, kiln_i64 rows_end, int n0) {
   const KilnEpilogue& e = p.ep;
   if (!e.z) return;
@@ -208,7 +222,7 @@ static __device__ KILN_INLINE void kiln_stage_z_issue(const KilnTmaConvParams& p
     const int r = i / chunks, col = n0 + (i % chunks) * KILN_VEC;
     const bool in = row0 + r < rows_end && col < p.k;
     const unsigned char* src = in ? z + ((row0 + r) * e.z_ld + col) * KILN_ELEM_BYTES : z;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(kiln_smem(tile + r * KILN_PITCH + (i % chunks) * 4)),
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(kiln_smem(kiln_staged_chunk<kSwizzled>(tile, r, i % chunks))),
                  "l"(src), "r"(in ? 16 : 0)
                  : "memory");
   }
@@ -241,7 +255,7 @@ static __device__ KILN_INLINE const kiln_u32* kiln_stage_z(const KilnTmaConvPara
 // rows do not start 16 bytes apart. Out of line: inlined beside the 16-byte path, it made
 // every wgmma launch of a whole network about 0.6 us slower (ResNet-50 at N=1: 0.364 -> 0.409
 // ms), though no kernel ran that path; called, 0.2-1.2% on the four networks.
-// swizzled: the tile is in the TMA epilogue's layout (kiln_tma_epilogue_offset), not padded rows.
+// swizzled: the tile is in the TMA epilogue's layout (kiln_staged_chunk), not padded rows.
 static __device__ __noinline__ void kiln_store_staged_elements(const KilnTmaConvParams& p, const kiln_u32* tile,
                                                                int row0, int rows_end, int n0,
                                                                bool swizzled = false) {
@@ -251,11 +265,10 @@ static __device__ __noinline__ void kiln_store_staged_elements(const KilnTmaConv
     const int row = row0 + r, col = n0 + c;
     if (row < rows_end && col < p.k) {
       const kiln_i64 at = (kiln_i64)row * p.ep.y_ld + col;
-      const int byte = c * KILN_ELEM_BYTES, chunk = byte / 16;
-      const unsigned char* from =
-          swizzled ? (const unsigned char*)tile + (chunk / 8) * (64 * 128) + r * 128 +
-                         (((chunk % 8) ^ (r % 8)) * 16) + byte % 16
-                   : (const unsigned char*)(tile + r * KILN_PITCH) + byte;
+      const int byte = c * KILN_ELEM_BYTES;
+      const kiln_u32* chunk = swizzled ? kiln_staged_chunk<true>(tile, r, byte / 16)
+                                       : kiln_staged_chunk<false>(tile, r, byte / 16);
+      const unsigned char* from = (const unsigned char*)chunk + byte % 16;
 #if KILN_ELEM_BYTES == 2
       *(kiln_u16*)(y + at * 2) = *(const kiln_u16*)from;
 #else
@@ -268,10 +281,11 @@ static __device__ __noinline__ void kiln_store_staged_elements(const KilnTmaConv
 // Stores a warpgroup's staged 64 x KILN_BN tile to y: 16-byte stores where every chunk is whole
 // and aligned (K and y's row stride in multiples of KILN_VEC elements), else
 // kiln_store_staged_elements; no store reaches past K into a wider tensor's other channels.
+template <bool kSwizzled = false>
 static __device__ KILN_INLINE void kiln_store_staged(const KilnTmaConvParams& p, const kiln_u32* tile,
                                                      int row0, int rows_end, int n0) {
   if ((p.k | p.ep.y_ld) % KILN_VEC != 0) {
-    kiln_store_staged_elements(p, tile, row0, rows_end, n0);
+    kiln_store_staged_elements(p, tile, row0, rows_end, n0, kSwizzled);
     return;
   }
   // 16-byte chunks of KILN_VEC elements; the warpgroup's 128 threads walk its 64 rows.
@@ -282,7 +296,7 @@ static __device__ KILN_INLINE void kiln_store_staged(const KilnTmaConvParams& p,
     const int row = row0 + r, col = n0 + ch * KILN_VEC;
     if (row < rows_end && col < p.k) {
       *(uint4*)(y + ((kiln_i64)row * p.ep.y_ld + col) * KILN_ELEM_BYTES) =
-          *(const uint4*)(tile + r * KILN_PITCH + ch * 4);
+          *(const uint4*)kiln_staged_chunk<kSwizzled>(tile, r, ch);
     }
   }
 }
@@ -315,9 +329,8 @@ static __device__ KILN_INLINE float2 kiln_staged_z_pair(const kiln_u32* zt, int 
 #if KILN_TMA_EPILOGUE
 // The TMA epilogue's tile: a warpgroup's 64 rows x KILN_BN columns as KILN_BN * KILN_ELEM_BYTES /
 // 128 boxes of 64 rows of 128 bytes (8 KiB each, 1 KiB aligned), each in TMA's 128-byte swizzle:
-// a row's 16-byte chunk c lies at chunk c ^ (row % 8) (kiln_swizzled_chunk; the element
-// store spells it out too). The tensor copy fills it with z and stores y from it, one copy per
-// box (or the threads do, without the maps). The swizzle is also what keeps the accumulators'
+// a row's 16-byte chunk c lies at chunk c ^ (row % 8) (kiln_staged_chunk). The tensor copy
+// fills it with z and stores y from it, one copy per box (or the threads do, without the maps). The swizzle is also what keeps the accumulators'
 // accesses free of bank conflicts: a warp's eight rows at one column land in eight chunks.
 #define KILN_TMA_BOX_BYTES (64 * 128)
 #define KILN_TMA_BOXES (KILN_BN * KILN_ELEM_BYTES / 128)
@@ -1115,13 +1128,29 @@ extern "C" __global__ void __launch_bounds__(KILN_FL_THREADS, KILN_FL_BLOCKS_PER
 // The one-tile kernel stages y in its pipeline stages.
 static_assert(KILN_EPILOGUE_BYTES <= KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES),
               "the output tile does not fit in the stages");
+// What sm_90 gives a block: 227 KiB.
+#define KILN_SM90_SHARED_BYTES 232448
+// KILN_EPILOGUE_AHEAD: the persistent kernel's TMA epilogue has two output tiles per consumer
+// warpgroup where they fit beside the stages, and alternates between them: a unit's z is
+// copied in while the warpgroup finishes the unit before (with one tile, each unit's copy
+// could start only once the previous unit's store had read the tile, and its latency came
+// between the two units), and y is written while the previous unit's store still reads the
+// other tile.
+#if KILN_TMA_EPILOGUE && KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES) + 2 * KILN_BM * KILN_BN * KILN_ELEM_BYTES + \
+                             KILN_STAGES * 16 + 64 + 1024 <= KILN_SM90_SHARED_BYTES
+#define KILN_EPILOGUE_AHEAD 1
+#define KILN_STAGING_BYTES (2 * KILN_BM * KILN_BN * KILN_ELEM_BYTES)
+#else
+#define KILN_EPILOGUE_AHEAD 0
+#define KILN_STAGING_BYTES KILN_EPILOGUE_BYTES
+#endif
 // Dynamic shared memory (the launch asks for exactly this; src/solvers/wgmma.rs mirrors it): the
-// stages, the persistent kernel's output staging tile (its own, so that the producer can load
-// the next tile while the consumers store this one; the one-tile kernel stages y in the stages),
-// the stages' barriers, the persistent kernel's z barriers (one per consumer warpgroup, at most
-// four), and 1 KiB to align the stages to the 1024-byte swizzle atom.
+// stages, the persistent kernel's output staging (its own, so that the producer can load the
+// next tile while the consumers store this one; the one-tile kernel stages y in the stages), the
+// stages' barriers, the persistent kernel's z barriers (two per consumer warpgroup, at most four
+// warpgroups), and 1 KiB to align the stages to the 1024-byte swizzle atom.
 #define KILN_SHARED_BYTES(PERSISTENT)                                                    \
-  (KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES) + ((PERSISTENT) ? KILN_EPILOGUE_BYTES + 32 : 0) + \
+  (KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES) + ((PERSISTENT) ? KILN_STAGING_BYTES + 64 : 0) + \
    KILN_STAGES * 16 + 1024)
 
 // A work unit: output tile (m0, n0), in the order kiln_tile_origin gives, and split-K slice z;
@@ -1144,7 +1173,7 @@ struct KilnUnit {
 // Where the blocks' shared memory and sizes are, computed once per block.
 struct KilnLayout {
   kiln_u32 raw, stage_a, stage_b, staging, full, empty;
-  kiln_u32 z_full;  // persistent: one barrier per consumer warpgroup, its TMA epilogue's z
+  kiln_u32 z_full;  // persistent: two barriers per consumer warpgroup, its TMA epilogue tiles' z
   int tiles_m, tiles_n, units, c_iters, k_iters;
   bool n_fastest;  // the tile order (kiln_tile_origin)
   int cluster;     // blocks per cluster: > 1, a tile's split-K slices reduced in the cluster
@@ -1162,21 +1191,29 @@ static_assert(KILN_STAGES * (KILN_A_BYTES + KILN_B_BYTES) % 1024 == 0, "the stag
 
 // The TMA epilogue (the persistent kernel, y and z rows K elements apart: tma_epilogue). Each
 // consumer warpgroup's staging tile takes the TMA layout (kiln_tma_epilogue_offset): z arrives
-// in it by one tensor copy per box, issued when the unit starts so that it lands during the
-// products; each thread adds its z and writes its y in place, and one thread stores the tile by
-// one tensor copy per box, left in flight while the next unit runs. The consumers' 16-byte
-// copies and stores it replaces issued 64 x KILN_BN / 8 accesses a warpgroup per tile each way.
-static __device__ KILN_INLINE kiln_u32 kiln_tma_tile(const KilnLayout& l, int warpgroup) {
-  return l.staging + warpgroup * KILN_TMA_TILE_BYTES;
+// in it by one tensor copy per box, issued when the unit starts (with KILN_EPILOGUE_AHEAD's two
+// tiles, during the unit before) so that it lands during the products; each thread adds its z
+// and writes its y in place, and one thread stores the tile by one tensor copy per box, left in
+// flight while the next unit runs. The consumers' 16-byte copies and stores it replaces issued
+// 64 x KILN_BN / 8 accesses a warpgroup per tile each way.
+//
+// Tile buf of the warpgroup (0, or 1 with KILN_EPILOGUE_AHEAD).
+static __device__ KILN_INLINE kiln_u32 kiln_tma_tile(const KilnLayout& l, int warpgroup, int buf) {
+  return l.staging + (buf * KILN_CONSUMERS + warpgroup) * KILN_TMA_TILE_BYTES;
+}
+
+// The barrier on which tile buf's z copies complete.
+static __device__ KILN_INLINE kiln_u32 kiln_z_barrier(const KilnLayout& l, int warpgroup, int buf) {
+  return l.z_full + 8 * (2 * warpgroup + buf);
 }
 
 // One thread of the warpgroup: once the tensor stores of the previous unit have read the tile,
 // copies z's rows [row0, row0 + 64), columns [n0, n0 + KILN_BN) into it (zeros past the
 // edges), completing on the warpgroup's z barrier.
 static __device__ KILN_INLINE void kiln_tma_z_issue(const KilnTmaConvParams& p, const KilnLayout& l,
-                                                    int warpgroup, int row0, int n0) {
+                                                    int warpgroup, int row0, int n0, int buf) {
   asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-  const kiln_u32 tile = kiln_tma_tile(l, warpgroup), bar = l.z_full + 8 * warpgroup;
+  const kiln_u32 tile = kiln_tma_tile(l, warpgroup, buf), bar = kiln_z_barrier(l, warpgroup, buf);
   kiln_mbar_expect(bar, KILN_TMA_TILE_BYTES);
 #pragma unroll
   for (int b = 0; b < KILN_TMA_BOXES; ++b) {
@@ -1188,55 +1225,11 @@ static __device__ KILN_INLINE void kiln_tma_z_issue(const KilnTmaConvParams& p, 
   }
 }
 
-// Byte offset in the tile of row r's 16-byte chunk ch (of KILN_BN * KILN_ELEM_BYTES / 16).
-static __device__ KILN_INLINE kiln_u32 kiln_swizzled_chunk(int r, int ch) {
-  return (ch / 8) * KILN_TMA_BOX_BYTES + r * 128 + (((ch % 8) ^ (r % 8)) * 16);
-}
-
-// Without the maps (y or z a channel slice of a wider tensor, or not 16-byte aligned): the
-// warpgroup's threads fill the tile with z by 16-byte copies (zeros past the edges; z's rows
-// are 16-byte aligned, as the host checks), waited on in kiln_consume.
-static __device__ KILN_INLINE void kiln_swizzled_z_issue(const KilnTmaConvParams& p, kiln_u32 tile, int row0,
-                                                         int n0) {
-  const KilnEpilogue& e = p.ep;
-  const unsigned char* z = (const unsigned char*)e.z;
-  const int chunks = KILN_BN / KILN_VEC;
-  for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
-    const int r = i / chunks, ch = i % chunks, col = n0 + ch * KILN_VEC;
-    const bool in = row0 + r < p.m && col < p.k;
-    const unsigned char* src = in ? z + ((kiln_i64)(row0 + r) * e.z_ld + col) * KILN_ELEM_BYTES : z;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tile + kiln_swizzled_chunk(r, ch)),
-                 "l"(src), "r"(in ? 16 : 0)
-                 : "memory");
-  }
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-// Without the maps: the warpgroup's threads store the tile, 16 bytes at a time where K and y's
-// row stride allow, else element by element (kiln_store_staged_elements).
-static __device__ KILN_INLINE void kiln_swizzled_y_store(const KilnTmaConvParams& p, const unsigned char* tile,
-                                                         int row0, int n0) {
-  if ((p.k | p.ep.y_ld) % KILN_VEC != 0) {
-    kiln_store_staged_elements(p, (const kiln_u32*)tile, row0, p.m, n0, true);
-    return;
-  }
-  const int chunks = KILN_BN / KILN_VEC;
-  unsigned char* y = (unsigned char*)p.y;
-  for (int i = threadIdx.x % 128; i < 64 * chunks; i += 128) {
-    const int r = i / chunks, ch = i % chunks;
-    const int row = row0 + r, col = n0 + ch * KILN_VEC;
-    if (row < p.m && col < p.k) {
-      *(uint4*)(y + ((kiln_i64)row * p.ep.y_ld + col) * KILN_ELEM_BYTES) =
-          *(const uint4*)(tile + kiln_swizzled_chunk(r, ch));
-    }
-  }
-}
-
 // One thread of the warpgroup, after every thread's y is in the tile and fenced for the async
 // proxy: stores the boxes that hold output channels (TMA drops rows past M).
 static __device__ KILN_INLINE void kiln_tma_y_store(const KilnTmaConvParams& p, const KilnLayout& l,
-                                                    int warpgroup, int row0, int n0) {
-  const kiln_u32 tile = kiln_tma_tile(l, warpgroup);
+                                                    int warpgroup, int row0, int n0, int buf) {
+  const kiln_u32 tile = kiln_tma_tile(l, warpgroup, buf);
 #pragma unroll
   for (int b = 0; b < KILN_TMA_BOXES; ++b) {
     const int col = n0 + b * (128 / KILN_ELEM_BYTES);
@@ -1246,6 +1239,21 @@ static __device__ KILN_INLINE void kiln_tma_y_store(const KilnTmaConvParams& p, 
                  : "memory");
   }
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+// Requests z's rows [row0, row0 + 64), columns [n0, n0 + KILN_BN) into epilogue tile buf: by
+// tensor copies from one thread (tma), else by the threads' 16-byte copies once every thread
+// of the warpgroup has stored what the tile held.
+static __device__ KILN_INLINE void kiln_epilogue_z_issue(const KilnTmaConvParams& p, const KilnLayout& l,
+                                                         int warpgroup, int row0, int n0, int buf,
+                                                         bool tma) {
+  if (tma) {
+    if (threadIdx.x % 128 == 0) kiln_tma_z_issue(p, l, warpgroup, row0, n0, buf);
+  } else {
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
+    kiln_stage_z_issue<true>(p, (const kiln_u32*)(kiln_dyn_smem_base() + (kiln_tma_tile(l, warpgroup, buf) - l.raw)),
+                             row0, p.m, n0);
+  }
 }
 #endif
 
@@ -1403,9 +1411,12 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
 // then stored (split-K: FP32 partials to the workspace; else rounded once, staged, 16-byte
 // stores). The accumulators start undefined: the unit's first wgmma does not read them
 // (scale-d 0); zeroing them instead would make ptxas serialize the wgmma pipeline (C7515).
+//
+// Persistent kernel: nth counts the units this block consumed before this one; next_u is the
+// block's next unit (-1: none).
 template <bool kPersistent, bool kStreamK>
 static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, const KilnLayout& l,
-                                                const KilnUnit& t, int& g, int nth = 0) {
+                                                const KilnUnit& t, int& g, int nth = 0, int next_u = -1) {
   const int warpgroup = threadIdx.x / 128;
   // The epilogue's inputs, requested before the main loop so that they arrive during it: the
   // tile's scale and bias (where KILN_EP_EARLY), and (persistent kernel, a unit this warpgroup
@@ -1426,16 +1437,11 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
   const bool tma = kSwizzled && p.tma_epilogue;
   const int row0 = t.m0 + warpgroup * 64;
 #if KILN_TMA_EPILOGUE
-  // z requested as the unit starts (nth: the units this block consumed before this one, the z
-  // barrier's phase); the thread copies once the warpgroup has stored the previous unit.
-  if (kSwizzled && p.splits <= 1 && p.ep.z) {
-    if (tma) {
-      if (threadIdx.x % 128 == 0) kiln_tma_z_issue(p, l, warpgroup, row0, t.n0);
-    } else {
-      asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
-      kiln_swizzled_z_issue(p, kiln_tma_tile(l, warpgroup), row0, t.n0);
-    }
-  }
+  // The unit's epilogue tile, and z requested as the unit starts: every unit's with one tile,
+  // the first unit's with two (each later one was requested during the unit before).
+  const int buf = KILN_EPILOGUE_AHEAD ? nth % 2 : 0;
+  if (kSwizzled && p.splits <= 1 && p.ep.z && (!KILN_EPILOGUE_AHEAD || nth == 0))
+    kiln_epilogue_z_issue(p, l, warpgroup, row0, t.n0, buf, tma);
 #endif
   const bool z_early = !kSwizzled && kEarly && kPersistent && p.splits <= 1 && p.ep.z;
   if (z_early) {
@@ -1622,15 +1628,28 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
 #endif
 #if KILN_TMA_EPILOGUE
   if constexpr (kSwizzled) {
-    const unsigned char* tile = kiln_dyn_smem_base() + (kiln_tma_tile(l, warpgroup) - l.raw);
+    const unsigned char* tile = kiln_dyn_smem_base() + (kiln_tma_tile(l, warpgroup, buf) - l.raw);
+#if KILN_EPILOGUE_AHEAD
+    // The next unit's z into the other tile, once the previous unit's store has read it; an
+    // empty group without one, so that the threads' wait below leaves exactly that group.
+    if (p.ep.z && next_u >= 0) {
+      const KilnUnit n = kiln_unit(p, l, next_u);
+      kiln_epilogue_z_issue(p, l, warpgroup, n.m0 + warpgroup * 64, n.n0, buf ^ 1, tma);
+    } else if (p.ep.z && !tma) {
+      asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+#endif
     if (p.ep.z && tma) {
-      kiln_mbar_wait(l.z_full + 8 * warpgroup, nth & 1);
+      // Tile buf's (nth / 2)-th copy with two tiles, its nth with one.
+      kiln_mbar_wait(kiln_z_barrier(l, warpgroup, buf), (KILN_EPILOGUE_AHEAD ? nth / 2 : nth) & 1);
     } else if (p.ep.z) {
-      asm volatile("cp.async.wait_group 0;" ::: "memory");
+      asm volatile("cp.async.wait_group %0;" ::"n"(KILN_EPILOGUE_AHEAD) : "memory");
       asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
     } else {
-      // The previous unit's stores have read the tile.
-      if (tma && threadIdx.x % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      // The stores that read this tile last are done reading: with two tiles, all but the
+      // previous unit's.
+      if (tma && threadIdx.x % 128 == 0)
+        asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(KILN_EPILOGUE_AHEAD) : "memory");
       asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
     }
     kiln_wgmma_epilogue<true>(acc, p, p.ep.z ? (const kiln_u32*)tile : nullptr, kEarly ? &factors : nullptr,
@@ -1657,9 +1676,9 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     if (tma) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
     if (!tma) {
-      kiln_swizzled_y_store(p, tile, row0, t.n0);
+      kiln_store_staged<true>(p, (const kiln_u32*)tile, row0, p.m, t.n0);
     } else if (threadIdx.x % 128 == 0) {
-      kiln_tma_y_store(p, l, warpgroup, row0, t.n0);
+      kiln_tma_y_store(p, l, warpgroup, row0, t.n0, buf);
     }
     return;
   }
@@ -1709,7 +1728,7 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   l.stage_b = l.stage_a + KILN_STAGES * KILN_A_BYTES;
   const kiln_u32 after_stages = l.stage_b + KILN_STAGES * KILN_B_BYTES;
   l.staging = kPersistent ? after_stages : l.stage_a;
-  l.full = after_stages + (kPersistent ? KILN_EPILOGUE_BYTES : 0);
+  l.full = after_stages + (kPersistent ? KILN_STAGING_BYTES : 0);
   l.empty = l.full + KILN_STAGES * 8;
   l.z_full = l.empty + KILN_STAGES * 8;
   l.tiles_m = (p.m + KILN_BM - 1) / KILN_BM;
@@ -1733,7 +1752,7 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
       kiln_mbar_init(l.empty + 8 * s, KILN_CONSUMERS);
     }
     if (kPersistent) {
-      for (int w = 0; w < KILN_CONSUMERS; ++w) kiln_mbar_init(l.z_full + 8 * w, 1);
+      for (int w = 0; w < 2 * KILN_CONSUMERS; ++w) kiln_mbar_init(l.z_full + 8 * w, 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -1784,8 +1803,10 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
       pos += t.end - t.begin;
     }
   } else if (kPersistent) {
-    for (int u = blockIdx.x, nth = 0; u < l.units; u += gridDim.x, ++nth)
-      kiln_consume<true, false>(p, l, kiln_unit(p, l, u), g, nth);
+    for (int u = blockIdx.x, nth = 0; u < l.units; u += gridDim.x, ++nth) {
+      const int next_u = u + (int)gridDim.x < l.units ? u + (int)gridDim.x : -1;
+      kiln_consume<true, false>(p, l, kiln_unit(p, l, u), g, nth, next_u);
+    }
 #if KILN_TMA_EPILOGUE
     // The TMA epilogue's last stores have read the tile before the block's shared memory is
     // released (their writes complete with the grid, as every store does).

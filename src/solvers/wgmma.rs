@@ -169,18 +169,39 @@ impl Config {
         (self.rows / 64 + 1) * 128
     }
 
-    /// `KILN_SHARED_BYTES`: the stages, the persistent kernel's output staging tile (rows x
-    /// (cols x element bytes / 4 + 4) 32-bit words) and its four z barriers, two 8-byte
-    /// barriers per stage, and 1 KiB to align the stages to the 1024-byte swizzle atom.
-    fn shared_bytes(&self, persistent: bool, element_bytes: u32) -> u32 {
+    /// Bytes of the pipeline stages.
+    fn stage_bytes(&self, element_bytes: u32) -> u32 {
         self.stages * (self.rows + self.cols) * self.row_bytes(element_bytes)
-            + if persistent {
-                self.rows * (self.cols * element_bytes / 4 + 4) * 4 + 32
-            } else {
-                0
-            }
-            + self.stages * 16
-            + 1024
+    }
+
+    /// Whether the persistent kernel double-buffers its TMA epilogue's output tile
+    /// (`KILN_EPILOGUE_AHEAD`): where the object has that epilogue (`tma_epilogue`) and two
+    /// tiles fit beside the stages in what sm_90 gives a block. Each consumer warpgroup then
+    /// copies the next unit's z in while it finishes this one, and writes y while the previous
+    /// unit's store is still reading the other tile.
+    fn epilogue_ahead(&self, tma_epilogue: bool, element_bytes: u32) -> bool {
+        tma_epilogue
+            && self.stage_bytes(element_bytes)
+                + 2 * self.rows * self.cols * element_bytes
+                + self.stages * 16
+                + Z_BARRIER_BYTES
+                + 1024
+                <= SM90_SHARED_PER_BLOCK
+    }
+
+    /// `KILN_SHARED_BYTES`: the stages; the persistent kernel's output staging tile (rows x
+    /// (cols x element bytes / 4 + 4) 32-bit words, or two TMA epilogue tiles of rows x cols
+    /// elements: `epilogue_ahead`) and its z barriers; two 8-byte barriers per stage; and 1 KiB
+    /// to align the stages to the 1024-byte swizzle atom.
+    fn shared_bytes(&self, persistent: bool, tma_epilogue: bool, element_bytes: u32) -> u32 {
+        let staging = if !persistent {
+            0
+        } else if self.epilogue_ahead(tma_epilogue, element_bytes) {
+            2 * self.rows * self.cols * element_bytes + Z_BARRIER_BYTES
+        } else {
+            self.rows * (self.cols * element_bytes / 4 + 4) * 4 + Z_BARRIER_BYTES
+        };
+        self.stage_bytes(element_bytes) + staging + self.stages * 16 + 1024
     }
 
     /// Output tiles.
@@ -238,6 +259,13 @@ impl Config {
 /// short blocks wait at the cluster barrier for the slowest of their cluster, and a cluster
 /// waits for free SMs of one GPC.
 const CLUSTER_MIN_PARTIAL_BYTES: u64 = 8 << 20;
+
+/// Shared memory sm_90 gives one block (227 KiB): `KILN_EPILOGUE_AHEAD`'s bound in the kernel.
+const SM90_SHARED_PER_BLOCK: u32 = 232_448;
+
+/// The persistent kernel's z barriers: two per consumer warpgroup (one per epilogue tile), at
+/// most four warpgroups.
+const Z_BARRIER_BYTES: u32 = 64;
 
 /// What reducing split-K slices in a cluster adds to a launch, in the cost model: the blocks
 /// meet at two cluster barriers, and a cluster waits for free SMs of one GPC. In the find logs
@@ -642,7 +670,10 @@ impl TunableSolver for Wgmma {
         if cfg.stream_k() && cfg.rows > 128 {
             return Err("stream-K is built for tiles of at most 128 rows");
         }
-        if cfg.shared_bytes(cfg.persistent(p, caps), element_bytes(p)) > caps.shared_per_block {
+        let tma_epilogue = self.tma_epilogue(cfg, element_bytes(p));
+        if cfg.shared_bytes(cfg.persistent(p, caps), tma_epilogue, element_bytes(p))
+            > caps.shared_per_block
+        {
             return Err("tile needs more shared memory than this arch gives a block");
         }
         Ok(())
@@ -700,7 +731,11 @@ impl TunableSolver for Wgmma {
             self.kernel(entry),
             [clamp(blocks), 1, 1],
             [threads, 1, 1],
-            cfg.shared_bytes(persistent, element_bytes(p)),
+            cfg.shared_bytes(
+                persistent,
+                self.tma_epilogue(cfg, element_bytes(p)),
+                element_bytes(p),
+            ),
         );
         // A first kernel that copies operands into the workspace (`PACK_THREADS`-thread
         // blocks striding over `items`), then the products; whole tiles only.
@@ -1048,14 +1083,20 @@ impl TunableSolver for Wgmma {
 }
 
 impl Wgmma {
-    /// The persistent kernel's TMA epilogue (`KILN_TMA_EPILOGUE`): y and z as [M, K] matrices,
-    /// one 128-byte swizzled box of channels by 64 rows per copy. Where the kernel has it: not
-    /// transposed, not stream-K, whole boxes per tile, and rows a multiple of 16 bytes apart.
+    /// Whether the object holds the persistent kernel's TMA epilogue (`KILN_TMA_EPILOGUE`):
+    /// not transposed, not the TF32 objects (which carry the stream-K entry instead), and
+    /// tiles of whole 128-byte boxes of channels.
+    fn tma_epilogue(&self, cfg: &Config, element_bytes: u32) -> bool {
+        !self.swap && !self.tf32 && (cfg.cols * element_bytes).is_multiple_of(128)
+    }
+
+    /// The TMA epilogue's view of y and z: [M, K] matrices, one 128-byte swizzled box of
+    /// channels by 64 rows per copy. Where the object has the epilogue and rows are a multiple
+    /// of 16 bytes apart.
     fn epilogue_map(&self, p: &ConvProblem, cfg: &Config) -> Option<TensorMapShape> {
         let bytes = element_bytes(p) as u64;
-        let applies = !self.swap
+        let applies = self.tma_epilogue(cfg, element_bytes(p))
             && !cfg.stream_k()
-            && (cfg.cols as u64 * bytes).is_multiple_of(128)
             && (p.k() as u64 * bytes).is_multiple_of(16);
         applies.then(|| TensorMapShape {
             rank: 2,
@@ -1716,15 +1757,16 @@ mod tests {
         let parsed = Config::parse(cfg).unwrap();
         assert_eq!(reduction_steps(&p, &parsed), 9);
         assert_eq!(reduction_steps(&p, &Config::parse("64,64,8,1").unwrap()), 9);
-        // Stages of 32-byte rows: 8 x (64 + 64) x 32 bytes, the persistent kernel's output
-        // staging (392 tiles) and z barriers, the stages' barriers, the alignment.
+        // Stages of 32-byte rows: 8 x (64 + 64) x 32 bytes, the persistent kernel's two output
+        // tiles (392 tiles: `epilogue_ahead`) and z barriers, the stages' barriers, the
+        // alignment.
         assert_eq!(
             narrow
                 .launch_plan(&p, &crate::solvers::devices::h100(), cfg)
                 .unwrap()
                 .kernels[0]
                 .shared_bytes,
-            8 * 128 * 32 + 64 * (64 * 2 / 4 + 4) * 4 + 32 + 128 + 1024
+            8 * 128 * 32 + 2 * 64 * 64 * 2 + 64 + 128 + 1024
         );
         // The model counts the channels a step pads: 16 of 16, against 16 of 64.
         assert!(
@@ -2075,7 +2117,7 @@ mod tests {
         assert_eq!(plan.kernels[0].block, [384, 1, 1]);
         assert_eq!(
             plan.kernels[0].shared_bytes,
-            6 * 192 * 128 + 128 * 36 * 4 + 32 + 96 + 1024
+            6 * 192 * 128 + 2 * 128 * 64 * 2 + 64 + 96 + 1024
         );
         let args = s
             .tma_block(&p, &crate::solvers::devices::h100(), "128,64,6,1")
@@ -2271,7 +2313,7 @@ mod tests {
         // barriers.
         assert_eq!(
             plan.kernels[0].shared_bytes,
-            4 * 256 * 128 + 128 * (128 + 4) * 4 + 32 + 64 + 1024
+            4 * 256 * 128 + 128 * (128 + 4) * 4 + 64 + 64 + 1024
         );
         assert_eq!(plan.workspace_bytes, 4096 + 132 * 128 * 128 * 4);
         let args = s
@@ -2427,17 +2469,41 @@ mod tests {
             view(&GEMM_1X1, &nhwc(32, 64, 60, 56, 1), "128,64,4,1"),
             None
         );
-        // FP32 (TF32): 32 channels a box; stream-K keeps its own epilogue.
+        // FP32 (TF32): the objects carry the stream-K entry, not the TMA epilogue.
         let f = ConvProblem::new(ConvSpec {
             data_types: [DataType::Fp32; 3],
             ..p.spec()
         })
         .unwrap();
-        assert_eq!(
-            view(&GEMM_1X1_TF32, &f, "128,64,6,1").map(|v| v.boxes),
-            Some(TmaBoxes::Tiled([32, 64, 1, 1, 1]))
-        );
+        assert_eq!(view(&GEMM_1X1_TF32, &f, "128,64,6,1"), None);
         assert_eq!(view(&GEMM_1X1_TF32, &f, "128,128,4,0"), None);
+    }
+
+    #[test]
+    fn the_persistent_epilogue_double_buffers_where_two_tiles_fit() {
+        let h100 = crate::solvers::devices::h100();
+        let shared = |s: &Wgmma, p: &ConvProblem, cfg: &str| {
+            let plan = s.launch_plan(p, &h100, cfg).unwrap();
+            assert_eq!(plan.kernels[0].kernel, "kiln_wgmma_gemm1x1_persistent");
+            plan.kernels[0].shared_bytes
+        };
+        let p = nhwc(32, 64, 256, 56, 1);
+        // 128 x 128 FP16: four stages of 256 128-byte rows, two 128 x 128 tiles of 2-byte
+        // elements, the z barriers, the stage barriers, the alignment.
+        assert_eq!(
+            shared(&GEMM_1X1, &p, "128,128,4,1"),
+            4 * 256 * 128 + 2 * 128 * 128 * 2 + 64 + 4 * 16 + 1024
+        );
+        // 192 x 128: two tiles would pass 227 KiB, so one padded tile (68 words a row).
+        assert_eq!(
+            shared(&GEMM_1X1, &p, "192,128,4,1"),
+            4 * 320 * 128 + 192 * 68 * 4 + 64 + 4 * 16 + 1024
+        );
+        // 256 x 64 just fits two (230,528 bytes of 232,448).
+        assert_eq!(
+            shared(&GEMM_1X1, &nhwc(32, 64, 64, 56, 1), "256,64,4,1"),
+            4 * 320 * 128 + 2 * 256 * 64 * 2 + 64 + 4 * 16 + 1024
+        );
     }
 
     #[test]
@@ -2478,7 +2544,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             plan.kernels[0].shared_bytes,
-            6 * 192 * 128 + 128 * (64 + 4) * 4 + 32 + 96 + 1024
+            6 * 192 * 128 + 128 * (64 + 4) * 4 + 64 + 96 + 1024
         );
         // 16-byte rows need C and K in multiples of 4 FP32 values, not 8.
         let narrow = ConvProblem::new(ConvSpec {
