@@ -330,8 +330,9 @@ static __device__ KILN_INLINE float2 kiln_staged_z_pair(const kiln_u32* zt, int 
 // The TMA epilogue's tile: a warpgroup's 64 rows x KILN_BN columns as KILN_BN * KILN_ELEM_BYTES /
 // 128 boxes of 64 rows of 128 bytes (8 KiB each, 1 KiB aligned), each in TMA's 128-byte swizzle:
 // a row's 16-byte chunk c lies at chunk c ^ (row % 8) (kiln_staged_chunk). The tensor copy
-// fills it with z and stores y from it, one copy per box (or the threads do, without the maps). The swizzle is also what keeps the accumulators'
-// accesses free of bank conflicts: a warp's eight rows at one column land in eight chunks.
+// fills it with z and stores y from it, one copy per box (or the threads do, without the maps).
+// The swizzle is also what keeps the accumulators' accesses free of bank conflicts: a warp's
+// eight rows at one column land in eight chunks.
 #define KILN_TMA_BOX_BYTES (64 * 128)
 #define KILN_TMA_BOXES (KILN_BN * KILN_ELEM_BYTES / 128)
 #define KILN_TMA_TILE_BYTES (KILN_TMA_BOXES * KILN_TMA_BOX_BYTES)
