@@ -174,19 +174,26 @@ impl Config {
         self.stages * (self.rows + self.cols) * self.row_bytes(element_bytes)
     }
 
+    /// The stages, their barriers and the alignment: what every entry's block takes.
+    fn base_shared_bytes(&self, element_bytes: u32) -> u32 {
+        self.stage_bytes(element_bytes) + self.stages * 16 + 1024
+    }
+
+    /// The persistent entry's block with two TMA epilogue tiles of rows x cols elements and
+    /// the z barriers.
+    fn two_tile_shared_bytes(&self, element_bytes: u32) -> u32 {
+        self.base_shared_bytes(element_bytes)
+            + 2 * self.rows * self.cols * element_bytes
+            + Z_BARRIER_BYTES
+    }
+
     /// Whether the persistent kernel double-buffers its TMA epilogue's output tile
     /// (`KILN_EPILOGUE_AHEAD`): where the object has that epilogue (`tma_epilogue`) and two
     /// tiles fit beside the stages in what sm_90 gives a block. Each consumer warpgroup then
     /// copies the next unit's z in while it finishes this one, and writes y while the previous
     /// unit's store is still reading the other tile.
     fn epilogue_ahead(&self, tma_epilogue: bool, element_bytes: u32) -> bool {
-        tma_epilogue
-            && self.stage_bytes(element_bytes)
-                + 2 * self.rows * self.cols * element_bytes
-                + self.stages * 16
-                + Z_BARRIER_BYTES
-                + 1024
-                <= SM90_SHARED_PER_BLOCK
+        tma_epilogue && self.two_tile_shared_bytes(element_bytes) <= SM90_SHARED_PER_BLOCK
     }
 
     /// `KILN_SHARED_BYTES`: the stages; the persistent kernel's output staging tile (rows x
@@ -194,14 +201,15 @@ impl Config {
     /// elements: `epilogue_ahead`) and its z barriers; two 8-byte barriers per stage; and 1 KiB
     /// to align the stages to the 1024-byte swizzle atom.
     fn shared_bytes(&self, persistent: bool, tma_epilogue: bool, element_bytes: u32) -> u32 {
-        let staging = if !persistent {
-            0
+        if !persistent {
+            self.base_shared_bytes(element_bytes)
         } else if self.epilogue_ahead(tma_epilogue, element_bytes) {
-            2 * self.rows * self.cols * element_bytes + Z_BARRIER_BYTES
+            self.two_tile_shared_bytes(element_bytes)
         } else {
-            self.rows * (self.cols * element_bytes / 4 + 4) * 4 + Z_BARRIER_BYTES
-        };
-        self.stage_bytes(element_bytes) + staging + self.stages * 16 + 1024
+            self.base_shared_bytes(element_bytes)
+                + self.rows * (self.cols * element_bytes / 4 + 4) * 4
+                + Z_BARRIER_BYTES
+        }
     }
 
     /// Output tiles.
@@ -246,7 +254,7 @@ impl Config {
         let partial_bytes = splits as u64 * gemm_rows(p) * p.k() as u64 * 4;
         (2..=caps.max_cluster).contains(&splits)
             && !self.persistent(p, caps)
-            && received <= self.stages * (self.rows + self.cols) * self.row_bytes(element_bytes(p))
+            && received <= self.stage_bytes(element_bytes(p))
             && partial_bytes >= CLUSTER_MIN_PARTIAL_BYTES
     }
 }
