@@ -454,6 +454,15 @@ static __device__ KILN_INLINE KilnEpFactors kiln_ep_factors(const KilnTmaConvPar
   return f;
 }
 
+// The scale and bias a consumer warpgroup holds and the columns they are for (n0; -1: none
+// yet). The persistent kernel keeps them from unit to unit and loads them again only when the
+// columns change: most of a block's units share their columns, and a unit of a 1x1 layer with
+// 64 input channels has one reduction step, too short to hide two trips to L2 under.
+struct KilnEpHeld {
+  KilnEpFactors f;
+  int n0;
+};
+
 #if defined(KILN_SWAP)
 // Scale and bias of the transposed products: a thread's accumulators are output channels
 // n0 + r0 and n0 + r0 + 8 of its warpgroup's 64, so it needs two of each (no residual: the
@@ -1413,11 +1422,13 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
 // stores). The accumulators start undefined: the unit's first wgmma does not read them
 // (scale-d 0); zeroing them instead would make ptxas serialize the wgmma pipeline (C7515).
 //
-// Persistent kernel: nth counts the units this block consumed before this one; next_u is the
-// block's next unit (-1: none).
+// held: the scale and bias from the warpgroup's last unit (KilnEpHeld). Persistent kernel: nth
+// counts the units this block consumed before this one; next_u is the block's next unit (-1:
+// none).
 template <bool kPersistent, bool kStreamK>
 static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, const KilnLayout& l,
-                                                const KilnUnit& t, int& g, int nth = 0, int next_u = -1) {
+                                                const KilnUnit& t, int& g, KilnEpHeld& held, int nth = 0,
+                                                int next_u = -1) {
   const int warpgroup = threadIdx.x / 128;
   // The epilogue's inputs, requested before the main loop so that they arrive during it: the
   // tile's scale and bias (where KILN_EP_EARLY), and (persistent kernel, a unit this warpgroup
@@ -1429,8 +1440,12 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
 #else
   constexpr bool kEarly = KILN_EP_EARLY && !kStreamK;
 #endif
-  KilnEpFactors factors;
-  if constexpr (kEarly) factors = kiln_ep_factors(p, t.n0);
+  if constexpr (kEarly) {
+    if (held.n0 != t.n0) {
+      held.f = kiln_ep_factors(p, t.n0);
+      held.n0 = t.n0;
+    }
+  }
   // The persistent kernel's staging tile is in the TMA epilogue's layout (kiln_tma_tile), moved
   // by tensor copies where the host encoded y's and z's maps (tma), else by the threads; one
   // form of the epilogue either way, so that the kernel's code stays as compact as before.
@@ -1653,7 +1668,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
         asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(KILN_EPILOGUE_AHEAD) : "memory");
       asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
     }
-    kiln_wgmma_epilogue<true>(acc, p, p.ep.z ? (const kiln_u32*)tile : nullptr, kEarly ? &factors : nullptr,
+    kiln_wgmma_epilogue<true>(acc, p, p.ep.z ? (const kiln_u32*)tile : nullptr, kEarly ? &held.f : nullptr,
                               t.n0);
 #pragma unroll
     for (int step = 0; step < KILN_TMA_STEPS_PER_BOX; ++step) {
@@ -1695,7 +1710,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
   kiln_u32* tile = kiln_staging_tile(l, warpgroup);
   const kiln_u32* zt = z_early ? kiln_stage_z_wait(p, tile, 2 + warpgroup, r0)
                                : kiln_stage_z(p, tile, t.m0 + warpgroup * 64, p.m, t.n0, 2 + warpgroup, r0);
-  kiln_wgmma_epilogue(acc, p, zt, kEarly ? &factors : nullptr, t.n0);
+  kiln_wgmma_epilogue(acc, p, zt, kEarly ? &held.f : nullptr, t.n0);
 #pragma unroll
   for (int j = 0; j < KILN_BN / 8; ++j) {
 #if KILN_ELEM_BYTES == 2
@@ -1796,17 +1811,19 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
     }
     return;
   }
+  KilnEpHeld held;
+  held.n0 = -1;
   if (kStreamK) {
     const int stop = kiln_sk_start(l, blockIdx.x + 1);
     for (int pos = kiln_sk_start(l, blockIdx.x); pos < stop;) {
       const KilnUnit t = kiln_sk_unit(l, pos, stop);
-      kiln_consume<true, true>(p, l, t, g);
+      kiln_consume<true, true>(p, l, t, g, held);
       pos += t.end - t.begin;
     }
   } else if (kPersistent) {
     for (int u = blockIdx.x, nth = 0; u < l.units; u += gridDim.x, ++nth) {
       const int next_u = u + (int)gridDim.x < l.units ? u + (int)gridDim.x : -1;
-      kiln_consume<true, false>(p, l, kiln_unit(p, l, u), g, nth, next_u);
+      kiln_consume<true, false>(p, l, kiln_unit(p, l, u), g, held, nth, next_u);
     }
 #if KILN_TMA_EPILOGUE
     // The TMA epilogue's last stores have read the tile before the block's shared memory is
@@ -1814,7 +1831,7 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
     if (threadIdx.x % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 #endif
   } else {
-    kiln_consume<false, false>(p, l, kiln_unit(p, l, blockIdx.x), g);
+    kiln_consume<false, false>(p, l, kiln_unit(p, l, blockIdx.x), g, held);
   }
 }
 
