@@ -180,9 +180,23 @@ static __device__ KILN_INLINE unsigned char* kiln_dyn_smem_base() {
   return kiln_dyn_smem;
 }
 
+// A generic pointer to shared-memory address `addr` of a block whose layout `l` puts the
+// dynamic shared memory at `l.raw` (the layouts hold 32-bit shared addresses, which the
+// tensor copies and barriers take; the threads' own loads and stores take pointers).
+template <class Layout>
+static __device__ KILN_INLINE unsigned char* kiln_smem_ptr(const Layout& l, kiln_u32 addr) {
+  return kiln_dyn_smem_base() + (addr - l.raw);
+}
+
 // Row pitch of the staged output tile in 32-bit words: BN elements plus 16 bytes against bank
 // conflicts, keeping rows 16-byte aligned.
 #define KILN_PITCH (KILN_BN * KILN_ELEM_BYTES / 4 + 4)
+
+// A consumer warpgroup's 64 rows of the output staging tile (of a layout that has one).
+template <class Layout>
+static __device__ KILN_INLINE kiln_u32* kiln_staging_tile(const Layout& l, int warpgroup) {
+  return (kiln_u32*)kiln_smem_ptr(l, l.staging) + warpgroup * 64 * KILN_PITCH;
+}
 
 // Row r's 16-byte chunk ch of a warpgroup's staged tile: rows of KILN_PITCH words, or
 // (kSwizzled) the TMA epilogue's boxes of 64 rows x 128 bytes, chunk c of a row at chunk
@@ -1115,8 +1129,7 @@ extern "C" __global__ void __launch_bounds__(KILN_FL_THREADS, KILN_FL_BLOCKS_PER
     }
     // Stage this warpgroup's 64 rows (after its threads have stored the previous unit's).
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
-    kiln_u32* tile =
-        (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
+    kiln_u32* tile = kiln_staging_tile(l, warpgroup);
     kiln_wgmma_epilogue(acc, p, kiln_stage_z(p, tile, m0, m0 + (p.out_w - ox0), 0, 2 + warpgroup, r0), &factors, 0);
 #pragma unroll
     for (int j = 0; j < KILN_BN / 8; ++j) {
@@ -1189,10 +1202,6 @@ struct KilnLayout {
   int cluster;     // blocks per cluster: > 1, a tile's split-K slices reduced in the cluster
 };
 
-// A consumer warpgroup's 64 rows of the output staging tile.
-static __device__ KILN_INLINE kiln_u32* kiln_staging_tile(const KilnLayout& l, int warpgroup) {
-  return (kiln_u32*)(kiln_dyn_smem_base() + (l.staging - l.raw)) + warpgroup * 64 * KILN_PITCH;
-}
 
 #if KILN_TMA_EPILOGUE
 static_assert(KILN_TMA_TILE_BYTES <= 64 * KILN_PITCH * 4, "the TMA epilogue's tile overflows the staging tile");
@@ -1261,7 +1270,7 @@ static __device__ KILN_INLINE void kiln_epilogue_z_issue(const KilnTmaConvParams
     if (threadIdx.x % 128 == 0) kiln_tma_z_issue(p, l, warpgroup, row0, n0, buf);
   } else {
     asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
-    kiln_stage_z_issue<true>(p, (const kiln_u32*)(kiln_dyn_smem_base() + (kiln_tma_tile(l, warpgroup, buf) - l.raw)),
+    kiln_stage_z_issue<true>(p, (const kiln_u32*)kiln_smem_ptr(l, kiln_tma_tile(l, warpgroup, buf)),
                              row0, p.m, n0);
   }
 }
@@ -1644,7 +1653,7 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
 #endif
 #if KILN_TMA_EPILOGUE
   if constexpr (kSwizzled) {
-    const unsigned char* tile = kiln_dyn_smem_base() + (kiln_tma_tile(l, warpgroup, buf) - l.raw);
+    const unsigned char* tile = kiln_smem_ptr(l, kiln_tma_tile(l, warpgroup, buf));
 #if KILN_EPILOGUE_AHEAD
     // The next unit's z into the other tile, once the previous unit's store has read it; an
     // empty group without one, so that the threads' wait below leaves exactly that group.
