@@ -1202,7 +1202,6 @@ struct KilnLayout {
   int cluster;     // blocks per cluster: > 1, a tile's split-K slices reduced in the cluster
 };
 
-
 #if KILN_TMA_EPILOGUE
 static_assert(KILN_TMA_TILE_BYTES <= 64 * KILN_PITCH * 4, "the TMA epilogue's tile overflows the staging tile");
 static_assert(KILN_CONSUMERS <= 4, "the z barriers hold four warpgroups");

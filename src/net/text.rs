@@ -429,12 +429,8 @@ mod tests {
 
     #[test]
     fn every_built_in_network_reads_back_as_written() {
-        for def in [
-            models::resnet50(1000),
-            models::mobilenet_v2(1000),
-            models::efficientnet_b0(1000),
-            models::yolov8n(80),
-        ] {
+        for name in models::NAMES {
+            let def = models::by_name(name).unwrap();
             let text = def.to_text().unwrap();
             assert!(text.starts_with("kiln-network 1\n"), "{text}");
             let back = NetworkDef::from_text(&text).unwrap_or_else(|e| panic!("{}: {e}", def.name));

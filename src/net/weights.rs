@@ -470,12 +470,8 @@ mod tests {
         // scale may push below it; the channel's budget takes them, so every epilogue is the
         // bias alone that the find-db's fused records measure.
         use crate::net::{models, NetworkDef, Op};
-        for def in [
-            models::resnet50(1000),
-            models::mobilenet_v2(1000),
-            models::efficientnet_b0(1000),
-            models::yolov8n(80),
-        ] {
+        for name in models::NAMES {
+            let def = models::by_name(name).unwrap();
             let w = Weights::random(&def, 7).unwrap();
             let shapes = def.shapes().unwrap();
             let mut folded = 0;
