@@ -166,8 +166,54 @@ static __device__ KILN_INLINE void kiln_pool2d_body(const kiln_t* __restrict__ x
   }
 }
 
+#if defined(__CUDACC_RTC__) && (defined(KILN_DTYPE_FP16) || defined(KILN_DTYPE_BF16))
+// Max pooling of 16-bit elements, 8 channels a thread, without an activation: the maximum of
+// 16-bit values is one of them, so it is taken on the packed pairs (max.NaN: a NaN under the
+// window gives NaN) with no conversion. The general form's conversions and FP32 selects made
+// the pool issue-bound (ResNet-50's 3x3 / 2 pool at N=32: 0.68 warp instructions a cycle per
+// scheduler, 2.1 TB/s).
+#if defined(KILN_DTYPE_FP16)
+#define KILN_MAX_PAIR "max.NaN.f16x2 %0, %1, %2;"
+#define KILN_NEG_INF_PAIR 0xfc00fc00u
+#else
+#define KILN_MAX_PAIR "max.NaN.bf16x2 %0, %1, %2;"
+#define KILN_NEG_INF_PAIR 0xff80ff80u
+#endif
+#define KILN_POOL_PACKED 1
+static __device__ KILN_INLINE void kiln_max_pool_packed(const kiln_t* __restrict__ x, kiln_t* __restrict__ y,
+                                                        const KilnOpArgs& a) {
+  KILN_OP_FOR_EACH_GROUP(a, 8, i) {
+    kiln_u32 n, ch, oy, ox;
+    kiln_op_coords<8>(a, i, n, ch, oy, ox);
+    const kiln_i32 y0 = (kiln_i32)oy * a.stride_h - a.pad_h, x0 = (kiln_i32)ox * a.stride_w - a.pad_w;
+    const kiln_i32 iy0 = y0 < 0 ? 0 : y0, ix0 = x0 < 0 ? 0 : x0;
+    const kiln_i32 iy1 = y0 + a.win_h < a.in_h ? y0 + a.win_h : a.in_h;
+    const kiln_i32 ix1 = x0 + a.win_w < a.in_w ? x0 + a.win_w : a.in_w;
+    KilnV16 m;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) m.w[k] = KILN_NEG_INF_PAIR;
+    for (kiln_i32 iy = iy0; iy < iy1; ++iy) {
+      for (kiln_i32 ix = ix0; ix < ix1; ++ix) {
+        const KilnV16 v = *(const KilnV16*)(x + kiln_op_index(a, n, ch, iy, ix, a.in_h, a.in_w, a.a_ld));
+#pragma unroll
+        for (int k = 0; k < 4; ++k) asm(KILN_MAX_PAIR : "=r"(m.w[k]) : "r"(m.w[k]), "r"(v.w[k]));
+      }
+    }
+    *(KilnV16*)(y + kiln_op_index(a, n, ch, oy, ox, a.out_h, a.out_w, a.y_ld)) = m;
+  }
+}
+#else
+#define KILN_POOL_PACKED 0
+#endif
+
 extern "C" __global__ void kiln_pool2d(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused,
                                        kiln_t* __restrict__ y, KilnOpArgs a) {
+#if KILN_POOL_PACKED
+  if (a.vec == 8 && a.mode == KILN_OP_POOL_MAX && a.act == KILN_ACT_IDENTITY) {
+    kiln_max_pool_packed(x, y, a);
+    return;
+  }
+#endif
   if (a.vec == 8) {
     kiln_pool2d_body<8>(x, y, a);
   } else {

@@ -47,10 +47,9 @@ pub fn forward(
         let y_shape = shapes[node.output.as_str()];
         let out = if let Some(c) = NetworkDef::as_conv(node) {
             let k = c.out as usize;
-            let linear = matches!(node.op, Op::Linear { .. });
             // The weights as the runner folds them (the scale into the filter, where it
             // folds), so that the reference rounds as kiln does.
-            let mut cw = weights.conv(name, &c, x.c, linear)?;
+            let mut cw = weights.of_conv_node(node, &c, x.c)?;
             cw.fold_scale(dtype);
             let w = stored(dtype, cw.krsc.iter().map(|&v| f64::from(v)));
             let (scale, bias) = (cw.scale, cw.bias);

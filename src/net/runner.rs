@@ -188,7 +188,7 @@ impl<'c> Network<'c> {
                 ];
                 let conv_steps = conv_step(
                     ctx,
-                    name,
+                    node,
                     &c,
                     node.activation,
                     x,
@@ -197,7 +197,6 @@ impl<'c> Network<'c> {
                     weights,
                     buffers,
                     residual,
-                    matches!(node.op, Op::Linear { .. }),
                     slices,
                     &mut constants,
                 )?;
@@ -632,7 +631,7 @@ fn prepare_best(
 #[allow(clippy::too_many_arguments)]
 fn conv_step(
     ctx: &Context,
-    name: &str,
+    node: &super::Node,
     c: &Conv,
     activation: Activation,
     x: Shape,
@@ -641,11 +640,11 @@ fn conv_step(
     weights: &Weights,
     [xb, yb]: [usize; 2],
     residual: Option<usize>,
-    linear: bool,
     [y_slice, z_slice]: [Option<&View>; 2],
     constants: &mut Constants,
 ) -> Result<Vec<Step>, NetError> {
-    let mut cw = weights.conv(name, c, x.c, linear)?;
+    let name = node.name.as_str();
+    let mut cw = weights.of_conv_node(node, c, x.c)?;
     let mut problem = super::conv_problem(name, c, activation, x, batch, dtype)?;
     if cw.scale.is_some() && !cw.fold_scale(dtype) {
         problem = super::with_kept_scale(problem, name)?;

@@ -310,6 +310,19 @@ impl ConvWeights {
 }
 
 impl Weights {
+    /// The weights of `node`, whose convolution is `c` ([`super::NetworkDef::as_conv`]), on
+    /// an input of `in_channels`: [`Weights::conv`] under the node's name, a linear node's
+    /// weight as a linear layer's.
+    pub fn of_conv_node(
+        &self,
+        node: &super::Node,
+        c: &super::Conv,
+        in_channels: u32,
+    ) -> Result<ConvWeights, NetError> {
+        let linear = matches!(node.op, super::Op::Linear { .. });
+        self.conv(&node.name, c, in_channels, linear)
+    }
+
     /// The weights of convolution `c` (node `node`) on an input of `in_channels`: a linear
     /// layer's weight is `[out, in]` (a 1x1 filter without its unit dimensions), a
     /// convolution's `[K, C/groups, R, S]`.
@@ -469,7 +482,7 @@ mod tests {
         // them: each layer holds weights just above FP16's smallest normal value, which the
         // scale may push below it; the channel's budget takes them, so every epilogue is the
         // bias alone that the find-db's fused records measure.
-        use crate::net::{models, NetworkDef, Op};
+        use crate::net::{models, NetworkDef};
         for name in models::NAMES {
             let def = models::by_name(name).unwrap();
             let w = Weights::random(&def, 7).unwrap();
@@ -480,8 +493,7 @@ mod tests {
                     continue;
                 };
                 let x = shapes[node.inputs[0].as_str()];
-                let linear = matches!(node.op, Op::Linear { .. });
-                let mut cw = w.conv(&node.name, &c, x.c, linear).unwrap();
+                let mut cw = w.of_conv_node(node, &c, x.c).unwrap();
                 if cw.scale.is_some() {
                     assert!(cw.fold_scale(DataType::Fp16), "{}", node.name);
                     folded += 1;
