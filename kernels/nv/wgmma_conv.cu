@@ -923,25 +923,20 @@ static __device__ void kiln_first_layer_direct(const KilnTmaConvParams& p, int p
 }
 
 // Whether an input row under unit u's windows holds an inf or NaN (the packing kernel's row
-// flags), as loads issued 8 at a time.
+// flags), this lane's share: the warp's lanes load one row each (every thread loading every
+// row was about 40 instructions a unit). Not voted here: the caller votes (__any_sync) after
+// the products, so that the loads' latency hides under them.
 static __device__ KILN_INLINE int kiln_first_layer_flags(const KilnTmaConvParams& p, int u,
                                                          int rows_per_image, int tiles_x) {
   const int plane = u / rows_per_image, oy = (u / tiles_x) % p.out_h;
   const int n = plane / p.out_d, od = plane % p.out_d;
-  const int h0 = oy * p.stride_h - p.pad_h;
+  const int* flags = (const int*)p.row_flags;
   int bad = 0;
-#pragma unroll
-  for (int ft = 0; ft < KILN_FL_DEPTH; ++ft) {
+  for (int i = threadIdx.x % 32; i < KILN_FL_DEPTH * p.filter_h; i += 32) {
+    const int ft = KILN_FL_DEPTH > 1 ? i / p.filter_h : 0;
     const int d = od * p.stride_d - p.pad_d + ft;
-    if (d < 0 || d >= p.in_d) continue;
-    const int* flags = (const int*)p.row_flags + ((kiln_i64)n * p.in_d + d) * p.in_h;
-    for (int f0 = 0; f0 < p.filter_h; f0 += 8) {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const int h = h0 + f0 + i;
-        if (f0 + i < p.filter_h && h >= 0 && h < p.in_h) bad |= flags[h];
-      }
-    }
+    const int h = oy * p.stride_h - p.pad_h + (i - ft * p.filter_h);
+    if (d >= 0 && d < p.in_d && h >= 0 && h < p.in_h) bad |= flags[((kiln_i64)n * p.in_d + d) * p.in_h + h];
   }
   return bad;
 }
@@ -1096,9 +1091,10 @@ extern "C" __global__ void __launch_bounds__(KILN_FL_THREADS, KILN_FL_BLOCKS_PER
     const int plane = u / rows_per_image, oy = (u / l.tiles_x) % p.out_h;
     const int ox0 = (u % l.tiles_x) * KILN_BM + warpgroup * 64;
     const kiln_i64 m0 = ((kiln_i64)plane * p.out_h + oy) * p.out_w + ox0;
-    // Whether an input row under this unit holds an inf or NaN: loads issued now, their
-    // latency hidden behind the wait and the products. (Loaded a unit ahead, they made every
-    // stem 3-8% slower; read by the producer, they lengthened its per-unit path.)
+    // This lane's share of whether an input row under this unit holds an inf or NaN: loads
+    // issued now, their latency hidden behind the wait and the products. (Loaded a unit ahead,
+    // they made every stem 3-8% slower; read by the producer, they lengthened its per-unit
+    // path.)
     const int bad = kiln_first_layer_flags(p, u, rows_per_image, l.tiles_x);
     kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -1123,7 +1119,7 @@ extern "C" __global__ void __launch_bounds__(KILN_FL_THREADS, KILN_FL_BLOCKS_PER
     if (threadIdx.x % 128 == 0) kiln_mbar_arrive(l.empty + 8 * s);
 
     // Rows with an inf or NaN under this unit's windows: computed directly instead.
-    if (bad) {
+    if (__any_sync(0xffffffffu, bad)) {
       kiln_first_layer_direct(p, plane, oy, ox0, m0);
       continue;
     }
