@@ -311,8 +311,8 @@ impl ConvWeights {
 
 impl Weights {
     /// The weights of `node`, whose convolution is `c` ([`super::NetworkDef::as_conv`]), on
-    /// an input of `in_channels`: [`Weights::conv`] under the node's name, a linear node's
-    /// weight as a linear layer's.
+    /// an input of `in_channels`: a linear node's weight is `[out, in]` (a 1x1 filter without
+    /// its unit dimensions), a convolution's `[K, C/groups, R, S]`.
     pub fn of_conv_node(
         &self,
         node: &super::Node,
@@ -320,19 +320,7 @@ impl Weights {
         in_channels: u32,
     ) -> Result<ConvWeights, NetError> {
         let linear = matches!(node.op, super::Op::Linear { .. });
-        self.conv(&node.name, c, in_channels, linear)
-    }
-
-    /// The weights of convolution `c` (node `node`) on an input of `in_channels`: a linear
-    /// layer's weight is `[out, in]` (a 1x1 filter without its unit dimensions), a
-    /// convolution's `[K, C/groups, R, S]`.
-    pub fn conv(
-        &self,
-        node: &str,
-        c: &super::Conv,
-        in_channels: u32,
-        linear: bool,
-    ) -> Result<ConvWeights, NetError> {
+        let node = node.name.as_str();
         let (k, cpg) = (c.out as usize, (in_channels / c.groups.max(1)) as usize);
         let [r, s] = [c.kernel[0] as usize, c.kernel[1] as usize];
         let shape: &[usize] = if linear { &[k, cpg] } else { &[k, cpg, r, s] };

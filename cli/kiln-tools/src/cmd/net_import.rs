@@ -63,12 +63,7 @@ pub fn run(a: &ImportArgs) -> CliResult {
         if let Some(c) = kiln::net::NetworkDef::as_conv(node) {
             let cin = shapes[node.inputs[0].as_str()].c;
             loaded
-                .conv(
-                    &node.name,
-                    &c,
-                    cin,
-                    matches!(node.op, kiln::net::Op::Linear { .. }),
-                )
+                .of_conv_node(node, &c, cin)
                 .map_err(|e| format!("{shown}: {e}"))?;
         }
     }
