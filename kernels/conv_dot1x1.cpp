@@ -78,6 +78,7 @@ extern "C" __global__ void conv_dot1x1_fwd(const kiln_t* __restrict__ x,
                                            const kiln_t* __restrict__ w,
                                            kiln_t* __restrict__ y, KilnConvArgs a,
                                            KilnEpilogue e) {
+  kiln_pdl_start();
   const kiln_i64 pixels = (kiln_i64)a.n * a.out_h * a.out_w;
   const kiln_i32 lane = (kiln_i32)(threadIdx.x & 31u);
   const kiln_i64 tile = (kiln_i64)blockIdx.x * KILN_WARPS + (threadIdx.x >> 5);

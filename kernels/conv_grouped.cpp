@@ -94,6 +94,7 @@ extern "C" __global__ void conv_grouped_nhwc_fwd(const kiln_t* __restrict__ x,
                                                  const kiln_t* __restrict__ w,
                                                  kiln_t* __restrict__ y, KilnConvArgs a,
                                                  KilnEpilogue e) {
+  kiln_pdl_start();
   extern __shared__ float kiln_w_slice[];  // [tap * cpg + cg][channel in slice]
   const kiln_i32 cpg = a.c / a.groups;     // input channels per group
   const kiln_i32 kpg = a.k / a.groups;     // output channels per group
@@ -345,6 +346,7 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
                                                    const kiln_t* __restrict__ w,
                                                    kiln_t* __restrict__ y, KilnConvArgs a,
                                                    KilnEpilogue e) {
+  kiln_pdl_start();
   extern __shared__ float kiln_w_slice[];  // [tap][channel in slice]
   const kiln_i32 slices = (a.k + KILN_SLICE - 1) / KILN_SLICE;
   const kiln_i32 slice = (kiln_i32)(blockIdx.x % (kiln_u32)slices);

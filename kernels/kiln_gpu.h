@@ -45,6 +45,37 @@
   #error "kiln kernels build with clang -x hip -DKILN_AMD_RAW (AMD) or NVRTC (NVIDIA)"
 #endif
 
+// Programmatic dependent launch (kiln launches NVIDIA sm_90 kernels with it). kiln_pdl_wait: wait
+// until the previous kernel in the stream has finished and its writes are visible; every entry
+// calls it before it touches global memory. kiln_pdl_release: let the next kernel be scheduled
+// once every block of this one has released it (or ended); where a block calls it changes only
+// how much of the next kernel's launch overlaps this one, never what it reads, since the next
+// kernel waits too. Both are no-ops for a launch that did not ask for it, and are left out
+// below sm_90 and on AMD.
+static __device__ KILN_INLINE void kiln_pdl_wait() {
+#if defined(__CUDACC_RTC__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+static __device__ KILN_INLINE void kiln_pdl_release() {
+#if defined(__CUDACC_RTC__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+// Both at entry: short kernels release the next one at once.
+static __device__ KILN_INLINE void kiln_pdl_enter() {
+  kiln_pdl_release();
+  kiln_pdl_wait();
+}
+// Both at entry, the wait first: the next kernel is scheduled once this one runs, not while it
+// still waits. Released before the wait, a chain of short kernels (pooling, the
+// squeeze-and-excitation layers) launched one another ahead, each grid's waiting blocks
+// holding SM resources: EfficientNet-B0 ran 13% slower at N=1.
+static __device__ KILN_INLINE void kiln_pdl_start() {
+  kiln_pdl_wait();
+  kiln_pdl_release();
+}
+
 // Bit-level float conversions: identical results on every compiler, no fp16 headers needed.
 static __device__ KILN_INLINE float kiln_bits_to_float(kiln_u32 b) {
   union { kiln_u32 u; float f; } v; v.u = b; return v.f;

@@ -1,7 +1,6 @@
 // nv_shared.h: what kiln's own NVIDIA kernels share (nv/mma_narrow.cu, nv/mma_grouped.cu,
-// nv/wgmma_conv.cu): shared-memory addresses, cp.async's zero-filling 16-byte copy, programmatic
-// dependent launch, the direct kernels' output tile and the input patch it reads, and stores of
-// channel pairs.
+// nv/wgmma_conv.cu): shared-memory addresses, cp.async's zero-filling 16-byte copy, the direct
+// kernels' output tile and the input patch it reads, and stores of channel pairs.
 #pragma once
 #include "epilogue.h"
 #include "kiln_gpu.h"
@@ -18,29 +17,6 @@ static __device__ KILN_INLINE kiln_u32 kiln_smem(const void* p) {
 static __device__ KILN_INLINE void kiln_cp16(kiln_u32 dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
                "r"(valid ? 16 : 0));
-}
-
-// Programmatic dependent launch (kiln launches sm_90 kernels with it). kiln_pdl_wait: wait
-// until the previous kernel in the stream has finished and its writes are visible; every entry
-// calls it before it touches global memory. kiln_pdl_release: let the next kernel be scheduled
-// once every block of this one has released it (or ended); where a block calls it changes only
-// how much of the next kernel's launch overlaps this one, never what it reads, since the next
-// kernel waits too. Both are no-ops for a launch that did not ask for it, and are left out
-// below sm_90.
-static __device__ KILN_INLINE void kiln_pdl_wait() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-static __device__ KILN_INLINE void kiln_pdl_release() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-// Both at entry: short kernels release the next one at once.
-static __device__ KILN_INLINE void kiln_pdl_enter() {
-  kiln_pdl_release();
-  kiln_pdl_wait();
 }
 
 // A direct kernel's block: a tile_h x tile_w tile of one image's output pixels (blockIdx.x, or

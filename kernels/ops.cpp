@@ -123,6 +123,26 @@ static __device__ KILN_INLINE void kiln_storev(kiln_t* p, kiln_u32 i, const floa
   const kiln_u32 kiln_total = (kiln_u32)(a).n * ((a).c / V) * (a).out_h * (a).out_w;             \
   for (kiln_u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < kiln_total; i += (a).grid_threads)
 
+// An output pixel's pooling window: input rows [y0, y1) and columns [x0, x1) clipped to the
+// input, and `padded`, the size of the window clipped to the padded input (average pooling's
+// divisor when it counts the padding).
+struct KilnPoolWindow {
+  kiln_i32 y0, x0, y1, x1, padded;
+};
+static __device__ KILN_INLINE KilnPoolWindow kiln_pool_window(const KilnOpArgs& a, kiln_u32 oy, kiln_u32 ox) {
+  const kiln_i32 y0 = (kiln_i32)oy * a.stride_h - a.pad_h, x0 = (kiln_i32)ox * a.stride_w - a.pad_w;
+  const kiln_i32 y1 = y0 + a.win_h, x1 = x0 + a.win_w;
+  const kiln_i32 py1 = y1 < a.in_h + a.pad_h ? y1 : a.in_h + a.pad_h;
+  const kiln_i32 px1 = x1 < a.in_w + a.pad_w ? x1 : a.in_w + a.pad_w;
+  KilnPoolWindow w;
+  w.padded = (py1 - y0) * (px1 - x0);
+  w.y0 = y0 < 0 ? 0 : y0;
+  w.x0 = x0 < 0 ? 0 : x0;
+  w.y1 = y1 < a.in_h ? y1 : a.in_h;
+  w.x1 = x1 < a.in_w ? x1 : a.in_w;
+  return w;
+}
+
 // Max and average pooling (window, stride, padding; ceil mode is the host's choice of out_h
 // and out_w). A NaN under the window gives NaN, as PyTorch's max pooling does.
 template <int V>
@@ -131,16 +151,8 @@ static __device__ KILN_INLINE void kiln_pool2d_body(const kiln_t* __restrict__ x
   KILN_OP_FOR_EACH_GROUP(a, V, i) {
     kiln_u32 n, ch, oy, ox;
     kiln_op_coords<V>(a, i, n, ch, oy, ox);
-    kiln_i32 y0 = (kiln_i32)oy * a.stride_h - a.pad_h, x0 = (kiln_i32)ox * a.stride_w - a.pad_w;
-    kiln_i32 y1 = y0 + a.win_h, x1 = x0 + a.win_w;
-    // The divisor with padding counted: the window clipped to the padded input.
-    if (y1 > a.in_h + a.pad_h) y1 = a.in_h + a.pad_h;
-    if (x1 > a.in_w + a.pad_w) x1 = a.in_w + a.pad_w;
-    const kiln_i32 padded = (y1 - y0) * (x1 - x0);
-    if (y0 < 0) y0 = 0;
-    if (x0 < 0) x0 = 0;
-    if (y1 > a.in_h) y1 = a.in_h;
-    if (x1 > a.in_w) x1 = a.in_w;
+    const KilnPoolWindow win = kiln_pool_window(a, oy, ox);
+    const kiln_i32 y0 = win.y0, x0 = win.x0, y1 = win.y1, x1 = win.x1;
     float acc[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = a.mode == KILN_OP_POOL_MAX ? -kiln_bits_to_float(0x7f800000u) : 0.0f;
@@ -158,7 +170,7 @@ static __device__ KILN_INLINE void kiln_pool2d_body(const kiln_t* __restrict__ x
         }
       }
     }
-    const float div = a.mode == KILN_OP_POOL_AVG ? (float)padded
+    const float div = a.mode == KILN_OP_POOL_AVG ? (float)win.padded
                       : a.mode == KILN_OP_POOL_AVG_EXCLUDE ? (float)((y1 - y0) * (x1 - x0)) : 1.0f;
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = a.mode == KILN_OP_POOL_MAX ? acc[k] : acc[k] / div;
@@ -185,10 +197,8 @@ static __device__ KILN_INLINE void kiln_max_pool_packed(const kiln_t* __restrict
   KILN_OP_FOR_EACH_GROUP(a, 8, i) {
     kiln_u32 n, ch, oy, ox;
     kiln_op_coords<8>(a, i, n, ch, oy, ox);
-    const kiln_i32 y0 = (kiln_i32)oy * a.stride_h - a.pad_h, x0 = (kiln_i32)ox * a.stride_w - a.pad_w;
-    const kiln_i32 iy0 = y0 < 0 ? 0 : y0, ix0 = x0 < 0 ? 0 : x0;
-    const kiln_i32 iy1 = y0 + a.win_h < a.in_h ? y0 + a.win_h : a.in_h;
-    const kiln_i32 ix1 = x0 + a.win_w < a.in_w ? x0 + a.win_w : a.in_w;
+    const KilnPoolWindow win = kiln_pool_window(a, oy, ox);
+    const kiln_i32 iy0 = win.y0, ix0 = win.x0, iy1 = win.y1, ix1 = win.x1;
     KilnV16 m;
 #pragma unroll
     for (int k = 0; k < 4; ++k) m.w[k] = KILN_NEG_INF_PAIR;
@@ -208,6 +218,7 @@ static __device__ KILN_INLINE void kiln_max_pool_packed(const kiln_t* __restrict
 
 extern "C" __global__ void kiln_pool2d(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused,
                                        kiln_t* __restrict__ y, KilnOpArgs a) {
+  kiln_pdl_start();
 #if KILN_POOL_PACKED
   if (a.vec == 8 && a.mode == KILN_OP_POOL_MAX && a.act == KILN_ACT_IDENTITY) {
     kiln_max_pool_packed(x, y, a);
@@ -260,6 +271,7 @@ static __device__ KILN_INLINE void kiln_resize_body(const kiln_t* __restrict__ x
 
 extern "C" __global__ void kiln_resize(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused,
                                        kiln_t* __restrict__ y, KilnOpArgs a) {
+  kiln_pdl_start();
   if (a.vec == 8) {
     kiln_resize_body<8>(x, y, a);
   } else {
@@ -292,6 +304,7 @@ static __device__ KILN_INLINE void kiln_eltwise_body(const kiln_t* __restrict__ 
 
 extern "C" __global__ void kiln_eltwise(const kiln_t* __restrict__ x, const kiln_t* __restrict__ b,
                                         kiln_t* __restrict__ y, KilnOpArgs a) {
+  kiln_pdl_start();
   if (a.vec == 8) {
     kiln_eltwise_body<8>(x, b, y, a);
   } else {
@@ -306,6 +319,7 @@ extern "C" __global__ void kiln_eltwise(const kiln_t* __restrict__ x, const kiln
 extern "C" __global__ void
     kiln_softmax(const kiln_t* __restrict__ x, const kiln_t* __restrict__ unused, kiln_t* __restrict__ y,
                  KilnOpArgs a) {
+  kiln_pdl_start();
   __shared__ float red[KILN_SOFTMAX_THREADS];
   const kiln_u32 hw = (kiln_u32)a.in_h * a.in_w, pixels = (kiln_u32)a.n * hw;
   for (kiln_u32 p = blockIdx.x; p < pixels; p += a.grid_threads / KILN_SOFTMAX_THREADS) {
@@ -403,6 +417,7 @@ static __device__ KILN_INLINE void kiln_global_pool_body(const kiln_t* __restric
 
 extern "C" __global__ void kiln_global_pool_partial(const kiln_t* __restrict__ x, const kiln_t* __restrict__ workspace,
                                                     kiln_t* __restrict__ y, KilnOpArgs a) {
+  kiln_pdl_start();
   __shared__ float red[8 * 256];
   if (a.vec == 8) {
     kiln_global_pool_body<8>(x, (float*)workspace, y, a, red);
@@ -413,6 +428,7 @@ extern "C" __global__ void kiln_global_pool_partial(const kiln_t* __restrict__ x
 
 extern "C" __global__ void kiln_global_pool_finish(const kiln_t* __restrict__ workspace, const kiln_t* __restrict__ unused,
                                                    kiln_t* __restrict__ y, KilnOpArgs a) {
+  kiln_pdl_start();
   const float* part = (const float*)workspace;
   const kiln_u32 total = (kiln_u32)a.n * a.c, splits = a.splits;
   const float inv = 1.0f / ((float)a.in_h * (float)a.in_w);

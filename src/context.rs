@@ -646,6 +646,27 @@ impl Context {
         workspace: Option<&DeviceBuffer>,
         stream: &Stream,
     ) -> Result<(), RunError> {
+        let programmatic = self.programmatic.load(std::sync::atomic::Ordering::Relaxed);
+        self.run_op_launching(inv, a, b, y, offsets, workspace, stream, programmatic)
+    }
+
+    /// [`Context::run_op`] with programmatic dependent launch on or off for this launch (the
+    /// operators wait on their predecessor in their sm_90+ objects), whatever
+    /// [`Context::set_programmatic_launch`] says.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_op_launching(
+        &self,
+        inv: &crate::ops::OpInvoker,
+        a: &DeviceBuffer,
+        b: Option<&DeviceBuffer>,
+        y: &DeviceBuffer,
+        offsets: crate::ops::ChannelOffsets,
+        workspace: Option<&DeviceBuffer>,
+        stream: &Stream,
+        programmatic: bool,
+    ) -> Result<(), RunError> {
+        // Only objects built for sm_90+ hold the wait (`griddepcontrol`).
+        let programmatic = programmatic && self.caps.code_at_least(9, 0);
         let op = &inv.op;
         let fail = |reason: String| {
             Err(RunError::Operator(crate::ops::OpError {
@@ -726,7 +747,7 @@ impl Context {
             // and hold the extents the arguments address.
             unsafe {
                 self.device.launch(
-                    false,
+                    programmatic,
                     function,
                     [blocks, 1, 1],
                     [crate::ops::BLOCK_THREADS, 1, 1],

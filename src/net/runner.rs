@@ -47,7 +47,9 @@ pub struct NetOptions {
     /// ResNet-50, EfficientNet-B0, MobileNet-V2 and YOLOv8n ran 0.5-6% faster with it (0.364
     /// against 0.387 ms for ResNet-50 at N=1), their outputs bit-identical
     /// (benches/runs/2026-11-28-h200-generality/). When kernels released them at entry, it was
-    /// 0-10% slower.
+    /// 0-10% slower. The short kernels (operators, squeeze-and-excitation 1x1 dots)
+    /// wait first and release then; with them MobileNetV2 and EfficientNet-B0 ran 2-6% faster
+    /// (benches/runs/2026-12-04-h200-short-kernel-pdl/).
     pub programmatic_launch: bool,
     /// Most streams the captured graph spreads the network's independent branches over
     /// ([`Schedule`]); 1 runs every node in order on one stream. A lane's first node, and a
@@ -453,7 +455,7 @@ impl<'c> Network<'c> {
                     offsets,
                 } => {
                     self.ctx
-                        .run_op(
+                        .run_op_launching(
                             inv,
                             &self.buffers[*a],
                             b.map(|b| &self.buffers[b]),
@@ -461,6 +463,7 @@ impl<'c> Network<'c> {
                             *offsets,
                             workspace,
                             stream,
+                            programmatic,
                         )
                         .map_err(at(&inv.problem().describe()))?;
                 }

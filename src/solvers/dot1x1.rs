@@ -67,6 +67,10 @@ impl TunableSolver for Dot1x1 {
         ID
     }
 
+    fn waits_on_predecessor(&self) -> bool {
+        true
+    }
+
     fn parse(&self, params: &str) -> Option<Config> {
         Config::parse(params)
     }
