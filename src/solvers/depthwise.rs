@@ -83,7 +83,7 @@ impl TunableSolver for DirectDepthwise {
 
     /// The kernel waits on its predecessor and releases its successor at entry, but kiln
     /// launches it in order: with programmatic dependent launch, MobileNetV2 and
-    /// EfficientNet-B0 ran 6.5% and 2.6% slower at N=32 on an H200 (with it for the pooling
+    /// EfficientNet-B0 ran 6.5% and 2.7% slower at N=32 on an H200 (with it for the pooling
     /// and squeeze-and-excitation kernels alone, 2.0% and 2.2% faster than before;
     /// benches/runs/2026-12-04-h200-short-kernel-pdl/). Its release still lets the next
     /// convolution launch early.
