@@ -168,10 +168,12 @@ extern "C" __global__ void conv_grouped_nhwc_fwd(const kiln_t* __restrict__ x,
 #endif  // !KILN_DW_S
 
 #if defined(KILN_DW_S)
-// ConvDirectDepthwiseFwd (this file built with KILN_PW, KILN_DW_S and KILN_DW_U): depthwise 2-D
-// convolution in NHWC (one input and one output channel per group: MobileNet, EfficientNet,
-// ConvNeXt layers) on CUDA cores, each thread computing KILN_PW consecutive output pixels of one
-// output row for KILN_VEC consecutive channels.
+// ConvDirectDepthwiseFwd (this file built with KILN_PW, KILN_PH, KILN_DW_S and KILN_DW_U):
+// depthwise 2-D convolution in NHWC (one input and one output channel per group: MobileNet,
+// EfficientNet, ConvNeXt layers) on CUDA cores, each thread computing a patch of KILN_PH output
+// rows by KILN_PW consecutive output pixels for KILN_VEC consecutive channels. A patch taller than
+// one row reuses each input row it loads for every output row the row reaches: a 5x5 filter
+// loads 6 input rows for 2 output rows, not 10 (its vertical stride is KILN_DW_U too, undilated).
 //
 // The kernel is built to issue few instructions per output, since at large batch it otherwise
 // runs out of issue slots long before memory bandwidth (the first version issued about 96 warp
@@ -187,16 +189,18 @@ extern "C" __global__ void conv_grouped_nhwc_fwd(const kiln_t* __restrict__ x,
 // Accumulation is FP32, one rounding.
 //
 // Launch: grid (strip groups x channel slices, slices fastest, so the blocks that share input
-// pixels run together), block (KILN_TX, KILN_TY); a strip is KILN_PW output pixels of a row, a
-// slice KILN_VEC * KILN_TX channels; dynamic shared memory: (taps + 2) x slice x 4 bytes (the
-// filter slice, then the slice's scale and bias). Needs
-// C = K = groups, C % KILN_VEC == 0, an S x S filter, horizontal dilation 1, channels_last,
-// 2-D. NVIDIA only (the manifest's archs).
-#if !defined(KILN_PW) || !defined(KILN_DW_U)
-#error "the depthwise perf config defines KILN_PW, KILN_DW_S and KILN_DW_U"
+// pixels run together), block (KILN_TX, KILN_TY); a strip is KILN_PH x KILN_PW output pixels
+// (rows x columns), a slice KILN_VEC * KILN_TX channels; dynamic shared memory: (taps + 2) x slice
+// x 4 bytes (the filter slice, then the slice's scale and bias). Needs C = K = groups,
+// C % KILN_VEC == 0, an S x S filter, horizontal dilation 1, channels_last, 2-D; with KILN_PH > 1
+// also vertical stride KILN_DW_U and vertical dilation 1. NVIDIA only (the manifest's archs).
+#if !defined(KILN_PW) || !defined(KILN_PH) || !defined(KILN_DW_U)
+#error "the depthwise perf config defines KILN_PW, KILN_PH, KILN_DW_S and KILN_DW_U"
 #endif
-// Input pixels one filter row of a strip covers.
+// Input pixels one input row of a strip covers.
 #define KILN_COLS ((KILN_PW - 1) * KILN_DW_U + KILN_DW_S)
+// Input rows a strip covers.
+#define KILN_ROWS ((KILN_PH - 1) * KILN_DW_U + KILN_DW_S)
 
 // KILN_VEC elements of x's or y's type. Where they fill whole 32-bit words (every config but
 // single 16-bit channels) they are loaded, zero-filled, converted and stored as words: copied
@@ -335,12 +339,12 @@ static __device__ KILN_INLINE void kiln_dw_act(float (&r)[KILN_VEC], const KilnA
   }
 }
 
-// Filter rows whose input vectors are in flight at once: as many as about 64 registers of raw
-// input hold (all S rows for FP16 at 4 channels a thread; two rows at 8), at least one.
+// Input rows whose vectors are in flight at once: as many as about 64 registers of raw input
+// hold (all S rows for FP16 at 4 channels a thread; two rows at 8), at least one.
 #define KILN_DW_ROW_REGS (KILN_COLS * KILN_DW_WORDS)
 #define KILN_DW_AHEAD_RAW (64 / KILN_DW_ROW_REGS)
 #define KILN_DW_AHEAD \
-  (KILN_DW_AHEAD_RAW < 1 ? 1 : (KILN_DW_AHEAD_RAW > KILN_DW_S ? KILN_DW_S : KILN_DW_AHEAD_RAW))
+  (KILN_DW_AHEAD_RAW < 1 ? 1 : (KILN_DW_AHEAD_RAW > KILN_ROWS ? KILN_ROWS : KILN_DW_AHEAD_RAW))
 
 extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
                                                    const kiln_t* __restrict__ w,
@@ -355,33 +359,37 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
   const kiln_i32 lane0 = (kiln_i32)threadIdx.x * KILN_VEC;
   const kiln_i32 k0 = slice_base + lane0;
   const kiln_u32 strips_per_row = (kiln_u32)(a.out_w + KILN_PW - 1) / KILN_PW;
-  const kiln_i64 strips = (kiln_i64)a.n * a.out_h * strips_per_row;
+  const kiln_u32 row_groups = (kiln_u32)(a.out_h + KILN_PH - 1) / KILN_PH;
+  const kiln_i64 strips = (kiln_i64)a.n * row_groups * strips_per_row;
   const kiln_i64 strip = group * KILN_TY + threadIdx.y;
   const bool active = k0 < a.k && strip < strips;
-  // rows = n * out_h < 2^31 (checked on the host), so the rest is 32-bit arithmetic.
+  // n * out_h < 2^31 (checked on the host), so the rest is 32-bit arithmetic.
   const kiln_u32 row_id = active ? (kiln_u32)(strip / strips_per_row) : 0u;
   const kiln_i32 ow0 = (kiln_i32)((kiln_u32)strip - row_id * strips_per_row) * KILN_PW;
-  const kiln_i32 oh = (kiln_i32)(row_id % (kiln_u32)a.out_h);
-  const kiln_i32 n = (kiln_i32)(row_id / (kiln_u32)a.out_h);
+  const kiln_i32 oh0 = (kiln_i32)(row_id % row_groups) * KILN_PH;
+  const kiln_i32 n = (kiln_i32)(row_id / row_groups);
   const kiln_i32 iw0 = ow0 * KILN_DW_U - a.pad_w;
-  const kiln_i32 ih0 = oh * a.stride_h - a.pad_h;
+  const kiln_i32 ih0 = oh0 * a.stride_h - a.pad_h;
+  // Input row r of the strip: filter row r of its one output row, or (KILN_PH > 1, vertical
+  // stride KILN_DW_U, undilated) the r-th row down from its first output row's first tap.
+  const kiln_i32 row_step = KILN_PH == 1 ? a.dil_h : 1;
 
-  // Input vectors of filter row fy; an inactive thread loads nothing.
-  kiln_dw_vec in[KILN_DW_S][KILN_COLS];
-  auto load_row = [&](int fy) {
-    const kiln_i32 ih = ih0 + fy * a.dil_h;
+  // Input vectors of input row r; an inactive thread loads nothing.
+  kiln_dw_vec in[KILN_ROWS][KILN_COLS];
+  auto load_row = [&](int r) {
+    const kiln_i32 ih = ih0 + r * row_step;
     const bool row_in = active && (kiln_u32)ih < (kiln_u32)a.in_h;
     const kiln_t* row = x + ((kiln_i64)n * a.in_h + (row_in ? ih : 0)) * a.in_w * a.c + k0;
 #pragma unroll
     for (int col = 0; col < KILN_COLS; ++col) {
       const kiln_i32 iw = iw0 + col;
-      in[fy][col] = kiln_dw_load(row + iw * a.c, row_in && (kiln_u32)iw < (kiln_u32)a.in_w);
+      in[r][col] = kiln_dw_load(row + iw * a.c, row_in && (kiln_u32)iw < (kiln_u32)a.in_w);
     }
   };
   // The first rows' loads are in flight while the block stages its filter slice, and the
   // epilogue's per-channel factors of the slice after it (FP32, [scale | bias]).
 #pragma unroll
-  for (int fy = 0; fy < KILN_DW_AHEAD; ++fy) load_row(fy);
+  for (int r = 0; r < KILN_DW_AHEAD; ++r) load_row(r);
   float* const factors = kiln_w_slice + KILN_DW_S * KILN_DW_S * KILN_SLICE;
   {
     const kiln_i32 tid = (kiln_i32)(threadIdx.y * blockDim.x + threadIdx.x);
@@ -394,27 +402,36 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
   kiln_stage_filter(kiln_w_slice, w, KILN_DW_S * KILN_DW_S, slice_base, a.k);
   if (!active) return;
 
-  float acc[KILN_PW][KILN_VEC];
+  float acc[KILN_PH][KILN_PW][KILN_VEC];
 #pragma unroll
-  for (int p = 0; p < KILN_PW; ++p)
+  for (int q = 0; q < KILN_PH; ++q)
 #pragma unroll
-    for (int j = 0; j < KILN_VEC; ++j) acc[p][j] = 0.0f;
+    for (int p = 0; p < KILN_PW; ++p)
 #pragma unroll
-  for (int fy = 0; fy < KILN_DW_S; ++fy) {
-    if (fy + KILN_DW_AHEAD < KILN_DW_S) load_row(fy + KILN_DW_AHEAD);
-    float wv[KILN_DW_S][KILN_VEC];
-    kiln_dw_row_taps(kiln_w_slice, fy, lane0, wv);
+      for (int j = 0; j < KILN_VEC; ++j) acc[q][p][j] = 0.0f;
 #pragma unroll
-    for (int col = 0; col < KILN_COLS; ++col) {
-      float v[KILN_VEC];
-      kiln_dw_unpack(in[fy][col], v);
-      // Output pixel p reads this column as its tap col - p * U.
+  for (int r = 0; r < KILN_ROWS; ++r) {
+    if (r + KILN_DW_AHEAD < KILN_ROWS) load_row(r + KILN_DW_AHEAD);
+    // Output row q reads this input row as its filter row r - q * U.
 #pragma unroll
-      for (int p = 0; p < KILN_PW; ++p) {
-        const int fx = col - p * KILN_DW_U;
-        if (fx >= 0 && fx < KILN_DW_S) {
+    for (int q = 0; q < KILN_PH; ++q) {
+      const int fy = r - q * KILN_DW_U;
+      if (fy >= 0 && fy < KILN_DW_S) {
+        float wv[KILN_DW_S][KILN_VEC];
+        kiln_dw_row_taps(kiln_w_slice, fy, lane0, wv);
 #pragma unroll
-          for (int j = 0; j < KILN_VEC; ++j) acc[p][j] += v[j] * wv[fx][j];
+        for (int col = 0; col < KILN_COLS; ++col) {
+          float v[KILN_VEC];
+          kiln_dw_unpack(in[r][col], v);
+          // Output pixel p reads this column as its tap col - p * U.
+#pragma unroll
+          for (int p = 0; p < KILN_PW; ++p) {
+            const int fx = col - p * KILN_DW_U;
+            if (fx >= 0 && fx < KILN_DW_S) {
+#pragma unroll
+              for (int j = 0; j < KILN_VEC; ++j) acc[q][p][j] += v[j] * wv[fx][j];
+            }
+          }
         }
       }
     }
@@ -436,30 +453,34 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
   for (int j = 0; j < KILN_VEC; ++j) scale[j] = factors[lane0 + j], bias[j] = factors[KILN_SLICE + lane0 + j];
 #endif
   const KilnAct act = kiln_act_params(e.act, e.act_a);
-  const kiln_i64 pix0 = ((kiln_i64)n * a.out_h + oh) * a.out_w + ow0;
 #pragma unroll
-  for (int p = 0; p < KILN_PW; ++p) {
-    if (ow0 + p >= a.out_w) break;
-    // Each condition is uniform: one branch per pixel, not one per element.
-    float r[KILN_VEC];
+  for (int q = 0; q < KILN_PH; ++q) {
+    if (oh0 + q >= a.out_h) break;
+    const kiln_i64 pix0 = ((kiln_i64)n * a.out_h + oh0 + q) * a.out_w + ow0;
 #pragma unroll
-    for (int j = 0; j < KILN_VEC; ++j) r[j] = acc[p][j] * e.alpha;
-    if (e.scale) {
+    for (int p = 0; p < KILN_PW; ++p) {
+      if (ow0 + p >= a.out_w) break;
+      // Each condition is uniform: one branch per pixel, not one per element.
+      float r[KILN_VEC];
 #pragma unroll
-      for (int j = 0; j < KILN_VEC; ++j) r[j] *= scale[j];
+      for (int j = 0; j < KILN_VEC; ++j) r[j] = acc[q][p][j] * e.alpha;
+      if (e.scale) {
+#pragma unroll
+        for (int j = 0; j < KILN_VEC; ++j) r[j] *= scale[j];
+      }
+      if (e.bias) {
+#pragma unroll
+        for (int j = 0; j < KILN_VEC; ++j) r[j] += bias[j];
+      }
+      if (e.z) {
+        float zf[KILN_VEC];
+        kiln_dw_unpack(kiln_dw_load((const kiln_t*)e.z + (pix0 + p) * e.z_ld + k0, true), zf);
+#pragma unroll
+        for (int j = 0; j < KILN_VEC; ++j) r[j] += e.beta * zf[j];
+      }
+      if (e.act != KILN_ACT_IDENTITY) kiln_dw_act(r, act);
+      kiln_dw_store(y + (pix0 + p) * e.y_ld + k0, r);
     }
-    if (e.bias) {
-#pragma unroll
-      for (int j = 0; j < KILN_VEC; ++j) r[j] += bias[j];
-    }
-    if (e.z) {
-      float zf[KILN_VEC];
-      kiln_dw_unpack(kiln_dw_load((const kiln_t*)e.z + (pix0 + p) * e.z_ld + k0, true), zf);
-#pragma unroll
-      for (int j = 0; j < KILN_VEC; ++j) r[j] += e.beta * zf[j];
-    }
-    if (e.act != KILN_ACT_IDENTITY) kiln_dw_act(r, act);
-    kiln_dw_store(y + (pix0 + p) * e.y_ld + k0, r);
   }
 }
 #endif  // KILN_DW_S

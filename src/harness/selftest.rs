@@ -129,6 +129,8 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(2, 40, 40, [17, 15], [5, 5], [2, 2], [2, 2], [1, 1], 40),
         d2(1, 64, 64, [12, 19], [3, 3], [1, 1], [2, 2], [1, 1], 64),
         d2(1, 16, 16, [9, 30], [7, 7], [3, 3], [1, 1], [1, 1], 16),
+        // Depthwise 5x5 stride 1 with 11 output rows: strips of two and four rows end early.
+        d2(2, 24, 24, [11, 13], [5, 5], [2, 2], [1, 1], [1, 1], 24),
         d2(4, 64, 64, [8, 8], [3, 3], [2, 2], [1, 1], [2, 2], 1),
         // Output channels that are not a multiple of 8: an image out of a decoder, a 1x1 head.
         d2(2, 64, 3, [19, 17], [3, 3], [1, 1], [1, 1], [1, 1], 1),

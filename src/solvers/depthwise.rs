@@ -1,9 +1,9 @@
 //! `ConvDirectDepthwiseFwd` (`kernels/conv_grouped.cpp` built with `KILN_DW_S`): depthwise 2-D convolution in NHWC
-//! (C = K = groups) on CUDA cores, each thread computing `pw` consecutive output pixels of one
-//! row for `vec` consecutive channels, with the (square) filter size and horizontal stride
-//! compiled in so that each input pixel of a filter row is loaded once per thread and every
-//! row's loads are in flight together. NVIDIA archs (manifest).
-//! Perf config: `vec,threads_x,threads_y,pw,filter,stride_w`.
+//! (C = K = groups) on CUDA cores, each thread computing a patch of `ph` output rows by `pw`
+//! consecutive output pixels for `vec` consecutive channels, with the (square) filter size and
+//! stride compiled in so that each input pixel the patch reads is loaded once per thread and
+//! several rows' loads are in flight together. NVIDIA archs (manifest).
+//! Perf config: `vec,threads_x,threads_y,pw,filter,stride,ph`.
 
 use kiln_format::ConvProblem;
 
@@ -29,22 +29,26 @@ pub struct Config {
     /// Filter width and horizontal stride the object is built for.
     filter_w: u32,
     stride_w: u32,
+    /// Output rows per thread; above one, the vertical stride is `stride_w` too.
+    rows: u32,
 }
 
 impl Config {
     fn parse(params: &str) -> Option<Config> {
-        let &[vec, tx, ty, pixels, filter_w, stride_w] = values(params).as_slice() else {
+        let &[vec, tx, ty, pixels, filter_w, stride_w, rows] = values(params).as_slice() else {
             return None;
         };
-        (vec > 0 && tx > 0 && ty > 0 && pixels > 0 && filter_w > 0 && stride_w > 0).then_some(
-            Config {
+        [vec, tx, ty, pixels, filter_w, stride_w, rows]
+            .iter()
+            .all(|&v| v > 0)
+            .then_some(Config {
                 vec,
                 threads: [tx, ty],
                 pixels,
                 filter_w,
                 stride_w,
-            },
-        )
+                rows,
+            })
     }
 
     /// Channels one block covers.
@@ -52,10 +56,12 @@ impl Config {
         self.vec * self.threads[0]
     }
 
-    /// Strips of `pixels` output pixels: every row's, every image's.
+    /// Strips of `rows` x `pixels` output pixels, covering every image.
     fn strips(&self, p: &ConvProblem) -> u64 {
         let [_, oh, ow] = p.output();
-        p.n() as u64 * oh as u64 * (ow as u64).div_ceil(self.pixels as u64)
+        p.n() as u64
+            * (oh as u64).div_ceil(self.rows as u64)
+            * (ow as u64).div_ceil(self.pixels as u64)
     }
 }
 
@@ -75,7 +81,7 @@ fn slice_bytes(p: &ConvProblem, slice: u32) -> u64 {
 impl TunableSolver for DirectDepthwise {
     type Config = Config;
     const CONFIG_FORM: &'static str =
-        "perf config is not vec,threads_x,threads_y,pixels,filter_w,stride_w";
+        "perf config is not vec,threads_x,threads_y,pixels,filter,stride,rows";
 
     fn id(&self) -> &'static str {
         ID
@@ -107,6 +113,9 @@ impl TunableSolver for DirectDepthwise {
 
     fn valid(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> Result<(), NotApplicable> {
         built_for_square_filter(p, cfg.filter_w, cfg.stride_w)?;
+        if cfg.rows > 1 && (p.stride()[1] != cfg.stride_w || p.dilation()[1] != 1) {
+            return Err("a strip of several rows needs the vertical stride built in (undilated)");
+        }
         if !p.c().is_multiple_of(cfg.vec) {
             return Err("C is not a multiple of the config's vector width");
         }
@@ -140,11 +149,11 @@ impl TunableSolver for DirectDepthwise {
     }
 
     fn estimate(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> f64 {
-        // Memory-bound at about 2.5 TB/s when the channels fill the slice; longer strips load
+        // Memory-bound at about 2.5 TB/s when the channels fill the slice; larger strips load
         // fewer pixels per output.
         let bytes = tensor_bytes(p);
         let fill = tile_fill(p.k() as f64, cfg.slice() as f64);
-        let reuse = 1.0 + 0.5 / cfg.pixels as f64;
+        let reuse = 1.0 + 0.5 / (cfg.pixels * cfg.rows) as f64;
         bytes * reuse / 2.5e9 / fill + 0.004
     }
 
@@ -182,17 +191,17 @@ mod tests {
         let s = &DirectDepthwise;
         // MobileNetV2's 144-channel 3x3 at 56x56.
         let p = depthwise(144, 56, 3, 1);
-        assert!(s.check(&p, &caps, "8,8,16,4,3,1").is_ok());
+        assert!(s.check(&p, &caps, "8,8,16,4,3,1,1").is_ok());
         assert_eq!(
-            s.check(&p, &caps, "8,8,16,2,3,2"),
+            s.check(&p, &caps, "8,8,16,2,3,2,1"),
             Err("built for another horizontal stride (or dilated)")
         );
         assert_eq!(
-            s.check(&p, &caps, "8,8,16,2,5,1"),
+            s.check(&p, &caps, "8,8,16,2,5,1,1"),
             Err("built for another filter size (square filters)")
         );
         assert_eq!(
-            s.check(&depthwise(36, 14, 3, 1), &caps, "8,8,16,4,3,1"),
+            s.check(&depthwise(36, 14, 3, 1), &caps, "8,8,16,4,3,1,1"),
             Err("C is not a multiple of the config's vector width")
         );
         let grouped = ConvProblem::new(ConvSpec {
@@ -201,11 +210,11 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            s.check(&grouped, &caps, "8,8,16,4,3,1"),
+            s.check(&grouped, &caps, "8,8,16,4,3,1,1"),
             Err("not a depthwise convolution (C = K = groups)")
         );
         let plan = s
-            .launch_plan(&p, &crate::solvers::devices::h100(), "8,8,16,4,3,1")
+            .launch_plan(&p, &crate::solvers::devices::h100(), "8,8,16,4,3,1,1")
             .unwrap();
         // 32 x 56 rows of 14 four-pixel strips, 16 strips a block, times 144 channels in three
         // 64-channel slices (one 1-D grid); 9 taps x 64 channels of FP32 filter, then the
@@ -215,13 +224,45 @@ mod tests {
         assert_eq!(plan.kernels[0].shared_bytes, (9 + 2) * 64 * 4);
         // Stride 2: 28 output columns in strips of 2.
         let s2 = depthwise(144, 56, 3, 2);
-        assert!(s.check(&s2, &caps, "8,8,16,2,3,2").is_ok());
+        assert!(s.check(&s2, &caps, "8,8,16,2,3,2,1").is_ok());
         assert_eq!(
-            s.launch_plan(&s2, &crate::solvers::devices::h100(), "8,8,16,2,3,2")
+            s.launch_plan(&s2, &crate::solvers::devices::h100(), "8,8,16,2,3,2,1")
                 .unwrap()
                 .kernels[0]
                 .grid,
             [32 * 28 * 14 / 16 * 3, 1, 1]
+        );
+        // Two output rows a strip: 28 row pairs of 14 four-pixel strips per image.
+        assert_eq!(
+            s.launch_plan(&p, &crate::solvers::devices::h100(), "8,8,16,4,3,1,2")
+                .unwrap()
+                .kernels[0]
+                .grid,
+            [32 * 28 * 14 / 16 * 3, 1, 1]
+        );
+        // Several rows a strip step down by the built-in stride: not a vertical stride of 2 on
+        // a stride-1 object, nor a vertical dilation; one row a strip takes either.
+        let tall_stride = ConvProblem::new(ConvSpec {
+            stride: [1, 2, 1],
+            ..p.spec()
+        })
+        .unwrap();
+        let dilated = ConvProblem::new(ConvSpec {
+            dilation: [1, 2, 1],
+            pad: [0, 2, 1],
+            ..p.spec()
+        })
+        .unwrap();
+        for q in [&tall_stride, &dilated] {
+            assert_eq!(
+                s.check(q, &caps, "8,8,16,4,3,1,2"),
+                Err("a strip of several rows needs the vertical stride built in (undilated)")
+            );
+            assert!(s.check(q, &caps, "8,8,16,4,3,1,1").is_ok());
+        }
+        assert_eq!(
+            s.check(&p, &caps, "8,8,16,4,3,1"),
+            Err("perf config is not vec,threads_x,threads_y,pixels,filter,stride,rows")
         );
         // A row of more than 2^31 elements would overflow the kernel's 32-bit offsets.
         let wide = ConvProblem::new(ConvSpec {
@@ -233,7 +274,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            s.check(&wide, &caps, "8,8,16,4,3,1"),
+            s.check(&wide, &caps, "8,8,16,4,3,1,1"),
             Err("an input row or the output rows exceed 32-bit indexing")
         );
     }
