@@ -350,7 +350,7 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
                                                    const kiln_t* __restrict__ w,
                                                    kiln_t* __restrict__ y, KilnConvArgs a,
                                                    KilnEpilogue e) {
-  kiln_pdl_start();
+  kiln_pdl_wait();
   extern __shared__ float kiln_w_slice[];  // [tap][channel in slice]
   const kiln_i32 slices = (a.k + KILN_SLICE - 1) / KILN_SLICE;
   const kiln_i32 slice = (kiln_i32)(blockIdx.x % (kiln_u32)slices);
@@ -436,6 +436,10 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
       }
     }
   }
+
+  // The next kernel is released once this block's products are done: released at entry, its
+  // blocks held SM resources while this grid's later waves still ran.
+  kiln_pdl_release();
 
   // The epilogue of epilogue.h in the same order of operations, with its per-channel factors
   // read once for all KILN_PW pixels (a sigmoid-form activation's reciprocal is approximate).

@@ -87,12 +87,12 @@ impl TunableSolver for DirectDepthwise {
         ID
     }
 
-    /// The kernel waits on its predecessor and releases its successor at entry, but kiln
-    /// launches it in order: with programmatic dependent launch, MobileNetV2 and
-    /// EfficientNet-B0 ran 6.5% and 2.7% slower at N=32 on an H200 (with it for the pooling
-    /// and squeeze-and-excitation kernels alone, 2.0% and 2.2% faster than before;
-    /// benches/runs/2026-12-04-h200-short-kernel-pdl/). Its release still lets the next
-    /// convolution launch early.
+    /// The kernel waits on its predecessor at entry and releases its successor once a block's
+    /// products are done, but kiln launches it in order: with programmatic dependent launch,
+    /// MobileNetV2 and EfficientNet-B0 ran 7.4% and 4.5% slower at N=32 on an H200
+    /// (benches/runs/2026-12-04-h200-depthwise-rows/, section H; released at entry, 6.5% and
+    /// 2.7%: benches/runs/2026-12-04-h200-short-kernel-pdl/). Its release still lets the next
+    /// convolution launch during its last wave.
     fn waits_on_predecessor(&self) -> bool {
         false
     }
