@@ -434,12 +434,20 @@ impl OpProblem {
     }
 
     /// Pixel ranges a global pool sums apart (1 for every other operator): enough that a
-    /// large map with few channels spreads over the GPU, each range at least 256 pixels.
+    /// large map with few channels spreads over the GPU, each range at least 256 pixels, but
+    /// no more than keep twice [`POOL_FULL_BLOCKS`] partial-sum blocks at the widest vectors
+    /// (256 channels a block): every range is one more partial sum per output for the
+    /// finishing kernel to add.
     pub fn splits(&self) -> u32 {
         match self.kind {
-            OpKind::GlobalAveragePool => (self.input[0] * self.input[1])
-                .div_ceil(256)
-                .clamp(1, MAX_SPLITS),
+            OpKind::GlobalAveragePool => {
+                let by_pixels = (self.input[0] * self.input[1]).div_ceil(256);
+                let samples = u64::from(self.n) * u64::from(self.c.div_ceil(256));
+                let by_blocks = (2 * POOL_FULL_BLOCKS).div_ceil(samples.max(1));
+                u64::from(by_pixels)
+                    .min(by_blocks)
+                    .clamp(1, u64::from(MAX_SPLITS)) as u32
+            }
             _ => 1,
         }
     }
@@ -680,6 +688,13 @@ mod tests {
         );
         assert_eq!(squeeze.vector_width(), 8);
         assert_eq!((squeeze.splits(), squeeze.blocks()), (13, 32 * 13));
+        // At batch 32 the 112x112 map of 32 channels stops at 17 ranges (544 blocks), not 49.
+        let wide = OpProblem { n: 32, ..big };
+        assert_eq!(
+            (wide.splits(), wide.vector_width(), wide.blocks()),
+            (17, 8, 32 * 17)
+        );
+        assert_eq!(wide.workspace_bytes(), 32 * 32 * 17 * 4);
         // At batch 1 that is 13 blocks against the scalar pool's 65: scalar.
         let single = OpProblem { n: 1, ..squeeze };
         assert_eq!((single.vector_width(), single.blocks()), (1, 5 * 13));
