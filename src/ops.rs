@@ -435,7 +435,7 @@ impl OpProblem {
 
     /// Pixel ranges a global pool sums apart (1 for every other operator): enough that a
     /// large map with few channels spreads over the GPU, each range at least 256 pixels, but
-    /// only as many as make twice [`POOL_FULL_BLOCKS`] partial-sum blocks at the widest vectors
+    /// only as many as make twice `POOL_FULL_BLOCKS` partial-sum blocks at the widest vectors
     /// (256 channels a block): each range is one more partial sum per output for the finishing
     /// kernel to add.
     pub fn splits(&self) -> u32 {
