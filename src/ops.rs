@@ -35,6 +35,10 @@ const MAX_SPLITS: u32 = 64;
 /// these, or as many as the scalar one.
 const POOL_FULL_BLOCKS: u64 = 264;
 
+/// Channel vectors a global pool's partial-sum block covers side by side (at 8 channels a
+/// vector, 256 channels: the widest span).
+const POOL_SPAN_VECTORS: u32 = 32;
+
 /// Threads per block of every operator (the softmax kernel's reduction assumes it).
 pub const BLOCK_THREADS: u32 = 256;
 
@@ -442,7 +446,7 @@ impl OpProblem {
         match self.kind {
             OpKind::GlobalAveragePool => {
                 let by_pixels = (self.input[0] * self.input[1]).div_ceil(256);
-                let samples = u64::from(self.n) * u64::from(self.c.div_ceil(256));
+                let samples = u64::from(self.n) * u64::from(self.c.div_ceil(8 * POOL_SPAN_VECTORS));
                 let by_blocks = (2 * POOL_FULL_BLOCKS).div_ceil(samples.max(1));
                 u64::from(by_pixels)
                     .min(by_blocks)
@@ -498,7 +502,7 @@ impl OpProblem {
         let span = if v == 1 {
             32
         } else {
-            v * (self.c / v).clamp(1, 32)
+            v * (self.c / v).clamp(1, POOL_SPAN_VECTORS)
         };
         u64::from(self.n) * u64::from(self.c.div_ceil(span)) * u64::from(self.splits())
     }

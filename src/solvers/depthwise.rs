@@ -213,9 +213,9 @@ mod tests {
             s.check(&grouped, &caps, "8,8,16,4,3,1,1"),
             Err("not a depthwise convolution (C = K = groups)")
         );
-        let plan = s
-            .launch_plan(&p, &crate::solvers::devices::h100(), "8,8,16,4,3,1,1")
-            .unwrap();
+        let grid =
+            |q: &ConvProblem, params| s.launch_plan(q, &caps, params).unwrap().kernels[0].grid;
+        let plan = s.launch_plan(&p, &caps, "8,8,16,4,3,1,1").unwrap();
         // 32 x 56 rows of 14 four-pixel strips, 16 strips a block, times 144 channels in three
         // 64-channel slices (one 1-D grid); 9 taps x 64 channels of FP32 filter, then the
         // slice's scale and bias.
@@ -225,21 +225,9 @@ mod tests {
         // Stride 2: 28 output columns in strips of 2.
         let s2 = depthwise(144, 56, 3, 2);
         assert!(s.check(&s2, &caps, "8,8,16,2,3,2,1").is_ok());
-        assert_eq!(
-            s.launch_plan(&s2, &crate::solvers::devices::h100(), "8,8,16,2,3,2,1")
-                .unwrap()
-                .kernels[0]
-                .grid,
-            [32 * 28 * 14 / 16 * 3, 1, 1]
-        );
+        assert_eq!(grid(&s2, "8,8,16,2,3,2,1"), [32 * 28 * 14 / 16 * 3, 1, 1]);
         // Two output rows a strip: 28 row pairs of 14 four-pixel strips per image.
-        assert_eq!(
-            s.launch_plan(&p, &crate::solvers::devices::h100(), "8,8,16,4,3,1,2")
-                .unwrap()
-                .kernels[0]
-                .grid,
-            [32 * 28 * 14 / 16 * 3, 1, 1]
-        );
+        assert_eq!(grid(&p, "8,8,16,4,3,1,2"), [32 * 28 * 14 / 16 * 3, 1, 1]);
         // Several rows a strip step down by the built-in stride: not a vertical stride of 2 on
         // a stride-1 object, nor a vertical dilation; one row a strip takes either.
         let tall_stride = ConvProblem::new(ConvSpec {
