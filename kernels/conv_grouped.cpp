@@ -312,30 +312,53 @@ static __device__ KILN_INLINE float kiln_dw_rcp(float v) {
   return r;
 }
 
+// min(max(v, lo), hi) in two instructions that pass NaN through, as kiln_clamp does (its
+// compare-and-select form costs four).
+static __device__ KILN_INLINE float kiln_dw_clamp(float v, float lo, float hi) {
+  float r;
+  asm("{.reg .f32 t; max.NaN.f32 t, %1, %2; min.NaN.f32 %0, t, %3;}"
+      : "=f"(r)
+      : "f"(v), "f"(lo), "f"(hi));
+  return r;
+}
+
 // The activation of epilogue.h (its three forms, same coefficients) on one pixel's KILN_VEC
-// values, the form chosen once for all of them rather than once per element.
-static __device__ KILN_INLINE void kiln_dw_act(float (&r)[KILN_VEC], const KilnAct& c) {
-  if (c.form == 1) {
+// values, with the form and whether t multiplies v fixed at compile time. FORM 3 is the
+// sigmoid form without its cubic term (every activation of that form but GELU), whose
+// exponent is one product, v * (-p1 / ln 2).
+template <int FORM, bool USE_V>
+static __device__ KILN_INLINE void kiln_dw_act_of(float (&r)[KILN_VEC], const KilnAct& c) {
+  const float exp2_per_v = -1.4426950408889634f * c.p1;
 #pragma unroll
-    for (int j = 0; j < KILN_VEC; ++j) {
-      const float v = r[j];
+  for (int j = 0; j < KILN_VEC; ++j) {
+    const float v = r[j];
+    float t;
+    if (FORM == 1) {
       const float v2 = c.p3 == 0.0f ? 0.0f : v * v;  // 0 * inf would make +-inf NaN
       const float u = v * (c.p1 + c.p3 * v2);
-      const float t = c.q * kiln_dw_rcp(1.0f + kiln_exp2(-1.4426950408889634f * u)) + c.r;
-      r[j] = c.use_v ? v * t : t;
+      t = c.q * kiln_dw_rcp(1.0f + kiln_exp2(-1.4426950408889634f * u)) + c.r;
+    } else if (FORM == 3) {
+      t = c.q * kiln_dw_rcp(1.0f + kiln_exp2(exp2_per_v * v)) + c.r;
+    } else if (FORM == 2) {
+      t = v < 0.0f ? c.m : 1.0f;
+    } else {
+      t = kiln_dw_clamp(c.m * v + c.b, c.lo, c.hi);
     }
+    r[j] = USE_V ? v * t : t;
+  }
+}
+
+// The activation on one pixel's KILN_VEC values, its case chosen once for all of them (uniform
+// branches): predicated off, the other cases' instructions would still take issue slots.
+static __device__ KILN_INLINE void kiln_dw_act(float (&r)[KILN_VEC], const KilnAct& c) {
+  if (c.form == 1 && c.p3 == 0.0f) {
+    if (c.use_v) kiln_dw_act_of<3, true>(r, c); else kiln_dw_act_of<3, false>(r, c);
+  } else if (c.form == 1) {
+    kiln_dw_act_of<1, true>(r, c);  // GELU, the one sigmoid form with a cubic term
   } else if (c.form == 2) {
-#pragma unroll
-    for (int j = 0; j < KILN_VEC; ++j) {
-      const float t = r[j] < 0.0f ? c.m : 1.0f;
-      r[j] = c.use_v ? r[j] * t : t;
-    }
+    kiln_dw_act_of<2, true>(r, c);  // the leaky form always multiplies v
   } else {
-#pragma unroll
-    for (int j = 0; j < KILN_VEC; ++j) {
-      const float t = kiln_clamp(c.m * r[j] + c.b, c.lo, c.hi);
-      r[j] = c.use_v ? r[j] * t : t;
-    }
+    if (c.use_v) kiln_dw_act_of<0, true>(r, c); else kiln_dw_act_of<0, false>(r, c);
   }
 }
 
@@ -387,16 +410,19 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
     }
   };
   // The first rows' loads are in flight while the block stages its filter slice, and the
-  // epilogue's per-channel factors of the slice after it (FP32, [scale | bias]).
+  // epilogue's per-channel factors of the slice after it (FP32, [alpha * scale | bias]: one
+  // fused multiply-add per output applies alpha, scale and bias).
 #pragma unroll
   for (int r = 0; r < KILN_DW_AHEAD; ++r) load_row(r);
   float* const factors = kiln_w_slice + KILN_DW_S * KILN_DW_S * KILN_SLICE;
   {
     const kiln_i32 tid = (kiln_i32)(threadIdx.y * blockDim.x + threadIdx.x);
     for (kiln_i32 i = tid; i < 2 * KILN_SLICE; i += (kiln_i32)(blockDim.x * blockDim.y)) {
-      const kiln_i32 k = slice_base + (i < KILN_SLICE ? i : i - KILN_SLICE);
-      const kiln_u64 src = i < KILN_SLICE ? e.scale : e.bias;
-      factors[i] = src && k < a.k ? kiln_ep_f32(src, k) : (i < KILN_SLICE ? 1.0f : 0.0f);
+      const bool is_scale = i < KILN_SLICE;
+      const kiln_i32 k = slice_base + (is_scale ? i : i - KILN_SLICE);
+      const kiln_u64 src = is_scale ? e.scale : e.bias;
+      const float f = src && k < a.k ? kiln_ep_f32(src, k) : (is_scale ? 1.0f : 0.0f);
+      factors[i] = is_scale ? e.alpha * f : f;
     }
   }
   kiln_stage_filter(kiln_w_slice, w, KILN_DW_S * KILN_DW_S, slice_base, a.k);
@@ -441,8 +467,9 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
   // blocks held SM resources while this grid's later waves still ran.
   kiln_pdl_release();
 
-  // The epilogue of epilogue.h in the same order of operations, with its per-channel factors
-  // read once for all KILN_PW pixels (a sigmoid-form activation's reciprocal is approximate).
+  // The epilogue of epilogue.h, with its per-channel factors read once for all the strip's
+  // pixels; alpha * scale and bias apply as one fused multiply-add (rounded once, where
+  // epilogue.h rounds after each), and a sigmoid-form activation's reciprocal is approximate.
   float scale[KILN_VEC], bias[KILN_VEC];
 #if KILN_VEC % 4 == 0
 #pragma unroll
@@ -467,15 +494,7 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
       // Each condition is uniform: one branch per pixel, not one per element.
       float r[KILN_VEC];
 #pragma unroll
-      for (int j = 0; j < KILN_VEC; ++j) r[j] = acc[q][p][j] * e.alpha;
-      if (e.scale) {
-#pragma unroll
-        for (int j = 0; j < KILN_VEC; ++j) r[j] *= scale[j];
-      }
-      if (e.bias) {
-#pragma unroll
-        for (int j = 0; j < KILN_VEC; ++j) r[j] += bias[j];
-      }
+      for (int j = 0; j < KILN_VEC; ++j) r[j] = fmaf(acc[q][p][j], scale[j], bias[j]);
       if (e.z) {
         float zf[KILN_VEC];
         kiln_dw_unpack(kiln_dw_load((const kiln_t*)e.z + (pix0 + p) * e.z_ld + k0, true), zf);
