@@ -304,14 +304,6 @@ static __device__ KILN_INLINE void kiln_dw_row_taps(const float* slice, int fy, 
   }
 }
 
-// 1 / v in one instruction (relative error about 2^-23, like kiln_exp2's): the IEEE division
-// of epilogue.h's sigmoid is a call to a slow path per element.
-static __device__ KILN_INLINE float kiln_dw_rcp(float v) {
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-  return r;
-}
-
 // min(max(v, lo), hi) in two instructions that pass NaN through, as kiln_clamp does (its
 // compare-and-select form costs four).
 static __device__ KILN_INLINE float kiln_dw_clamp(float v, float lo, float hi) {
@@ -336,9 +328,9 @@ static __device__ KILN_INLINE void kiln_dw_act_of(float (&r)[KILN_VEC], const Ki
     if (FORM == 1) {
       const float v2 = c.p3 == 0.0f ? 0.0f : v * v;  // 0 * inf would make +-inf NaN
       const float u = v * (c.p1 + c.p3 * v2);
-      t = c.q * kiln_dw_rcp(1.0f + kiln_exp2(-1.4426950408889634f * u)) + c.r;
+      t = c.q * kiln_sigmoid(u) + c.r;
     } else if (FORM == 3) {
-      t = c.q * kiln_dw_rcp(1.0f + kiln_exp2(exp2_per_v * v)) + c.r;
+      t = c.q * kiln_rcp(1.0f + kiln_exp2(exp2_per_v * v)) + c.r;
     } else if (FORM == 2) {
       t = v < 0.0f ? c.m : 1.0f;
     } else {
