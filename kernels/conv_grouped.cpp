@@ -304,56 +304,6 @@ static __device__ KILN_INLINE void kiln_dw_row_taps(const float* slice, int fy, 
   }
 }
 
-// min(max(v, lo), hi) in two instructions that pass NaN through, as kiln_clamp does (its
-// compare-and-select form costs four).
-static __device__ KILN_INLINE float kiln_dw_clamp(float v, float lo, float hi) {
-  float r;
-  asm("{.reg .f32 t; max.NaN.f32 t, %1, %2; min.NaN.f32 %0, t, %3;}"
-      : "=f"(r)
-      : "f"(v), "f"(lo), "f"(hi));
-  return r;
-}
-
-// The activation of epilogue.h (its three forms, same coefficients) on one pixel's KILN_VEC
-// values, with the form and whether t multiplies v fixed at compile time. FORM 3 is the
-// sigmoid form without its cubic term (every activation of that form but GELU), whose
-// exponent is one product, v * (-p1 / ln 2).
-template <int FORM, bool USE_V>
-static __device__ KILN_INLINE void kiln_dw_act_of(float (&r)[KILN_VEC], const KilnAct& c) {
-  const float exp2_per_v = -1.4426950408889634f * c.p1;
-#pragma unroll
-  for (int j = 0; j < KILN_VEC; ++j) {
-    const float v = r[j];
-    float t;
-    if (FORM == 1) {
-      const float v2 = c.p3 == 0.0f ? 0.0f : v * v;  // 0 * inf would make +-inf NaN
-      const float u = v * (c.p1 + c.p3 * v2);
-      t = c.q * kiln_sigmoid(u) + c.r;
-    } else if (FORM == 3) {
-      t = c.q * kiln_rcp(1.0f + kiln_exp2(exp2_per_v * v)) + c.r;
-    } else if (FORM == 2) {
-      t = v < 0.0f ? c.m : 1.0f;
-    } else {
-      t = kiln_dw_clamp(c.m * v + c.b, c.lo, c.hi);
-    }
-    r[j] = USE_V ? v * t : t;
-  }
-}
-
-// The activation on one pixel's KILN_VEC values, its case chosen once for all of them (uniform
-// branches): predicated off, the other cases' instructions would still take issue slots.
-static __device__ KILN_INLINE void kiln_dw_act(float (&r)[KILN_VEC], const KilnAct& c) {
-  if (c.form == 1 && c.p3 == 0.0f) {
-    if (c.use_v) kiln_dw_act_of<3, true>(r, c); else kiln_dw_act_of<3, false>(r, c);
-  } else if (c.form == 1) {
-    kiln_dw_act_of<1, true>(r, c);  // GELU, the one sigmoid form with a cubic term
-  } else if (c.form == 2) {
-    kiln_dw_act_of<2, true>(r, c);  // the leaky form always multiplies v
-  } else {
-    if (c.use_v) kiln_dw_act_of<0, true>(r, c); else kiln_dw_act_of<0, false>(r, c);
-  }
-}
-
 // Stages the block's filter slice as FP32 [tap][channel] from w's [channel][tap], then waits for
 // the block. Consecutive threads write consecutive channels of one tap: ordered by channel
 // instead, as kiln_stage_filter is, a warp's stores hit one or two banks (16-way conflicts, 38%
@@ -509,7 +459,7 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
 #pragma unroll
         for (int j = 0; j < KILN_VEC; ++j) r[j] += e.beta * zf[j];
       }
-      if (e.act != KILN_ACT_IDENTITY) kiln_dw_act(r, act);
+      if (e.act != KILN_ACT_IDENTITY) kiln_act_each(r, act);
       kiln_dw_store(y + (pix0 + p) * e.y_ld + k0, r);
     }
   }

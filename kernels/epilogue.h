@@ -123,6 +123,61 @@ static __device__ KILN_INLINE float kiln_act_apply(float v, const KilnAct& c) {
   return c.use_v ? v * t : t;
 }
 
+// min(max(v, lo), hi), NaN passed through as kiln_clamp does: on NVIDIA two instructions
+// (max.NaN, min.NaN) where kiln_clamp's compare-and-select form costs four.
+static __device__ KILN_INLINE float kiln_clamp_nan(float v, float lo, float hi) {
+#if defined(__CUDACC_RTC__)
+  float r;
+  asm("{.reg .f32 t; max.NaN.f32 t, %1, %2; min.NaN.f32 %0, t, %3;}"
+      : "=f"(r)
+      : "f"(v), "f"(lo), "f"(hi));
+  return r;
+#else
+  return kiln_clamp(v, lo, hi);
+#endif
+}
+
+// kiln_act_apply on N values, with the form and whether t multiplies v fixed at compile time.
+// FORM 3 is the sigmoid form without its cubic term (every activation of that form but GELU),
+// whose exponent is one product, v * (-p1 / ln 2).
+template <int FORM, bool USE_V, int N>
+static __device__ KILN_INLINE void kiln_act_each_of(float (&r)[N], const KilnAct& c) {
+  const float exp2_per_v = -1.4426950408889634f * c.p1;
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const float v = r[j];
+    float t;
+    if (FORM == 1) {
+      const float v2 = c.p3 == 0.0f ? 0.0f : v * v;  // 0 * inf would make +-inf NaN
+      const float u = v * (c.p1 + c.p3 * v2);
+      t = c.q * kiln_sigmoid(u) + c.r;
+    } else if (FORM == 3) {
+      t = c.q * kiln_rcp(1.0f + kiln_exp2(exp2_per_v * v)) + c.r;
+    } else if (FORM == 2) {
+      t = v < 0.0f ? c.m : 1.0f;
+    } else {
+      t = kiln_clamp_nan(c.m * v + c.b, c.lo, c.hi);
+    }
+    r[j] = USE_V ? v * t : t;
+  }
+}
+
+// The activation on N values (a pixel's channel vector), its case chosen once for all of them
+// (uniform branches): kiln_act_apply per element branches per element, and predicated off, the
+// other cases' instructions would still take issue slots.
+template <int N>
+static __device__ KILN_INLINE void kiln_act_each(float (&r)[N], const KilnAct& c) {
+  if (c.form == 1 && c.p3 == 0.0f) {
+    if (c.use_v) kiln_act_each_of<3, true>(r, c); else kiln_act_each_of<3, false>(r, c);
+  } else if (c.form == 1) {
+    kiln_act_each_of<1, true>(r, c);  // GELU, the one sigmoid form with a cubic term
+  } else if (c.form == 2) {
+    kiln_act_each_of<2, true>(r, c);  // the leaky form always multiplies v
+  } else {
+    if (c.use_v) kiln_act_each_of<0, true>(r, c); else kiln_act_each_of<0, false>(r, c);
+  }
+}
+
 // Read-only loads of the epilogue's inputs. On NVIDIA through the non-coherent path: it
 // also tells the compiler these loads cannot alias a kernel's accumulator array (a plain
 // generic load could, which moved the Hopper kernels' accumulators to local memory).

@@ -139,6 +139,15 @@ pub fn problems() -> Vec<ConvProblem> {
         // partly empty k16 step) on a row wider than a tile; 16 over 136 channels (five chunks).
         d2(2, 24, 1, [37, 70], [3, 3], [1, 1], [2, 2], [1, 1], 1),
         d2(1, 136, 16, [10, 21], [3, 3], [1, 1], [1, 1], [1, 1], 1),
+        // Expansion 1x1 layers (ConvMmaExpand1x1Fwd): a last pixel tile and output-channel
+        // tile partly past the image and K; 16 and 56 channels (a granule past C zero-filled);
+        // K not a multiple of 8 (a last vector stored channel by channel).
+        d2(2, 24, 144, [13, 11], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        d2(1, 16, 40, [9, 7], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        d2(1, 56, 60, [5, 9], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        d2(3, 32, 200, [7, 6], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        d2(1, 40, 240, [10, 10], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        d2(2, 8, 24, [6, 11], [1, 1], [0, 0], [1, 1], [1, 1], 1),
         // Deep reductions (split-K applies) and a strided 1x1 with many channels.
         d2(1, 256, 128, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         d2(2, 128, 256, [9, 9], [1, 1], [0, 0], [2, 2], [1, 1], 1),

@@ -9,10 +9,10 @@
 //! m16n8k8, FP32 accumulation. Perf config: `group_width,groups_per_block,tile_h,tile_w,warps`
 //! (`tile_w % 16 == 0`; the group width and groups per block are compiled in).
 
-use kiln_format::{ConvProblem, DataType};
+use kiln_format::ConvProblem;
 
 use super::caps::RESERVED_SHARED_PER_BLOCK;
-use super::params::{patch_extent, values};
+use super::params::{half_nhwc_2d, patch_extent, values};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// The solver's id.
@@ -161,12 +161,7 @@ impl TunableSolver for MmaGrouped {
     }
 
     fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
-        if !matches!(p.data_types()[0], DataType::Fp16 | DataType::Bf16) {
-            return Err("FP16 or BF16 only");
-        }
-        if p.spatial_dims() != 2 || !p.layouts()[0].channels_last() {
-            return Err("needs 2-D NHWC tensors");
-        }
+        half_nhwc_2d(p)?;
         if p.group_channels() != p.group_outputs() {
             return Err("C/groups differs from K/groups");
         }
@@ -269,7 +264,7 @@ impl TunableSolver for MmaGrouped {
 mod tests {
     use super::*;
     use crate::solvers::Solver;
-    use kiln_format::{ConvSpec, Layout};
+    use kiln_format::{ConvSpec, DataType, Layout};
 
     /// A grouped 3x3 NHWC FP16 layer, padding 1.
     fn grouped(n: u32, c: u32, groups: u32, hw: u32, stride: u32) -> ConvProblem {

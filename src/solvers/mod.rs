@@ -16,6 +16,7 @@ pub mod cutlass;
 mod depthwise;
 mod depthwise_nchw;
 mod dot1x1;
+mod expand;
 mod first_nchw;
 mod gemm1x1;
 mod gemm_grouped_nchw;
@@ -499,6 +500,7 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &depthwise::DirectDepthwise,
     &dot1x1::Dot1x1,
     &narrow::MmaNarrow,
+    &expand::MmaExpand1x1,
     &mma_grouped::MmaGrouped,
     &wgmma::GEMM_1X1,
     &wgmma::IMPLICIT_GEMM,

@@ -6,9 +6,9 @@
 //! implicit GEMM tiled for wide K reads it; products are mma.sync m16n8k16, FP32 accumulation.
 //! Perf config: `tile_h,tile_w,warps,channels_per_chunk,n_tiles` (K <= 8 * n_tiles).
 
-use kiln_format::{ConvProblem, DataType};
+use kiln_format::ConvProblem;
 
-use super::params::{patch_extent, values};
+use super::params::{half_nhwc_2d, patch_extent, values};
 use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
 
 /// The solver's id.
@@ -87,12 +87,7 @@ impl TunableSolver for MmaNarrow {
     }
 
     fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
-        if !matches!(p.data_types()[0], DataType::Fp16 | DataType::Bf16) {
-            return Err("FP16 or BF16 only");
-        }
-        if p.spatial_dims() != 2 || !p.layouts()[0].channels_last() {
-            return Err("needs 2-D NHWC tensors");
-        }
+        half_nhwc_2d(p)?;
         if p.groups() != 1 {
             return Err("grouped convolution");
         }
@@ -158,21 +153,10 @@ impl TunableSolver for MmaNarrow {
 mod tests {
     use super::*;
     use crate::solvers::Solver;
-    use kiln_format::{ConvSpec, Layout};
+    use kiln_format::{ConvSpec, DataType};
 
     fn head(c: u32, k: u32, hw: u32, n: u32) -> ConvProblem {
-        ConvProblem::new(ConvSpec {
-            n,
-            c,
-            k,
-            input: [1, hw, hw],
-            filter: [1, 3, 3],
-            pad: [0, 1, 1],
-            layouts: [Layout::Nhwc; 3],
-            data_types: [DataType::Fp16; 3],
-            ..ConvSpec::default()
-        })
-        .unwrap()
+        super::super::params::nhwc_fp16(n, c, k, hw, 3)
     }
 
     #[test]

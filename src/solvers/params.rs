@@ -37,6 +37,39 @@ pub fn built_for_square_filter(
     Ok(())
 }
 
+/// Whether `p` is what kiln's mma.sync kernels read: FP16 or BF16, 2-D, channels-last.
+pub fn half_nhwc_2d(p: &kiln_format::ConvProblem) -> Result<(), super::NotApplicable> {
+    if !matches!(
+        p.data_types()[0],
+        kiln_format::DataType::Fp16 | kiln_format::DataType::Bf16
+    ) {
+        return Err("FP16 or BF16 only");
+    }
+    if p.spatial_dims() != 2 || !p.layouts()[0].channels_last() {
+        return Err("needs 2-D NHWC tensors");
+    }
+    Ok(())
+}
+
+/// A 2-D NHWC FP16 problem for solver tests: batch `n`, `c` -> `k` channels, a square `hw`
+/// input and a square `filter` padded to keep the size.
+#[cfg(test)]
+pub fn nhwc_fp16(n: u32, c: u32, k: u32, hw: u32, filter: u32) -> kiln_format::ConvProblem {
+    use kiln_format::{ConvSpec, DataType, Layout};
+    kiln_format::ConvProblem::new(ConvSpec {
+        n,
+        c,
+        k,
+        input: [1, hw, hw],
+        filter: [1, filter, filter],
+        pad: [0, filter / 2, filter / 2],
+        layouts: [Layout::Nhwc; 3],
+        data_types: [DataType::Fp16; 3],
+        ..ConvSpec::default()
+    })
+    .unwrap()
+}
+
 /// The share of tiles of `tile` that `size` keeps busy (a 1-channel problem in a 32-tall tile
 /// fills 1/32 of it).
 pub fn tile_fill(size: f64, tile: f64) -> f64 {

@@ -1,0 +1,183 @@
+// mma_expand.cu: ConvMmaExpand1x1Fwd, tensor-core 1x1 convolution in NHWC FP16 / BF16 for
+// layers with few input channels and many output channels (C <= 64: the expansion layers of
+// MobileNetV2's and EfficientNet's inverted residuals, 16 -> 96, 24 -> 144, 32 -> 192), NVIDIA
+// sm_80+ (mma.sync, cp.async).
+//
+// Why its own kernel: such a layer reads C channels a pixel and writes 4-6 times as many, so its
+// time is the output's writes. The wgmma GEMM kernels stage one output tile per warpgroup and
+// spend a full reduction pipeline on one or two k16 steps: on the H200 they wrote 24 -> 144 at
+// 56x56 (N=32) at about a third of the memory bandwidth. Here a block is one short step: it
+// copies its BM pixels' channels and KN filter rows into shared memory (cp.async), takes the
+// products with mma.sync m16n8k16 (FP32 sums, A and B fragments read as 32-bit words from rows
+// padded by 16 bytes, so the eight rows of a fragment fall in distinct banks), parks the FP32
+// sums in shared memory over the inputs, and then applies the epilogue in the output's own
+// order: each thread takes 8 consecutive channels of a pixel, loads the residual as one 16-byte
+// vector and stores 16 bytes, so a warp writes whole 128-byte lines. The activation's case is
+// chosen once per vector (kiln_act_each): applied per element, the epilogue's branches on scale,
+// bias, residual and activation form took 44 instructions an output and the kernel lost to the
+// wgmma kernels on every layer. Many small blocks an SM keep the writes in flight.
+//
+// Perf config: KILN_BM (pixels a block, 64 or 128), KILN_KN (output channels a block, a multiple
+// of 8), KILN_CP (C rounded up to 16, 32 or 64: the k16 steps). Launch: grid (ceil(pixels / BM),
+// ceil(K / KN)), block 128 (four warps, each BM / 4 pixels by all KN channels); dynamic shared
+// memory max(inputs, sums) (src/solvers/expand.rs computes the same). Needs groups = 1, a 1x1
+// filter at stride 1 without padding, C % 8 == 0 and C <= KILN_CP, channels_last, 2-D.
+#include "epilogue.h"
+#include "nv_shared.h"
+
+#if !defined(KILN_BM) || !defined(KILN_KN) || !defined(KILN_CP)
+#error "the perf config defines KILN_BM, KILN_KN and KILN_CP"
+#endif
+#if defined(KILN_DTYPE_FP16)
+  #define KILN_MMA "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+#elif defined(KILN_DTYPE_BF16)
+  #define KILN_MMA "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+#else
+  #error "mma_expand.cu builds for FP16 or BF16"
+#endif
+
+#define KILN_THREADS 128
+#define KILN_GPW (KILN_BM / 64)                 // m16 groups a warp (BM / 4 pixels)
+#define KILN_NT (KILN_KN / 8)                   // n8 tiles a warp
+#define KILN_GRANULES (KILN_CP / 8)             // 16-byte granules of a staged row
+#define KILN_ROW_BYTES (KILN_CP * 2 + 16)       // a staged row, padded (bank spread)
+#define KILN_SUM_STRIDE (KILN_KN + 8)           // FP32 sums per parked row (bank spread)
+#define KILN_OUT_GRANULES (KILN_KN / 8)         // 8-channel output vectors of a pixel
+static_assert(KILN_BM == 64 || KILN_BM == 128, "BM is 64 or 128");
+static_assert(KILN_KN % 8 == 0, "KN is whole n8 tiles");
+static_assert(KILN_CP == 16 || KILN_CP == 32 || KILN_CP == 64, "CP is 16, 32 or 64");
+static_assert(KILN_THREADS % KILN_OUT_GRANULES == 0, "a thread keeps its output channels");
+
+extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
+    kiln_mma_expand(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
+                    kiln_t* __restrict__ y, KilnConvArgs a, KilnEpilogue ep) {
+  extern __shared__ __align__(128) unsigned char kiln_dyn_smem[];
+  kiln_pdl_wait();
+  const kiln_i64 pixels = (kiln_i64)a.n * a.out_h * a.out_w;
+  const kiln_i64 p0 = (kiln_i64)blockIdx.x * KILN_BM;
+  const kiln_i32 k0 = (kiln_i32)blockIdx.y * KILN_KN;
+  const kiln_i32 tid = (kiln_i32)threadIdx.x;
+  const kiln_u32 xs = kiln_smem(kiln_dyn_smem);
+  const kiln_u32 ws = xs + KILN_BM * KILN_ROW_BYTES;
+
+  // The block's pixels and filter rows, zero past C, the last pixel and K.
+  for (kiln_i32 i = tid; i < KILN_BM * KILN_GRANULES; i += KILN_THREADS) {
+    const kiln_i32 row = i / KILN_GRANULES, c = (i - row * KILN_GRANULES) * 8;
+    const bool valid = p0 + row < pixels && c < a.c;
+    kiln_cp16(xs + (kiln_u32)(row * KILN_ROW_BYTES + c * 2),
+              valid ? x + (p0 + row) * a.c + c : x, valid);
+  }
+  for (kiln_i32 i = tid; i < KILN_KN * KILN_GRANULES; i += KILN_THREADS) {
+    const kiln_i32 row = i / KILN_GRANULES, c = (i - row * KILN_GRANULES) * 8;
+    const bool valid = k0 + row < a.k && c < a.c;
+    kiln_cp16(ws + (kiln_u32)(row * KILN_ROW_BYTES + c * 2),
+              valid ? w + (kiln_i64)(k0 + row) * a.c + c : w, valid);
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+  __syncthreads();
+  kiln_pdl_release();
+
+  // Fragment rows: lane / 4 (and + 8), k pair (lane % 4) * 2 (and + 8).
+  const kiln_i32 lane = tid & 31, warp = tid >> 5;
+  const kiln_i32 fr = lane >> 2, fk = (lane & 3) * 2;
+  float acc[KILN_GPW][KILN_NT][4];
+#pragma unroll
+  for (int q = 0; q < KILN_GPW; ++q)
+#pragma unroll
+    for (int t = 0; t < KILN_NT; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[q][t][e] = 0.0f;
+#pragma unroll
+  for (int s = 0; s < KILN_CP / 16; ++s) {
+    const kiln_u32 kb = (kiln_u32)((s * 16 + fk) * 2);
+    kiln_u32 af[KILN_GPW][4];
+#pragma unroll
+    for (int q = 0; q < KILN_GPW; ++q) {
+      const kiln_u32 r0 = xs + (kiln_u32)((warp * KILN_GPW * 16 + q * 16 + fr) * KILN_ROW_BYTES) + kb;
+      asm volatile("ld.shared.b32 %0, [%1];" : "=r"(af[q][0]) : "r"(r0));
+      asm volatile("ld.shared.b32 %0, [%1];" : "=r"(af[q][1]) : "r"(r0 + 8 * KILN_ROW_BYTES));
+      asm volatile("ld.shared.b32 %0, [%1];" : "=r"(af[q][2]) : "r"(r0 + 16));
+      asm volatile("ld.shared.b32 %0, [%1];" : "=r"(af[q][3]) : "r"(r0 + 8 * KILN_ROW_BYTES + 16));
+    }
+#pragma unroll
+    for (int t = 0; t < KILN_NT; ++t) {
+      const kiln_u32 b0 = ws + (kiln_u32)((t * 8 + fr) * KILN_ROW_BYTES) + kb;
+      kiln_u32 bf0, bf1;
+      asm volatile("ld.shared.b32 %0, [%1];" : "=r"(bf0) : "r"(b0));
+      asm volatile("ld.shared.b32 %0, [%1];" : "=r"(bf1) : "r"(b0 + 16));
+#pragma unroll
+      for (int q = 0; q < KILN_GPW; ++q) {
+        asm(KILN_MMA " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(acc[q][t][0]), "+f"(acc[q][t][1]), "+f"(acc[q][t][2]), "+f"(acc[q][t][3])
+            : "r"(af[q][0]), "r"(af[q][1]), "r"(af[q][2]), "r"(af[q][3]), "r"(bf0), "r"(bf1));
+      }
+    }
+  }
+
+  // Park the sums over the inputs, [pixel][channel] FP32.
+  __syncthreads();
+  float* const sums = reinterpret_cast<float*>(kiln_dyn_smem);
+#pragma unroll
+  for (int q = 0; q < KILN_GPW; ++q) {
+    const kiln_i32 row = warp * KILN_GPW * 16 + q * 16 + fr;
+#pragma unroll
+    for (int t = 0; t < KILN_NT; ++t) {
+      const kiln_i32 col = t * 8 + fk;
+      *reinterpret_cast<float2*>(sums + row * KILN_SUM_STRIDE + col) =
+          make_float2(acc[q][t][0], acc[q][t][1]);
+      *reinterpret_cast<float2*>(sums + (row + 8) * KILN_SUM_STRIDE + col) =
+          make_float2(acc[q][t][2], acc[q][t][3]);
+    }
+  }
+  __syncthreads();
+
+  // The epilogue in the output's order: this thread's 8 channels of every pixel it stores,
+  // alpha * scale and bias applied as one fused multiply-add (rounded once, where epilogue.h
+  // rounds after each), the residual and the activation's case chosen once per pixel.
+  const kiln_i32 g = tid % KILN_OUT_GRANULES;
+  const kiln_i32 k = k0 + g * 8;
+  if (k >= a.k) return;
+  const KilnAct act = kiln_act_params(ep.act, ep.act_a);
+  // Channels past K (a last vector short of 8) read channel K - 1's factors and are not stored.
+  const kiln_i32 channels = a.k - k < 8 ? a.k - k : 8;
+  float scale[8], bias[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const kiln_i32 kj = j < channels ? k + j : a.k - 1;
+    scale[j] = ep.alpha * (ep.scale ? kiln_ep_f32(ep.scale, kj) : 1.0f);
+    bias[j] = ep.bias ? kiln_ep_f32(ep.bias, kj) : 0.0f;
+  }
+  // Whole 16-byte vectors where the 8 channels exist and y (and z) hold them aligned.
+  const bool vectors = channels == 8 && (((kiln_u64)y | ep.z) & 15u) == 0 &&
+                       ((ep.y_ld | ep.z_ld) & 7) == 0;
+  for (kiln_i32 row = tid / KILN_OUT_GRANULES; row < KILN_BM;
+       row += KILN_THREADS / KILN_OUT_GRANULES) {
+    const kiln_i64 p = p0 + row;
+    if (p >= pixels) break;
+    const float4 lo = *reinterpret_cast<const float4*>(sums + row * KILN_SUM_STRIDE + g * 8);
+    const float4 hi = *reinterpret_cast<const float4*>(sums + row * KILN_SUM_STRIDE + g * 8 + 4);
+    const float s[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    if (!vectors) {
+      for (kiln_i32 j = 0; j < channels; ++j) kiln_store_nhwc_each(y, p, k + j, s[j], ep);
+      continue;
+    }
+    float r[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) r[j] = fmaf(s[j], scale[j], bias[j]);
+    if (ep.z) {
+      const uint4 zv = __ldg(reinterpret_cast<const uint4*>((const kiln_t*)ep.z + p * ep.z_ld + k));
+      const kiln_u32 zw[4] = {zv.x, zv.y, zv.z, zv.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const kiln_t lo16 = (kiln_t)(zw[j] & 0xffffu), hi16 = (kiln_t)(zw[j] >> 16);
+        r[2 * j] += ep.beta * kiln_load(&lo16, 0);
+        r[2 * j + 1] += ep.beta * kiln_load(&hi16, 0);
+      }
+    }
+    if (ep.act != KILN_ACT_IDENTITY) kiln_act_each(r, act);
+    *reinterpret_cast<uint4*>(y + p * ep.y_ld + k) =
+        make_uint4(kiln_pack_pair(r[0], r[1]), kiln_pack_pair(r[2], r[3]),
+                   kiln_pack_pair(r[4], r[5]), kiln_pack_pair(r[6], r[7]));
+  }
+}

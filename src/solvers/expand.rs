@@ -1,0 +1,247 @@
+//! `ConvMmaExpand1x1Fwd` (`kernels/nv/mma_expand.cu`): tensor-core 1x1 convolution in NHWC FP16
+//! / BF16 for layers with at most 64 input channels (the expansion layers of inverted
+//! residuals: 16 -> 96, 24 -> 144, 32 -> 192), NVIDIA sm_80+. Such a layer's time is writing an
+//! output several times wider than its input; a block takes one short step (its pixels and
+//! filter rows copied once, one to four k16 products) and stores its output tile through shared
+//! memory as whole 16-byte vectors, the epilogue applied in the output's order.
+//! Perf config: `pixels,channels,c_padded` (pixels and output channels a block; C rounded up to
+//! 16, 32 or 64).
+
+use kiln_format::ConvProblem;
+
+use super::params::{half_nhwc_2d, values};
+use super::{
+    largest_tile_filling_the_gpu_by, LaunchPlan, NotApplicable, TargetCaps, TunableSolver,
+};
+
+/// The solver's id.
+pub const ID: &str = "ConvMmaExpand1x1Fwd";
+
+/// The narrow-input 1x1 tensor-core solver.
+pub struct MmaExpand1x1;
+
+/// A perf config, parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Output pixels a block (64 or 128).
+    pixels: u32,
+    /// Output channels a block (a multiple of 8 dividing 128 threads' vectors).
+    channels: u32,
+    /// C rounded up to the k16 steps the object is built for (16, 32 or 64).
+    c_padded: u32,
+}
+
+/// Threads a block (four warps).
+const THREADS: u32 = 128;
+
+impl Config {
+    fn parse(params: &str) -> Option<Config> {
+        let &[pixels, channels, c_padded] = values(params).as_slice() else {
+            return None;
+        };
+        (matches!(pixels, 64 | 128)
+            && channels > 0
+            && channels.is_multiple_of(8)
+            && THREADS.is_multiple_of(channels / 8)
+            // A warp's sums: pixels / 64 m16 groups x channels / 8 n8 tiles x 4.
+            && pixels / 64 * channels / 8 * 4 <= 64
+            && matches!(c_padded, 16 | 32 | 64))
+        .then_some(Config {
+            pixels,
+            channels,
+            c_padded,
+        })
+    }
+
+    /// Dynamic shared memory: the staged pixels and filter rows (rows padded by 16 bytes), and
+    /// later over them the FP32 sums (rows padded by 8 floats).
+    fn shared_bytes(&self) -> u64 {
+        let row = self.c_padded as u64 * 2 + 16;
+        let inputs = (self.pixels + self.channels) as u64 * row;
+        let sums = self.pixels as u64 * (self.channels as u64 + 8) * 4;
+        inputs.max(sums)
+    }
+
+    /// Blocks: pixel tiles x output-channel tiles.
+    fn grid(&self, p: &ConvProblem) -> [u64; 2] {
+        [
+            pixels(p).div_ceil(self.pixels as u64),
+            (p.k() as u64).div_ceil(self.channels as u64),
+        ]
+    }
+}
+
+/// Output pixels of every image.
+fn pixels(p: &ConvProblem) -> u64 {
+    let [_, oh, ow] = p.output();
+    p.n() as u64 * oh as u64 * ow as u64
+}
+
+impl TunableSolver for MmaExpand1x1 {
+    type Config = Config;
+    const CONFIG_FORM: &'static str = "perf config is not pixels,channels,c_padded";
+
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn parse(&self, params: &str) -> Option<Config> {
+        Config::parse(params)
+    }
+
+    fn applicable(&self, p: &ConvProblem, _: &TargetCaps) -> Result<(), NotApplicable> {
+        half_nhwc_2d(p)?;
+        if p.groups() != 1 {
+            return Err("grouped convolution");
+        }
+        if p.filter() != [1, 1, 1] || p.stride() != [1, 1, 1] || p.pad() != [0, 0, 0] {
+            return Err("needs a 1x1 filter, stride 1, no padding");
+        }
+        if p.c() > 64 || !p.c().is_multiple_of(8) {
+            return Err("needs C <= 64, a multiple of 8 (16-byte channel granules)");
+        }
+        Ok(())
+    }
+
+    fn valid(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Config) -> Result<(), NotApplicable> {
+        if p.c() > cfg.c_padded {
+            return Err("more input channels than the config's k16 steps hold");
+        }
+        if cfg.shared_bytes() > caps.shared_per_block as u64 {
+            return Err("the block's inputs or sums do not fit in shared memory");
+        }
+        let [pixel_tiles, channel_tiles] = cfg.grid(p);
+        if pixel_tiles > i32::MAX as u64 || channel_tiles > u16::MAX as u64 {
+            return Err("more blocks than the grid holds");
+        }
+        Ok(())
+    }
+
+    fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> LaunchPlan {
+        // `valid` bounds the grid.
+        let [pixel_tiles, channel_tiles] = cfg.grid(p);
+        LaunchPlan::single_with_shared(
+            "kiln_mma_expand",
+            [pixel_tiles as u32, channel_tiles as u32, 1],
+            [THREADS, 1, 1],
+            cfg.shared_bytes() as u32,
+        )
+    }
+
+    fn waits_on_predecessor(&self) -> bool {
+        true
+    }
+
+    /// The largest tile filling the GPU, as other solvers, and among equal tiles the fewest
+    /// k16 steps that hold C (steps past C are products of zeros).
+    fn default_config(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        candidates: &mut dyn Iterator<Item = (&'static str, Config)>,
+    ) -> Option<&'static str> {
+        largest_tile_filling_the_gpu_by(self, p, caps, candidates, |c| 64 - c.c_padded)
+    }
+
+    fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Config) -> f64 {
+        // Writing y (and reading x once per channel tile) at about 1.7 TB/s, what the H200
+        // measured for 24 -> 144 at 56x56, N=32 (25 us for 43 MB); each wave of blocks waits
+        // once for its loads (about a microsecond).
+        let [pixel_tiles, channel_tiles] = cfg.grid(p);
+        let [x, _, y] = p.element_counts();
+        let bytes = (x * channel_tiles + y) * 2;
+        let blocks_per_wave = caps.compute_units as u64 * 4;
+        let waves = (pixel_tiles * channel_tiles).div_ceil(blocks_per_wave) as f64;
+        // Output channels past K in the last channel tile still take products and stores, and
+        // k16 steps past C still take products.
+        let fill = p.k() as f64 / (channel_tiles * cfg.channels as u64) as f64;
+        let steps = cfg.c_padded as f64 / (p.c() as f64 / 16.0).ceil().max(1.0) / 16.0;
+        bytes as f64 / 1.7e9 / fill.max(0.25) * (1.0 + 0.1 * (steps - 1.0)) + waves * 0.001 + 0.002
+    }
+
+    fn tile(&self, cfg: &Config) -> u64 {
+        cfg.pixels as u64 * cfg.channels as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solvers::Solver;
+    use kiln_format::{ConvSpec, DataType};
+
+    fn expand(c: u32, k: u32, hw: u32, n: u32) -> ConvProblem {
+        super::super::params::nhwc_fp16(n, c, k, hw, 1)
+    }
+
+    #[test]
+    fn plans_mobilenet_v2_expansion() {
+        let caps = crate::solvers::devices::h100();
+        let s = &MmaExpand1x1;
+        // 24 -> 144 at 56x56, batch 32: 100352 pixels in tiles of 128, 144 channels in three
+        // tiles of 64; 24 channels in two k16 steps.
+        let p = expand(24, 144, 56, 32);
+        assert!(s.check(&p, &caps, "128,64,32").is_ok());
+        let plan = s.launch_plan(&p, &caps, "128,64,32").unwrap();
+        assert_eq!(plan.kernels[0].grid, [784, 3, 1]);
+        assert_eq!(plan.kernels[0].block, [128, 1, 1]);
+        // The sums (128 x 72 floats) outgrow the staged rows ((128 + 64) x 80 bytes).
+        assert_eq!(plan.kernels[0].shared_bytes, 128 * 72 * 4);
+        assert_eq!(plan.workspace_bytes, 0);
+        assert_eq!(
+            s.check(&p, &caps, "128,64,16"),
+            Err("more input channels than the config's k16 steps hold")
+        );
+        // Without a perf-db record: the 128-pixel tile (784 x 3 blocks), two k16 steps, not
+        // four.
+        let mut candidates = [
+            "128,64,16",
+            "64,64,32",
+            "128,64,32",
+            "64,64,64",
+            "128,64,64",
+        ]
+        .into_iter()
+        .filter_map(|q| Config::parse(q).map(|c| (q, c)))
+        .filter(|(_, c)| s.valid(&p, &caps, c).is_ok());
+        assert_eq!(
+            s.default_config(&p, &caps, &mut candidates),
+            Some("128,64,32")
+        );
+    }
+
+    #[test]
+    fn refuses_what_the_kernel_cannot_run() {
+        let caps = crate::solvers::devices::h100();
+        let s = &MmaExpand1x1;
+        assert_eq!(
+            s.check(&expand(96, 24, 56, 1), &caps, "64,64,64"),
+            Err("needs C <= 64, a multiple of 8 (16-byte channel granules)")
+        );
+        assert_eq!(
+            s.check(&expand(20, 120, 28, 1), &caps, "64,64,32"),
+            Err("needs C <= 64, a multiple of 8 (16-byte channel granules)")
+        );
+        let strided = ConvProblem::new(ConvSpec {
+            stride: [1, 2, 2],
+            ..expand(32, 192, 28, 1).spec()
+        })
+        .unwrap();
+        assert_eq!(
+            s.check(&strided, &caps, "64,64,32"),
+            Err("needs a 1x1 filter, stride 1, no padding")
+        );
+        let fp32 = ConvProblem::new(ConvSpec {
+            data_types: [DataType::Fp32; 3],
+            ..expand(32, 192, 28, 1).spec()
+        })
+        .unwrap();
+        assert_eq!(s.check(&fp32, &caps, "64,64,32"), Err("FP16 or BF16 only"));
+        // Configs the kernel does not build: 96 channels (12 vectors do not divide 128
+        // threads), 128 x 128 (128 sums a thread), a 48-channel k-step.
+        assert!(Config::parse("64,96,32").is_none());
+        assert!(Config::parse("128,128,32").is_none());
+        assert!(Config::parse("64,64,48").is_none());
+        assert!(Config::parse("64,128,64").is_some());
+    }
+}
