@@ -48,6 +48,8 @@ static_assert(KILN_KN % 8 == 0, "KN is whole n8 tiles");
 static_assert(KILN_CP == 16 || KILN_CP == 32 || KILN_CP == 64, "CP is 16, 32 or 64");
 static_assert(KILN_THREADS % KILN_OUT_GRANULES == 0, "a thread keeps its output channels");
 
+// One block an SM as the floor: with the default bounds ptxas held some objects to 56-64
+// registers and spilled predicates to a stack frame.
 extern "C" __global__ void __launch_bounds__(KILN_THREADS, 1)
     kiln_mma_expand(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
                     kiln_t* __restrict__ y, KilnConvArgs a, KilnEpilogue ep) {
