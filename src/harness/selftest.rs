@@ -148,6 +148,8 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(3, 32, 200, [7, 6], [1, 1], [0, 0], [1, 1], [1, 1], 1),
         d2(1, 40, 240, [10, 10], [1, 1], [0, 0], [1, 1], [1, 1], 1),
         d2(2, 8, 24, [6, 11], [1, 1], [0, 0], [1, 1], [1, 1], 1),
+        // 20,000 pixels: more pixel tiles than two or four blocks an SM, so blocks loop.
+        d2(2, 24, 144, [100, 100], [1, 1], [0, 0], [1, 1], [1, 1], 1),
         // Deep reductions (split-K applies) and a strided 1x1 with many channels.
         d2(1, 256, 128, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1], 1),
         d2(2, 128, 256, [9, 9], [1, 1], [0, 0], [2, 2], [1, 1], 1),
