@@ -77,11 +77,18 @@ impl Config {
             }
     }
 
+    /// Pixel tiles and output-channel tiles.
+    fn tiles(&self, p: &ConvProblem) -> [u64; 2] {
+        [
+            pixels(p).div_ceil(self.pixels as u64),
+            (p.k() as u64).div_ceil(self.channels as u64),
+        ]
+    }
+
     /// Blocks (pixel tiles, or as many blocks as the config keeps an SM, x output-channel tiles)
     /// and whether a block loops over pixel tiles.
     fn grid(&self, p: &ConvProblem, caps: &TargetCaps) -> ([u64; 2], bool) {
-        let pixel_tiles = pixels(p).div_ceil(self.pixels as u64);
-        let channel_tiles = (p.k() as u64).div_ceil(self.channels as u64);
+        let [pixel_tiles, channel_tiles] = self.tiles(p);
         let resident = (caps.compute_units as u64 * self.blocks_per_sm as u64)
             .div_ceil(channel_tiles)
             .max(1);
@@ -171,8 +178,7 @@ impl TunableSolver for MmaExpand1x1 {
         // measured for 24 -> 144 at 56x56, N=32 (25 us for 43 MB); each wave of blocks waits
         // once for its loads (about a microsecond). Blocks that loop over tiles are estimated
         // as one block a tile: unmeasured, they are not preferred.
-        let pixel_tiles = pixels(p).div_ceil(cfg.pixels as u64);
-        let channel_tiles = (p.k() as u64).div_ceil(cfg.channels as u64);
+        let [pixel_tiles, channel_tiles] = cfg.tiles(p);
         let [x, _, y] = p.element_counts();
         let bytes = (x * channel_tiles + y) * 2;
         let blocks_per_wave = caps.compute_units as u64 * 4;
