@@ -121,8 +121,8 @@ pub struct NetRunArgs {
     /// List each convolution's solver too.
     #[arg(long)]
     pub verbose: bool,
-    /// Time every launch alone too (GPU-only, median of 20) and list the slowest (with
-    /// --verbose: every launch, in order).
+    /// Time every launch alone too (GPU-only: a graph of ten launches of it, replayed 20
+    /// times, median per launch) and list the slowest (with --verbose: every launch, in order).
     #[arg(long)]
     pub profile: bool,
     /// Launch every kernel in order, without programmatic dependent launch (on by default for

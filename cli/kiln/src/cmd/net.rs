@@ -1,7 +1,7 @@
 //! `kiln net run`: a whole network on the GPU, from its safetensors weights, as one captured
 //! graph; timed GPU-only (graph replays between device events).
 
-use kiln::harness::timing::time_device;
+use kiln::harness::timing::{time_device, time_gpu_only};
 use kiln::net::{models, Network, Weights};
 use kiln::DataType;
 
@@ -279,14 +279,15 @@ pub fn run(a: &NetRunArgs) -> CliResult {
     if a.profile {
         let mut steps = Vec::with_capacity(net.launches());
         for i in 0..net.launches() {
-            let t = time_device(ctx.device(), 2, 20, |_| {
-                net.enqueue_step(i, &kiln::backend::Stream::default())
-                    .map_err(|e| {
-                        kiln::RunError::Backend(kiln::backend::BackendError::kiln(
-                            "profile",
-                            e.to_string(),
-                        ))
-                    })
+            // A graph of ten launches of the step, replayed: GPU time only, as in the network's
+            // own graph (timing single launches would add the host's launch path to each).
+            let (t, _) = time_gpu_only(ctx.device(), 10, 20, |s, _| {
+                net.enqueue_step(i, s).map_err(|e| {
+                    kiln::RunError::Backend(kiln::backend::BackendError::kiln(
+                        "profile",
+                        e.to_string(),
+                    ))
+                })
             })?;
             steps.push((t.median_ms, net.step_name(i).unwrap_or_default()));
         }
