@@ -10,9 +10,9 @@
 // copies its BM pixels' channels and KN filter rows into shared memory (cp.async), takes the
 // products with mma.sync m16n8k16 (FP32 sums, A and B fragments read as 32-bit words from rows
 // padded by 16 bytes, so the eight rows of a fragment fall in distinct banks), parks the FP32
-// sums in shared memory over the inputs, and then applies the epilogue in the output's own
-// order: each thread takes 8 consecutive channels of a pixel, loads the residual as one 16-byte
-// vector and stores 16 bytes, so a warp writes whole 128-byte lines. The activation's case is
+// sums in shared memory (over the inputs where a block takes one tile), and then applies the
+// epilogue in the output's own order: each thread takes 8 consecutive channels of a pixel, loads
+// the residual as one 16-byte vector and stores 16 bytes, so a warp writes whole 128-byte lines. The activation's case is
 // chosen once per vector (kiln_act_each): applied per element, the epilogue's branches on scale,
 // bias, residual and activation form took 44 instructions an output and the kernel lost to the
 // wgmma kernels on every layer. Many small blocks an SM keep the writes in flight.
@@ -50,18 +50,36 @@ static_assert(KILN_KN % 8 == 0, "KN is whole n8 tiles");
 static_assert(KILN_CP == 16 || KILN_CP == 32 || KILN_CP == 64, "CP is 16, 32 or 64");
 static_assert(KILN_THREADS % KILN_OUT_GRANULES == 0, "a thread keeps its output channels");
 
-// A tile's pixels from p0 on, copied into shared memory (cp.async, one commit group), zero past
-// C and the last pixel.
+// ROWS rows of C channels from src (row r at src + r * C) into shared memory at dst, padded rows,
+// with cp.async; zero past C and past valid_rows. A thread copies one granule column of every
+// (THREADS / GRANULES)-th row: the trip count is a constant and the 64-bit address arithmetic
+// is done once (as a strided loop over 64-bit indices it took about 120 instructions a tile).
+template <int ROWS>
+static __device__ KILN_INLINE void kiln_mma_expand_copy_rows(const kiln_t* __restrict__ base,
+                                                            const kiln_t* __restrict__ src,
+                                                            kiln_u32 dst, kiln_i64 valid_rows,
+                                                            kiln_i32 c_in, kiln_i32 tid) {
+  constexpr kiln_i32 kStep = KILN_THREADS / KILN_GRANULES;
+  const kiln_i32 row0 = tid / KILN_GRANULES, c = (tid % KILN_GRANULES) * 8;
+  const kiln_i32 rows = valid_rows < ROWS ? (kiln_i32)valid_rows : ROWS;
+  const kiln_t* const from = src + (kiln_i64)row0 * c_in + c;
+  const kiln_u32 to = dst + (kiln_u32)(row0 * KILN_ROW_BYTES + c * 2);
+#pragma unroll
+  for (kiln_i32 j = 0; j < (ROWS + kStep - 1) / kStep; ++j) {
+    if (ROWS % kStep != 0 && row0 + j * kStep >= ROWS) break;
+    const bool valid = row0 + j * kStep < rows && c < c_in;
+    // An invalid granule reads nothing (zero fill) but still names a mapped address.
+    kiln_cp16(to + (kiln_u32)(j * kStep * KILN_ROW_BYTES), valid ? from + j * kStep * c_in : base,
+              valid);
+  }
+}
+
+// A tile's pixels from p0 on, as one cp.async commit group.
 static __device__ KILN_INLINE void kiln_mma_expand_copy_pixels(const kiln_t* __restrict__ x,
                                                               kiln_u32 xs, kiln_i64 p0,
                                                               kiln_i64 pixels, kiln_i32 c_in,
                                                               kiln_i32 tid) {
-  for (kiln_i32 i = tid; i < KILN_BM * KILN_GRANULES; i += KILN_THREADS) {
-    const kiln_i32 row = i / KILN_GRANULES, c = (i - row * KILN_GRANULES) * 8;
-    const bool valid = p0 + row < pixels && c < c_in;
-    kiln_cp16(xs + (kiln_u32)(row * KILN_ROW_BYTES + c * 2),
-              valid ? x + (p0 + row) * c_in + c : x, valid);
-  }
+  kiln_mma_expand_copy_rows<KILN_BM>(x, x + p0 * c_in, xs, pixels - p0, c_in, tid);
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
@@ -91,12 +109,7 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 4)
       kiln_dyn_smem + KILN_FACTOR_BYTES + (loops ? (KILN_KN + KILN_BM) * KILN_ROW_BYTES : 0));
 
   // The block's filter rows and first pixels, zero past C, the last pixel and K.
-  for (kiln_i32 i = tid; i < KILN_KN * KILN_GRANULES; i += KILN_THREADS) {
-    const kiln_i32 row = i / KILN_GRANULES, c = (i - row * KILN_GRANULES) * 8;
-    const bool valid = k0 + row < a.k && c < a.c;
-    kiln_cp16(ws + (kiln_u32)(row * KILN_ROW_BYTES + c * 2),
-              valid ? w + (kiln_i64)(k0 + row) * a.c + c : w, valid);
-  }
+  kiln_mma_expand_copy_rows<KILN_KN>(w, w + (kiln_i64)k0 * a.c, ws, a.k - k0, a.c, tid);
   kiln_i64 tile = blockIdx.x;
   kiln_mma_expand_copy_pixels(x, xs, tile * KILN_BM, pixels, a.c, tid);
   // alpha * scale and bias, applied as one fused multiply-add (rounded once, where epilogue.h
