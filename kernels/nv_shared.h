@@ -1,6 +1,7 @@
-// nv_shared.h: what kiln's own NVIDIA kernels share (nv/mma_narrow.cu, nv/mma_grouped.cu,
-// nv/wgmma_conv.cu): shared-memory addresses, cp.async's zero-filling 16-byte copy, the direct
-// kernels' output tile and the input patch it reads, and stores of channel pairs.
+// nv_shared.h: what kiln's own NVIDIA kernels share (nv/mma_expand.cu, nv/mma_narrow.cu,
+// nv/mma_grouped.cu, nv/wgmma_conv.cu): shared-memory addresses, cp.async's zero-filling 16-byte
+// copy, the direct kernels' output tile and the input patch it reads, the mma.sync products and
+// ldmatrix loads, and stores of channel pairs.
 #pragma once
 #include "epilogue.h"
 #include "kiln_gpu.h"
@@ -72,9 +73,48 @@ static __device__ KILN_INLINE kiln_i64 kiln_m16_output_pixel(const KilnConvArgs&
   return ((kiln_i64)n * a.out_h + oh) * a.out_w + ow;
 }
 
+#if defined(KILN_DTYPE_FP16) || defined(KILN_DTYPE_BF16)
+// The mma.sync kernels' products (nv/mma_expand.cu, nv/mma_narrow.cu, nv/mma_grouped.cu):
+// acc += A (16 x k) * B (k x 8), FP32 sums of the element type's products, A and B as fragments
+// of 32-bit words (m16n8k16: four of A, two of B; m16n8k8: two and one).
+#if defined(KILN_DTYPE_FP16)
+  #define KILN_MMA16 "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+  #define KILN_MMA8 "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"
+#else
+  #define KILN_MMA16 "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+  #define KILN_MMA8 "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32"
+#endif
+static __device__ KILN_INLINE void kiln_mma16(float (&acc)[4], kiln_u32 a0, kiln_u32 a1,
+                                              kiln_u32 a2, kiln_u32 a3, kiln_u32 b0,
+                                              kiln_u32 b1) {
+  asm(KILN_MMA16 " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+static __device__ KILN_INLINE void kiln_mma8(float (&acc)[4], kiln_u32 a0, kiln_u32 a1,
+                                             kiln_u32 b0) {
+  asm(KILN_MMA8 " {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+      : "r"(a0), "r"(a1), "r"(b0));
+}
+
+// ldmatrix: one, two or four 8 x 8 matrices of 16-bit elements from shared memory, each lane
+// naming one row's 16-byte address, into fragment words.
+static __device__ KILN_INLINE void kiln_ldsm_x1(kiln_u32& r0, kiln_u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];" : "=r"(r0) : "r"(addr));
+}
+static __device__ KILN_INLINE void kiln_ldsm_x2(kiln_u32& r0, kiln_u32& r1, kiln_u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+               : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+static __device__ KILN_INLINE void kiln_ldsm_x4(kiln_u32& r0, kiln_u32& r1, kiln_u32& r2,
+                                                kiln_u32& r3, kiln_u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+
 // Two adjacent channels of a 16-bit output in one 32-bit word: the hardware's round-to-nearest
 // conversion of both sums in one instruction (sm_80+), one store instead of two.
-#if defined(KILN_DTYPE_FP16) || defined(KILN_DTYPE_BF16)
 static __device__ KILN_INLINE kiln_u32 kiln_pack_pair(float lo, float hi) {
   kiln_u32 r;
 #if defined(KILN_DTYPE_FP16)

@@ -29,11 +29,7 @@
 #if !defined(KILN_BM) || !defined(KILN_KN) || !defined(KILN_CP)
 #error "the perf config defines KILN_BM, KILN_KN and KILN_CP"
 #endif
-#if defined(KILN_DTYPE_FP16)
-  #define KILN_MMA "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-#elif defined(KILN_DTYPE_BF16)
-  #define KILN_MMA "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-#else
+#if !defined(KILN_DTYPE_FP16) && !defined(KILN_DTYPE_BF16)
   #error "mma_expand.cu builds for FP16 or BF16"
 #endif
 
@@ -165,11 +161,8 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 4)
         asm volatile("ld.shared.b32 %0, [%1];" : "=r"(bf0) : "r"(b0));
         asm volatile("ld.shared.b32 %0, [%1];" : "=r"(bf1) : "r"(b0 + 16));
 #pragma unroll
-        for (int q = 0; q < KILN_GPW; ++q) {
-          asm(KILN_MMA " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-              : "+f"(acc[q][t][0]), "+f"(acc[q][t][1]), "+f"(acc[q][t][2]), "+f"(acc[q][t][3])
-              : "r"(af[q][0]), "r"(af[q][1]), "r"(af[q][2]), "r"(af[q][3]), "r"(bf0), "r"(bf1));
-        }
+        for (int q = 0; q < KILN_GPW; ++q)
+          kiln_mma16(acc[q][t], af[q][0], af[q][1], af[q][2], af[q][3], bf0, bf1);
       }
     }
 

@@ -47,13 +47,7 @@
     !defined(KILN_WARPS)
 #error "the perf config defines KILN_GW, KILN_SG, KILN_BH, KILN_BW and KILN_WARPS"
 #endif
-#if defined(KILN_DTYPE_FP16)
-  #define KILN_MMA16 "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-  #define KILN_MMA8 "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"
-#elif defined(KILN_DTYPE_BF16)
-  #define KILN_MMA16 "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-  #define KILN_MMA8 "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32"
-#else
+#if !defined(KILN_DTYPE_FP16) && !defined(KILN_DTYPE_BF16)
   #error "mma_grouped.cu builds for FP16 or BF16"
 #endif
 
@@ -88,34 +82,6 @@ static __device__ KILN_INLINE kiln_u32 kiln_patch_granule(kiln_u32 pix, kiln_u32
 // Byte offset of granule g of filter row `row` (rows of KILN_FG granules).
 static __device__ KILN_INLINE kiln_u32 kiln_filter_granule(kiln_u32 row, kiln_u32 g) {
   return (row * KILN_FG + g) * 16;
-}
-
-static __device__ KILN_INLINE void kiln_ldsm_x1(kiln_u32& r0, kiln_u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];" : "=r"(r0) : "r"(addr));
-}
-static __device__ KILN_INLINE void kiln_ldsm_x2(kiln_u32& r0, kiln_u32& r1, kiln_u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
-               : "=r"(r0), "=r"(r1) : "r"(addr));
-}
-static __device__ KILN_INLINE void kiln_ldsm_x4(kiln_u32& r0, kiln_u32& r1, kiln_u32& r2,
-                                                kiln_u32& r3, kiln_u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
-}
-
-// acc += A (16 x 16) * B (16 x 8), and the same with k = 8.
-static __device__ KILN_INLINE void kiln_mma16(float (&acc)[4], kiln_u32 a0, kiln_u32 a1,
-                                              kiln_u32 a2, kiln_u32 a3, kiln_u32 b0,
-                                              kiln_u32 b1) {
-  asm(KILN_MMA16 " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-static __device__ KILN_INLINE void kiln_mma8(float (&acc)[4], kiln_u32 a0, kiln_u32 a1,
-                                             kiln_u32 b0) {
-  asm(KILN_MMA8 " {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
-      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-      : "r"(a0), "r"(a1), "r"(b0));
 }
 
 // A lane's patch address of granule g for the pixel whose granule-0 address is `base`: the

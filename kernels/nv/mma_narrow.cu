@@ -28,11 +28,7 @@
     !defined(KILN_NT)
 #error "the perf config defines KILN_BH, KILN_BW, KILN_WARPS, KILN_CC and KILN_NT"
 #endif
-#if defined(KILN_DTYPE_FP16)
-  #define KILN_MMA "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-#elif defined(KILN_DTYPE_BF16)
-  #define KILN_MMA "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-#else
+#if !defined(KILN_DTYPE_FP16) && !defined(KILN_DTYPE_BF16)
   #error "mma_narrow.cu builds for FP16 or BF16"
 #endif
 
@@ -140,12 +136,9 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS)
             const kiln_u32 row = tap_row + (kiln_u32)((lane >> 4) * 8 * (KILN_NT - 1) + (lane & 7));
             const kiln_u32 addr = filter + kiln_granule(row, (kiln_u32)(2 * j + ((lane >> 3) & 1)));
 #if KILN_NT == 1
-            asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
-                         : "=r"(b[0][0]), "=r"(b[0][1]) : "r"(addr));
+            kiln_ldsm_x2(b[0][0], b[0][1], addr);
 #else
-            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(b[0][0]), "=r"(b[0][1]), "=r"(b[1][0]), "=r"(b[1][1])
-                         : "r"(addr));
+            kiln_ldsm_x4(b[0][0], b[0][1], b[1][0], b[1][1], addr);
 #endif
           }
 #pragma unroll
@@ -153,16 +146,10 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS)
             const kiln_u32 pix = pix0[q] + shift;
             const kiln_u32 addr = patch + kiln_granule(pix, (kiln_u32)(2 * j + (lane >> 4)));
             kiln_u32 a0, a1, a2, a3;
-            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                         : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3) : "r"(addr));
+            kiln_ldsm_x4(a0, a1, a2, a3, addr);
 #pragma unroll
-            for (int t = 0; t < KILN_NT; ++t) {
-              asm(KILN_MMA " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                           "{%0, %1, %2, %3};"
-                           : "+f"(acc[q][t][0]), "+f"(acc[q][t][1]), "+f"(acc[q][t][2]),
-                             "+f"(acc[q][t][3])
-                           : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b[t][0]), "r"(b[t][1]));
-            }
+            for (int t = 0; t < KILN_NT; ++t)
+              kiln_mma16(acc[q][t], a0, a1, a2, a3, b[t][0], b[t][1]);
           }
         }
       }
