@@ -113,6 +113,20 @@ impl TunableSolver for Dot1x1 {
         )
     }
 
+    /// The config the cost model ranks fastest. The default rule (the largest tile giving
+    /// the GPU 256 blocks, else the smallest) measures tiles by vector width times pixels, and
+    /// on a pooled 1x1 map no config gives 256 warps' worth of blocks, so it took `1,1,8,4`:
+    /// scalar loads, a dependent step per 32 channels, about 3x the vector configs' time on
+    /// MobileNetV3's excitation layers, where CUTLASS then ranked first.
+    fn default_config(
+        &self,
+        p: &ConvProblem,
+        caps: &TargetCaps,
+        candidates: &mut dyn Iterator<Item = (&'static str, Config)>,
+    ) -> Option<&'static str> {
+        self.fastest(p, caps, candidates)
+    }
+
     fn estimate(&self, p: &ConvProblem, caps: &TargetCaps, cfg: &Config) -> f64 {
         // Each warp walks C in steps of 32 lanes x vec channels, one dependent step after
         // another (about 0.5 us each from L2, the first from memory); each SM runs up to 64
@@ -121,8 +135,13 @@ impl TunableSolver for Dot1x1 {
         let waves = (cfg.warp_tiles(p) as f64 / (caps.compute_units as f64 * 64.0)).ceil();
         let [_, w, _] = p.element_counts();
         let weight_ms = (w * p.data_types()[0].size_bytes() as u64) as f64 / 2.5e9;
-        // Lanes past C idle: 48 channels in 8-channel loads keep 6 of 32 busy.
-        let lane_fill = p.c() as f64 / (steps * 32.0 * cfg.vec as f64);
+        // Lanes past C idle: 48 channels in 8-channel loads keep 6 of 32 busy. That costs
+        // time only where warps queue for the SMs; in one wave each step waits on latency.
+        let lane_fill = if waves > 1.0 {
+            p.c() as f64 / (steps * 32.0 * cfg.vec as f64)
+        } else {
+            1.0
+        };
         (waves * (0.001 + steps * 0.0005) / lane_fill.max(0.25)).max(weight_ms) + 0.002
     }
 
@@ -167,6 +186,36 @@ mod tests {
         assert!(Dot1x1
             .check(&squeeze(32, 48, 1152, 1, Layout::Nchw), &caps, "8,4,4,4")
             .is_ok());
+    }
+
+    #[test]
+    fn unmeasured_excitation_layers_take_vector_loads_and_rank_first() {
+        let caps = crate::solvers::devices::h100();
+        // MobileNetV3's excitation layers with nothing measured near them (the cost model
+        // alone): the dot kernel with 16- or 8-byte loads, ahead of CUTLASS. In the sm_90_132
+        // find log the dot kernel ran them 2.5-5.5x faster than CUTLASS's 3xTF32 kernels, and
+        // its scalar `1,1,8,4` (the old default, by tile size) about 3x slower than `8,4,4,4`.
+        for key in [
+            "960-1-1-1x1-240-1-1-1-0x0-1x1-1x1-0-NCHW-FP32-F",
+            "120-1-1-1x1-32-1-1-1-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP32-F",
+            "72-1-1-1x1-24-1-1-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP32-F",
+        ] {
+            let p = ConvProblem::from_find_db_key(key).unwrap();
+            let plan = crate::resolve::rank_unmeasured(&p, &[], &caps, None).unwrap();
+            let best = plan.best();
+            assert_eq!(best.variant.solver.id(), ID, "{key}");
+            let cfg = Config::parse(best.variant.params).unwrap();
+            assert!(cfg.vec >= 4, "{key}: {}", best.variant.params);
+        }
+        // In one wave a step waits on latency, not on its lanes: 72 channels take one step
+        // at 8 or 4 channels a lane, estimated alike.
+        let p = ConvProblem::from_find_db_key(
+            "72-1-1-1x1-24-1-1-1-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP32-F",
+        )
+        .unwrap();
+        let wide = Dot1x1.estimate(&p, &caps, &Config::parse("8,4,4,4").unwrap());
+        let narrow = Dot1x1.estimate(&p, &caps, &Config::parse("4,4,4,4").unwrap());
+        assert_eq!(wide, narrow);
     }
 
     #[test]
