@@ -12,10 +12,11 @@
 // padded by 16 bytes, so the eight rows of a fragment fall in distinct banks), parks the FP32
 // sums in shared memory (over the inputs where a block takes one tile), and then applies the
 // epilogue in the output's own order: each thread takes 8 consecutive channels of a pixel, loads
-// the residual as one 16-byte vector and stores 16 bytes, so a warp writes whole 128-byte lines. The activation's case is
-// chosen once per vector (kiln_act_each): applied per element, the epilogue's branches on scale,
-// bias, residual and activation form took 44 instructions an output and the kernel lost to the
-// wgmma kernels on every layer. Many small blocks an SM keep the writes in flight.
+// the residual as one 16-byte vector and stores 16 bytes, so a warp writes whole 128-byte lines.
+// The activation's case is chosen once per vector (kiln_act_each): applied per element, the
+// epilogue's branches on scale, bias, residual and activation form took 44 instructions an
+// output and the kernel lost to the wgmma kernels on every layer. Many small blocks an SM keep
+// the writes in flight.
 //
 // Perf config: KILN_BM (pixels a block, 64 or 128), KILN_KN (output channels a block, a multiple
 // of 8), KILN_CP (C rounded up to 16, 32 or 64: the k16 steps), and a run-time value, blocks an
