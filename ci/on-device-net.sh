@@ -8,7 +8,9 @@
 # C example's outputs with `kiln net run`'s, bit for bit (ci/net_c_check.py), for C_MODELS.
 # COMPARE_BUILDS="kiln-old ..." (out/<build>.gz): then each MODELS network through those
 # builds and out/kiln, random weights and input, N=1 and 32, alternating builds ROUNDS (3)
-# times: $OUT/compare.tsv (GPU-only ms, each build's output bit-identical to out/kiln's).
+# times: $OUT/compare.tsv (GPU-only ms, each build's output bit-identical to out/kiln's). An
+# entry `build:--flag` runs out/<build> with that `kiln net run` flag (`kiln:--no-pdl`: the
+# same build another way).
 # NET_CHECK=0 leaves ci/net_check.py out (the comparison alone).
 set -u
 OUT=${OUT:-/tmp/kiln-out}
@@ -32,14 +34,17 @@ for spec in ${MODELS:-resnet50}; do
 done
 } 2>&1 | tee "$OUT/net.txt"
 if [ -n "${COMPARE_BUILDS:-}" ]; then
-  for b in $COMPARE_BUILDS; do gunzip -kf "out/$b.gz" && chmod +x "out/$b"; done
+  for b in $COMPARE_BUILDS; do gunzip -kf "out/${b%%:*}.gz" && chmod +x "out/${b%%:*}"; done
   printf 'model\tn\tround\tbuild\tms\tbit_identical_to_kiln\n' > "$OUT/compare.tsv"
   for spec in ${MODELS:-resnet50}; do
     model=${spec%%:*}
     for n in 1 32; do
       for round in $(seq "${ROUNDS:-3}"); do
         for b in kiln $COMPARE_BUILDS; do
-          "out/$b" net run "$model" --random-weights --batch "$n" --repeats 100 \
+          flag=""
+          [[ $b == *:* ]] && flag=${b#*:}
+          # shellcheck disable=SC2086  # the flag is one word or none
+          "out/${b%%:*}" net run "$model" --random-weights --batch "$n" --repeats 100 $flag \
             --output "/tmp/out-$b.bin" > "/tmp/run-$b.txt" 2>&1 || { echo "$b $model $n failed"; cat "/tmp/run-$b.txt"; }
           ms=$(sed -n 's/^forward pass: \([0-9.]*\) ms.*/\1/p' "/tmp/run-$b.txt")
           same=$(cmp -s "/tmp/out-$b.bin" /tmp/out-kiln.bin && echo yes || echo no)

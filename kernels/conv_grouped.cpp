@@ -191,9 +191,11 @@ extern "C" __global__ void conv_grouped_nhwc_fwd(const kiln_t* __restrict__ x,
 // Launch: grid (strip groups x channel slices, slices fastest, so the blocks that share input
 // pixels run together), block (KILN_TX, KILN_TY); a strip is KILN_PH x KILN_PW output pixels
 // (rows x columns), a slice KILN_VEC * KILN_TX channels; dynamic shared memory: (taps + 2) x slice
-// x 4 bytes (the filter slice, then the slice's scale and bias). Needs C = K = groups,
-// C % KILN_VEC == 0, an S x S filter, horizontal dilation 1, channels_last, 2-D; with KILN_PH > 1
-// also vertical stride KILN_DW_U and vertical dilation 1. NVIDIA only (the manifest's archs).
+// x 4 bytes (the filter slice, then the slice's scale and bias), and KILN_TY x slice x 4 more
+// where the epilogue writes a global pool's partial sums (kiln_dw_pool_partials). Needs
+// C = K = groups, C % KILN_VEC == 0, an S x S filter, horizontal dilation 1, channels_last, 2-D;
+// with KILN_PH > 1 also vertical stride KILN_DW_U and vertical dilation 1. NVIDIA only (the
+// manifest's archs).
 #if !defined(KILN_PW) || !defined(KILN_PH) || !defined(KILN_DW_U)
 #error "the depthwise perf config defines KILN_PW, KILN_PH, KILN_DW_S and KILN_DW_U"
 #endif
@@ -320,6 +322,69 @@ static __device__ KILN_INLINE void kiln_dw_stage_filter(float* slice, const kiln
   __syncthreads();
 }
 
+// A global average pool's partial sums of y (KilnEpilogue::pool), so that the pool does not
+// read y again: each block sums, per image its strips lie in, its channels over its strips'
+// pixels (FP32, after the activation, before rounding) and stores one partial per (image, block,
+// channel), in a fixed order (no atomics: every run sums alike). Layout, FP32:
+// part[(n * slots + g - g0(n)) * K + k], g the block's strip group (KILN_TY consecutive strips of
+// the whole batch, so a group may span images), g0(n) = n * strips / KILN_TY the first group
+// holding image n's strips, slots = (strips - 1) / KILN_TY + 2 the most groups an image's strips
+// span; kiln_global_pool_finish (kernels/ops.cpp) adds image n's groups g0(n)..g1(n). `red`:
+// KILN_TY x slice floats of shared memory, row threadIdx.y's KILN_VEC floats from lane0 each
+// thread's own sums (kiln_dw_pool_add; zeros for a thread without a strip or channels).
+// src/solvers/depthwise.rs mirrors the layout (PoolPartials).
+// The block's place is recomputed here from the arguments: kept from the kernel's start, it
+// held registers through the main loop.
+static __device__ KILN_INLINE void kiln_dw_pool_partials(const float* red, float* __restrict__ part,
+                                                         const KilnConvArgs& a) {
+  const kiln_i32 k_total = a.k;
+  const kiln_u32 slices = (kiln_u32)(a.k + KILN_SLICE - 1) / KILN_SLICE;
+  const kiln_i64 group = blockIdx.x / slices;
+  const kiln_i32 slice_base = (kiln_i32)(blockIdx.x % slices) * KILN_SLICE;
+  const kiln_u32 image_strips = (kiln_u32)((a.out_w + KILN_PW - 1) / KILN_PW) *
+                                (kiln_u32)((a.out_h + KILN_PH - 1) / KILN_PH);
+  const kiln_i64 strips = (kiln_i64)a.n * image_strips;
+  __syncthreads();
+  const kiln_i64 first = group * KILN_TY;
+  const kiln_i64 end = first + KILN_TY < strips ? first + KILN_TY : strips;
+  const kiln_i64 n_first = first / image_strips;
+  const kiln_i32 images = (kiln_i32)((end - 1) / image_strips - n_first) + 1;
+  const kiln_u64 slots = (image_strips - 1) / KILN_TY + 2;
+  const kiln_i32 tid = (kiln_i32)(threadIdx.y * blockDim.x + threadIdx.x);
+  for (kiln_i32 i = tid; i < images * KILN_SLICE; i += (kiln_i32)(blockDim.x * blockDim.y)) {
+    const kiln_i32 t = i / KILN_SLICE, ch = i - t * KILN_SLICE;
+    if (slice_base + ch >= k_total) continue;
+    const kiln_i64 n = n_first + t;
+    // The block's rows (strips) that lie in image n.
+    const kiln_i64 lo = n * image_strips > first ? n * image_strips - first : 0;
+    const kiln_i64 hi = (n + 1) * image_strips < end ? (n + 1) * image_strips - first : end - first;
+    float sum = 0.0f;
+    for (kiln_i64 r = lo; r < hi; ++r) sum += red[r * KILN_SLICE + ch];
+    const kiln_i64 g0 = n * image_strips / KILN_TY;
+    const kiln_u64 row = (kiln_u64)n * slots + (kiln_u64)(group - g0);
+    part[row * (kiln_u64)k_total + slice_base + ch] = sum;
+  }
+}
+
+// Adds (or with `first`, stores) a pixel's outputs to this thread's pool sums in shared memory:
+// kept in registers across the epilogue, the sums raised every object's register count (the
+// non-pooling launches' too), by up to 15 registers.
+static __device__ KILN_INLINE void kiln_dw_pool_add(float* sums, const float (&r)[KILN_VEC],
+                                                    bool first) {
+#if KILN_VEC % 4 == 0
+#pragma unroll
+  for (int j = 0; j < KILN_VEC; j += 4) {
+    kiln_f4 q = *reinterpret_cast<const kiln_f4*>(sums + j);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) q.v[i] = first ? r[j + i] : q.v[i] + r[j + i];
+    *reinterpret_cast<kiln_f4*>(sums + j) = q;
+  }
+#else
+#pragma unroll
+  for (int j = 0; j < KILN_VEC; ++j) sums[j] = first ? r[j] : sums[j] + r[j];
+#endif
+}
+
 // Input rows whose vectors are in flight at once: as many as about 64 registers of raw input
 // hold (all S rows for FP16 at 4 channels a thread; two rows at 8), at least one.
 #define KILN_DW_ROW_REGS (KILN_COLS * KILN_DW_WORDS)
@@ -384,84 +449,97 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
     }
   }
   kiln_dw_stage_filter(kiln_w_slice, w, slice_base, a.k);
-  if (!active) return;
-
-  float acc[KILN_PH][KILN_PW][KILN_VEC];
+  // Every thread of a block that writes pool partials takes part in their sums.
+  const bool pooled = e.pool != 0;
+  if (!active && !pooled) return;
+  // This thread's pool sums (shared memory, after the factors).
+  float* const sums = factors + 2 * KILN_SLICE + threadIdx.y * KILN_SLICE + lane0;
+  if (!active) {
 #pragma unroll
-  for (int q = 0; q < KILN_PH; ++q)
+    for (int j = 0; j < KILN_VEC; ++j) sums[j] = 0.0f;
+  } else {
+    float acc[KILN_PH][KILN_PW][KILN_VEC];
 #pragma unroll
-    for (int p = 0; p < KILN_PW; ++p)
+    for (int q = 0; q < KILN_PH; ++q)
 #pragma unroll
-      for (int j = 0; j < KILN_VEC; ++j) acc[q][p][j] = 0.0f;
+      for (int p = 0; p < KILN_PW; ++p)
 #pragma unroll
-  for (int r = 0; r < KILN_ROWS; ++r) {
-    if (r + KILN_DW_AHEAD < KILN_ROWS) load_row(r + KILN_DW_AHEAD);
-    // Output row q reads this input row as its filter row r - q * U.
+        for (int j = 0; j < KILN_VEC; ++j) acc[q][p][j] = 0.0f;
 #pragma unroll
-    for (int q = 0; q < KILN_PH; ++q) {
-      const int fy = r - q * KILN_DW_U;
-      if (fy >= 0 && fy < KILN_DW_S) {
-        float wv[KILN_DW_S][KILN_VEC];
-        kiln_dw_row_taps(kiln_w_slice, fy, lane0, wv);
+    for (int r = 0; r < KILN_ROWS; ++r) {
+      if (r + KILN_DW_AHEAD < KILN_ROWS) load_row(r + KILN_DW_AHEAD);
+      // Output row q reads this input row as its filter row r - q * U.
 #pragma unroll
-        for (int col = 0; col < KILN_COLS; ++col) {
-          float v[KILN_VEC];
-          kiln_dw_unpack(in[r][col], v);
-          // Output pixel p reads this column as its tap col - p * U.
+      for (int q = 0; q < KILN_PH; ++q) {
+        const int fy = r - q * KILN_DW_U;
+        if (fy >= 0 && fy < KILN_DW_S) {
+          float wv[KILN_DW_S][KILN_VEC];
+          kiln_dw_row_taps(kiln_w_slice, fy, lane0, wv);
 #pragma unroll
-          for (int p = 0; p < KILN_PW; ++p) {
-            const int fx = col - p * KILN_DW_U;
-            if (fx >= 0 && fx < KILN_DW_S) {
+          for (int col = 0; col < KILN_COLS; ++col) {
+            float v[KILN_VEC];
+            kiln_dw_unpack(in[r][col], v);
+            // Output pixel p reads this column as its tap col - p * U.
 #pragma unroll
-              for (int j = 0; j < KILN_VEC; ++j) acc[q][p][j] += v[j] * wv[fx][j];
+            for (int p = 0; p < KILN_PW; ++p) {
+              const int fx = col - p * KILN_DW_U;
+              if (fx >= 0 && fx < KILN_DW_S) {
+#pragma unroll
+                for (int j = 0; j < KILN_VEC; ++j) acc[q][p][j] += v[j] * wv[fx][j];
+              }
             }
           }
         }
       }
     }
-  }
 
-  // The next kernel is released once this block's products are done: released at entry, its
-  // blocks held SM resources while this grid's later waves still ran.
-  kiln_pdl_release();
+    // The next kernel is released once this block's products are done: released at entry, its
+    // blocks held SM resources while this grid's later waves still ran.
+    kiln_pdl_release();
 
-  // The epilogue of epilogue.h, with its per-channel factors read once for all the strip's
-  // pixels; alpha * scale and bias apply as one fused multiply-add (rounded once, where
-  // epilogue.h rounds after each), and a sigmoid-form activation's reciprocal is approximate.
-  float scale[KILN_VEC], bias[KILN_VEC];
+    // The epilogue of epilogue.h, with its per-channel factors read once for all the strip's
+    // pixels; alpha * scale and bias apply as one fused multiply-add (rounded once, where
+    // epilogue.h rounds after each), and a sigmoid-form activation's reciprocal is approximate.
+    float scale[KILN_VEC], bias[KILN_VEC];
 #if KILN_VEC % 4 == 0
 #pragma unroll
-  for (int j = 0; j < KILN_VEC; j += 4) {
-    const kiln_f4 sq = *reinterpret_cast<const kiln_f4*>(factors + lane0 + j);
-    const kiln_f4 bq = *reinterpret_cast<const kiln_f4*>(factors + KILN_SLICE + lane0 + j);
+    for (int j = 0; j < KILN_VEC; j += 4) {
+      const kiln_f4 sq = *reinterpret_cast<const kiln_f4*>(factors + lane0 + j);
+      const kiln_f4 bq = *reinterpret_cast<const kiln_f4*>(factors + KILN_SLICE + lane0 + j);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) scale[j + i] = sq.v[i], bias[j + i] = bq.v[i];
-  }
+      for (int i = 0; i < 4; ++i) scale[j + i] = sq.v[i], bias[j + i] = bq.v[i];
+    }
 #else
 #pragma unroll
-  for (int j = 0; j < KILN_VEC; ++j) scale[j] = factors[lane0 + j], bias[j] = factors[KILN_SLICE + lane0 + j];
+    for (int j = 0; j < KILN_VEC; ++j)
+      scale[j] = factors[lane0 + j], bias[j] = factors[KILN_SLICE + lane0 + j];
 #endif
-  const KilnAct act = kiln_act_params(e.act, e.act_a);
+    const KilnAct act = kiln_act_params(e.act, e.act_a);
 #pragma unroll
-  for (int q = 0; q < KILN_PH; ++q) {
-    if (oh0 + q >= a.out_h) break;
-    const kiln_i64 pix0 = ((kiln_i64)n * a.out_h + oh0 + q) * a.out_w + ow0;
+    for (int q = 0; q < KILN_PH; ++q) {
+      if (oh0 + q >= a.out_h) break;
+      const kiln_i64 pix0 = ((kiln_i64)n * a.out_h + oh0 + q) * a.out_w + ow0;
 #pragma unroll
-    for (int p = 0; p < KILN_PW; ++p) {
-      if (ow0 + p >= a.out_w) break;
-      // Each condition is uniform: one branch per pixel, not one per element.
-      float r[KILN_VEC];
+      for (int p = 0; p < KILN_PW; ++p) {
+        if (ow0 + p >= a.out_w) break;
+        // Each condition is uniform: one branch per pixel, not one per element.
+        float r[KILN_VEC];
 #pragma unroll
-      for (int j = 0; j < KILN_VEC; ++j) r[j] = fmaf(acc[q][p][j], scale[j], bias[j]);
-      if (e.z) {
-        float zf[KILN_VEC];
-        kiln_dw_unpack(kiln_dw_load((const kiln_t*)e.z + (pix0 + p) * e.z_ld + k0, true), zf);
+        for (int j = 0; j < KILN_VEC; ++j) r[j] = fmaf(acc[q][p][j], scale[j], bias[j]);
+        if (e.z) {
+          float zf[KILN_VEC];
+          kiln_dw_unpack(kiln_dw_load((const kiln_t*)e.z + (pix0 + p) * e.z_ld + k0, true), zf);
 #pragma unroll
-        for (int j = 0; j < KILN_VEC; ++j) r[j] += e.beta * zf[j];
+          for (int j = 0; j < KILN_VEC; ++j) r[j] += e.beta * zf[j];
+        }
+        if (e.act != KILN_ACT_IDENTITY) kiln_act_each(r, act);
+        if (pooled) kiln_dw_pool_add(sums, r, q == 0 && p == 0);
+        kiln_dw_store(y + (pix0 + p) * e.y_ld + k0, r);
       }
-      if (e.act != KILN_ACT_IDENTITY) kiln_act_each(r, act);
-      kiln_dw_store(y + (pix0 + p) * e.y_ld + k0, r);
     }
+  }  // active
+  if (pooled) {
+    kiln_dw_pool_partials(factors + 2 * KILN_SLICE, (float*)e.pool, a);
   }
 }
 #endif  // KILN_DW_S

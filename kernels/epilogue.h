@@ -40,6 +40,10 @@ struct KilnEpilogue {
   kiln_i32 act;       // KILN_ACT_*
   kiln_i32 y_ld;      // elements from one output pixel to the next (channels-last), >= K
   kiln_i32 z_ld;      // the same for z
+  kiln_u64 pool;      // float partial sums of y's channels for a global pool, or 0 (none;
+                      // only the depthwise kernel writes them: src/solvers/depthwise.rs)
+  kiln_u64 x_scale;   // x's gate s[N][C] (x's type), multiplied in as x is read, or 0 (a
+                      // prologue; only the Hopper kernels take it: src/solvers/wgmma.rs)
 };
 
 // 2^v: the hardware's approximation (one instruction on both vendors; relative error about

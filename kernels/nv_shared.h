@@ -125,6 +125,18 @@ static __device__ KILN_INLINE kiln_u32 kiln_pack_pair(float lo, float hi) {
   return r;
 }
 
+// The products of two pairs of 16-bit elements, each rounded once to the element type (BF16
+// pairs: sm_90+).
+static __device__ KILN_INLINE kiln_u32 kiln_mul_pair(kiln_u32 a, kiln_u32 b) {
+  kiln_u32 r;
+#if defined(KILN_DTYPE_FP16)
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+#else
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+#endif
+  return r;
+}
+
 // Whether channel pairs (k even) of y, and of the residual z, are aligned 32-bit words: both
 // tensors 4-byte aligned and their pixel strides even. A channel slice of a concatenation may
 // not be; the caller then stores one element at a time.

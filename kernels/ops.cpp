@@ -30,6 +30,9 @@ struct KilnOpArgs {
   kiln_i32 splits;            // global pooling: pixel ranges summed apart (kiln_global_pool_*)
   kiln_i32 vec;               // 8: pool, resize and eltwise move 8 channels per thread (16-byte
                               // aligned: channels-last, c, strides and offsets multiples of 8)
+  kiln_i32 strips;            // global pool finish from a convolution's partial sums: strips
+                              // an image's output holds (0: the partials are this file's own)
+  kiln_i32 strip_group;       // strips one block of that convolution summed
 };
 
 // Loads and stores of one element. NVIDIA's FP16 conversions are one instruction each; the
@@ -426,9 +429,45 @@ extern "C" __global__ void kiln_global_pool_partial(const kiln_t* __restrict__ x
   }
 }
 
+// The mean from a depthwise convolution's partial sums (KilnEpilogue::pool, [n][slot][c] as
+// conv_grouped.cpp's kiln_dw_pool_partials writes them: image n's strips were summed by blocks
+// g0(n)..g1(n), g0(n) = n * strips / strip_group, in slots 0..g1 - g0; splits: slots an image
+// has room for). A block per (sample, 32 channels): 8 planes of threads add every 8th slot
+// (consecutive threads read consecutive channels), then one thread per channel adds the planes.
+static __device__ KILN_INLINE void kiln_pool_strip_finish(const float* __restrict__ part,
+                                                          kiln_t* __restrict__ y, const KilnOpArgs& a,
+                                                          float* red) {
+  const kiln_u32 c = a.c, chunks = (c + 31) / 32, blocks = (kiln_u32)a.n * chunks;
+  const kiln_u64 strips = (kiln_u32)a.strips, group = (kiln_u32)a.strip_group;
+  const kiln_u64 slots = (kiln_u32)a.splits;
+  const kiln_u32 lane = threadIdx.x % 32, plane = threadIdx.x / 32;
+  const float inv = 1.0f / ((float)a.in_h * (float)a.in_w);
+  for (kiln_u32 blk = blockIdx.x; blk < blocks; blk += a.grid_threads / 256) {
+    const kiln_u32 n = blk / chunks, ch = (blk % chunks) * 32 + lane;
+    const kiln_u64 count = ((n + 1) * strips - 1) / group - n * strips / group + 1;
+    float t = 0.0f;
+    if (ch < c) {
+      for (kiln_u64 s = plane; s < count; s += 8) t += part[(n * slots + s) * c + ch];
+    }
+    red[plane * 32 + lane] = t;
+    __syncthreads();
+    if (plane == 0 && ch < c) {
+      float sum = 0.0f;
+      for (int l = 0; l < 8; ++l) sum += red[l * 32 + lane];
+      kiln_op_store(y, kiln_op_index(a, n, ch, 0, 0, 1, 1, a.y_ld), kiln_op_act(sum * inv, a));
+    }
+    __syncthreads();
+  }
+}
+
 extern "C" __global__ void kiln_global_pool_finish(const kiln_t* __restrict__ workspace, const kiln_t* __restrict__ unused,
                                                    kiln_t* __restrict__ y, KilnOpArgs a) {
   kiln_pdl_start();
+  if (a.strip_group > 0) {
+    __shared__ float red[256];
+    kiln_pool_strip_finish((const float*)workspace, y, a, red);
+    return;
+  }
   const float* part = (const float*)workspace;
   const kiln_u32 total = (kiln_u32)a.n * a.c, splits = a.splits;
   const float inv = 1.0f / ((float)a.in_h * (float)a.in_w);

@@ -535,7 +535,8 @@ impl Context {
     ) -> Result<(), RunError> {
         let p = &inv.problem;
         let bytes = p.byte_counts();
-        let (ep, y_offset) = epilogue.checked(p, &self.device)?;
+        let pool_bytes = inv.pool_partials.map_or(0, |l| l.bytes(p.n(), p.k()));
+        let (ep, y_offset) = epilogue.checked(p, &self.device, pool_bytes)?;
         let y_bytes = (p.y_extent() + y_offset) * p.data_types()[2].size_bytes() as u64;
         for (which, buf, needed) in [("x", x, bytes[0]), ("w", w, bytes[1]), ("y", y, y_bytes)] {
             check_buffer(&self.device, which, buf, needed)?;
@@ -690,7 +691,7 @@ impl Context {
         };
         let a_offset = slice("a", offsets.a, op.a_ld)?;
         let y_offset = slice("y", offsets.y, op.y_ld)?;
-        check_buffer(&self.device, "a", a, op.a_elements() * element + a_offset)?;
+        check_buffer(&self.device, "a", a, op.a_bytes() + a_offset)?;
         check_buffer(&self.device, "y", y, op.y_elements() * element + y_offset)?;
         let b_needed = op.b_elements() * element;
         let bp = match (b, b_needed) {
@@ -783,6 +784,12 @@ pub struct EpilogueArgs<'a> {
     pub y_channel_offset: u32,
     /// z's first channel likewise.
     pub z_channel_offset: u32,
+    /// Where the epilogue writes a global pool's FP32 partial sums: given exactly when the
+    /// fusion has `pool`, at least [`crate::solvers::PoolPartials::bytes`] of the invoker's
+    /// [`Invoker::pool_partials`].
+    pub pool: Option<&'a DeviceBuffer>,
+    /// x's gate `s[N][C]` in x's type: given exactly when the fusion has `x_scale`.
+    pub x_scale: Option<&'a DeviceBuffer>,
 }
 
 impl<'a> EpilogueArgs<'a> {
@@ -797,6 +804,8 @@ impl<'a> EpilogueArgs<'a> {
             activation_param: p.fusion().activation.default_param(),
             y_channel_offset: 0,
             z_channel_offset: 0,
+            pool: None,
+            x_scale: None,
         }
     }
 
@@ -806,6 +815,7 @@ impl<'a> EpilogueArgs<'a> {
         &self,
         p: &ConvProblem,
         device: &Device,
+        pool_bytes: u64,
     ) -> Result<(kiln_format::abi::Epilogue, u64), RunError> {
         let f = p.fusion();
         let fail = |reason: String| RunError::Epilogue {
@@ -838,6 +848,16 @@ impl<'a> EpilogueArgs<'a> {
         };
         ep.scale = tensor("scale", f.scale, self.scale, 4 * k)?;
         ep.bias = tensor("bias", f.bias, self.bias, 4 * k)?;
+        ep.pool = tensor("pool partial sums buffer", f.pool, self.pool, pool_bytes)?;
+        let gate_bytes = u64::from(p.n()) * u64::from(p.c()) * element;
+        ep.x_scale = tensor("gate of x", f.x_scale, self.x_scale, gate_bytes)?;
+        // The kernels read the gate in 16-byte pieces.
+        if !ep.x_scale.is_multiple_of(16) {
+            return Err(fail(format!(
+                "x's gate at device address {:#x} is not 16-byte aligned",
+                ep.x_scale
+            )));
+        }
         let offset = |name: &str, offset: u32, ld: u32| -> Result<u64, RunError> {
             if offset == 0 {
                 return Ok(0);

@@ -226,6 +226,8 @@ pub struct Invoker {
     pub variant: Variant,
     pub(crate) kernels: Vec<(Function, KernelLaunch)>,
     pub(crate) workspace_bytes: u64,
+    /// Where the epilogue writes a global pool's partial sums (a problem fusing them).
+    pub(crate) pool_partials: Option<crate::solvers::PoolPartials>,
     pub(crate) arguments: Arguments,
     pub(crate) problem: ConvProblem,
     /// Its kernels wait on their predecessor (`griddepcontrol.wait`): they may be launched
@@ -242,6 +244,14 @@ impl Invoker {
     /// Workspace bytes [`crate::context::Context::run`] needs.
     pub fn workspace_bytes(&self) -> u64 {
         self.workspace_bytes
+    }
+
+    /// How the epilogue lays out a global pool's partial sums, for a problem that fuses them
+    /// ([`kiln_format::Fusion::pool`]): the buffer [`crate::context::EpilogueArgs::pool`]
+    /// must hold [`crate::solvers::PoolPartials::bytes`], and the pool's finishing operator
+    /// ([`crate::ops::OpKind::GlobalAveragePoolFinish`]) reads them so.
+    pub fn pool_partials(&self) -> Option<crate::solvers::PoolPartials> {
+        self.pool_partials
     }
 
     /// The problem it was prepared for.
@@ -334,6 +344,7 @@ impl Invoker {
             variant: *v,
             kernels,
             workspace_bytes: plan.workspace_bytes,
+            pool_partials: plan.pool_partials,
             arguments,
             problem: *p,
             programmatic: false,

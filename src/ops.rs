@@ -99,6 +99,14 @@ pub enum OpKind {
     Pool(Pool2d),
     /// Mean over all pixels: an `n x c x 1 x 1` output.
     GlobalAveragePool,
+    /// The mean of a global average pool whose sums a convolution's epilogue took
+    /// ([`kiln_format::Fusion::pool`]): the input `a` is that convolution's FP32 partial sums,
+    /// laid out as `partials` says ([`crate::invoker::Invoker::pool_partials`]); `input` is the
+    /// pooled tensor's `[h, w]` (the divisor). An `n x c x 1 x 1` output.
+    GlobalAveragePoolFinish {
+        /// How the partial sums lie.
+        partials: crate::solvers::PoolPartials,
+    },
     /// Resizing to `out` `[h, w]`.
     Resize {
         /// Nearest or bilinear.
@@ -228,6 +236,10 @@ impl OpProblem {
                 if ceil_mode { " ceil" } else { "" }
             ),
             OpKind::GlobalAveragePool => "global-avgpool".into(),
+            OpKind::GlobalAveragePoolFinish { partials } => format!(
+                "global-avgpool-finish (of {} strips an image, {} a block)",
+                partials.strips, partials.group
+            ),
             OpKind::Resize { mode, out } => format!(
                 "resize-{} to {}x{}",
                 match mode {
@@ -291,7 +303,7 @@ impl OpProblem {
                 };
                 [dim(0), dim(1)]
             }
-            OpKind::GlobalAveragePool => [1, 1],
+            OpKind::GlobalAveragePool | OpKind::GlobalAveragePoolFinish { .. } => [1, 1],
             OpKind::Resize { out, .. } => out,
             OpKind::Eltwise { .. } | OpKind::Softmax => self.input,
         }
@@ -377,6 +389,17 @@ impl OpProblem {
                 }
             }
             OpKind::GlobalAveragePool => {}
+            OpKind::GlobalAveragePoolFinish { partials } => {
+                if partials.strips == 0 || partials.group == 0 {
+                    return fail("the partial sums' strips and group must be at least 1".into());
+                }
+                if self.a_ld != 0 {
+                    return fail("the partial sums are dense (a_ld must be 0)".into());
+                }
+                if partials.bytes(self.n, self.c) / 4 > i32::MAX as u64 {
+                    return fail("more partial sums than 32-bit indexing reaches".into());
+                }
+            }
         }
         let [oh, ow] = self.output();
         let fits = |v: u64| v <= i32::MAX as u64;
@@ -398,7 +421,19 @@ impl OpProblem {
 
     /// Elements of the input (a's extent: up to its last element, slices included).
     pub fn a_elements(&self) -> u64 {
-        self.extent(self.input, self.a_ld)
+        match self.kind {
+            OpKind::GlobalAveragePoolFinish { partials } => partials.bytes(self.n, self.c) / 4,
+            _ => self.extent(self.input, self.a_ld),
+        }
+    }
+
+    /// Bytes of the input: its elements in the data type, or FP32 partial sums.
+    pub fn a_bytes(&self) -> u64 {
+        let element = match self.kind {
+            OpKind::GlobalAveragePoolFinish { .. } => 4,
+            _ => self.data_type.size_bytes() as u64,
+        };
+        self.a_elements() * element
     }
 
     /// Elements of the second input `b` (0 when the operator takes none).
@@ -514,6 +549,7 @@ impl OpProblem {
         match self.kind {
             OpKind::GlobalAveragePool if self.splits() == 1 => &FUNCTIONS[4..5],
             OpKind::GlobalAveragePool => &FUNCTIONS[4..6],
+            OpKind::GlobalAveragePoolFinish { .. } => &FUNCTIONS[5..6],
             OpKind::Pool(_) => &FUNCTIONS[0..1],
             OpKind::Resize { .. } => &FUNCTIONS[1..2],
             OpKind::Eltwise { .. } => &FUNCTIONS[2..3],
@@ -525,6 +561,7 @@ impl OpProblem {
     pub fn function(&self) -> &'static str {
         match self.kind {
             OpKind::Pool(_) | OpKind::GlobalAveragePool => FUNCTIONS[0],
+            OpKind::GlobalAveragePoolFinish { .. } => FUNCTIONS[5],
             OpKind::Resize { .. } => FUNCTIONS[1],
             OpKind::Eltwise { .. } => FUNCTIONS[2],
             OpKind::Softmax => FUNCTIONS[3],
@@ -539,6 +576,10 @@ impl OpProblem {
             OpKind::Softmax => u64::from(self.n) * u64::from(oh) * u64::from(ow),
             // The partial sums' blocks (the finishing kernel needs fewer).
             OpKind::GlobalAveragePool => self.pool_blocks(self.vector_width()),
+            // A block per sample and 32 channels.
+            OpKind::GlobalAveragePoolFinish { .. } => {
+                u64::from(self.n) * u64::from(self.c.div_ceil(32))
+            }
             _ => (self.dense([oh, ow]) / u64::from(self.vector_width()))
                 .div_ceil(u64::from(BLOCK_THREADS)),
         };
@@ -551,6 +592,7 @@ impl OpProblem {
         let ld = |v: u32| if v == 0 { self.c } else { v } as i32;
         let (mut win, mut stride, mut pad, mut mode) = ([1, 1], [1, 1], [0, 0], 0);
         let mut b_ld = 0;
+        let (mut splits, mut strips, mut strip_group) = (self.splits(), 0, 0);
         match self.kind {
             OpKind::Pool(Pool2d {
                 mode: m,
@@ -569,6 +611,11 @@ impl OpProblem {
             OpKind::GlobalAveragePool => {
                 win = self.input;
                 mode = 1;
+            }
+            OpKind::GlobalAveragePoolFinish { partials } => {
+                win = self.input;
+                mode = 1;
+                (splits, strips, strip_group) = (partials.slots(), partials.strips, partials.group);
             }
             OpKind::Resize { mode: m, .. } => mode = (m == ResizeMode::Bilinear) as i32,
             OpKind::Eltwise { op, broadcast } => {
@@ -602,8 +649,10 @@ impl OpProblem {
             act: self.activation.code(),
             act_a: self.activation_param,
             grid_threads: (self.blocks() * BLOCK_THREADS) as i32,
-            splits: self.splits() as i32,
+            splits: splits as i32,
             vec: self.vector_width() as i32,
+            strips: strips as i32,
+            strip_group: strip_group as i32,
         }
     }
 }

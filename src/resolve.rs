@@ -163,15 +163,24 @@ pub fn resolve_on(
     // concatenation's part written into its channel slice stores as many bytes.
     // The kin are built only when the problem's own records are missing (resolve is a hot
     // path; a problem with no epilogue has none).
+    // A problem whose epilogue also writes a global pool's partial sums, or whose x is gated,
+    // is looked up as its twin without them: the sums and the gate cost the solvers that take
+    // them little beside their loads and stores, and the other solvers are left out when
+    // planned.
+    let twin = match p.fusion() {
+        f if f.pool || f.x_scale => p.with_fusion(f.without_pool().without_x_scale()).ok(),
+        _ => None,
+    };
+    let keyed = twin.as_ref().unwrap_or(p);
     let plain = p.without_fusion();
-    let mut tuned = target.perf_record(p)?;
-    let mut record = target.find_record(p)?;
-    if (tuned.is_empty() || record.is_none()) && plain != *p {
-        let dense = dense_sibling(p);
+    let mut tuned = target.perf_record(keyed)?;
+    let mut record = target.find_record(keyed)?;
+    if (tuned.is_empty() || record.is_none()) && plain != *keyed {
+        let dense = dense_sibling(keyed);
         let kin = [
             dense,
             dense.as_ref().and_then(affine_sibling),
-            affine_sibling(p),
+            affine_sibling(keyed),
             Some(plain),
         ];
         for q in kin.iter().flatten() {
@@ -221,10 +230,10 @@ pub fn resolve_on(
             .first()
             .map_or(f32::INFINITY, |&(_, d)| d)
     };
-    let query = if plain != *p && nearest(&plain) < nearest(p) {
+    let query = if plain != *keyed && nearest(&plain) < nearest(keyed) {
         &plain
     } else {
-        p
+        keyed
     };
     let (fallback, source) = fallback(p, query, model, &caps, &tuned);
     for c in fallback {
@@ -607,6 +616,99 @@ mod tests {
         let first = |p: &Plan| (p.ranked[0].variant.solver.id(), p.ranked[0].variant.params);
         assert_eq!(first(&a), first(&b));
         assert_eq!(a.ranked[0].time_ms, b.ranked[0].time_ms);
+    }
+
+    #[test]
+    fn a_pools_sums_are_ranked_by_the_twin_without_them() {
+        let Some(t) = crate::embedded::target("sm_90_132") else {
+            return; // a build without the measured Hopper target
+        };
+        // EfficientNet-B0's last 5x5 depthwise layer at N=32, measured without the pool.
+        let twin = ConvProblem::from_find_db_key(
+            "672-14-14-5x5-672-14-14-32-2x2-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F_g672+bias+silu",
+        )
+        .unwrap();
+        let pooled = twin
+            .with_fusion(kiln_format::Fusion {
+                pool: true,
+                ..twin.fusion()
+            })
+            .unwrap();
+        assert!(pooled.find_db_key().as_str().ends_with("+bias+silu+pool"));
+        assert!(t.find_record(&pooled).unwrap().is_none());
+        let (a, b) = (resolve(t, &twin).unwrap(), resolve(t, &pooled).unwrap());
+        assert_eq!(b.source, PlanSource::FindDb);
+        let best = |p: &Plan| (p.ranked[0].variant.solver.id(), p.ranked[0].variant.params);
+        assert_eq!(best(&a), best(&b));
+        assert_eq!(best(&b).0, "ConvDirectDepthwiseFwd");
+        // Only solvers that write the sums are ranked: the depthwise kernel alone.
+        let caps = TargetCaps::of(t);
+        for r in b.iter() {
+            assert!(r
+                .variant
+                .solver
+                .plan(&pooled, &caps, r.variant.params)
+                .is_ok());
+            assert_eq!(r.variant.solver.id(), "ConvDirectDepthwiseFwd");
+        }
+        let grouped = crate::solvers::registered()
+            .find(|s| {
+                s.id() != "ConvDirectDepthwiseFwd"
+                    && s.offered_params(&twin, &caps).next().is_some()
+            })
+            .unwrap();
+        let params = grouped.offered_params(&twin, &caps).next().unwrap();
+        assert_eq!(
+            grouped.plan(&pooled, &caps, params).unwrap_err(),
+            "fused global-pool partial sums: this solver does not write them"
+        );
+    }
+
+    #[test]
+    fn a_gated_layer_is_ranked_by_its_twin_on_the_solvers_that_scale_x() {
+        let Some(t) = crate::embedded::target("sm_90_132") else {
+            return; // a build without the measured Hopper target
+        };
+        // EfficientNet-B0's 1152 -> 192 projection at N=32 (with its block's residual), its
+        // input gated.
+        let twin = ConvProblem::from_find_db_key(
+            "1152-7-7-1x1-192-7-7-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias+add",
+        )
+        .unwrap();
+        let gated = twin
+            .with_fusion(kiln_format::Fusion {
+                x_scale: true,
+                ..twin.fusion()
+            })
+            .unwrap();
+        assert!(gated.find_db_key().as_str().ends_with("+bias+add+xscale"));
+        let (a, b) = (resolve(t, &twin).unwrap(), resolve(t, &gated).unwrap());
+        assert_eq!(b.source, PlanSource::FindDb);
+        let caps = TargetCaps::of(t);
+        for r in b.iter() {
+            let plan = r
+                .variant
+                .solver
+                .plan(&gated, &caps, r.variant.params)
+                .unwrap();
+            assert!(plan.scales_x, "{}", r.variant.solver.id());
+        }
+        // The twin's best, where it scales x, stays first, at its measured time.
+        if a.ranked[0].variant.solver.id().starts_with("ConvWgmma") {
+            assert_eq!(a.ranked[0].variant, b.ranked[0].variant);
+            assert_eq!(a.ranked[0].time_ms, b.ranked[0].time_ms);
+        }
+        let expand = crate::solvers::by_id("ConvMmaExpand1x1Fwd").unwrap();
+        let small = ConvProblem::from_find_db_key(
+            "32-112-112-1x1-16-112-112-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias+xscale",
+        )
+        .unwrap();
+        let plain = small.with_fusion(small.fusion().without_x_scale()).unwrap();
+        let params = expand.offered_params(&plain, &caps).next().unwrap();
+        assert_eq!(
+            expand.plan(&small, &caps, params).unwrap_err(),
+            "x scaled per image and channel: this solver does not scale its input"
+        );
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub fn problems() -> Vec<ConvProblem> {
                     activation: Activation::ALL[(3 * i + 1) % Activation::ALL.len()],
                     y_ld: 0,
                     z_ld: 0,
+                    pool: false,
+                    x_scale: false,
                 };
                 out.push(p);
                 out.extend(p.with_fusion(fusion).ok());

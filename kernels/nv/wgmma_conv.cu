@@ -1421,6 +1421,49 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
   }
 }
 
+#if !defined(KILN_SWAP) && !defined(KILN_STEP_CHANNELS) && !defined(KILN_3D) && \
+    !defined(KILN_GROUPED) && !defined(KILN_FIRST_LAYER) && !defined(KILN_DTYPE_FP32)
+#define KILN_SCALES_X 1
+
+// A squeeze-and-excitation gate folded into this layer (KilnEpilogue::x_scale: s[N][C] of x's
+// type; src/solvers/wgmma.rs `scales_x`): the warpgroup multiplies its 64 rows of the A stage
+// at `a` (output pixels from row0; KILN_BK channels from c0, in the 128-byte swizzle TMA wrote:
+// 16-byte chunk j of row r sits at chunk j ^ (r % 8)) by their image's gate before its wgmma
+// reads them, while the previous stage's products are still in flight. Each product rounds
+// once to x's type, as a separate multiply's stored output would. Rows past M and channels
+// past C (TMA's zero fill) stay as they are.
+static __device__ KILN_INLINE void kiln_scale_a_stage(const KilnTmaConvParams& p, kiln_u32 a,
+                                                      int row0, int c0, int warpgroup) {
+  const kiln_t* gate = (const kiln_t*)p.ep.x_scale;
+  const int pixels = p.out_d * p.out_h * p.out_w;
+  const int t = threadIdx.x % 128;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int chunk = t + i * 128;  // 64 rows x 8 chunks
+    const int r = chunk / 8, at_chunk = chunk % 8;
+    const int m = row0 + r, c = c0 + (at_chunk ^ (r % 8)) * 8;
+    if (m < p.m && c < p.c) {
+      const kiln_u32 at = a + r * 128 + at_chunk * 16;
+      kiln_u32 v0, v1, v2, v3;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
+                   : "r"(at));
+      const kiln_t* row = gate + (kiln_i64)(m / pixels) * p.c;
+      const uint4 s = __ldg(reinterpret_cast<const uint4*>(row + c));
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(at),
+                   "r"(kiln_mul_pair(v0, s.x)), "r"(kiln_mul_pair(v1, s.y)),
+                   "r"(kiln_mul_pair(v2, s.z)), "r"(kiln_mul_pair(v3, s.w))
+                   : "memory");
+    }
+  }
+  // The threads' stores made visible to wgmma's (async proxy) reads, then the warpgroup's.
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
+}
+#else
+#define KILN_SCALES_X 0
+#endif
+
 // A consumer warpgroup's share of one unit: rows [64 g, 64 g + 64) of the tile, multiplied,
 // then stored (split-K: FP32 partials to the workspace; else rounded once, staged, 16-byte
 // stores). The accumulators start undefined: the unit's first wgmma does not read them
@@ -1472,6 +1515,17 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
   for (int it = t.begin; it < t.end; ++it, ++g) {
     const int j = it - t.begin, s = g % KILN_STAGES;
     kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
+#if KILN_SCALES_X
+    if (p.ep.x_scale) {
+#if defined(KILN_IM2COL)
+      const int c0 = (it % l.c_iters) * KILN_BK;
+#else
+      const int c0 = it * KILN_BK;
+#endif
+      const kiln_u32 rows = l.stage_a + s * KILN_A_BYTES + warpgroup * 64 * KILN_ROW_BYTES;
+      kiln_scale_a_stage(p, rows, row0, c0, warpgroup);
+    }
+#endif
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #if defined(KILN_SWAP)
     // A: this warpgroup's 64 rows of w (output channels); B: every pixel of the A stage.

@@ -21,6 +21,8 @@ pub struct EpilogueInputs {
     /// y's first channel in its wider tensor.
     pub y_offset: u32,
     z_offset: u32,
+    /// x's gate `s[N][C]` (x's type), where the fusion scales x.
+    gate: Option<(DeviceBuffer, Vec<f64>)>,
 }
 
 /// The channel offset checks use for a slice `ld` wide holding `k` channels: the last
@@ -68,7 +70,18 @@ impl EpilogueInputs {
         } else {
             None
         };
+        // A gate in (0, 1), as the sigmoid that makes a squeeze-and-excitation gate gives.
+        let gate = if f.x_scale {
+            let values: Vec<f32> = random_values((p.n() * p.c()) as usize, seed ^ 0x6A7E)
+                .into_iter()
+                .map(|v| 0.5 + 0.45 * v)
+                .collect();
+            Some(upload(device, p.data_types()[0], &values)?)
+        } else {
+            None
+        };
         Ok(Some(EpilogueInputs {
+            gate,
             scale,
             bias,
             residual,
@@ -91,7 +104,33 @@ impl EpilogueInputs {
             activation_param: self.param,
             y_channel_offset: self.y_offset,
             z_channel_offset: self.z_offset,
+            pool: None,
+            x_scale: self.gate.as_ref().map(|(b, _)| b),
         }
+    }
+
+    /// x as the convolution reads it: each element times its image's and channel's gate,
+    /// rounded to x's type as the kernels round the product (`x` as stored, in x's layout);
+    /// x itself where the fusion has no gate.
+    pub fn gated_x(&self, p: &ConvProblem, x: &[f64]) -> Vec<f64> {
+        let Some((_, gate)) = &self.gate else {
+            return x.to_vec();
+        };
+        let (c, dtype) = (p.c() as usize, p.data_types()[0]);
+        let image = x.len() / p.n() as usize;
+        let pixels = image / c;
+        let channels_last = p.layouts()[0].channels_last();
+        x.iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let (n, ch) = if channels_last {
+                    (i / image, i % c)
+                } else {
+                    (i / image, i / pixels % c)
+                };
+                crate::elements::round_to(dtype, v * gate[n * c + ch])
+            })
+            .collect()
     }
 
     /// Applies the epilogue to `conv`, the f64 convolution in y's dense layout.

@@ -54,7 +54,18 @@ pub fn forward(
             let w = stored(dtype, cw.krsc.iter().map(|&v| f64::from(v)));
             let (scale, bias) = (cw.scale, cw.bias);
             let p = conv_problem(name, &c, node.activation, x, batch, dtype)?;
-            let mut y = conv_reference(&p.without_fusion(), &tensors[node.inputs[0].as_str()], &w);
+            let input = &tensors[node.inputs[0].as_str()];
+            // A folded gate multiplies x per image and channel first, rounded as stored.
+            let gated = c.x_scale.as_deref().map(|g| {
+                let (gate, channels) = (&tensors[g], x.c as usize);
+                let image = (x.c * x.h * x.w) as usize;
+                let values = input.iter().enumerate();
+                stored(
+                    dtype,
+                    values.map(|(i, v)| v * gate[i / image * channels + i % channels]),
+                )
+            });
+            let mut y = conv_reference(&p.without_fusion(), gated.as_deref().unwrap_or(input), &w);
             let z = c.residual.as_deref().map(|r| &tensors[r]);
             for (i, v) in y.iter_mut().enumerate() {
                 let ch = i % k;
@@ -148,6 +159,7 @@ mod tests {
                             eps: 0.0,
                         },
                         residual: None,
+                        x_scale: None,
                     }),
                     inputs: vec!["x".into()],
                     output: "c".into(),
@@ -238,5 +250,48 @@ mod tests {
             y[0],
             vec![0.0, 4.0, 1.0, 2.0, -3.0, 4.0, 7.0, 0.0, 5.0, 6.0, 7.0, -8.0]
         );
+    }
+}
+
+#[cfg(test)]
+mod folding {
+    use super::*;
+    use crate::net::models;
+
+    /// Folding EfficientNet-B0's squeeze-and-excitation multiplies into the layers that read
+    /// them (`NetworkDef::fold_channel_muls`) computes the same tensors, bit for bit: the
+    /// gate's products are rounded as the multiply stored them.
+    #[test]
+    fn folded_gates_compute_what_the_multiplies_did() {
+        let mut def = models::efficientnet_b0(10);
+        def.input.1 = Shape { c: 3, h: 32, w: 32 };
+        let folded = def.fold_channel_muls(|_| true);
+        let muls = |d: &NetworkDef| d.nodes.iter().filter(|n| n.op == Op::ChannelMul).count();
+        assert_eq!((muls(&def), muls(&folded)), (16, 0));
+        assert_eq!(folded.nodes.len(), def.nodes.len() - 16);
+        let gated = folded
+            .nodes
+            .iter()
+            .filter_map(NetworkDef::as_conv)
+            .filter(|c| c.x_scale.is_some())
+            .count();
+        assert_eq!(gated, 16);
+        assert_eq!(def.fold_channel_muls(|_| false), def);
+        // The text form keeps the gates.
+        assert_eq!(
+            NetworkDef::from_text(&folded.to_text().unwrap()).unwrap(),
+            folded
+        );
+        let weights = Weights::random(&def, 7).unwrap();
+        let batch = 2;
+        let image: Vec<f64> = (0..batch * 3 * 32 * 32)
+            .map(|i| ((i * 37 % 101) as f64 / 50.0) - 1.0)
+            .collect();
+        for dtype in [DataType::Fp16, DataType::Bf16] {
+            let a = forward(&def, &weights, batch as u32, dtype, &image).unwrap();
+            let b = forward(&folded, &weights, batch as u32, dtype, &image).unwrap();
+            assert_eq!(a, b, "{}", dtype.name());
+            assert!(a[0].iter().all(|v| v.is_finite()));
+        }
     }
 }

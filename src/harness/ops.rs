@@ -80,6 +80,16 @@ pub fn reference(op: &OpProblem, a: &[f64], b: Option<&[f64]>) -> Vec<f64> {
                                 [0, 0],
                             )
                         }
+                        OpKind::GlobalAveragePoolFinish { partials } => {
+                            let (first, last) = partials.blocks_of(u64::from(n));
+                            let row = |s: u64| {
+                                (u64::from(n) * u64::from(partials.slots()) + s) * u64::from(op.c)
+                            };
+                            let sum: f64 = (0..=last - first)
+                                .map(|s| a[(row(s) + u64::from(ch)) as usize])
+                                .sum();
+                            sum / (f64::from(op.input[0]) * f64::from(op.input[1]))
+                        }
                         OpKind::Resize { mode, out } => resize(op, &at, [n, ch, yy, xx], mode, out),
                         OpKind::Eltwise { op: e, broadcast } => {
                             let v = at(ch, yy, xx, n);
@@ -276,6 +286,35 @@ pub fn problems(dtype: DataType) -> Vec<OpProblem> {
             op(OpKind::Softmax, 1, 19, [6, 5]),
         ]);
     }
+    // A pool's mean from a depthwise convolution's partial sums: images whose strips span
+    // two blocks (and blocks that span images), and many slots with ragged channels.
+    let finish = |strips, group| OpKind::GlobalAveragePoolFinish {
+        partials: crate::solvers::PoolPartials { strips, group },
+    };
+    out.push(OpProblem::new(
+        finish(14, 32),
+        5,
+        40,
+        [7, 7],
+        Layout::Nhwc,
+        dtype,
+    ));
+    out.push(OpProblem::new(
+        finish(49, 16),
+        3,
+        72,
+        [7, 14],
+        Layout::Nhwc,
+        dtype,
+    ));
+    out.push(OpProblem::new(
+        finish(3136, 32),
+        2,
+        36,
+        [112, 112],
+        Layout::Nhwc,
+        dtype,
+    ));
     // Channel counts that are not multiples of 8 (one channel per thread in NHWC too).
     let nhwc = |kind, c, hw: [u32; 2]| OpProblem::new(kind, 2, c, hw, Layout::Nhwc, dtype);
     out.push(nhwc(pool(PoolMode::Max, 3, 2, 1, false), 13, [9, 9]));
@@ -359,9 +398,14 @@ pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<
     // A channel-slice input is read from the wider tensor's last channels (a split's second
     // half), so the run covers the input's channel offset too.
     let a_offset = op.a_ld.saturating_sub(op.c);
+    // A pool's finishing operator reads FP32 partial sums.
+    let a_type = match op.kind {
+        OpKind::GlobalAveragePoolFinish { .. } => DataType::Fp32,
+        _ => dtype,
+    };
     let (a, a_vals) = upload(
         ctx.device(),
-        dtype,
+        a_type,
         &values(op.a_elements() + u64::from(a_offset), seed),
     )?;
     let b = match op.b_elements() {

@@ -129,6 +129,10 @@ pub fn problems() -> Vec<ConvProblem> {
         d2(2, 40, 40, [17, 15], [5, 5], [2, 2], [2, 2], [1, 1], 40),
         d2(1, 64, 64, [12, 19], [3, 3], [1, 1], [2, 2], [1, 1], 64),
         d2(1, 16, 16, [9, 30], [7, 7], [3, 3], [1, 1], [1, 1], 16),
+        // Depthwise with its global pool's sums: blocks of strips that span several 7x7
+        // images, and images that span many blocks.
+        d2(5, 48, 48, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1], 48),
+        d2(3, 32, 32, [58, 56], [3, 3], [1, 1], [2, 2], [1, 1], 32),
         // Depthwise 5x5 stride 1 with 11 output rows: strips of two and four rows end early.
         d2(2, 24, 24, [11, 13], [5, 5], [2, 2], [1, 1], [1, 1], 24),
         d2(4, 64, 64, [8, 8], [3, 3], [2, 2], [1, 1], [2, 2], 1),
@@ -281,7 +285,24 @@ pub fn problems() -> Vec<ConvProblem> {
                 };
                 if let Ok(p) = ConvProblem::new(spec) {
                     let fused = p.with_fusion(fusion_for(out.len(), &p)).ok();
-                    for p in std::iter::once(p).chain(fused) {
+                    // Depthwise layers also sum y for a global pool (squeeze-and-excitation).
+                    let pooled = (p.is_depthwise() && channels_last && base.spatial_dims == 2)
+                        .then(|| p.with_fusion(pooled_fusion(out.len())).ok())
+                        .flatten();
+                    // Dense FP16 and BF16 layers also read x through a gate (the Hopper
+                    // kernels fold a squeeze-and-excitation multiply so), every other one.
+                    let gated = (channels_last
+                        && base.spatial_dims == 2
+                        && p.groups() == 1
+                        && dtype != DataType::Fp32
+                        && out.len().is_multiple_of(2))
+                    .then(|| {
+                        let mut f = fusion_for(out.len() + 1, &p);
+                        f.x_scale = true;
+                        p.with_fusion(f).ok()
+                    })
+                    .flatten();
+                    for p in std::iter::once(p).chain(fused).chain(pooled).chain(gated) {
                         out.push(p);
                         // FP32 also with TF32 allowed (only the TF32 solvers run it).
                         if dtype == DataType::Fp32 {
@@ -310,6 +331,21 @@ fn fusion_for(i: usize, p: &ConvProblem) -> Fusion {
         activation: Activation::ALL[i % Activation::ALL.len()],
         y_ld: if slice { wide } else { 0 },
         z_ld: if slice && residual { wide + 8 } else { 0 },
+        pool: false,
+        x_scale: false,
+    }
+}
+
+/// The epilogue of the `i`-th problem's copy that also writes a global pool's partial sums:
+/// a bias (the batch norm folded into the filter), a scale on every other copy, and the
+/// activations in turn.
+fn pooled_fusion(i: usize) -> Fusion {
+    Fusion {
+        scale: i.is_multiple_of(2),
+        bias: true,
+        activation: Activation::ALL[(i + 3) % Activation::ALL.len()],
+        pool: true,
+        ..Fusion::NONE
     }
 }
 

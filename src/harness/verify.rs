@@ -300,6 +300,8 @@ pub struct ProblemCheck<'a> {
     w: DeviceBuffer,
     y: DeviceBuffer,
     epilogue: Option<super::epilogue::EpilogueInputs>,
+    /// Where a problem fusing a global pool's sums has the pool end (n x k, y's type).
+    pooled: Option<DeviceBuffer>,
     /// The outputs compared, when a sample ([`sample_outputs`]); `None`: every output.
     sample: Option<Vec<usize>>,
     /// The reference at the compared outputs.
@@ -357,13 +359,29 @@ impl<'a> ProblemCheck<'a> {
         let (x, xv) = upload(dev, dtype, xs)?;
         let (w, wv) = upload(dev, dtype, ws)?;
         let epilogue = super::epilogue::EpilogueInputs::new(dev, p, xs.len() as u64)?;
+        // A fused gate multiplies x before the convolution reads it.
+        let xv = match &epilogue {
+            Some(e) if p.fusion().x_scale => e.gated_x(p, &xv),
+            _ => xv,
+        };
         let y_offset = epilogue.as_ref().map_or(0, |e| e.y_offset as u64);
         let y = dev.alloc((p.y_extent() + y_offset).saturating_mul(dtype.size_bytes() as u64))?;
+        // A fused pool's means are compared after y (every output is needed for them).
+        let pooled = match p.fusion().pool && sample.is_none() {
+            true => {
+                Some(dev.alloc(u64::from(p.n()) * u64::from(p.k()) * dtype.size_bytes() as u64)?)
+            }
+            false => None,
+        };
         let reference = match &sample {
             None => {
                 let mut all = reference(p, &xv, &wv);
                 if let Some(e) = &epilogue {
                     e.apply(p, &mut all);
+                }
+                if pooled.is_some() {
+                    let means = pool_means(p, &all);
+                    all.extend(means);
                 }
                 all
             }
@@ -384,6 +402,7 @@ impl<'a> ProblemCheck<'a> {
             w,
             y,
             epilogue,
+            pooled,
             sample,
             reference,
         })
@@ -396,10 +415,56 @@ impl<'a> ProblemCheck<'a> {
         poison(&self.y)?;
         let inv = self.ctx.prepare(&self.problem, v)?;
         let ws = workspace_for(self.ctx.device(), &inv)?;
-        self.launch(&inv, ws.as_ref(), &Stream::default())?;
+        let pool = match inv.pool_partials() {
+            Some(l) => Some(
+                self.ctx
+                    .device()
+                    .alloc(l.bytes(self.problem.n(), self.problem.k()))?,
+            ),
+            None => None,
+        };
+        self.launch(&inv, ws.as_ref(), pool.as_ref(), &Stream::default())?;
         let offset = self.epilogue.as_ref().map_or(0, |e| e.y_offset);
-        let out = super::epilogue::gather_y(&self.problem, download(&self.y, dtype)?, offset);
-        Ok((self.compared(out), Invoked { inv, ws }))
+        let mut out = super::epilogue::gather_y(&self.problem, download(&self.y, dtype)?, offset);
+        if let (Some(pooled), Some(sums), Some(partials)) =
+            (&self.pooled, &pool, inv.pool_partials())
+        {
+            out.extend(self.finish_pool(pooled, sums, partials)?);
+        }
+        Ok((self.compared(out), Invoked { inv, ws, pool }))
+    }
+
+    /// The means of the pool whose sums a run wrote into `sums`, by the pool's finishing
+    /// operator (into `pooled`, poisoned first), read back.
+    fn finish_pool(
+        &self,
+        pooled: &DeviceBuffer,
+        sums: &DeviceBuffer,
+        partials: crate::solvers::PoolPartials,
+    ) -> Result<Vec<f64>, RunError> {
+        let p = &self.problem;
+        let dtype = p.data_types()[2];
+        let [_, oh, ow] = p.output();
+        let op = crate::ops::OpProblem::new(
+            crate::ops::OpKind::GlobalAveragePoolFinish { partials },
+            p.n(),
+            p.k(),
+            [oh, ow],
+            kiln_format::Layout::Nhwc,
+            dtype,
+        );
+        let inv = self.ctx.prepare_op(&op)?;
+        poison(pooled)?;
+        self.ctx.run_op(
+            &inv,
+            sums,
+            None,
+            pooled,
+            crate::ops::ChannelOffsets::default(),
+            None,
+            &Stream::default(),
+        )?;
+        download(pooled, dtype)
     }
 
     /// The outputs the reference covers: all of `out`, or its sample. A sampled check of
@@ -429,12 +494,14 @@ impl<'a> ProblemCheck<'a> {
         &self,
         inv: &crate::invoker::Invoker,
         ws: Option<&DeviceBuffer>,
+        pool: Option<&DeviceBuffer>,
         stream: &Stream,
     ) -> Result<(), RunError> {
-        let args = match &self.epilogue {
+        let mut args = match &self.epilogue {
             Some(e) => e.args(),
             None => crate::context::EpilogueArgs::defaults(&self.problem),
         };
+        args.pool = pool;
         self.ctx
             .run_fused(inv, &self.x, &self.w, &self.y, ws, stream, &args)
     }
@@ -458,6 +525,8 @@ impl<'a> ProblemCheck<'a> {
 struct Invoked {
     inv: std::sync::Arc<crate::invoker::Invoker>,
     ws: Option<DeviceBuffer>,
+    /// The partial sums of a fused pool.
+    pool: Option<DeviceBuffer>,
 }
 
 /// Runs `v` on `p` with fresh random inputs (seeded), output poisoned first, and checks it
@@ -471,11 +540,11 @@ pub fn run_checked(
     repeats: usize,
 ) -> Result<CheckedRun, RunError> {
     let check = ProblemCheck::random_within(ctx, p, seed, REFERENCE_BUDGET_MACS)?;
-    let (out, Invoked { inv, ws }) = check.run(v)?;
+    let (out, Invoked { inv, ws, pool }) = check.run(v)?;
     let error = relative_error(&out, &check.reference);
     let (compared, outputs) = check.compared_outputs();
     let time_ms = time_gpu_only_fitted(ctx.device(), repeats, |s, _| {
-        check.launch(&inv, ws.as_ref(), s)
+        check.launch(&inv, ws.as_ref(), pool.as_ref(), s)
     })?
     .0
     .median_ms;
@@ -486,6 +555,21 @@ pub fn run_checked(
         compared: compared as u64,
         outputs,
     })
+}
+
+/// The per-(image, channel) means of `y`, the f64 output of `p` in its dense channels-last
+/// layout: what a global average pool of y computes (a fused pool sums y before rounding).
+pub fn pool_means(p: &ConvProblem, y: &[f64]) -> Vec<f64> {
+    let (n, k) = (p.n() as usize, p.k() as usize);
+    let pixels = y.len() / (n * k).max(1);
+    let mut means = vec![0.0; n * k];
+    for (i, v) in y.iter().enumerate() {
+        means[i / (pixels * k) * k + i % k] += v;
+    }
+    for m in &mut means {
+        *m /= pixels as f64;
+    }
+    means
 }
 
 /// Inputs with IEEE special values among random ones: x holds +inf, -inf, NaN, FP32

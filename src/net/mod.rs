@@ -99,6 +99,10 @@ pub struct Conv {
     pub norm: Norm,
     /// A tensor of the output's shape added before the activation.
     pub residual: Option<String>,
+    /// A `c x 1 x 1` tensor (the input's channels) multiplying the input per channel before
+    /// the convolution: a squeeze-and-excitation gate folded in
+    /// ([`NetworkDef::fold_channel_muls`]).
+    pub x_scale: Option<String>,
 }
 
 /// What a node computes.
@@ -237,15 +241,13 @@ fn bad(node: &str, reason: String) -> NetError {
 }
 
 impl Node {
-    /// The tensors the node reads: its inputs and a convolution's residual.
+    /// The tensors the node reads: its inputs and a convolution's residual and gate.
     pub fn reads(&self) -> impl Iterator<Item = &String> {
-        let residual = match &self.op {
-            Op::Conv(Conv {
-                residual: Some(r), ..
-            }) => Some(r),
-            _ => None,
+        let (residual, gate) = match &self.op {
+            Op::Conv(c) => (c.residual.as_ref(), c.x_scale.as_ref()),
+            _ => (None, None),
         };
-        self.inputs.iter().chain(residual)
+        self.inputs.iter().chain(residual).chain(gate)
     }
 }
 
@@ -317,6 +319,24 @@ impl NetworkDef {
                         ));
                     };
                     let y = Shape { c: c.out, h, w };
+                    if let Some(g) = &c.x_scale {
+                        let want = Shape { c: x.c, h: 1, w: 1 };
+                        match shapes.get(g.as_str()) {
+                            Some(s) if *s == want => {}
+                            Some(s) => {
+                                return Err(bad(
+                                    name,
+                                    format!("x-scale {g} is {s}, the input's gate is {want}"),
+                                ))
+                            }
+                            None => {
+                                return Err(bad(
+                                    name,
+                                    format!("x-scale {g} is written by no earlier node"),
+                                ))
+                            }
+                        }
+                    }
                     if let Some(r) = &c.residual {
                         match shapes.get(r.as_str()) {
                             Some(s) if *s == y => {}
@@ -579,6 +599,7 @@ pub fn conv_problem(
         bias,
         residual: c.residual.is_some(),
         activation,
+        x_scale: c.x_scale.is_some(),
         ..crate::Fusion::NONE
     };
     crate::ConvProblem::new(crate::ConvSpec {
@@ -642,9 +663,57 @@ impl NetworkDef {
                 groups: 1,
                 norm: bias.clone().map_or(Norm::None, Norm::Bias),
                 residual: None,
+                x_scale: None,
             }),
             _ => None,
         }
+    }
+
+    /// `self` with each squeeze-and-excitation multiply folded into the convolution that reads
+    /// its output, where `folds(convolution node)` says that convolution takes it: a channel
+    /// multiply `mul(t, s)` without an activation, not an output of the network, read once, as
+    /// the input of a convolution (not a linear layer) that has no gate yet. The multiply's
+    /// node goes; the convolution reads `t` with `x_scale` `s`. The result computes the same
+    /// tensors, each product rounded as the multiply would store it.
+    pub fn fold_channel_muls(&self, folds: impl Fn(&Node) -> bool) -> NetworkDef {
+        let mut reads: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            for t in node.reads() {
+                reads.entry(t.as_str()).or_default().push(i);
+            }
+        }
+        let mut folded = self.clone();
+        let mut gone = vec![false; self.nodes.len()];
+        for (i, node) in self.nodes.iter().enumerate() {
+            let out = node.output.as_str();
+            if node.op != Op::ChannelMul
+                || node.activation != Activation::Identity
+                || self.outputs.iter().any(|o| o == out)
+            {
+                continue;
+            }
+            let &[j] = reads.get(out).map_or(&[][..], Vec::as_slice) else {
+                continue;
+            };
+            let reader = &self.nodes[j];
+            let Op::Conv(c) = &reader.op else {
+                continue;
+            };
+            if reader.inputs[0] != out || c.x_scale.is_some() || !folds(reader) {
+                continue;
+            }
+            if let Op::Conv(c) = &mut folded.nodes[j].op {
+                c.x_scale = Some(node.inputs[1].clone());
+            }
+            folded.nodes[j].inputs[0] = node.inputs[0].clone();
+            gone[i] = true;
+        }
+        let mut index = 0;
+        folded.nodes.retain(|_| {
+            index += 1;
+            !gone[index - 1]
+        });
+        folded
     }
 
     /// Every convolution's fused problem at `batch` and `dtype`, with its node's name, in
@@ -735,6 +804,14 @@ impl NetworkDef {
             }) = &node.op
             {
                 readers.entry(r.as_str()).or_default().push((i, None));
+            }
+            // A gate is read past the inputs' slots (never from a slice).
+            if let Op::Conv(Conv {
+                x_scale: Some(g), ..
+            }) = &node.op
+            {
+                let slot = Some(node.inputs.len());
+                readers.entry(g.as_str()).or_default().push((i, slot));
             }
         }
         let mut views: HashMap<String, View> = HashMap::new();
@@ -976,6 +1053,7 @@ mod tests {
                 groups: 1,
                 norm: Norm::None,
                 residual: residual.map(String::from),
+                x_scale: None,
             }),
             inputs: vec![input.into()],
             output: name.into(),

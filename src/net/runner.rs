@@ -2,6 +2,7 @@
 //! operator, weights uploaded, activation memory allocated as planned, and the whole forward
 //! pass captured into one graph, its independent branches on lanes of their own.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use kiln_format::{Activation, DataType};
@@ -12,6 +13,7 @@ use crate::backend::{DeviceBuffer, Event, Graph, OwnedStream, Stream};
 use crate::context::{Context, EpilogueArgs};
 use crate::invoker::Invoker;
 use crate::ops::{ChannelOffsets, OpInvoker};
+use crate::solvers::PoolPartials;
 
 /// One launch of the forward pass.
 enum Step {
@@ -27,6 +29,10 @@ enum Step {
         /// y's and the residual's first channels in the tensors they are slices of.
         y_offset: u32,
         z_offset: u32,
+        /// Where the epilogue writes the partial sums of the global pool that reads y.
+        pool: Option<usize>,
+        /// x's gate (a squeeze-and-excitation multiply folded in).
+        x_scale: Option<usize>,
     },
     Op {
         inv: OpInvoker,
@@ -58,6 +64,11 @@ pub struct NetOptions {
     /// at N=32, ResNet-50 2% faster at N=1, the chains of MobileNetV2 and EfficientNet-B0
     /// alike, outputs bit-identical (benches/runs/2026-12-02-h200-lanes/).
     pub lanes: usize,
+    /// Fold squeeze-and-excitation blocks into their layers: a global pool ends from the
+    /// partial sums its depthwise layer's epilogue wrote ([`crate::Fusion::pool`]), and the
+    /// gate's channel multiply becomes the next layer's gate on x ([`crate::Fusion::x_scale`]),
+    /// each where a solver takes it (and, for the gate, where it saves time). On by default.
+    pub fold_excitation: bool,
 }
 
 impl Default for NetOptions {
@@ -65,6 +76,7 @@ impl Default for NetOptions {
         NetOptions {
             programmatic_launch: true,
             lanes: DEFAULT_LANES,
+            fold_excitation: true,
         }
     }
 }
@@ -159,6 +171,17 @@ impl<'c> Network<'c> {
                 ),
             });
         }
+        // Each squeeze-and-excitation multiply folded into the convolution that reads its
+        // output, where a solver takes the gate and it saves time.
+        let folded = {
+            let shapes = def.shapes()?;
+            let views = def.concat_views()?;
+            def.fold_channel_muls(|node| {
+                options.fold_excitation
+                    && gate_folds(ctx, node, &shapes, &views, batch, data_type, weights)
+            })
+        };
+        let def = &folded;
         let shapes = def.shapes()?;
         let schedule = Schedule::plan(def, options.lanes)?;
         let plan =
@@ -170,11 +193,20 @@ impl<'c> Network<'c> {
         let mut steps = Vec::with_capacity(def.nodes.len());
         let mut step_node = Vec::with_capacity(def.nodes.len());
         let mut workspace = vec![0u64; schedule.lanes];
-        // Per-(n, c) scales and biases of split epilogues, placed after the activations.
+        // Per-(n, c) scales and biases of split epilogues and fused pools' partial sums,
+        // placed after the activations.
         let mut constants = Constants {
             first: plan.buffers.len(),
             buffers: Vec::new(),
         };
+        // The global pools that may end from their convolution's partial sums (the tensor
+        // they pool is a convolution's whole output), by the tensor they pool; then, once
+        // that convolution took them, where its sums lie.
+        let mut pooled = pools_of_convolutions(def, |t| view_of(t).is_some());
+        if !options.fold_excitation {
+            pooled.clear();
+        }
+        let mut pool_sums: HashMap<&str, (usize, PoolPartials)> = HashMap::new();
         for (index, node) in def.nodes.iter().enumerate() {
             let name = node.name.as_str();
             let workspace = &mut workspace[schedule.lane[index]];
@@ -188,7 +220,7 @@ impl<'c> Network<'c> {
                     view_of(&node.output),
                     c.residual.as_deref().and_then(view_of),
                 ];
-                let conv_steps = conv_step(
+                let (conv_steps, sums) = conv_step(
                     ctx,
                     node,
                     &c,
@@ -200,8 +232,13 @@ impl<'c> Network<'c> {
                     buffers,
                     residual,
                     slices,
+                    pooled.contains(node.output.as_str()),
+                    c.x_scale.as_deref().map(buffer_of),
                     &mut constants,
                 )?;
+                if let Some(sums) = sums {
+                    pool_sums.insert(node.output.as_str(), sums);
+                }
                 for step in conv_steps {
                     *workspace = (*workspace).max(match &step {
                         Step::Conv { inv, .. } => inv.workspace_bytes(),
@@ -235,6 +272,37 @@ impl<'c> Network<'c> {
                         offsets: ChannelOffsets { a, y: here },
                     });
                 }
+                step_node.resize(steps.len(), index);
+                continue;
+            }
+            if let Some(&(sums, partials)) = (node.op == Op::GlobalAvgPool)
+                .then(|| pool_sums.get(node.inputs[0].as_str()))
+                .flatten()
+            {
+                // The convolution summed the pool's input: its partial sums are this op's.
+                let mut p = crate::ops::OpProblem::new(
+                    crate::ops::OpKind::GlobalAveragePoolFinish { partials },
+                    batch,
+                    x.c,
+                    [x.h, x.w],
+                    crate::Layout::Nhwc,
+                    data_type,
+                )
+                .with_activation(node.activation);
+                let y = match view_of(&node.output) {
+                    Some(v) => {
+                        p.y_ld = v.ld;
+                        v.offset
+                    }
+                    None => 0,
+                };
+                steps.push(Step::Op {
+                    inv: ctx.prepare_op(&p).map_err(at(name))?,
+                    a: sums,
+                    b: None,
+                    y: buffer_of(&node.output),
+                    offsets: ChannelOffsets { a: 0, y },
+                });
                 step_node.resize(steps.len(), index);
                 continue;
             }
@@ -424,6 +492,8 @@ impl<'c> Network<'c> {
                     activation_param,
                     y_offset,
                     z_offset,
+                    pool,
+                    x_scale,
                 } => {
                     let args = EpilogueArgs {
                         scale: scale.as_ref(),
@@ -432,6 +502,8 @@ impl<'c> Network<'c> {
                         activation_param: *activation_param,
                         y_channel_offset: *y_offset,
                         z_channel_offset: *z_offset,
+                        pool: pool.map(|b| &self.buffers[b]),
+                        x_scale: x_scale.map(|b| &self.buffers[b]),
                         ..EpilogueArgs::defaults(&inv.problem)
                     };
                     self.ctx
@@ -572,7 +644,8 @@ impl<'c> Network<'c> {
     }
 }
 
-/// Device constants of split epilogues, indexed after the activation buffers.
+/// Device buffers beside the activations, indexed after them: the constants of split
+/// epilogues and the partial sums of pools fused into convolutions.
 struct Constants {
     /// The index the first constant takes in the network's buffers.
     first: usize,
@@ -580,6 +653,13 @@ struct Constants {
 }
 
 impl Constants {
+    /// A buffer of `bytes` the kernels write before they read it; returns its index.
+    fn scratch(&mut self, ctx: &Context, node: &str, bytes: u64) -> Result<usize, NetError> {
+        let b = ctx.device().alloc(bytes).map_err(|e| at(node)(e.into()))?;
+        self.buffers.push(b);
+        Ok(self.first + self.buffers.len() - 1)
+    }
+
     /// Uploads `values` (per channel) repeated for each of `batch` samples, in `dtype`;
     /// returns its buffer index.
     fn per_sample(
@@ -644,15 +724,12 @@ fn conv_step(
     [xb, yb]: [usize; 2],
     residual: Option<usize>,
     [y_slice, z_slice]: [Option<&View>; 2],
+    pool_wanted: bool,
+    gate: Option<usize>,
     constants: &mut Constants,
-) -> Result<Vec<Step>, NetError> {
+) -> Result<ConvSteps, NetError> {
     let name = node.name.as_str();
-    let mut cw = weights.of_conv_node(node, c, x.c)?;
-    let mut problem = super::conv_problem(name, c, activation, x, batch, dtype)?;
-    if cw.scale.is_some() && !cw.fold_scale(dtype) {
-        problem = super::with_kept_scale(problem, name)?;
-    }
-    let problem = super::in_slices(problem, name, [y_slice, z_slice])?;
+    let (problem, cw) = node_problem(node, c, x, batch, dtype, weights, [y_slice, z_slice])?;
     let sliced = y_slice.is_some() || z_slice.is_some();
     let weight = upload(ctx, name, dtype, &cw.krsc)?;
     let (fused, fused_ms) = prepare_best(ctx, name, &problem)?;
@@ -660,8 +737,8 @@ fn conv_step(
     // FP32 only: there a split's extra roundings (of y between passes, of the scale and bias
     // to the data type) are FP32's, far inside the tolerance; FP16 and BF16 keep the fused
     // epilogue's single rounding. A slice's convolution keeps its fused epilogue (the split's
-    // passes write dense tensors).
-    if plain != problem && dtype == DataType::Fp32 && !sliced {
+    // passes write dense tensors), and so does one with a gate (FP16 and BF16 only).
+    if plain != problem && dtype == DataType::Fp32 && !sliced && gate.is_none() {
         let (inv, plain_ms) = prepare_best(ctx, name, &plain)?;
         let y_bytes = plain.byte_counts()[2];
         let passes = [cw.scale.is_some(), cw.bias.is_some(), residual.is_some()]
@@ -682,6 +759,8 @@ fn conv_step(
                 activation_param: 1.0,
                 y_offset: 0,
                 z_offset: 0,
+                pool: None,
+                x_scale: None,
             }];
             let [_, oh, ow] = plain.output();
             let y = Shape {
@@ -741,10 +820,20 @@ fn conv_step(
             if cw.scale.is_none() && cw.bias.is_none() && residual.is_none() {
                 pass(Copy, false, None, activation)?;
             }
-            return Ok(steps);
+            return Ok((steps, None));
         }
     }
-    Ok(vec![Step::Conv {
+    // The global pool that reads y ends from the epilogue's partial sums, where the chosen
+    // solution writes them (the depthwise kernel); else it reads y itself.
+    let (fused, pool) = match pooled_twin(ctx, &problem, &fused, pool_wanted && !sliced) {
+        Some((inv, partials)) => {
+            let bytes = partials.bytes(problem.n(), problem.k());
+            let sums = constants.scratch(ctx, name, bytes)?;
+            (inv, Some((sums, partials)))
+        }
+        None => (fused, None),
+    };
+    let step = Step::Conv {
         inv: fused,
         x: xb,
         y: yb,
@@ -761,7 +850,131 @@ fn conv_step(
         activation_param: activation.default_param(),
         y_offset: y_slice.map_or(0, |v| v.offset),
         z_offset: z_slice.map_or(0, |v| v.offset),
-    }])
+        pool: pool.map(|(b, _)| b),
+        x_scale: gate,
+    };
+    Ok((vec![step], pool))
+}
+
+/// A convolution node's fused problem (its norm's scale kept in the epilogue where it does not
+/// fold into the filter; y and the residual in their channel slices) and its weights as they
+/// are uploaded.
+fn node_problem(
+    node: &super::Node,
+    c: &Conv,
+    x: Shape,
+    batch: u32,
+    dtype: DataType,
+    weights: &Weights,
+    slices: [Option<&View>; 2],
+) -> Result<(crate::ConvProblem, super::weights::ConvWeights), NetError> {
+    let name = node.name.as_str();
+    let mut cw = weights.of_conv_node(node, c, x.c)?;
+    let mut problem = super::conv_problem(name, c, node.activation, x, batch, dtype)?;
+    if cw.scale.is_some() && !cw.fold_scale(dtype) {
+        problem = super::with_kept_scale(problem, name)?;
+    }
+    Ok((super::in_slices(problem, name, slices)?, cw))
+}
+
+/// Whether convolution `node` should take the squeeze-and-excitation multiply that writes
+/// its input as a gate on x ([`NetworkDef::fold_channel_muls`]): a solution of the gated
+/// problem prepares, and its time is within the multiply's pass of the plain one's (the
+/// multiply reads and writes x; only some solvers take a gate, so the best plain solution may
+/// be another one).
+fn gate_folds(
+    ctx: &Context,
+    node: &super::Node,
+    shapes: &HashMap<&str, Shape>,
+    views: &HashMap<String, View>,
+    batch: u32,
+    dtype: DataType,
+    weights: &Weights,
+) -> bool {
+    let Some(c) = NetworkDef::as_conv(node) else {
+        return false;
+    };
+    let Some(&x) = shapes.get(node.inputs[0].as_str()) else {
+        return false;
+    };
+    let gated = Conv {
+        x_scale: Some(String::new()),
+        ..c.clone()
+    };
+    let slices = [
+        views.get(&node.output),
+        c.residual.as_ref().and_then(|r| views.get(r)),
+    ];
+    let Ok((problem, _)) = node_problem(node, &gated, x, batch, dtype, weights, slices) else {
+        return false;
+    };
+    let plain = problem.with_fusion(problem.fusion().without_x_scale());
+    let (Ok((_, gated_ms)), Ok(plain)) = (
+        prepare_best(ctx, &node.name, &problem),
+        plain
+            .map_err(|_| ())
+            .and_then(|p| prepare_best(ctx, &node.name, &p).map_err(|_| ())),
+    ) else {
+        return false;
+    };
+    gated_ms <= plain.1 + multiply_pass_ms(2 * x.bytes(batch, dtype))
+}
+
+/// Time a squeeze-and-excitation multiply over `bytes` (read and written) takes in a graph,
+/// ms: on an H200 EfficientNet-B0's took 0.0147 ms over 2 x 25.7 MB (112x112 maps, N=32) and
+/// 0.0024 ms over 2 x 2.1 MB (7x7), about 3.5 TB/s past 2 us
+/// (benches/runs/2026-12-04-h200-copy-loop/prof/).
+fn multiply_pass_ms(bytes: u64) -> f64 {
+    0.002 + bytes as f64 / 3.5e9
+}
+
+/// A convolution's launches, and where it wrote a global pool's partial sums (their buffer
+/// and layout), when it took the pool's sums.
+type ConvSteps = (Vec<Step>, Option<(usize, PoolPartials)>);
+
+/// `fused`'s solution run on `problem` with the global pool's partial sums fused too
+/// ([`crate::Fusion::pool`]), when `wanted` and its solver writes them with the same config;
+/// `None` keeps `fused` (the pool then reads y).
+fn pooled_twin(
+    ctx: &Context,
+    problem: &crate::ConvProblem,
+    fused: &Arc<Invoker>,
+    wanted: bool,
+) -> Option<(Arc<Invoker>, PoolPartials)> {
+    if !wanted {
+        return None;
+    }
+    let twin = problem
+        .with_fusion(crate::Fusion {
+            pool: true,
+            ..problem.fusion()
+        })
+        .ok()?;
+    let inv = ctx.prepare(&twin, &fused.variant).ok()?;
+    let partials = inv.pool_partials()?;
+    Some((inv, partials))
+}
+
+/// The tensors whose global pool may end from the partial sums of the convolution that
+/// writes them: read by a global-average-pool node, written whole by a convolution (not a
+/// channel slice of a wider tensor, per `is_slice`), and read by no other global pool.
+fn pools_of_convolutions(def: &NetworkDef, is_slice: impl Fn(&str) -> bool) -> HashSet<&str> {
+    let producers = def.producers();
+    let mut readers: HashMap<&str, usize> = HashMap::new();
+    for node in def.nodes.iter().filter(|n| n.op == Op::GlobalAvgPool) {
+        *readers.entry(node.inputs[0].as_str()).or_default() += 1;
+    }
+    readers
+        .into_iter()
+        .filter(|&(t, count)| {
+            count == 1
+                && !is_slice(t)
+                && producers
+                    .get(t)
+                    .is_some_and(|&i| NetworkDef::as_conv(&def.nodes[i]).is_some())
+        })
+        .map(|(t, _)| t)
+        .collect()
 }
 
 /// Points operator `p`'s first input (the only one that can be a slice) at the channel slice
@@ -771,4 +984,34 @@ fn input_slice(p: &mut crate::ops::OpProblem, view: Option<&View>) -> u32 {
         p.a_ld = v.ld;
         v.offset
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::models;
+
+    #[test]
+    fn the_pools_a_convolution_may_sum_are_found() {
+        // EfficientNet-B0: each of its 16 squeeze-and-excitation pools reads a depthwise
+        // layer's output, and the classifier's pool the head 1x1 layer's.
+        let def = models::efficientnet_b0(1000);
+        let pools = pools_of_convolutions(&def, |_| false);
+        assert_eq!(pools.len(), 17);
+        let producers = def.producers();
+        let depthwise = pools
+            .iter()
+            .filter(|t| {
+                let node = &def.nodes[producers[**t]];
+                NetworkDef::as_conv(node).is_some_and(|c| c.groups > 1)
+            })
+            .count();
+        assert_eq!(depthwise, 16);
+        // A tensor that is a slice of a concatenation is left to the standalone pool.
+        assert!(pools_of_convolutions(&def, |_| true).is_empty());
+        // ResNet-50: only the classifier's pool, over the last block's output (its residual
+        // add is fused into the block's last convolution).
+        let resnet = models::resnet50(1000);
+        assert_eq!(pools_of_convolutions(&resnet, |_| false).len(), 1);
+    }
 }

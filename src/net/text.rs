@@ -13,7 +13,8 @@
 //! A node line is `node NAME OP key=value...`: `from` (its inputs, comma-separated), `to` (its
 //! output) and `act` (its activation) for every operator, then the operator's own keys:
 //! - `conv`: `weight`, `k`, `kernel`, `stride`, `pad` (`HxW`), `groups`, and optionally `bias`
-//!   (a weight), or `bn` (a batch norm's name prefix) with `eps`, and `residual` (a tensor);
+//!   (a weight), or `bn` (a batch norm's name prefix) with `eps`, `residual` (a tensor) and
+//!   `x-scale` (a `Cx1x1` tensor multiplying the input per channel first);
 //! - `linear`: `weight`, `out`, optionally `bias`;
 //! - `pool`: `mode` (`max`, `avg`, `avg-exclude-pad`), `window`, `stride`, `pad`, `ceil` (0 or 1);
 //! - `resize`: `mode` (`nearest`, `bilinear`), `factor`;
@@ -142,6 +143,9 @@ impl NetworkDef {
                     }
                     if let Some(r) = &c.residual {
                         weight("residual", r)?;
+                    }
+                    if let Some(g) = &c.x_scale {
+                        weight("x-scale", g)?;
                     }
                     let _ = write!(
                         out,
@@ -358,6 +362,7 @@ fn parse_node(words: &[&str]) -> Result<Node, String> {
                 groups: number("groups", need(name, op, "groups", get("groups"))?)?,
                 norm,
                 residual: get("residual").map(|r| tensor("residual", r)).transpose()?,
+                x_scale: get("x-scale").map(|g| tensor("x-scale", g)).transpose()?,
             })
         }
         "linear" => Op::Linear {

@@ -697,6 +697,8 @@ impl TunableSolver for Cutlass {
                     0
                 },
             library: at,
+            pool_partials: None,
+            scales_x: false,
         }
     }
 

@@ -8,7 +8,7 @@
 use kiln_format::ConvProblem;
 
 use super::params::{built_for_square_filter, tensor_bytes, tile_fill, values};
-use super::{LaunchPlan, NotApplicable, TargetCaps, TunableSolver};
+use super::{LaunchPlan, NotApplicable, PoolPartials, TargetCaps, TunableSolver};
 
 /// The solver's id.
 pub const ID: &str = "ConvDirectDepthwiseFwd";
@@ -72,10 +72,28 @@ fn grid_blocks(p: &ConvProblem, cfg: &Config) -> u64 {
 }
 
 /// Shared memory of a block: the filter slice (taps x slice) and the slice's epilogue scale and
-/// bias, as FP32.
-fn slice_bytes(p: &ConvProblem, slice: u32) -> u64 {
+/// bias, as FP32, and where the epilogue writes pool partial sums, every thread's sums (threads_y
+/// x slice).
+fn shared_bytes(p: &ConvProblem, cfg: &Config) -> u64 {
     let [_, fh, fw] = p.filter();
-    (fh as u64 * fw as u64 + 2) * slice as u64 * 4
+    let pool_rows = if p.fusion().pool {
+        cfg.threads[1] as u64
+    } else {
+        0
+    };
+    (fh as u64 * fw as u64 + 2 + pool_rows) * cfg.slice() as u64 * 4
+}
+
+/// Where the kernel's epilogue writes a global pool's partial sums (`kiln_dw_pool_partials` in
+/// `kernels/conv_grouped.cpp`): a block sums `threads_y` consecutive strips of the batch.
+fn pool_partials(p: &ConvProblem, cfg: &Config) -> PoolPartials {
+    let [_, oh, ow] = p.output();
+    PoolPartials {
+        // Below 2^31: n * oh < 2^31 (checked in `valid`) and a strip holds at least one pixel.
+        strips: (oh.div_ceil(cfg.rows) as u64 * ow.div_ceil(cfg.pixels) as u64).min(u32::MAX as u64)
+            as u32,
+        group: cfg.threads[1],
+    }
 }
 
 impl TunableSolver for DirectDepthwise {
@@ -119,9 +137,9 @@ impl TunableSolver for DirectDepthwise {
         if !p.c().is_multiple_of(cfg.vec) {
             return Err("C is not a multiple of the config's vector width");
         }
-        if slice_bytes(p, cfg.slice()) > MAX_SLICE_BYTES {
+        if shared_bytes(p, cfg) > MAX_SLICE_BYTES {
             return Err(
-                "the block's filter slice and factors do not fit in 48 KiB of shared memory",
+                "the block's filter slice and factors (and pool sums) do not fit in 48 KiB of shared memory",
             );
         }
         // The kernel indexes within a row, and rows of the output, in 32 bits; its 1-D grid
@@ -135,17 +153,24 @@ impl TunableSolver for DirectDepthwise {
         if grid_blocks(p, cfg) > i32::MAX as u64 {
             return Err("more blocks than a 1-D grid holds");
         }
+        if p.fusion().pool && pool_partials(p, cfg).bytes(p.n(), p.k()) / 4 > i32::MAX as u64 {
+            return Err("more pool partial sums than 32-bit indexing reaches");
+        }
         Ok(())
     }
 
     fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> LaunchPlan {
-        LaunchPlan::single_with_shared(
+        let mut plan = LaunchPlan::single_with_shared(
             "conv_depthwise_nhwc_fwd",
             // `valid` bounds the count.
             [grid_blocks(p, cfg).min(i32::MAX as u64) as u32, 1, 1],
             [cfg.threads[0], cfg.threads[1], 1],
-            slice_bytes(p, cfg.slice()) as u32,
-        )
+            shared_bytes(p, cfg) as u32,
+        );
+        if p.fusion().pool {
+            plan.pool_partials = Some(pool_partials(p, cfg));
+        }
+        plan
     }
 
     fn estimate(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> f64 {
@@ -167,6 +192,7 @@ mod tests {
     use super::*;
     use crate::solvers::Solver;
     use kiln_format::{ConvSpec, DataType, Layout};
+    use std::collections::HashMap;
 
     fn depthwise(c: u32, hw: u32, f: u32, stride: u32) -> ConvProblem {
         ConvProblem::new(ConvSpec {
@@ -265,5 +291,87 @@ mod tests {
             s.check(&wide, &caps, "8,8,16,4,3,1,1"),
             Err("an input row or the output rows exceed 32-bit indexing")
         );
+    }
+
+    /// The kernel's pool partial sums, replayed on the CPU (`kiln_dw_pool_partials` in
+    /// `kernels/conv_grouped.cpp`: which block stores which image's sum in which slot) against
+    /// what the finishing kernel reads (`kiln_pool_strip_finish` in `kernels/ops.cpp`, through
+    /// [`PoolPartials::blocks_of`]): every image's strips are summed exactly once, by the
+    /// slots it reads, each slot written once and within the image's room.
+    #[test]
+    fn pool_partials_cover_each_image_once() {
+        let caps = crate::solvers::devices::h100();
+        let s = &DirectDepthwise;
+        // EfficientNet-B0's layers and their configs at N = 1, 2 and 32 (7x7 maps: blocks that
+        // span three images; 112x112: images that span 98 blocks), and ragged strips.
+        let cases = [
+            (32, 112, 3, 1, "8,4,32,2,3,1,2"),
+            (96, 112, 3, 2, "8,4,32,2,3,2,1"),
+            (144, 56, 5, 2, "8,4,32,2,5,2,1"),
+            (480, 14, 3, 1, "8,4,32,2,3,1,2"),
+            (1152, 7, 5, 1, "8,4,32,4,5,1,1"),
+            (40, 15, 5, 1, "8,8,16,4,5,1,2"),
+        ];
+        for (c, hw, f, stride, params) in cases {
+            for n in [1, 2, 5, 32] {
+                let p = ConvProblem::new(ConvSpec {
+                    n,
+                    fusion: kiln_format::Fusion {
+                        bias: true,
+                        pool: true,
+                        ..kiln_format::Fusion::NONE
+                    },
+                    ..depthwise(c, hw, f, stride).spec()
+                })
+                .unwrap();
+                let plan = s.launch_plan(&p, &caps, params).unwrap();
+                let l = plan.pool_partials.unwrap();
+                let cfg = Config::parse(params).unwrap();
+                assert_eq!(u64::from(l.strips) * u64::from(n), cfg.strips(&p));
+                assert_eq!(
+                    plan.kernels[0].shared_bytes as u64,
+                    (f as u64 * f as u64 + 2 + cfg.threads[1] as u64) * cfg.slice() as u64 * 4
+                );
+                // The kernel: block g sums strips [g * group, ...) per image they lie in.
+                let (strips, group) = (u64::from(l.strips), u64::from(l.group));
+                let total = cfg.strips(&p);
+                let mut written: HashMap<(u64, u64), (u64, u64)> = HashMap::new();
+                for g in 0..total.div_ceil(group) {
+                    let first = g * group;
+                    let end = (first + group).min(total);
+                    let n_first = first / strips;
+                    for image in n_first..=(end - 1) / strips {
+                        let lo = (image * strips).max(first);
+                        let hi = ((image + 1) * strips).min(end);
+                        let slot = g - image * strips / group;
+                        assert!(slot < u64::from(l.slots()), "{params} n={n}: slot {slot}");
+                        assert!(written.insert((image, slot), (lo, hi)).is_none());
+                    }
+                }
+                // The finish: image m adds slots 0..=last - first, which cover its strips.
+                let mut read = 0;
+                for image in 0..u64::from(n) {
+                    let (first, last) = l.blocks_of(image);
+                    let mut next = image * strips;
+                    for slot in 0..=last - first {
+                        let (lo, hi) = written[&(image, slot)];
+                        assert_eq!(lo, next, "{params} n={n} image {image} slot {slot}");
+                        next = hi;
+                        read += 1;
+                    }
+                    assert_eq!(next, (image + 1) * strips);
+                }
+                assert_eq!(read, written.len());
+                assert_eq!(
+                    l.bytes(n, c),
+                    u64::from(n) * u64::from(l.slots()) * c as u64 * 4
+                );
+            }
+        }
+        // Without the fusion the plan has no partials and the shared memory is as before.
+        let plain = depthwise(144, 56, 3, 1);
+        let plan = s.launch_plan(&plain, &caps, "8,8,16,4,3,1,1").unwrap();
+        assert_eq!(plan.pool_partials, None);
+        assert_eq!(plan.kernels[0].shared_bytes, (9 + 2) * 64 * 4);
     }
 }

@@ -37,7 +37,9 @@ use kiln_format::{ConvProblem, DataType, Direction, MathMode, SolverEntry};
 #[cfg(test)]
 pub(crate) use caps::devices;
 pub use caps::{SmVersion, TargetCaps, MEASURED_SMS};
-pub use plan::{KernelLaunch, LaunchPlan, Packing, TmaArguments, TmaOperand, TmaView, MAX_KERNELS};
+pub use plan::{
+    KernelLaunch, LaunchPlan, Packing, PoolPartials, TmaArguments, TmaOperand, TmaView, MAX_KERNELS,
+};
 
 /// Why a solver does not apply.
 pub type NotApplicable = &'static str;
@@ -577,6 +579,12 @@ impl SolverRef {
             return Err("TF32 math: only for problems that opt in (math mode tf32)");
         }
         let plan = self.imp.launch_plan(p, caps, params)?;
+        if p.fusion().pool && plan.pool_partials.is_none() {
+            return Err("fused global-pool partial sums: this solver does not write them");
+        }
+        if p.fusion().x_scale && !plan.scales_x {
+            return Err("x scaled per image and channel: this solver does not scale its input");
+        }
         if plan
             .kernels
             .iter()

@@ -34,6 +34,45 @@ pub struct LaunchPlan {
     /// Index in `kernels` of the launch a library's parameter builder describes (the library
     /// kernel among layout or padding kernels; unused by solvers without a builder).
     pub library: usize,
+    /// Where the epilogue writes a global pool's partial sums ([`kiln_format::Fusion::pool`]);
+    /// `None` for a solver that does not write them (it does not take such a problem).
+    pub pool_partials: Option<PoolPartials>,
+    /// Whether the kernels multiply x by a per-(image, channel) gate as they read it
+    /// ([`kiln_format::Fusion::x_scale`]); a solver whose plan does not is not given such a
+    /// problem.
+    pub scales_x: bool,
+}
+
+/// How a convolution's epilogue lays out a global average pool's FP32 partial sums, so that
+/// the pool's finishing kernel (`kiln_global_pool_finish`, in its strip mode) can end the mean:
+/// each image's output is cut into `strips`, consecutive blocks of the kernel take `group`
+/// strips of the whole batch each (a block may span images) and store one partial per
+/// (image, block, channel) at `[(n * slots + block - first_block(n)) * K + k]`, where
+/// `first_block(n) = n * strips / group`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolPartials {
+    /// Strips of one image's output.
+    pub strips: u32,
+    /// Strips one block sums.
+    pub group: u32,
+}
+
+impl PoolPartials {
+    /// Slots an image has room for: the most blocks its strips can span.
+    pub fn slots(&self) -> u32 {
+        (self.strips - 1) / self.group + 2
+    }
+
+    /// The blocks whose partials image `n` sums: the first and the last.
+    pub fn blocks_of(&self, n: u64) -> (u64, u64) {
+        let (strips, group) = (u64::from(self.strips), u64::from(self.group));
+        (n * strips / group, ((n + 1) * strips - 1) / group)
+    }
+
+    /// Bytes of the partials of `n` images of `k` channels.
+    pub fn bytes(&self, n: u32, k: u32) -> u64 {
+        u64::from(n) * u64::from(self.slots()) * u64::from(k) * 4
+    }
 }
 
 impl LaunchPlan {
@@ -62,6 +101,8 @@ impl LaunchPlan {
             kernels,
             workspace_bytes: 0,
             library: 0,
+            pool_partials: None,
+            scales_x: false,
         }
     }
 

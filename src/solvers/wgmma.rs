@@ -504,6 +504,19 @@ impl Wgmma {
     /// on the im2col solvers that step 64 channels. Not for 32 channels or fewer, whose
     /// 64-channel steps would be mostly zeros: RGB and other narrow inputs have the
     /// first-layer and CUDA-core kernels.
+    /// Whether the kernels multiply x's stages by the gate of a problem fusing `x_scale`
+    /// (`kiln_scale_a_stage`): FP16 and BF16 2-D dense convolutions whose stages are 128-byte
+    /// rows of x itself, one consumer warpgroup per 64 rows (not the narrow-step, 3-D,
+    /// transposed or grouped kernels, nor x copied with padded channels).
+    fn scales_x(&self, p: &ConvProblem) -> bool {
+        !(self.tf32
+            || self.narrow
+            || self.volume
+            || self.swap
+            || self.grouped
+            || self.pads_channels(p))
+    }
+
     fn pads_channels(&self, p: &ConvProblem) -> bool {
         self.im2col
             && !self.grouped
@@ -745,6 +758,7 @@ impl TunableSolver for Wgmma {
                 element_bytes(p),
             ),
         );
+        plan.scales_x = self.scales_x(p);
         // A first kernel that copies operands into the workspace (`PACK_THREADS`-thread
         // blocks striding over `items`), then the products; whole tiles only.
         let mut copy_first = |kernel: &'static str, items: u64, bytes: u64| {

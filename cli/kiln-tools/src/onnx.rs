@@ -713,6 +713,7 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                             .map_err(|_| at(name, op, format!("group {group}")))?,
                         norm,
                         residual: None,
+                        x_scale: None,
                     }),
                     vec![x],
                     output,

@@ -133,6 +133,11 @@ pub struct NetRunArgs {
     /// one stream; see `kiln::net::NetOptions::lanes`).
     #[arg(long, default_value_t = kiln::net::DEFAULT_LANES)]
     pub lanes: usize,
+    /// Run squeeze-and-excitation blocks as written: their pools read the depthwise output
+    /// and their multiplies run alone (folded into the layers by default, see
+    /// `kiln::net::NetOptions::fold_excitation`).
+    #[arg(long)]
+    pub unfolded_excitation: bool,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

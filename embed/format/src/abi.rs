@@ -162,6 +162,8 @@ pub struct OpArgs {
     pub grid_threads: i32,
     pub splits: i32,
     pub vec: i32,
+    pub strips: i32,
+    pub strip_group: i32,
 }
 
 /// Mirror of `KilnEpilogue` (`kernels/epilogue.h`): the fused epilogue's run-time values,
@@ -187,6 +189,10 @@ pub struct Epilogue {
     pub y_ld: i32,
     /// The same for z.
     pub z_ld: i32,
+    /// Device address of the pool's FP32 partial sums ([`crate::Fusion::pool`]), or 0.
+    pub pool: u64,
+    /// Device address of x's gate `s[N][C]` (x's type; [`crate::Fusion::x_scale`]), or 0.
+    pub x_scale: u64,
 }
 
 impl Epilogue {
@@ -204,6 +210,8 @@ impl Epilogue {
             // Both below 2^24 (checked by ConvProblem::new).
             y_ld: f.y_stride(p.k()) as i32,
             z_ld: f.z_stride(p.k()) as i32,
+            pool: 0,
+            x_scale: 0,
         }
     }
 }
@@ -510,7 +518,8 @@ mod tests {
             dil_d, workspace, x_data, w_data,
             x_packed, w_packed, row_flags, in_h, in_w, row_elems, lead, in_d, group_in, group_out,
             group_tile_in, tma_epilogue, reserved, ep);
-        let ep = fields!(Epilogue: scale, bias, z, alpha, beta, act_a, act, y_ld, z_ld);
+        let ep =
+            fields!(Epilogue: scale, bias, z, alpha, beta, act_a, act, y_ld, z_ld, pool, x_scale);
         check(epilogue, "KilnEpilogue", &ep, size_of::<Epilogue>(), 8).unwrap();
         check(
             wgmma,
@@ -529,7 +538,7 @@ mod tests {
         let ops = include_str!("../../../kernels/ops.cpp");
         let op = fields!(OpArgs: n, c, in_h, in_w, out_h, out_w, win_h, win_w, stride_h,
             stride_w, pad_h, pad_w, mode, channels_last, a_ld, y_ld, b_ld, act, act_a,
-            grid_threads, splits, vec);
+            grid_threads, splits, vec, strips, strip_group);
         check(ops, "KilnOpArgs", &op, size_of::<OpArgs>(), 4).unwrap();
         // A drifted mirror is named.
         let mut moved = pointers;

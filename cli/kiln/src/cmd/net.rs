@@ -220,6 +220,7 @@ pub fn run(a: &NetRunArgs) -> CliResult {
     let options = kiln::net::NetOptions {
         programmatic_launch: !a.no_pdl,
         lanes: a.lanes,
+        fold_excitation: !a.unfolded_excitation,
     };
     let net = Network::with_options(&ctx, &def, &weights, a.batch, dtype, options)?;
     let build_s = t0.elapsed().as_secs_f64();

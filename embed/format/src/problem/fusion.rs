@@ -11,7 +11,11 @@
 //! one fixed order: `+scale` (a batch norm's multiplier, where it could not fold into the
 //! filter: `kiln::net` folds it there when the weights load), `+bias`, `+add` (the residual),
 //! the activation's name (identity is not written), `+ld<N>` (y is a channel slice of a
-//! tensor with N channels) and `+zld<N>` (z likewise). A plain convolution's keys are MIOpen's,
+//! tensor with N channels), `+zld<N>` (z likewise), `+pool` (the epilogue also sums y's
+//! channels for a global average pool over y) and `+xscale` (x is multiplied per image and
+//! input channel before the convolution). MIOpen has no op like the last two: they stand for
+//! the squeeze-and-excitation block around a depthwise layer, whose pool follows the layer and
+//! whose gate multiplies the next layer's input. A plain convolution's keys are MIOpen's,
 //! unchanged, e.g. `64-56-56-1x1-256-56-56-32-0x0-1x1-1x1-0-NHWC-FP16-F+scale+bias+add+relu`.
 
 use super::ProblemError;
@@ -154,6 +158,18 @@ pub struct Fusion {
     pub y_ld: u32,
     /// The same for z; 0: dense.
     pub z_ld: u32,
+    /// The epilogue also sums each image's output channels (FP32, after the activation,
+    /// before y's rounding) into partial sums that a global average pool's finishing kernel
+    /// ends (`kiln::ops::OpKind::GlobalAveragePoolFinish`), so the pool does not read y
+    /// again. Where the partials go is the solver's plan (`LaunchPlan::pool_partials`); a
+    /// solver whose plan has none does not take the problem.
+    pub pool: bool,
+    /// x is multiplied, per image and input channel, by a gate `s[n][c]` of x's type before the
+    /// convolution (each product rounded to x's type, as a separate multiply would store it):
+    /// a squeeze-and-excitation block's channel multiply, folded into the layer that reads its
+    /// output. Solvers whose plan does not say it scales x (`LaunchPlan::scales_x`) do not
+    /// take the problem.
+    pub x_scale: bool,
 }
 
 impl Fusion {
@@ -165,6 +181,8 @@ impl Fusion {
         activation: Activation::Identity,
         y_ld: 0,
         z_ld: 0,
+        pool: false,
+        x_scale: false,
     };
 
     /// Whether nothing is fused.
@@ -215,6 +233,12 @@ impl Fusion {
         if self.z_ld != 0 && !self.residual {
             return Err(ProblemError::new("z_ld", "given without a residual"));
         }
+        if self.pool && self.y_ld != 0 {
+            return Err(ProblemError::new(
+                "pool",
+                "pool partial sums need a dense y (a pool reads its whole tensor, not a slice)",
+            ));
+        }
         Ok(())
     }
 
@@ -238,6 +262,28 @@ impl Fusion {
                 out.push_str(tag);
                 out.push_u32(ld);
             }
+        }
+        if self.pool {
+            out.push_str("+pool");
+        }
+        if self.x_scale {
+            out.push_str("+xscale");
+        }
+    }
+
+    /// The same epilogue without its input scale.
+    pub fn without_x_scale(self) -> Fusion {
+        Fusion {
+            x_scale: false,
+            ..self
+        }
+    }
+
+    /// The same epilogue without its pool partial sums.
+    pub fn without_pool(self) -> Fusion {
+        Fusion {
+            pool: false,
+            ..self
         }
     }
 
@@ -265,6 +311,14 @@ impl Fusion {
                         f.residual = true;
                         3
                     }
+                    "pool" => {
+                        f.pool = true;
+                        7
+                    }
+                    "xscale" => {
+                        f.x_scale = true;
+                        8
+                    }
                     _ if op.starts_with("zld") => {
                         f.z_ld = ld(&op[3..], "zld")?;
                         6
@@ -280,14 +334,14 @@ impl Fusion {
                         }
                         _ => return Err(ProblemError::new(
                             "fusion",
-                            "unknown op after '+' (scale, bias, add, an activation, ld<N>, zld<N>)",
+                            "unknown op after '+' (scale, bias, add, an activation, ld<N>, zld<N>, pool, xscale)",
                         )),
                     },
                 };
             if rank <= last {
                 return Err(ProblemError::new(
                     "fusion",
-                    "ops repeated or out of order (scale, bias, add, activation, ld, zld)",
+                    "ops repeated or out of order (scale, bias, add, activation, ld, zld, pool, xscale)",
                 ));
             }
             last = rank;
@@ -324,12 +378,30 @@ mod tests {
             activation: Activation::Silu,
             y_ld: 128,
             z_ld: 64,
+            pool: false,
+            x_scale: true,
         };
         let mut k = KeyBuf::new();
         k.push_str("conv");
         f.write_key(&mut k);
-        assert_eq!(k.as_str(), "conv+scale+bias+add+silu+ld128+zld64");
+        assert_eq!(k.as_str(), "conv+scale+bias+add+silu+ld128+zld64+xscale");
+        assert!(!f.without_x_scale().x_scale);
         assert_eq!(Fusion::split_key(k.as_str()), Ok(("conv", f)));
+        let pooled = Fusion {
+            bias: true,
+            activation: Activation::Silu,
+            pool: true,
+            ..Fusion::NONE
+        };
+        let mut k = KeyBuf::new();
+        k.push_str("conv");
+        pooled.write_key(&mut k);
+        assert_eq!(k.as_str(), "conv+bias+silu+pool");
+        assert_eq!(Fusion::split_key(k.as_str()), Ok(("conv", pooled)));
+        assert!(!pooled.without_pool().pool);
+        assert!(pooled.validate(8, true).is_ok());
+        let sliced = Fusion { y_ld: 16, ..pooled };
+        assert_eq!(sliced.validate(8, true).unwrap_err().field, "pool");
         assert_eq!(Fusion::split_key("conv"), Ok(("conv", Fusion::NONE)));
         for bad in [
             "c+relu+bias",
@@ -339,6 +411,10 @@ mod tests {
             "c+ld0",
             "c+ldx",
             "c+",
+            "c+pool+relu",
+            "c+pool+pool",
+            "c+xscale+bias",
+            "c+xscale+pool",
         ] {
             assert!(Fusion::split_key(bad).is_err(), "{bad}");
         }
