@@ -11,7 +11,7 @@
 //! into its channel slices where their writer and readers allow ([`View`]). A classifier's
 //! head is [`Op::Linear`]: a 1x1 convolution on a 1x1 map with a fused bias.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use crate::ops::{Pool2d, ResizeMode};
@@ -716,6 +716,73 @@ impl NetworkDef {
         folded
     }
 
+    /// The tensors whose global pool may end from the partial sums of the convolution that
+    /// writes them ([`crate::Fusion::pool`]): read by a global-average-pool node, written whole
+    /// by a convolution (not a channel slice of a wider tensor, per `is_slice`), and read by
+    /// no other global pool.
+    pub fn pools_of_convolutions(&self, is_slice: impl Fn(&str) -> bool) -> HashSet<&str> {
+        let producers = self.producers();
+        let mut readers: HashMap<&str, usize> = HashMap::new();
+        for node in self.nodes.iter().filter(|n| n.op == Op::GlobalAvgPool) {
+            *readers.entry(node.inputs[0].as_str()).or_default() += 1;
+        }
+        readers
+            .into_iter()
+            .filter(|&(t, count)| {
+                count == 1
+                    && !is_slice(t)
+                    && producers
+                        .get(t)
+                        .is_some_and(|&i| Self::as_conv(&self.nodes[i]).is_some())
+            })
+            .map(|(t, _)| t)
+            .collect()
+    }
+
+    /// The problems the network runner may run in place of [`NetworkDef::conv_problems`]'
+    /// where it folds a squeeze-and-excitation block ([`crate::net::NetOptions`]): each
+    /// convolution whose output a global pool reads, with the pool's sums
+    /// ([`crate::Fusion::pool`]: depthwise layers, whose solver writes the sums), and each
+    /// that reads a channel multiply's output, with the gate ([`crate::Fusion::x_scale`]:
+    /// dense FP16 and BF16 layers, whose Hopper solvers take it); with the node's name. What
+    /// tuning for the network measures beside the plain problems.
+    pub fn excitation_twins(
+        &self,
+        batch: u32,
+        dtype: crate::DataType,
+    ) -> Result<Vec<(String, crate::ConvProblem)>, NetError> {
+        let views = self.concat_views()?;
+        let pooled = self.pools_of_convolutions(|t| views.contains_key(t));
+        let gated = self.fold_channel_muls(|_| true);
+        let mut out = Vec::new();
+        for (def, gate) in [(self, false), (&gated, true)] {
+            let shapes = def.shapes()?;
+            for node in &def.nodes {
+                let Some(c) = Self::as_conv(node) else {
+                    continue;
+                };
+                let x = shapes[node.inputs[0].as_str()];
+                let depthwise = c.groups > 1 && c.groups == x.c && c.out == x.c;
+                let pool = !gate && depthwise && pooled.contains(node.output.as_str());
+                let dense_16 = c.groups == 1 && dtype != crate::DataType::Fp32;
+                if !(pool || gate && dense_16 && c.x_scale.is_some()) {
+                    continue;
+                }
+                let p = conv_problem(&node.name, &c, node.activation, x, batch, dtype)?;
+                let slices = [
+                    views.get(&node.output),
+                    c.residual.as_ref().and_then(|r| views.get(r)),
+                ];
+                let p = in_slices(p, &node.name, slices)?;
+                let p = p
+                    .with_fusion(crate::Fusion { pool, ..p.fusion() })
+                    .map_err(|e| bad(&node.name, e.to_string()))?;
+                out.push((node.name.clone(), p));
+            }
+        }
+        Ok(out)
+    }
+
     /// Every convolution's fused problem at `batch` and `dtype`, with its node's name, in
     /// order (what a device resolves, and what tuning for this network measures).
     pub fn conv_problems(
@@ -1098,6 +1165,18 @@ mod tests {
             e.contains("node c") && e.contains("residual x is 8x16x16"),
             "{e}"
         );
+        // A gate must be the input's channels on a 1x1 map, written earlier.
+        for (gate, says) in [
+            ("a", "x-scale a is 16x8x8, the input's gate is 16x1x1"),
+            ("d", "x-scale d is written by no earlier node"),
+        ] {
+            let mut def = chain();
+            if let Op::Conv(c) = &mut def.nodes[2].op {
+                c.x_scale = Some(gate.into());
+            }
+            let e = def.shapes().unwrap_err().to_string();
+            assert!(e.contains("node c") && e.contains(says), "{e}");
+        }
         let mut def = chain();
         def.nodes[3].output = "a".into();
         assert!(def

@@ -2,7 +2,7 @@
 //! operator, weights uploaded, activation memory allocated as planned, and the whole forward
 //! pass captured into one graph, its independent branches on lanes of their own.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use kiln_format::{Activation, DataType};
@@ -202,7 +202,7 @@ impl<'c> Network<'c> {
         // The global pools that may end from their convolution's partial sums (the tensor
         // they pool is a convolution's whole output), by the tensor they pool; then, once
         // that convolution took them, where its sums lie.
-        let mut pooled = pools_of_convolutions(def, |t| view_of(t).is_some());
+        let mut pooled = def.pools_of_convolutions(|t| view_of(t).is_some());
         if !options.fold_excitation {
             pooled.clear();
         }
@@ -955,28 +955,6 @@ fn pooled_twin(
     Some((inv, partials))
 }
 
-/// The tensors whose global pool may end from the partial sums of the convolution that
-/// writes them: read by a global-average-pool node, written whole by a convolution (not a
-/// channel slice of a wider tensor, per `is_slice`), and read by no other global pool.
-fn pools_of_convolutions(def: &NetworkDef, is_slice: impl Fn(&str) -> bool) -> HashSet<&str> {
-    let producers = def.producers();
-    let mut readers: HashMap<&str, usize> = HashMap::new();
-    for node in def.nodes.iter().filter(|n| n.op == Op::GlobalAvgPool) {
-        *readers.entry(node.inputs[0].as_str()).or_default() += 1;
-    }
-    readers
-        .into_iter()
-        .filter(|&(t, count)| {
-            count == 1
-                && !is_slice(t)
-                && producers
-                    .get(t)
-                    .is_some_and(|&i| NetworkDef::as_conv(&def.nodes[i]).is_some())
-        })
-        .map(|(t, _)| t)
-        .collect()
-}
-
 /// Points operator `p`'s first input (the only one that can be a slice) at the channel slice
 /// `view` puts it in: sets `a_ld`, returns the slice's first channel (0 when dense).
 fn input_slice(p: &mut crate::ops::OpProblem, view: Option<&View>) -> u32 {
@@ -996,7 +974,7 @@ mod tests {
         // EfficientNet-B0: each of its 16 squeeze-and-excitation pools reads a depthwise
         // layer's output, and the classifier's pool the head 1x1 layer's.
         let def = models::efficientnet_b0(1000);
-        let pools = pools_of_convolutions(&def, |_| false);
+        let pools = def.pools_of_convolutions(|_| false);
         assert_eq!(pools.len(), 17);
         let producers = def.producers();
         let depthwise = pools
@@ -1008,10 +986,28 @@ mod tests {
             .count();
         assert_eq!(depthwise, 16);
         // A tensor that is a slice of a concatenation is left to the standalone pool.
-        assert!(pools_of_convolutions(&def, |_| true).is_empty());
+        assert!(def.pools_of_convolutions(|_| true).is_empty());
         // ResNet-50: only the classifier's pool, over the last block's output (its residual
         // add is fused into the block's last convolution).
         let resnet = models::resnet50(1000);
-        assert_eq!(pools_of_convolutions(&resnet, |_| false).len(), 1);
+        assert_eq!(resnet.pools_of_convolutions(|_| false).len(), 1);
+        // The twins a tuning run measures beside the plain problems: the 16 pooled depthwise
+        // layers and the 16 gated projections (FP16; in FP32 no solver takes a gate).
+        let twins = def.excitation_twins(32, DataType::Fp16).unwrap();
+        let count = |tag: &str| {
+            twins
+                .iter()
+                .filter(|(_, p)| p.find_db_key().as_str().ends_with(tag))
+                .count()
+        };
+        assert_eq!(
+            (count("+pool"), count("+xscale"), twins.len()),
+            (16, 16, 32)
+        );
+        assert_eq!(def.excitation_twins(32, DataType::Fp32).unwrap().len(), 16);
+        assert!(resnet
+            .excitation_twins(1, DataType::Fp16)
+            .unwrap()
+            .is_empty());
     }
 }

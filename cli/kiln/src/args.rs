@@ -76,7 +76,8 @@ pub struct NetPlanArgs {
     /// Target basename or alias (default: every embedded target).
     #[arg(long)]
     pub target: Option<String>,
-    /// Print only the distinct fused problems' find-db keys (a problem list for `kiln-tools find`).
+    /// Print only the distinct fused problems' find-db keys (a problem list for `kiln-tools find`),
+    /// with the twins the runner may run where it folds a squeeze-and-excitation block.
     #[arg(long)]
     pub keys: bool,
     /// One line per target: how many convolutions resolved, from measurements or the cost

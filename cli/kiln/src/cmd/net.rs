@@ -50,8 +50,10 @@ pub fn plan(a: &NetPlanArgs) -> CliResult {
     let (def, dtype) = network(&a.model, &a.dtype)?;
     let problems = def.conv_problems(a.batch, dtype)?;
     if a.keys {
+        // The folded squeeze-and-excitation twins too, so that a find measures them.
+        let twins = def.excitation_twins(a.batch, dtype)?;
         let mut seen = std::collections::BTreeSet::new();
-        for (_, p) in &problems {
+        for (_, p) in problems.iter().chain(&twins) {
             let key = p.find_db_key().to_string();
             if seen.insert(key.clone()) {
                 kiln::outln!("{key}");
