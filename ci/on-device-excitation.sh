@@ -9,6 +9,9 @@
 #   layers.txt     EfficientNet-B0's pooled and gated layers against their twins, GPU-only
 #   net.txt, net-efficientnet_b0.json   outputs against PyTorch, times against torch.compile
 #   compare.tsv    whole networks: this build folded, this build unfolded, main's build
+# Once they pass, a find measures the folded twins (kiln net plan --keys lists them):
+#   out/kiln net plan efficientnet_b0 --keys --batch 32 | grep -E '[+](pool|xscale)' > twins.txt
+#   PROBLEMS=twins.txt bash ci/on-device-netfind.sh
 # STEPS picks the parts (default "check layers net"; about 9, 1 and 8 minutes), so that each
 # call stays within the machine's ten minutes a command.
 set -u
