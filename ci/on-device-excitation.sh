@@ -12,27 +12,25 @@
 # Once they pass, a find measures the folded twins (kiln net plan --keys lists them):
 #   out/kiln net plan efficientnet_b0 --keys --batch 32 | grep -E '[+](pool|xscale)' > twins.txt
 #   PROBLEMS=twins.txt bash ci/on-device-netfind.sh
-# STEPS picks the parts (default "check layers net"; about 9, 1 and 8 minutes), so that each
-# call stays within the machine's ten minutes a command.
+# STEPS picks the parts (default "selftest memcheck layers net"; at most 7, 9, 1 and 8
+# minutes), so that each call stays within the machine's ten minutes a command.
 set -u
-STEPS=${STEPS:-check layers net}
+STEPS=${STEPS:-selftest memcheck layers net}
 OUT=${OUT:-/tmp/kiln-out}
 mkdir -p "$OUT"
 gunzip -kf out/kiln.gz && chmod +x out/kiln
 K=out/kiln
-if [[ $STEPS == *check* ]]; then
-SOLVERS="--solver ConvDirectDepthwiseFwd --solver ConvWgmmaGemm1x1Fwd --solver ConvWgmmaImplicitGemmFwd --solver operators"
-# shellcheck disable=SC2086  # the flags are words
-timeout 240 "$K" selftest $SOLVERS > "$OUT/selftest.txt" 2>&1
-echo "exit $?" >> "$OUT/selftest.txt"
+if [[ $STEPS == *selftest* ]]; then
+  timeout 420 "$K" selftest --solver ConvDirectDepthwiseFwd --solver ConvWgmmaGemm1x1Fwd \
+    --solver ConvWgmmaImplicitGemmFwd --solver operators > "$OUT/selftest.txt" 2>&1
+  echo "exit $?" >> "$OUT/selftest.txt"
+fi
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-if [ -n "$SAN" ]; then
-  # shellcheck disable=SC2086
-  timeout 300 "$SAN" --tool memcheck --print-limit 20 "$K" selftest \
+if [[ $STEPS == *memcheck* ]] && [ -n "$SAN" ]; then
+  timeout 540 "$SAN" --tool memcheck --print-limit 20 "$K" selftest \
     --solver ConvDirectDepthwiseFwd --solver ConvWgmmaGemm1x1Fwd --solver operators \
     > "$OUT/memcheck.txt" 2>&1
   echo "exit $?" >> "$OUT/memcheck.txt"
-fi
 fi
 # Each layer as it is and with `$1` appended to its key, GPU-only.
 twins() {
