@@ -1421,38 +1421,60 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
   }
 }
 
+// Not on tiles of more than 192 x 128 products: there the gate's registers (a thread holds the
+// next stage's, 16) would spill the accumulators (src/solvers/wgmma.rs GATE_MAX_PRODUCTS).
 #if !defined(KILN_SWAP) && !defined(KILN_STEP_CHANNELS) && !defined(KILN_3D) && \
-    !defined(KILN_GROUPED) && !defined(KILN_FIRST_LAYER) && !defined(KILN_DTYPE_FP32)
+    !defined(KILN_GROUPED) && !defined(KILN_FIRST_LAYER) && !defined(KILN_DTYPE_FP32) && \
+    KILN_BM * KILN_BN <= 192 * 128
 #define KILN_SCALES_X 1
 
 // A squeeze-and-excitation gate folded into this layer (KilnEpilogue::x_scale: s[N][C] of x's
 // type; src/solvers/wgmma.rs `scales_x`): the warpgroup multiplies its 64 rows of the A stage
-// at `a` (output pixels from row0; KILN_BK channels from c0, in the 128-byte swizzle TMA wrote:
-// 16-byte chunk j of row r sits at chunk j ^ (r % 8)) by their image's gate before its wgmma
-// reads them, while the previous stage's products are still in flight. Each product rounds
-// once to x's type, as a separate multiply's stored output would. Rows past M and channels
-// past C (TMA's zero fill) stay as they are.
-static __device__ KILN_INLINE void kiln_scale_a_stage(const KilnTmaConvParams& p, kiln_u32 a,
-                                                      int row0, int c0, int warpgroup) {
+// (output pixels from row0; KILN_BK channels from c0, in the 128-byte swizzle TMA wrote: 16-byte
+// chunk j of row r sits at chunk j ^ (r % 8)) by their image's gate before its wgmma reads them.
+// Each thread takes four 16-byte chunks. Their gate values are loaded one stage ahead
+// (kiln_gate_load, issued while the stage before runs), so that the stage waits on no global
+// load. Each product rounds once to x's type, as a separate multiply's stored output would.
+// Rows past M and channels past C (TMA's zero fill) stay as they are.
+struct KilnGateAhead {
+  uint4 s[4];
+};
+
+static __device__ KILN_INLINE void kiln_gate_load(const KilnTmaConvParams& p, int row0, int c0,
+                                                  KilnGateAhead& ahead) {
   const kiln_t* gate = (const kiln_t*)p.ep.x_scale;
   const int pixels = p.out_d * p.out_h * p.out_w;
   const int t = threadIdx.x % 128;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int chunk = t + i * 128;  // 64 rows x 8 chunks
-    const int r = chunk / 8, at_chunk = chunk % 8;
-    const int m = row0 + r, c = c0 + (at_chunk ^ (r % 8)) * 8;
+    const int r = chunk / 8, m = row0 + r, c = c0 + ((chunk % 8) ^ (r % 8)) * 8;
+    if (m < p.m && c < p.c)
+      ahead.s[i] = __ldg(reinterpret_cast<const uint4*>(gate + (kiln_i64)(m / pixels) * p.c + c));
+  }
+}
+
+static __device__ KILN_INLINE void kiln_scale_a_stage(const KilnTmaConvParams& p, kiln_u32 a,
+                                                      int row0, int c0, int warpgroup,
+                                                      const KilnGateAhead& ahead) {
+  const int t = threadIdx.x % 128;
+  kiln_u32 v[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int chunk = t + i * 128;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v[i][0]), "=r"(v[i][1]), "=r"(v[i][2]), "=r"(v[i][3])
+                 : "r"(a + chunk * 16));
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int chunk = t + i * 128;
+    const int r = chunk / 8, m = row0 + r, c = c0 + ((chunk % 8) ^ (r % 8)) * 8;
     if (m < p.m && c < p.c) {
-      const kiln_u32 at = a + r * 128 + at_chunk * 16;
-      kiln_u32 v0, v1, v2, v3;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
-                   : "r"(at));
-      const kiln_t* row = gate + (kiln_i64)(m / pixels) * p.c;
-      const uint4 s = __ldg(reinterpret_cast<const uint4*>(row + c));
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(at),
-                   "r"(kiln_mul_pair(v0, s.x)), "r"(kiln_mul_pair(v1, s.y)),
-                   "r"(kiln_mul_pair(v2, s.z)), "r"(kiln_mul_pair(v3, s.w))
+      const uint4 s = ahead.s[i];
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a + chunk * 16),
+                   "r"(kiln_mul_pair(v[i][0], s.x)), "r"(kiln_mul_pair(v[i][1], s.y)),
+                   "r"(kiln_mul_pair(v[i][2], s.z)), "r"(kiln_mul_pair(v[i][3], s.w))
                    : "memory");
     }
   }
@@ -1512,18 +1534,23 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     kiln_stage_z_issue(p, kiln_staging_tile(l, warpgroup), t.m0 + warpgroup * 64, p.m, t.n0);
   }
   float acc[KILN_ACCN];
+#if KILN_SCALES_X
+  // The first channel of step `it`'s A stage.
+#if defined(KILN_IM2COL)
+  auto c0_of = [&](int it) { return (it % l.c_iters) * KILN_BK; };
+#else
+  auto c0_of = [&](int it) { return it * KILN_BK; };
+#endif
+  KilnGateAhead gate;
+  if (p.ep.x_scale) kiln_gate_load(p, row0, c0_of(t.begin), gate);
+#endif
   for (int it = t.begin; it < t.end; ++it, ++g) {
     const int j = it - t.begin, s = g % KILN_STAGES;
     kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
 #if KILN_SCALES_X
     if (p.ep.x_scale) {
-#if defined(KILN_IM2COL)
-      const int c0 = (it % l.c_iters) * KILN_BK;
-#else
-      const int c0 = it * KILN_BK;
-#endif
       const kiln_u32 rows = l.stage_a + s * KILN_A_BYTES + warpgroup * 64 * KILN_ROW_BYTES;
-      kiln_scale_a_stage(p, rows, row0, c0, warpgroup);
+      kiln_scale_a_stage(p, rows, row0, c0_of(it), warpgroup, gate);
     }
 #endif
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -1550,6 +1577,9 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     }
 #endif
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#if KILN_SCALES_X
+    if (p.ep.x_scale && it + 1 < t.end) kiln_gate_load(p, row0, c0_of(it + 1), gate);
+#endif
     // Keep this stage's group in flight; the previous one is done after the wait, so its
     // stage goes back to the producer.
     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");

@@ -127,6 +127,10 @@ pub struct Config {
     step: Option<u32>,
 }
 
+/// The largest block tile (rows x columns) whose kernel takes a folded gate (`KILN_SCALES_X`):
+/// on 128 x 256 and 256 x 128 tiles the gate's 16 registers a thread spill the accumulators.
+const GATE_MAX_PRODUCTS: u32 = 192 * 128;
+
 /// Bytes of stream-K flags at the workspace's start (`KILN_SK_FLAGS_BYTES`): one 32-bit word
 /// per block and consumer warpgroup, zeroed before each launch.
 const STREAM_K_FLAGS_BYTES: u64 = 4096;
@@ -498,25 +502,27 @@ pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
 };
 
 impl Wgmma {
+    /// Whether the kernels multiply x's stages by the gate of a problem fusing `x_scale`
+    /// (`kiln_scale_a_stage`): FP16 and BF16 2-D dense convolutions whose stages are 128-byte
+    /// rows of x itself, one consumer warpgroup per 64 rows (not the narrow-step, 3-D,
+    /// transposed or grouped kernels, nor x copied with padded channels), on tiles of at most
+    /// [`GATE_MAX_PRODUCTS`].
+    fn scales_x(&self, p: &ConvProblem, cfg: &Config) -> bool {
+        !(self.tf32
+            || self.narrow
+            || self.volume
+            || self.swap
+            || self.grouped
+            || self.pads_channels(p)
+            || cfg.rows * cfg.cols > GATE_MAX_PRODUCTS)
+    }
+
     /// Whether the solver copies x and w into the workspace with their channels padded to
     /// whole 16-byte vectors (TMA rows start 16-byte aligned) before the products: dense FP16
     /// or BF16 layers whose input channels do not fill them (r(2+1)d's 45, 230, 460 and 921),
     /// on the im2col solvers that step 64 channels. Not for 32 channels or fewer, whose
     /// 64-channel steps would be mostly zeros: RGB and other narrow inputs have the
     /// first-layer and CUDA-core kernels.
-    /// Whether the kernels multiply x's stages by the gate of a problem fusing `x_scale`
-    /// (`kiln_scale_a_stage`): FP16 and BF16 2-D dense convolutions whose stages are 128-byte
-    /// rows of x itself, one consumer warpgroup per 64 rows (not the narrow-step, 3-D,
-    /// transposed or grouped kernels, nor x copied with padded channels).
-    fn scales_x(&self, p: &ConvProblem) -> bool {
-        !(self.tf32
-            || self.narrow
-            || self.volume
-            || self.swap
-            || self.grouped
-            || self.pads_channels(p))
-    }
-
     fn pads_channels(&self, p: &ConvProblem) -> bool {
         self.im2col
             && !self.grouped
@@ -758,7 +764,7 @@ impl TunableSolver for Wgmma {
                 element_bytes(p),
             ),
         );
-        plan.scales_x = self.scales_x(p);
+        plan.scales_x = self.scales_x(p, cfg);
         // A first kernel that copies operands into the workspace (`PACK_THREADS`-thread
         // blocks striding over `items`), then the products; whole tiles only.
         let mut copy_first = |kernel: &'static str, items: u64, bytes: u64| {
