@@ -1193,6 +1193,8 @@ struct KilnUnit {
 struct KilnLayout {
   kiln_u32 raw, stage_a, stage_b, staging, full, empty;
   kiln_u32 z_full;  // persistent: two barriers per consumer warpgroup, its TMA epilogue tiles' z
+  // A gated layer (KILN_SCALES_X): each stage's barrier once scaled, and the stage's gate slice.
+  kiln_u32 scaled, gate;
   int tiles_m, tiles_n, units, c_iters, k_iters;
   bool n_fastest;  // the tile order (kiln_tile_origin)
   int cluster;     // blocks per cluster: > 1, a tile's split-K slices reduced in the cluster
@@ -1421,66 +1423,103 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
   }
 }
 
-// Not on tiles of more than 192 x 128 products: there the gate's registers (a thread holds the
-// next stage's, 16) would spill the accumulators (src/solvers/wgmma.rs GATE_MAX_PRODUCTS).
+// Not on tiles of more than 192 x 128 products, whose objects stay as they were without it
+// (their persistent entries' accumulators already spill a little; src/solvers/wgmma.rs
+// GATE_MAX_PRODUCTS).
 #if !defined(KILN_SWAP) && !defined(KILN_STEP_CHANNELS) && !defined(KILN_3D) && \
     !defined(KILN_GROUPED) && !defined(KILN_FIRST_LAYER) && !defined(KILN_DTYPE_FP32) && \
     KILN_BM * KILN_BN <= 192 * 128
 #define KILN_SCALES_X 1
 
-// A squeeze-and-excitation gate folded into this layer (KilnEpilogue::x_scale: s[N][C] of x's
-// type; src/solvers/wgmma.rs `scales_x`): the warpgroup multiplies its 64 rows of the A stage
-// (output pixels from row0; KILN_BK channels from c0, in the 128-byte swizzle TMA wrote: 16-byte
-// chunk j of row r sits at chunk j ^ (r % 8)) by their image's gate before its wgmma reads them.
-// Each thread takes four 16-byte chunks. Their gate values are loaded one stage ahead
-// (kiln_gate_load, issued while the stage before runs), so that the stage waits on no global
-// load. Each product rounds once to x's type, as a separate multiply's stored output would.
-// Rows past M and channels past C (TMA's zero fill) stay as they are.
-struct KilnGateAhead {
-  uint4 s[4];
-};
+// The gate of a squeeze-and-excitation block folded into this layer (KilnEpilogue::x_scale:
+// s[N][C] of x's type; src/solvers/wgmma.rs `scales_x`). The producer warpgroup's warps 1-3
+// (KILN_SCALERS threads; its TMA thread is in warp 0) multiply each A stage, once TMA has
+// filled it (full barrier), by its rows' images' gates, then hand it to the consumers (scaled
+// barrier): they run ahead of the products as the loads do. (Done by the consumers before
+// their products, the multiply stalled every stage: such layers ran 2-4x slower.)
+// Each stage's gate slice, the tile's images (at most KILN_GATE_IMAGES, which the host checks:
+// GATE_MAX_IMAGES) x KILN_BK channels, is loaded a stage ahead, one 16-byte chunk a thread,
+// and put in shared memory (l.gate) for the stage. A stage's 16-byte chunk j of row r sits at
+// chunk j ^ (r % 8) (TMA's 128-byte swizzle). Each product rounds once to x's type, as a
+// separate multiply's stored output would. Rows past M and channels past C are TMA's zeros;
+// the slice holds zeros there too.
+#define KILN_SCALERS 96
+#define KILN_GATE_IMAGES 12
+#define KILN_GATE_BARRIER 15  // named barrier of the scaler threads
 
-static __device__ KILN_INLINE void kiln_gate_load(const KilnTmaConvParams& p, int row0, int c0,
-                                                  KilnGateAhead& ahead) {
-  const kiln_t* gate = (const kiln_t*)p.ep.x_scale;
-  const int pixels = p.out_d * p.out_h * p.out_w;
-  const int t = threadIdx.x % 128;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int chunk = t + i * 128;  // 64 rows x 8 chunks
-    const int r = chunk / 8, m = row0 + r, c = c0 + ((chunk % 8) ^ (r % 8)) * 8;
-    if (m < p.m && c < p.c)
-      ahead.s[i] = __ldg(reinterpret_cast<const uint4*>(gate + (kiln_i64)(m / pixels) * p.c + c));
-  }
+// This thread's chunk of the gate slice of the stage whose channels start at c0.
+static __device__ KILN_INLINE uint4 kiln_gate_chunk(const KilnTmaConvParams& p, int image0,
+                                                    int images, int c0) {
+  const int t = threadIdx.x % 128 - 32;
+  const int image = image0 + t / 8, c = c0 + (t % 8) * 8;
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (t < KILN_GATE_IMAGES * 8 && image < images && c < p.c)
+    v = __ldg(reinterpret_cast<const uint4*>((const kiln_t*)p.ep.x_scale +
+                                             (kiln_i64)image * p.c + c));
+  return v;
 }
 
-static __device__ KILN_INLINE void kiln_scale_a_stage(const KilnTmaConvParams& p, kiln_u32 a,
-                                                      int row0, int c0, int warpgroup,
-                                                      const KilnGateAhead& ahead) {
-  const int t = threadIdx.x % 128;
-  kiln_u32 v[4][4];
+// The first channel of reduction step `it`'s A stage.
+static __device__ KILN_INLINE int kiln_step_c0(const KilnLayout& l, int it) {
+#if defined(KILN_IM2COL)
+  return (it % l.c_iters) * KILN_BK;
+#else
+  (void)l;
+  return it * KILN_BK;
+#endif
+}
+
+// The scaler threads' share of one unit; g counts the block's stages over all its units, as
+// the producer's does.
+static __device__ KILN_INLINE void kiln_scale_unit(const KilnTmaConvParams& p,
+                                                   const KilnLayout& l, const KilnUnit& t,
+                                                   int& g) {
+  constexpr int kChunks = KILN_BM * 8, kEach = (kChunks + KILN_SCALERS - 1) / KILN_SCALERS;
+  const int tid = threadIdx.x % 128 - 32;
+  const int pixels = p.out_d * p.out_h * p.out_w, images = p.m / pixels;
+  const int image0 = t.m0 / pixels;
+  // Where each of this thread's chunks finds its gate in the slice: fixed over the unit.
+  kiln_u32 at[kEach];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int chunk = t + i * 128;
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v[i][0]), "=r"(v[i][1]), "=r"(v[i][2]), "=r"(v[i][3])
-                 : "r"(a + chunk * 16));
+  for (int i = 0; i < kEach; ++i) {
+    const int chunk = tid + i * KILN_SCALERS, r = chunk / 8;
+    at[i] = ((t.m0 + r) / pixels - image0) * 128 + ((chunk % 8) ^ (r % 8)) * 16;
   }
+  uint4 next = kiln_gate_chunk(p, image0, images, kiln_step_c0(l, t.begin));
+  for (int it = t.begin; it < t.end; ++it, ++g) {
+    const int s = g % KILN_STAGES;
+    // The slice in place (the previous stage's readers passed the barrier at its end), and
+    // the next stage's requested.
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(l.gate + tid * 16),
+                 "r"(next.x), "r"(next.y), "r"(next.z), "r"(next.w)
+                 : "memory");
+    asm volatile("bar.sync %0, %1;" ::"n"(KILN_GATE_BARRIER), "n"(KILN_SCALERS) : "memory");
+    if (it + 1 < t.end) next = kiln_gate_chunk(p, image0, images, kiln_step_c0(l, it + 1));
+    kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
+    const kiln_u32 a = l.stage_a + s * KILN_A_BYTES;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int chunk = t + i * 128;
-    const int r = chunk / 8, m = row0 + r, c = c0 + ((chunk % 8) ^ (r % 8)) * 8;
-    if (m < p.m && c < p.c) {
-      const uint4 s = ahead.s[i];
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a + chunk * 16),
-                   "r"(kiln_mul_pair(v[i][0], s.x)), "r"(kiln_mul_pair(v[i][1], s.y)),
-                   "r"(kiln_mul_pair(v[i][2], s.z)), "r"(kiln_mul_pair(v[i][3], s.w))
-                   : "memory");
+    for (int i = 0; i < kEach; ++i) {
+      const int chunk = tid + i * KILN_SCALERS;
+      if (kChunks % KILN_SCALERS == 0 || chunk < kChunks) {
+        kiln_u32 v0, v1, v2, v3, s0, s1, s2, s3;
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
+                     : "r"(a + chunk * 16));
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(s0), "=r"(s1), "=r"(s2), "=r"(s3)
+                     : "r"(l.gate + at[i]));
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a + chunk * 16),
+                     "r"(kiln_mul_pair(v0, s0)), "r"(kiln_mul_pair(v1, s1)),
+                     "r"(kiln_mul_pair(v2, s2)), "r"(kiln_mul_pair(v3, s3))
+                     : "memory");
+      }
     }
+    // The threads' stores made visible to wgmma's (async proxy) reads, then the stage
+    // released to the consumers.
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("bar.sync %0, %1;" ::"n"(KILN_GATE_BARRIER), "n"(KILN_SCALERS) : "memory");
+    if (tid == 0) kiln_mbar_arrive(l.scaled + 8 * s);
   }
-  // The threads' stores made visible to wgmma's (async proxy) reads, then the warpgroup's.
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  asm volatile("bar.sync %0, 128;" ::"r"(2 + warpgroup) : "memory");
 }
 #else
 #define KILN_SCALES_X 0
@@ -1534,25 +1573,15 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     kiln_stage_z_issue(p, kiln_staging_tile(l, warpgroup), t.m0 + warpgroup * 64, p.m, t.n0);
   }
   float acc[KILN_ACCN];
-#if KILN_SCALES_X
-  // The first channel of step `it`'s A stage.
-#if defined(KILN_IM2COL)
-  auto c0_of = [&](int it) { return (it % l.c_iters) * KILN_BK; };
-#else
-  auto c0_of = [&](int it) { return it * KILN_BK; };
-#endif
-  KilnGateAhead gate;
-  if (p.ep.x_scale) kiln_gate_load(p, row0, c0_of(t.begin), gate);
-#endif
   for (int it = t.begin; it < t.end; ++it, ++g) {
     const int j = it - t.begin, s = g % KILN_STAGES;
-    kiln_mbar_wait(l.full + 8 * s, (g / KILN_STAGES) & 1);
 #if KILN_SCALES_X
-    if (p.ep.x_scale) {
-      const kiln_u32 rows = l.stage_a + s * KILN_A_BYTES + warpgroup * 64 * KILN_ROW_BYTES;
-      kiln_scale_a_stage(p, rows, row0, c0_of(it), warpgroup, gate);
-    }
+    // A gated layer's stage once the scaler threads multiplied it (kiln_scale_unit).
+    const kiln_u32 ready = !kStreamK && p.ep.x_scale ? l.scaled : l.full;
+#else
+    const kiln_u32 ready = l.full;
 #endif
+    kiln_mbar_wait(ready + 8 * s, (g / KILN_STAGES) & 1);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #if defined(KILN_SWAP)
     // A: this warpgroup's 64 rows of w (output channels); B: every pixel of the A stage.
@@ -1577,9 +1606,6 @@ static __device__ KILN_INLINE void kiln_consume(const KilnTmaConvParams& p, cons
     }
 #endif
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-#if KILN_SCALES_X
-    if (p.ep.x_scale && it + 1 < t.end) kiln_gate_load(p, row0, c0_of(it + 1), gate);
-#endif
     // Keep this stage's group in flight; the previous one is done after the wait, so its
     // stage goes back to the producer.
     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
@@ -1835,6 +1861,9 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   l.full = after_stages + (kPersistent ? KILN_STAGING_BYTES : 0);
   l.empty = l.full + KILN_STAGES * 8;
   l.z_full = l.empty + KILN_STAGES * 8;
+  // After the z barriers' 64 bytes (src/solvers/wgmma.rs GATE_SHARED_BYTES).
+  l.scaled = l.z_full + 64;
+  l.gate = (l.scaled + KILN_STAGES * 8 + 15) & ~15u;
   l.tiles_m = (p.m + KILN_BM - 1) / KILN_BM;
   l.tiles_n = (p.k + KILN_BN - 1) / KILN_BN;
   l.n_fastest = l.tiles_n > 1 && (long long)p.m * p.c * KILN_ELEM_BYTES > KILN_N_FASTEST_BYTES;
@@ -1858,6 +1887,11 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
     if (kPersistent) {
       for (int w = 0; w < 2 * KILN_CONSUMERS; ++w) kiln_mbar_init(l.z_full + 8 * w, 1);
     }
+#if KILN_SCALES_X
+    if (!kStreamK && p.ep.x_scale) {
+      for (int s = 0; s < KILN_STAGES; ++s) kiln_mbar_init(l.scaled + 8 * s, 1);
+    }
+#endif
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
@@ -1872,6 +1906,16 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
     // Producer: one thread issues every TMA load. In a cluster the producer warpgroup's
     // threads stay for the consumers' two cluster barriers.
     if (threadIdx.x % 128 != 0) {
+#if KILN_SCALES_X
+      if (!kStreamK && p.ep.x_scale && threadIdx.x % 128 >= 32) {
+        if (kPersistent) {
+          for (int u = blockIdx.x; u < l.units; u += gridDim.x)
+            kiln_scale_unit(p, l, kiln_unit(p, l, u), g);
+        } else {
+          kiln_scale_unit(p, l, kiln_unit(p, l, blockIdx.x), g);
+        }
+      }
+#endif
       if (!kPersistent && l.cluster > 1) {
         kiln_cluster_sync();
         kiln_cluster_sync();

@@ -128,8 +128,19 @@ pub struct Config {
 }
 
 /// The largest block tile (rows x columns) whose kernel takes a folded gate (`KILN_SCALES_X`):
-/// on 128 x 256 and 256 x 128 tiles the gate's 16 registers a thread spill the accumulators.
+/// the 128 x 256 and 256 x 128 objects stay as they are without it (their persistent entries
+/// already spill a little).
 const GATE_MAX_PRODUCTS: u32 = 192 * 128;
+
+/// The most images a gated tile's rows may span (`KILN_GATE_IMAGES`): the scaler threads
+/// hold one 16-byte chunk of the stage's gate slice each, 8 an image.
+const GATE_MAX_IMAGES: u64 = 12;
+
+/// What a gated problem's kernel adds to its block's shared memory: past the z barriers'
+/// [`Z_BARRIER_BYTES`], a barrier per stage and the stage's gate slice (16-byte aligned).
+fn gate_shared_bytes(stages: u32) -> u32 {
+    Z_BARRIER_BYTES + (stages * 8).next_multiple_of(16) + GATE_MAX_IMAGES as u32 * 128
+}
 
 /// Bytes of stream-K flags at the workspace's start (`KILN_SK_FLAGS_BYTES`): one 32-bit word
 /// per block and consumer warpgroup, zeroed before each launch.
@@ -503,18 +514,21 @@ pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
 
 impl Wgmma {
     /// Whether the kernels multiply x's stages by the gate of a problem fusing `x_scale`
-    /// (`kiln_scale_a_stage`): FP16 and BF16 2-D dense convolutions whose stages are 128-byte
-    /// rows of x itself, one consumer warpgroup per 64 rows (not the narrow-step, 3-D,
-    /// transposed or grouped kernels, nor x copied with padded channels), on tiles of at most
-    /// [`GATE_MAX_PRODUCTS`].
+    /// (`kiln_scale_unit`): FP16 and BF16 2-D dense convolutions whose stages are 128-byte
+    /// rows of x itself (not the narrow-step, 3-D, transposed or grouped kernels, nor x copied
+    /// with padded channels), on tiles of at most [`GATE_MAX_PRODUCTS`] whose rows span at
+    /// most [`GATE_MAX_IMAGES`] images, without stream-K.
     fn scales_x(&self, p: &ConvProblem, cfg: &Config) -> bool {
+        let pixels = volume(p.output()).max(1);
         !(self.tf32
             || self.narrow
             || self.volume
             || self.swap
             || self.grouped
             || self.pads_channels(p)
-            || cfg.rows * cfg.cols > GATE_MAX_PRODUCTS)
+            || cfg.stream_k()
+            || cfg.rows * cfg.cols > GATE_MAX_PRODUCTS
+            || (cfg.rows as u64).div_ceil(pixels) + 1 > GATE_MAX_IMAGES)
     }
 
     /// Whether the solver copies x and w into the workspace with their channels padded to
@@ -754,17 +768,24 @@ impl TunableSolver for Wgmma {
         } else {
             cfg.threads()
         };
+        let mut shared = cfg.shared_bytes(
+            persistent,
+            self.tma_epilogue(cfg, element_bytes(p)),
+            element_bytes(p),
+        );
+        // A gated problem's kernel also holds the scaled barriers and the gate slice.
+        let scales_x = self.scales_x(p, cfg)
+            && shared + gate_shared_bytes(cfg.stages) <= SM90_SHARED_PER_BLOCK;
+        if p.fusion().x_scale && scales_x {
+            shared += gate_shared_bytes(cfg.stages);
+        }
         let mut plan = LaunchPlan::single_with_shared(
             self.kernel(entry),
             [clamp(blocks), 1, 1],
             [threads, 1, 1],
-            cfg.shared_bytes(
-                persistent,
-                self.tma_epilogue(cfg, element_bytes(p)),
-                element_bytes(p),
-            ),
+            shared,
         );
-        plan.scales_x = self.scales_x(p, cfg);
+        plan.scales_x = scales_x;
         // A first kernel that copies operands into the workspace (`PACK_THREADS`-thread
         // blocks striding over `items`), then the products; whole tiles only.
         let mut copy_first = |kernel: &'static str, items: u64, bytes: u64| {
