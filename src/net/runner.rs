@@ -275,43 +275,26 @@ impl<'c> Network<'c> {
                 step_node.resize(steps.len(), index);
                 continue;
             }
-            if let Some(&(sums, partials)) = (node.op == Op::GlobalAvgPool)
-                .then(|| pool_sums.get(node.inputs[0].as_str()))
-                .flatten()
-            {
-                // The convolution summed the pool's input: its partial sums are this op's.
-                let mut p = crate::ops::OpProblem::new(
-                    crate::ops::OpKind::GlobalAveragePoolFinish { partials },
-                    batch,
-                    x.c,
-                    [x.h, x.w],
-                    crate::Layout::Nhwc,
-                    data_type,
-                )
-                .with_activation(node.activation);
-                let y = match view_of(&node.output) {
-                    Some(v) => {
-                        p.y_ld = v.ld;
-                        v.offset
-                    }
-                    None => 0,
-                };
-                steps.push(Step::Op {
-                    inv: ctx.prepare_op(&p).map_err(at(name))?,
-                    a: sums,
-                    b: None,
-                    y: buffer_of(&node.output),
-                    offsets: ChannelOffsets { a: 0, y },
-                });
-                step_node.resize(steps.len(), index);
-                continue;
-            }
             let mut p = def.batched_op_problem(node, x, batch, data_type)?;
-            let start = match node.op {
-                Op::Slice { start, .. } => start,
-                _ => 0,
+            // A global pool whose convolution summed its input: it ends the mean from the
+            // convolution's partial sums.
+            let summed = (node.op == Op::GlobalAvgPool)
+                .then(|| pool_sums.get(node.inputs[0].as_str()).copied())
+                .flatten();
+            let (a_buffer, a) = match summed {
+                Some((sums, partials)) => {
+                    p.kind = crate::ops::OpKind::GlobalAveragePoolFinish { partials };
+                    (sums, 0)
+                }
+                None => {
+                    let start = match node.op {
+                        Op::Slice { start, .. } => start,
+                        _ => 0,
+                    };
+                    let a = start + input_slice(&mut p, view_of(&node.inputs[0]));
+                    (buffer_of(&node.inputs[0]), a)
+                }
             };
-            let a = start + input_slice(&mut p, view_of(&node.inputs[0]));
             let y = match view_of(&node.output) {
                 Some(v) => {
                     p.y_ld = v.ld;
@@ -323,7 +306,7 @@ impl<'c> Network<'c> {
             *workspace = (*workspace).max(p.workspace_bytes());
             steps.push(Step::Op {
                 inv,
-                a: buffer_of(&node.inputs[0]),
+                a: a_buffer,
                 b: node.inputs.get(1).map(|t| buffer_of(t)),
                 y: buffer_of(&node.output),
                 offsets: ChannelOffsets { a, y },
@@ -908,16 +891,16 @@ fn gate_folds(
     let Ok((problem, _)) = node_problem(node, &gated, x, batch, dtype, weights, slices) else {
         return false;
     };
-    let plain = problem.with_fusion(problem.fusion().without_x_scale());
-    let (Ok((_, gated_ms)), Ok(plain)) = (
-        prepare_best(ctx, &node.name, &problem),
-        plain
-            .map_err(|_| ())
-            .and_then(|p| prepare_best(ctx, &node.name, &p).map_err(|_| ())),
-    ) else {
+    let Ok(plain) = problem.with_fusion(problem.fusion().without_x_scale()) else {
         return false;
     };
-    gated_ms <= plain.1 + multiply_pass_ms(2 * x.bytes(batch, dtype))
+    let Ok((_, gated_ms)) = prepare_best(ctx, &node.name, &problem) else {
+        return false;
+    };
+    let Ok((_, plain_ms)) = prepare_best(ctx, &node.name, &plain) else {
+        return false;
+    };
+    gated_ms <= plain_ms + multiply_pass_ms(2 * x.bytes(batch, dtype))
 }
 
 /// Time a squeeze-and-excitation multiply over `bytes` (read and written) takes in a graph,
