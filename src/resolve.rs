@@ -623,9 +623,10 @@ mod tests {
         let Some(t) = crate::embedded::target("sm_90_132") else {
             return; // a build without the measured Hopper target
         };
-        // EfficientNet-B0's last 5x5 depthwise layer at N=32, measured without the pool.
+        // MobileNetV2's stride-2 depthwise layer at N=32, measured without a pool (MobileNetV2
+        // has no squeeze-and-excitation).
         let twin = ConvProblem::from_find_db_key(
-            "672-14-14-5x5-672-14-14-32-2x2-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F_g672+bias+silu",
+            "144-56-56-3x3-144-28-28-32-1x1-2x2-1x1-0-NHWC-NHWC-NHWC-FP16-F_g144+bias+clippedrelu",
         )
         .unwrap();
         let pooled = twin
@@ -634,7 +635,10 @@ mod tests {
                 ..twin.fusion()
             })
             .unwrap();
-        assert!(pooled.find_db_key().as_str().ends_with("+bias+silu+pool"));
+        assert!(pooled
+            .find_db_key()
+            .as_str()
+            .ends_with("+bias+clippedrelu+pool"));
         assert!(t.find_record(&pooled).unwrap().is_none());
         let (a, b) = (resolve(t, &twin).unwrap(), resolve(t, &pooled).unwrap());
         assert_eq!(b.source, PlanSource::FindDb);
@@ -669,10 +673,10 @@ mod tests {
         let Some(t) = crate::embedded::target("sm_90_132") else {
             return; // a build without the measured Hopper target
         };
-        // EfficientNet-B0's 1152 -> 192 projection at N=32 (with its block's residual), its
-        // input gated.
+        // MobileNetV2's 576 -> 96 projection at N=32 (with its block's residual), its input
+        // gated as no network's is: measured without the gate only.
         let twin = ConvProblem::from_find_db_key(
-            "1152-7-7-1x1-192-7-7-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias+add",
+            "576-14-14-1x1-96-14-14-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias+add",
         )
         .unwrap();
         let gated = twin
@@ -682,6 +686,7 @@ mod tests {
             })
             .unwrap();
         assert!(gated.find_db_key().as_str().ends_with("+bias+add+xscale"));
+        assert!(t.find_record(&gated).unwrap().is_none());
         let (a, b) = (resolve(t, &twin).unwrap(), resolve(t, &gated).unwrap());
         assert_eq!(b.source, PlanSource::FindDb);
         let caps = TargetCaps::of(t);
