@@ -2,7 +2,7 @@
 # On a machine with the GPU: the folded squeeze-and-excitation blocks, checked and timed in one
 # run. A depthwise layer's epilogue sums y for the global pool that follows it (`+pool`, its
 # mean ended by `kiln_global_pool_finish`), and the gate's channel multiply is folded into the
-# next 1x1 layer's Hopper kernel as a gate on x (`+xscale`). Expects out/kiln.gz (`bash
+# next 1x1 layer's Hopper kernel as a gate on x (`+gate`). Expects out/kiln.gz (`bash
 # ci/pack-kiln.sh`) and, to compare against, out/kiln-base.gz (main's build); writes to $OUT:
 #   selftest.txt   the solvers that take the folding, and the operators (the pool's finish)
 #   memcheck.txt   the same under compute-sanitizer memcheck
@@ -10,7 +10,7 @@
 #   net.txt, net-efficientnet_b0.json   outputs against PyTorch, times against torch.compile
 #   compare.tsv    whole networks: this build folded, this build unfolded, main's build
 # Once they pass, a find measures the folded twins (kiln net plan --keys lists them):
-#   out/kiln net plan efficientnet_b0 --keys --batch 32 | grep -E '[+](pool|xscale)' > twins.txt
+#   out/kiln net plan efficientnet_b0 --keys --batch 32 | grep -E '[+](pool|gate)' > twins.txt
 #   PROBLEMS=twins.txt bash ci/on-device-netfind.sh
 # STEPS picks the parts (default "selftest memcheck layers net"; at most 7, 9, 1 and 8
 # minutes), so that each call stays within the machine's ten minutes a command.
@@ -47,7 +47,7 @@ if [[ $STEPS == *layers* ]]; then
     twins +pool "144-56-56-5x5-144-28-28-$n-2x2-2x2-1x1-0-NHWC-NHWC-NHWC-FP16-F_g144+bias+silu" \
       "672-14-14-5x5-672-14-14-$n-2x2-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F_g672+bias+silu" \
       "32-112-112-3x3-32-112-112-$n-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F_g32+bias+silu"
-    twins +xscale "96-56-56-1x1-24-56-56-$n-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias" \
+    twins +gate "96-56-56-1x1-24-56-56-$n-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias" \
       "480-14-14-1x1-80-14-14-$n-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias+add" \
       "1152-7-7-1x1-192-7-7-$n-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias"
   done > "$OUT/layers.txt" 2>&1

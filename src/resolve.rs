@@ -685,7 +685,7 @@ mod tests {
                 ..twin.fusion()
             })
             .unwrap();
-        assert!(gated.find_db_key().as_str().ends_with("+bias+add+xscale"));
+        assert!(gated.find_db_key().as_str().ends_with("+bias+add+gate"));
         assert!(t.find_record(&gated).unwrap().is_none());
         let (a, b) = (resolve(t, &twin).unwrap(), resolve(t, &gated).unwrap());
         assert_eq!(b.source, PlanSource::FindDb);
@@ -705,7 +705,7 @@ mod tests {
         }
         let expand = crate::solvers::by_id("ConvMmaExpand1x1Fwd").unwrap();
         let small = ConvProblem::from_find_db_key(
-            "32-112-112-1x1-16-112-112-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias+xscale",
+            "32-112-112-1x1-16-112-112-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias+gate",
         )
         .unwrap();
         let plain = small.with_fusion(small.fusion().without_x_scale()).unwrap();

@@ -984,7 +984,7 @@ mod tests {
                 .count()
         };
         assert_eq!(
-            (count("+pool"), count("+xscale"), twins.len()),
+            (count("+pool"), count("+gate"), twins.len()),
             (16, 16, 32)
         );
         assert_eq!(def.excitation_twins(32, DataType::Fp32).unwrap().len(), 16);

@@ -12,7 +12,7 @@
 //! filter: `kiln::net` folds it there when the weights load), `+bias`, `+add` (the residual),
 //! the activation's name (identity is not written), `+ld<N>` (y is a channel slice of a
 //! tensor with N channels), `+zld<N>` (z likewise), `+pool` (the epilogue also sums y's
-//! channels for a global average pool over y) and `+xscale` (x is multiplied per image and
+//! channels for a global average pool over y) and `+gate` (x is multiplied per image and
 //! input channel before the convolution). MIOpen has no op like the last two: they stand for
 //! the squeeze-and-excitation block around a depthwise layer, whose pool follows the layer and
 //! whose gate multiplies the next layer's input. A plain convolution's keys are MIOpen's,
@@ -267,7 +267,7 @@ impl Fusion {
             out.push_str("+pool");
         }
         if self.x_scale {
-            out.push_str("+xscale");
+            out.push_str("+gate");
         }
     }
 
@@ -315,7 +315,7 @@ impl Fusion {
                         f.pool = true;
                         7
                     }
-                    "xscale" => {
+                    "gate" => {
                         f.x_scale = true;
                         8
                     }
@@ -334,14 +334,14 @@ impl Fusion {
                         }
                         _ => return Err(ProblemError::new(
                             "fusion",
-                            "unknown op after '+' (scale, bias, add, an activation, ld<N>, zld<N>, pool, xscale)",
+                            "unknown op after '+' (scale, bias, add, an activation, ld<N>, zld<N>, pool, gate)",
                         )),
                     },
                 };
             if rank <= last {
                 return Err(ProblemError::new(
                     "fusion",
-                    "ops repeated or out of order (scale, bias, add, activation, ld, zld, pool, xscale)",
+                    "ops repeated or out of order (scale, bias, add, activation, ld, zld, pool, gate)",
                 ));
             }
             last = rank;
@@ -384,7 +384,7 @@ mod tests {
         let mut k = KeyBuf::new();
         k.push_str("conv");
         f.write_key(&mut k);
-        assert_eq!(k.as_str(), "conv+scale+bias+add+silu+ld128+zld64+xscale");
+        assert_eq!(k.as_str(), "conv+scale+bias+add+silu+ld128+zld64+gate");
         assert!(!f.without_x_scale().x_scale);
         assert_eq!(Fusion::split_key(k.as_str()), Ok(("conv", f)));
         let pooled = Fusion {
@@ -413,8 +413,8 @@ mod tests {
             "c+",
             "c+pool+relu",
             "c+pool+pool",
-            "c+xscale+bias",
-            "c+xscale+pool",
+            "c+gate+bias",
+            "c+gate+pool",
         ] {
             assert!(Fusion::split_key(bad).is_err(), "{bad}");
         }
@@ -432,6 +432,27 @@ mod tests {
         assert_eq!(a(Activation::HardSigmoid, -4.0), 0.0);
         for act in Activation::ALL {
             assert_eq!(Activation::parse(act.name()), Some(act));
+        }
+    }
+
+    #[test]
+    fn no_key_token_holds_the_perf_db_keys_separator() {
+        // Perf-db keys are 'x'-separated fields (their SQLite form splits them), the fusion
+        // suffix within the last one: no token may hold an 'x'.
+        for act in Activation::ALL {
+            let f = Fusion {
+                scale: true,
+                bias: true,
+                residual: true,
+                activation: act,
+                y_ld: 128,
+                z_ld: 64,
+                pool: true,
+                x_scale: true,
+            };
+            let mut k = KeyBuf::new();
+            f.write_key(&mut k);
+            assert!(!k.as_str().contains('x'), "{}", k.as_str());
         }
     }
 }
