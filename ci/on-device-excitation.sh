@@ -12,7 +12,7 @@
 # Once they pass, a find measures the folded twins (kiln net plan --keys lists them):
 #   out/kiln net plan efficientnet_b0 --keys --batch 32 | grep -E '[+](pool|gate)' > twins.txt
 #   PROBLEMS=twins.txt bash ci/on-device-netfind.sh
-# STEPS picks the parts (default "selftest memcheck layers net"; at most 7, 9, 1 and 8
+# STEPS picks the parts (default "selftest memcheck layers net"; at most 7, 8, 1 and 8
 # minutes), so that each call stays within the machine's ten minutes a command.
 set -u
 STEPS=${STEPS:-selftest memcheck layers net}
@@ -27,9 +27,20 @@ if [[ $STEPS == *selftest* ]]; then
 fi
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 if [[ $STEPS == *memcheck* ]] && [ -n "$SAN" ]; then
-  timeout 540 "$SAN" --tool memcheck --print-limit 20 "$K" selftest \
-    --solver ConvDirectDepthwiseFwd --solver ConvWgmmaGemm1x1Fwd --solver operators \
-    > "$OUT/memcheck.txt" 2>&1
+  # The pooled and gated problems (one and two images, every config that takes them), then
+  # the operators (the pool's finish among them).
+  f=NHWC-NHWC-NHWC-FP16-F
+  for n in 1 2; do
+    printf '%s\n' "1152-7-7-1x1-192-7-7-$n-0x0-1x1-1x1-0-$f+bias+add+gate" \
+      "96-56-56-1x1-24-56-56-$n-0x0-1x1-1x1-0-$f+bias+gate" \
+      "240-28-28-3x3-240-14-14-$n-1x1-2x2-1x1-0-${f}_g240+bias+silu+pool" \
+      "672-14-14-5x5-672-14-14-$n-2x2-1x1-1x1-0-${f}_g672+bias+silu+pool"
+  done > "$OUT/memcheck-problems.txt"
+  timeout "${MEMCHECK_SECONDS:-300}" "$SAN" --tool memcheck --print-limit 20 "$K" selftest \
+    --problems "$OUT/memcheck-problems.txt" > "$OUT/memcheck.txt" 2>&1
+  echo "exit $?" >> "$OUT/memcheck.txt"
+  timeout 200 "$SAN" --tool memcheck --print-limit 20 "$K" selftest --solver operators \
+    >> "$OUT/memcheck.txt" 2>&1
   echo "exit $?" >> "$OUT/memcheck.txt"
 fi
 # Each layer as it is and with `$1` appended to its key, GPU-only.

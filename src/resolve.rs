@@ -164,11 +164,13 @@ pub fn resolve_on(
     // The kin are built only when the problem's own records are missing (resolve is a hot
     // path; a problem with no epilogue has none).
     // A problem whose epilogue also writes a global pool's partial sums, or whose x is gated,
-    // is looked up as its twin without them: the sums and the gate cost the solvers that take
-    // them little beside their loads and stores, and the other solvers are left out when
-    // planned.
+    // and that was never measured itself is looked up as its twin without them: the other
+    // solvers are left out when planned, and the twin's order is the best guess (a find
+    // measures what the sums and the gate cost: the gate doubled some layers' time).
     let twin = match p.fusion() {
-        f if f.pool || f.x_scale => p.with_fusion(f.without_pool().without_x_scale()).ok(),
+        f if (f.pool || f.x_scale) && target.find_record(p)?.is_none() => {
+            p.with_fusion(f.without_pool().without_x_scale()).ok()
+        }
         _ => None,
     };
     let keyed = twin.as_ref().unwrap_or(p);
