@@ -392,10 +392,14 @@ static __device__ KILN_INLINE void kiln_dw_pool_add(float* sums, const float (&r
 #define KILN_DW_AHEAD \
   (KILN_DW_AHEAD_RAW < 1 ? 1 : (KILN_DW_AHEAD_RAW > KILN_ROWS ? KILN_ROWS : KILN_DW_AHEAD_RAW))
 
-extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
-                                                   const kiln_t* __restrict__ w,
-                                                   kiln_t* __restrict__ y, KilnConvArgs a,
-                                                   KilnEpilogue e) {
+// The depthwise kernel; kPooled: its epilogue also writes the global pool's partial sums
+// (e.pool). Two entries, so that the plain one's registers are not the pooled one's (summing
+// in shared memory still cost some configs a block an SM when both were one entry).
+template <bool kPooled>
+static __device__ KILN_INLINE void kiln_depthwise_nhwc(const kiln_t* __restrict__ x,
+                                                       const kiln_t* __restrict__ w,
+                                                       kiln_t* __restrict__ y, const KilnConvArgs& a,
+                                                       const KilnEpilogue& e) {
   kiln_pdl_wait();
   extern __shared__ float kiln_w_slice[];  // [tap][channel in slice]
   const kiln_i32 slices = (a.k + KILN_SLICE - 1) / KILN_SLICE;
@@ -450,7 +454,7 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
   }
   kiln_dw_stage_filter(kiln_w_slice, w, slice_base, a.k);
   // Every thread of a block that writes pool partials takes part in their sums.
-  const bool pooled = e.pool != 0;
+  constexpr bool pooled = kPooled;
   if (!active && !pooled) return;
   // This thread's pool sums (shared memory, after the factors).
   float* const sums = factors + 2 * KILN_SLICE + threadIdx.y * KILN_SLICE + lane0;
@@ -541,5 +545,19 @@ extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
   if (pooled) {
     kiln_dw_pool_partials(factors + 2 * KILN_SLICE, (float*)e.pool, a);
   }
+}
+
+extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
+                                                   const kiln_t* __restrict__ w,
+                                                   kiln_t* __restrict__ y, KilnConvArgs a,
+                                                   KilnEpilogue e) {
+  kiln_depthwise_nhwc<false>(x, w, y, a, e);
+}
+
+extern "C" __global__ void conv_depthwise_nhwc_fwd_pool(const kiln_t* __restrict__ x,
+                                                        const kiln_t* __restrict__ w,
+                                                        kiln_t* __restrict__ y, KilnConvArgs a,
+                                                        KilnEpilogue e) {
+  kiln_depthwise_nhwc<true>(x, w, y, a, e);
 }
 #endif  // KILN_DW_S

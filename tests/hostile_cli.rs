@@ -238,6 +238,12 @@ fn cases() -> Vec<Case> {
         ("fusion ld not 8-aligned", format!("{nhwc}+ld100")),
         ("fusion ld overflow", format!("{nhwc}+ld99999999999")),
         ("fusion zld without add", format!("{nhwc}+zld128")),
+        ("fusion gate before bias", format!("{nhwc}+gate+bias")),
+        ("fusion gate repeated", format!("{nhwc}+bias+gate+gate")),
+        ("fusion pool before activation", format!("{nhwc}+pool+relu")),
+        ("fusion pool after gate", format!("{nhwc}+gate+pool")),
+        ("fusion pool repeated", format!("{nhwc}+pool+pool")),
+        ("fusion xscale (not a token)", format!("{nhwc}+xscale")),
         (
             "fusion backward",
             format!("{}+relu", good.replace("-F", "-B")),
@@ -846,6 +852,16 @@ fn network_commands_name_their_bad_input() {
         "unwritten.txt",
         b"kiln-network 1\nname t\ninput x 8x16x16\nnode s softmax from=z to=y act=identity\noutput y\n",
     );
+    // A gate on the convolution's input (`x-scale`): of the input's own shape instead of
+    // Cx1x1, and one no node writes.
+    let def_gate_shape = file(
+        "gate-shape.txt",
+        b"kiln-network 1\nname t\ninput x 8x16x16\nnode c conv from=x to=y act=relu weight=c.weight k=8 kernel=3x3 stride=1x1 pad=1x1 groups=1 bias=c.bias x-scale=x\noutput y\n",
+    );
+    let def_gate_unwritten = file(
+        "gate-unwritten.txt",
+        b"kiln-network 1\nname t\ninput x 8x16x16\nnode c conv from=x to=y act=relu weight=c.weight k=8 kernel=3x3 stride=1x1 pad=1x1 groups=1 bias=c.bias x-scale=g\noutput y\n",
+    );
     let def_binary = file("binary.txt", &[0xff, 0xfe, 0x00, 0x01]);
     let small_input = file("in-small.bin", &[0; 100]);
     let large_input = file("in-large.bin", &vec![0; 301_057]);
@@ -1077,6 +1093,26 @@ fn network_commands_name_their_bad_input() {
             "net plan a definition reading an unwritten tensor",
             vec!["net", "plan", &def_unwritten],
             Expect::Error,
+        ),
+        (
+            "net plan a gate of the input's shape",
+            vec!["net", "plan", &def_gate_shape],
+            Expect::Error,
+        ),
+        (
+            "net plan a gate no node writes",
+            vec!["net", "plan", &def_gate_unwritten],
+            Expect::Error,
+        ),
+        (
+            "net run unfolded excitation",
+            run(&["efficientnet_b0", rw, "--unfolded-excitation"]),
+            Expect::NoDevice,
+        ),
+        (
+            "net run unfolded excitation with a value",
+            run(&["efficientnet_b0", rw, "--unfolded-excitation=no"]),
+            Expect::Usage,
         ),
         (
             "net plan a binary definition",

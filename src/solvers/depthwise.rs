@@ -58,10 +58,13 @@ impl Config {
 
     /// Strips of `rows` x `pixels` output pixels, covering every image.
     fn strips(&self, p: &ConvProblem) -> u64 {
+        p.n() as u64 * self.image_strips(p)
+    }
+
+    /// Strips of one image.
+    fn image_strips(&self, p: &ConvProblem) -> u64 {
         let [_, oh, ow] = p.output();
-        p.n() as u64
-            * (oh as u64).div_ceil(self.rows as u64)
-            * (ow as u64).div_ceil(self.pixels as u64)
+        (oh as u64).div_ceil(self.rows as u64) * (ow as u64).div_ceil(self.pixels as u64)
     }
 }
 
@@ -87,11 +90,9 @@ fn shared_bytes(p: &ConvProblem, cfg: &Config) -> u64 {
 /// Where the kernel's epilogue writes a global pool's partial sums (`kiln_dw_pool_partials` in
 /// `kernels/conv_grouped.cpp`): a block sums `threads_y` consecutive strips of the batch.
 fn pool_partials(p: &ConvProblem, cfg: &Config) -> PoolPartials {
-    let [_, oh, ow] = p.output();
     PoolPartials {
         // Below 2^31: n * oh < 2^31 (checked in `valid`) and a strip holds at least one pixel.
-        strips: (oh.div_ceil(cfg.rows) as u64 * ow.div_ceil(cfg.pixels) as u64).min(u32::MAX as u64)
-            as u32,
+        strips: cfg.image_strips(p).min(u32::MAX as u64) as u32,
         group: cfg.threads[1],
     }
 }
@@ -160,8 +161,12 @@ impl TunableSolver for DirectDepthwise {
     }
 
     fn plan(&self, p: &ConvProblem, _: &TargetCaps, cfg: &Config) -> LaunchPlan {
+        let kernel = match p.fusion().pool {
+            true => "conv_depthwise_nhwc_fwd_pool",
+            false => "conv_depthwise_nhwc_fwd",
+        };
         let mut plan = LaunchPlan::single_with_shared(
-            "conv_depthwise_nhwc_fwd",
+            kernel,
             // `valid` bounds the count.
             [grid_blocks(p, cfg).min(i32::MAX as u64) as u32, 1, 1],
             [cfg.threads[0], cfg.threads[1], 1],
