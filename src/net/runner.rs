@@ -983,10 +983,7 @@ mod tests {
                 .filter(|(_, p)| p.find_db_key().as_str().ends_with(tag))
                 .count()
         };
-        assert_eq!(
-            (count("+pool"), count("+gate"), twins.len()),
-            (16, 16, 32)
-        );
+        assert_eq!((count("+pool"), count("+gate"), twins.len()), (16, 16, 32));
         assert_eq!(def.excitation_twins(32, DataType::Fp32).unwrap().len(), 16);
         assert!(resnet
             .excitation_twins(1, DataType::Fp16)
