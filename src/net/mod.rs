@@ -319,40 +319,25 @@ impl NetworkDef {
                         ));
                     };
                     let y = Shape { c: c.out, h, w };
+                    // A tensor the convolution also reads must exist with its shape.
+                    let read = |role: &str, t: &str, want: Shape, what: &str| match shapes.get(t) {
+                        Some(s) if *s == want => Ok(()),
+                        Some(s) => Err(bad(name, format!("{role} {t} is {s}, {what} {want}"))),
+                        None => Err(bad(
+                            name,
+                            format!("{role} {t} is written by no earlier node"),
+                        )),
+                    };
                     if let Some(g) = &c.x_scale {
-                        let want = Shape { c: x.c, h: 1, w: 1 };
-                        match shapes.get(g.as_str()) {
-                            Some(s) if *s == want => {}
-                            Some(s) => {
-                                return Err(bad(
-                                    name,
-                                    format!("x-scale {g} is {s}, the input's gate is {want}"),
-                                ))
-                            }
-                            None => {
-                                return Err(bad(
-                                    name,
-                                    format!("x-scale {g} is written by no earlier node"),
-                                ))
-                            }
-                        }
+                        read(
+                            "x-scale",
+                            g,
+                            Shape { c: x.c, h: 1, w: 1 },
+                            "the input's gate is",
+                        )?;
                     }
                     if let Some(r) = &c.residual {
-                        match shapes.get(r.as_str()) {
-                            Some(s) if *s == y => {}
-                            Some(s) => {
-                                return Err(bad(
-                                    name,
-                                    format!("residual {r} is {s}, the output is {y}"),
-                                ))
-                            }
-                            None => {
-                                return Err(bad(
-                                    name,
-                                    format!("residual {r} is written by no earlier node"),
-                                ))
-                            }
-                        }
+                        read("residual", r, y, "the output is")?;
                     }
                     y
                 }
