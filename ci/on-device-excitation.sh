@@ -3,7 +3,8 @@
 # run. A depthwise layer's epilogue sums y for the global pool that follows it (`+pool`, its
 # mean ended by `kiln_global_pool_finish`), and the gate's channel multiply is folded into the
 # next 1x1 layer's Hopper kernel as a gate on x (`+gate`). Expects out/kiln.gz (`bash
-# ci/pack-kiln.sh`) and, to compare against, out/kiln-base.gz (main's build); writes to $OUT:
+# ci/pack-kiln.sh`) and, to compare against, out/kiln-base.gz (main's build; BASES names
+# others, MODELS the networks); writes to $OUT:
 #   selftest.txt   the solvers that take the folding, and the operators (the pool's finish)
 #   memcheck.txt   the same under compute-sanitizer memcheck
 #   layers.txt     EfficientNet-B0's pooled and gated layers against their twins, GPU-only
@@ -22,7 +23,8 @@ gunzip -kf out/kiln.gz && chmod +x out/kiln
 K=out/kiln
 if [[ $STEPS == *selftest* ]]; then
   timeout 420 "$K" selftest --solver ConvDirectDepthwiseFwd --solver ConvWgmmaGemm1x1Fwd \
-    --solver ConvWgmmaImplicitGemmFwd --solver operators > "$OUT/selftest.txt" 2>&1
+    --solver ConvWgmmaImplicitGemmFwd --solver ConvWgmmaGemm1x1GatedFwd \
+    --solver ConvWgmmaImplicitGemmGatedFwd --solver operators > "$OUT/selftest.txt" 2>&1
   echo "exit $?" >> "$OUT/selftest.txt"
 fi
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
@@ -64,9 +66,10 @@ if [[ $STEPS == *layers* ]]; then
   done > "$OUT/layers.txt" 2>&1
 fi
 if [[ $STEPS == *net* ]]; then
-  BASE=""
-  [ -f out/kiln-base.gz ] && BASE=kiln-base
-  OUT="$OUT" MODELS="efficientnet_b0 mobilenet_v2" NET_CHECK="${NET_CHECK:-1}" \
-    COMPARE_BUILDS="kiln:--unfolded-excitation $BASE" ROUNDS="${ROUNDS:-3}" \
+  # BASES: the other builds to compare (out/<build>.gz; default kiln-base where it is there).
+  BASES=${BASES:-}
+  [ -z "$BASES" ] && [ -f out/kiln-base.gz ] && BASES=kiln-base
+  OUT="$OUT" MODELS="${MODELS:-efficientnet_b0 mobilenet_v2}" NET_CHECK="${NET_CHECK:-1}" \
+    COMPARE_BUILDS="kiln:--unfolded-excitation $BASES" ROUNDS="${ROUNDS:-3}" \
     bash ci/on-device-net.sh
 fi

@@ -194,15 +194,22 @@ pub fn resolve_on(
             }
         }
     }
+    // Ranked by the twin's records, a gated problem runs on the gated sibling of each plain
+    // solver measured there (the same kernel with the scaler code), at its tuned config.
+    let gated_twin = twin.is_some() && p.fusion().x_scale;
     let mut ranked = heapless::Vec::new();
     if let Some(found) = record {
         for s in found.iter() {
             let s = s?;
-            let Some(solver) = crate::solvers::by_id(s.solver) else {
+            let Some(measured) = crate::solvers::by_id(s.solver) else {
                 continue; // one of MIOpen's solvers: kiln cannot run it
             };
-            let Some(params) =
-                tuned_params(&tuned, p, &caps, solver).or_else(|| solver.default_params(p, &caps))
+            let solver = match crate::solvers::gated_sibling(measured) {
+                Some(gated) if gated_twin => gated,
+                _ => measured,
+            };
+            let Some(params) = tuned_params(&tuned, measured.id(), p, &caps, solver)
+                .or_else(|| solver.default_params(p, &caps))
             else {
                 continue;
             };
@@ -428,14 +435,16 @@ fn finish(
     })
 }
 
-/// `solver`'s config in a perf-db record, if the manifest compiles it and it applies to `p`.
+/// The config a perf-db record holds for solver `measured`, if `solver` (which runs `p` in its
+/// place, or is it) compiles it and it applies to `p`.
 fn tuned_params(
     tuned: &[(&'static str, &'static str)],
+    measured: &str,
     p: &ConvProblem,
     caps: &TargetCaps,
     solver: SolverRef,
 ) -> Option<&'static str> {
-    let (_, q) = tuned.iter().find(|(s, _)| *s == solver.id())?;
+    let (_, q) = tuned.iter().find(|(s, _)| *s == measured)?;
     solver.usable_config(p, caps, q)
 }
 
@@ -482,7 +491,7 @@ fn fallback(
                         .filter(|_| d <= NEAR_DISTANCE)
                 })
         };
-        let Some(params) = tuned_params(tuned, p, caps, solver)
+        let Some(params) = tuned_params(tuned, solver.id(), p, caps, solver)
             .or_else(from_neighbours)
             .or_else(|| solver.default_params(p, caps))
         else {
@@ -700,11 +709,18 @@ mod tests {
                 .unwrap();
             assert!(plan.scales_x, "{}", r.variant.solver.id());
         }
-        // The twin's best, where it scales x, stays first, at its measured time.
-        if a.ranked[0].variant.solver.id().starts_with("ConvWgmma") {
-            assert_eq!(a.ranked[0].variant, b.ranked[0].variant);
-            assert_eq!(a.ranked[0].time_ms, b.ranked[0].time_ms);
+        // The twin's best, where it has a gated sibling, runs gated first, at its measured
+        // time and (where the gated objects build it) config.
+        let best = a.ranked[0].variant;
+        let sibling = crate::solvers::gated_sibling(best.solver).unwrap();
+        assert_eq!(b.ranked[0].variant.solver, sibling);
+        assert_eq!(a.ranked[0].time_ms, b.ranked[0].time_ms);
+        if sibling.entry.params.contains(&best.params) {
+            assert_eq!(b.ranked[0].variant.params, best.params);
         }
+        assert!(b
+            .iter()
+            .all(|r| r.variant.solver.id().ends_with("GatedFwd")));
         let expand = crate::solvers::by_id("ConvMmaExpand1x1Fwd").unwrap();
         let small = ConvProblem::from_find_db_key(
             "32-112-112-1x1-16-112-112-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F+bias+gate",

@@ -1423,12 +1423,16 @@ static __device__ KILN_INLINE void kiln_produce(const KilnTmaConvParams& p, cons
   }
 }
 
-// Not on tiles of more than 192 x 128 products, whose objects stay as they were without it
-// (their persistent entries' accumulators already spill a little; src/solvers/wgmma.rs
-// GATE_MAX_PRODUCTS).
-#if !defined(KILN_SWAP) && !defined(KILN_STEP_CHANNELS) && !defined(KILN_3D) && \
-    !defined(KILN_GROUPED) && !defined(KILN_FIRST_LAYER) && !defined(KILN_DTYPE_FP32) && \
-    KILN_BM * KILN_BN <= 192 * 128
+// Only in the gated solvers' objects (KILN_GATED: ConvWgmmaGemm1x1GatedFwd and
+// ConvWgmmaImplicitGemmGatedFwd), so that every other object carries none of it: 2-D dense
+// FP16/BF16 tiles of at most 192 x 128 products (src/solvers/wgmma.rs GATE_MAX_PRODUCTS; the
+// larger tiles' persistent entries already spill a little).
+#if defined(KILN_GATED)
+#if defined(KILN_SWAP) || defined(KILN_STEP_CHANNELS) || defined(KILN_3D) || \
+    defined(KILN_GROUPED) || defined(KILN_FIRST_LAYER) || defined(KILN_DTYPE_FP32) || \
+    KILN_BM * KILN_BN > 192 * 128
+#error "KILN_GATED: 2-D dense FP16/BF16 kernels of at most 192 x 128 products only"
+#endif
 #define KILN_SCALES_X 1
 
 // The gate of a squeeze-and-excitation block folded into this layer (KilnEpilogue::x_scale:
@@ -1861,7 +1865,7 @@ static __device__ KILN_INLINE void kiln_wgmma_conv(const KilnTmaConvParams& p) {
   l.full = after_stages + (kPersistent ? KILN_STAGING_BYTES : 0);
   l.empty = l.full + KILN_STAGES * 8;
   l.z_full = l.empty + KILN_STAGES * 8;
-  // After the z barriers' 64 bytes (src/solvers/wgmma.rs GATE_SHARED_BYTES).
+  // After the z barriers' 64 bytes (src/solvers/wgmma.rs gate_shared_bytes).
   l.scaled = l.z_full + 64;
   l.gate = (l.scaled + KILN_STAGES * 8 + 15) & ~15u;
   l.tiles_m = (p.m + KILN_BM - 1) / KILN_BM;

@@ -290,12 +290,13 @@ pub fn problems() -> Vec<ConvProblem> {
                         .then(|| p.with_fusion(pooled_fusion(out.len())).ok())
                         .flatten();
                     // Dense FP16 and BF16 layers also read x through a gate (the Hopper
-                    // kernels fold a squeeze-and-excitation multiply so), every other one.
+                    // gated kernels fold a squeeze-and-excitation multiply so): every other
+                    // one, and every 1x1 layer (the gated 1x1 solver's).
                     let gated = (channels_last
                         && base.spatial_dims == 2
                         && p.groups() == 1
                         && dtype != DataType::Fp32
-                        && out.len().is_multiple_of(2))
+                        && (out.len().is_multiple_of(2) || p.filter() == [1, 1, 1]))
                     .then(|| {
                         let mut f = fusion_for(out.len() + 1, &p);
                         f.x_scale = true;

@@ -506,6 +506,8 @@ pub static SOLVERS: &[&dyn Solver] = &[
     &mma_grouped::MmaGrouped,
     &wgmma::GEMM_1X1,
     &wgmma::IMPLICIT_GEMM,
+    &wgmma::GEMM_1X1_GATED,
+    &wgmma::IMPLICIT_GEMM_GATED,
     &wgmma::IMPLICIT_GEMM_NARROW,
     &wgmma::IMPLICIT_GEMM_3D,
     &wgmma::IMPLICIT_GEMM_3D_SWAP,
@@ -735,6 +737,16 @@ pub fn registered() -> impl Iterator<Item = SolverRef> {
 /// A registered solver by id.
 pub fn by_id(id: &str) -> Option<SolverRef> {
     registered().find(|s| s.id() == id)
+}
+
+/// The solver that runs a gated problem (`+gate`) in place of `solver`, which measured its
+/// plain twin: the plain wgmma solvers' gated siblings ([`wgmma::GATED_SIBLINGS`]); `None` for
+/// a solver without one.
+pub fn gated_sibling(solver: SolverRef) -> Option<SolverRef> {
+    let (_, gated) = wgmma::GATED_SIBLINGS
+        .iter()
+        .find(|(plain, _)| *plain == solver.id())?;
+    by_id(gated)
 }
 
 /// Checks every solver shares: forward, one supported data type, one layout, no casts, and
@@ -1053,6 +1065,19 @@ mod tests {
             },
         ]
         .map(|s| ConvProblem::new(s).unwrap());
+        // The 1x1 NHWC FP16 layer and the 3x3 one with their x gated (the gated solvers').
+        let gated = |p: &ConvProblem| {
+            p.with_fusion(kiln_format::Fusion {
+                x_scale: true,
+                ..p.fusion()
+            })
+            .unwrap()
+        };
+        let nhwc_fp16 = |p: &&ConvProblem| {
+            p.layouts()[0] == kiln_format::Layout::Nhwc && p.data_types()[0] == DataType::Fp16
+        };
+        let with_gates: Vec<ConvProblem> = problems.iter().filter(nhwc_fp16).map(gated).collect();
+        let problems: Vec<ConvProblem> = problems.into_iter().chain(with_gates).collect();
         for s in registered() {
             // The H100, or for a solver built for AMD archs alone the first of them.
             let caps = match s.entry.archs.first() {

@@ -7,6 +7,11 @@
 //! * `ConvWgmmaImplicitGemmFwd`: any 2-D filter, stride, padding and dilation TMA's im2col mode
 //!   can express: A is gathered from x by the TMA unit, one filter tap and 128 bytes of channels
 //!   per load.
+//! * `ConvWgmmaGemm1x1GatedFwd`, `ConvWgmmaImplicitGemmGatedFwd`: the two kernels above for
+//!   layers whose x a squeeze-and-excitation gate multiplies (`+gate`), the producer
+//!   warpgroup's idle warps scaling each stage (`KILN_GATED`; no other object carries that
+//!   code). A gated layer never measured is ranked by its plain twin's records of the plain
+//!   solvers.
 //! * `ConvWgmmaImplicitGemm3dFwd`: the im2col kernel over NDHWC tensors (3-D convolution), a
 //!   5-D im2col map gathering one filter tap (t, r, s) per load.
 //! * `ConvWgmmaImplicitGemm3dSwapFwd`: the 3-D kernel with the products transposed, for layers
@@ -49,6 +54,17 @@ pub const ID: &str = "ConvWgmmaGemm1x1Fwd";
 /// The im2col solver's id.
 pub const IMPLICIT_GEMM_ID: &str = "ConvWgmmaImplicitGemmFwd";
 
+/// The 1x1 solver's id for layers whose x is gated (`+gate`): objects with the scaler code.
+pub const GATED_ID: &str = "ConvWgmmaGemm1x1GatedFwd";
+
+/// The im2col solver's id for layers whose x is gated (`+gate`).
+pub const IMPLICIT_GEMM_GATED_ID: &str = "ConvWgmmaImplicitGemmGatedFwd";
+
+/// Each gated solver beside the plain solver whose objects it builds with the scaler code: a
+/// gated problem never measured is ranked by its plain twin's records of the plain solver.
+pub const GATED_SIBLINGS: [(&str, &str); 2] =
+    [(ID, GATED_ID), (IMPLICIT_GEMM_ID, IMPLICIT_GEMM_GATED_ID)];
+
 /// The im2col solver's id with steps of 16 or 32 channels, for inputs of few channels.
 pub const IMPLICIT_GEMM_NARROW_ID: &str = "ConvWgmmaImplicitGemmNarrowFwd";
 
@@ -78,9 +94,11 @@ pub const IMPLICIT_GEMM_TF32_ID: &str = "ConvWgmmaImplicitGemmTf32Fwd";
 /// Every wgmma solver's id (they share a block shape: a producer warpgroup and one consumer
 /// warpgroup per 64 rows).
 #[cfg(test)]
-pub const IDS: [&str; 7] = [
+pub const IDS: [&str; 9] = [
     ID,
     IMPLICIT_GEMM_ID,
+    GATED_ID,
+    IMPLICIT_GEMM_GATED_ID,
     IMPLICIT_GEMM_NARROW_ID,
     IMPLICIT_GEMM_3D_ID,
     TF32_ID,
@@ -127,9 +145,8 @@ pub struct Config {
     step: Option<u32>,
 }
 
-/// The largest block tile (rows x columns) whose kernel takes a folded gate (`KILN_SCALES_X`):
-/// the 128 x 256 and 256 x 128 objects stay as they are without it (their persistent entries
-/// already spill a little).
+/// The largest block tile (rows x columns) a gated object is built for (`KILN_GATED`): the
+/// 128 x 256 and 256 x 128 persistent entries already spill a little without the scaler code.
 const GATE_MAX_PRODUCTS: u32 = 192 * 128;
 
 /// The most images a gated tile's rows may span (`KILN_GATE_IMAGES`): the scaler threads
@@ -422,6 +439,9 @@ pub struct Wgmma {
     /// Grouped convolution, the groups folded into the 64-channel tiles (`KILN_GROUPED`: with
     /// `swap` and `volume`; 2-D problems run one plane deep).
     grouped: bool,
+    /// The objects built with the scaler code (`KILN_GATED`): problems whose x is gated
+    /// (`+gate`) only, and no other solver takes those.
+    gated: bool,
 }
 
 /// `ConvWgmmaGemm1x1Fwd`.
@@ -433,6 +453,7 @@ pub static GEMM_1X1: Wgmma = Wgmma {
     volume: false,
     swap: false,
     grouped: false,
+    gated: false,
 };
 
 /// `ConvWgmmaImplicitGemmFwd`.
@@ -444,6 +465,21 @@ pub static IMPLICIT_GEMM: Wgmma = Wgmma {
     volume: false,
     swap: false,
     grouped: false,
+    gated: false,
+};
+
+/// `ConvWgmmaGemm1x1GatedFwd`.
+pub static GEMM_1X1_GATED: Wgmma = Wgmma {
+    id: GATED_ID,
+    gated: true,
+    ..GEMM_1X1
+};
+
+/// `ConvWgmmaImplicitGemmGatedFwd`.
+pub static IMPLICIT_GEMM_GATED: Wgmma = Wgmma {
+    id: IMPLICIT_GEMM_GATED_ID,
+    gated: true,
+    ..IMPLICIT_GEMM
 };
 
 /// `ConvWgmmaImplicitGemmNarrowFwd`.
@@ -455,6 +491,7 @@ pub static IMPLICIT_GEMM_NARROW: Wgmma = Wgmma {
     volume: false,
     swap: false,
     grouped: false,
+    gated: false,
 };
 
 /// `ConvWgmmaImplicitGemm3dFwd`.
@@ -466,6 +503,7 @@ pub static IMPLICIT_GEMM_3D: Wgmma = Wgmma {
     volume: true,
     swap: false,
     grouped: false,
+    gated: false,
 };
 
 /// `ConvWgmmaImplicitGemm3dSwapFwd`.
@@ -477,6 +515,7 @@ pub static IMPLICIT_GEMM_3D_SWAP: Wgmma = Wgmma {
     volume: true,
     swap: true,
     grouped: false,
+    gated: false,
 };
 
 /// `ConvWgmmaGroupedFwd`.
@@ -488,6 +527,7 @@ pub static GROUPED: Wgmma = Wgmma {
     volume: true,
     swap: true,
     grouped: true,
+    gated: false,
 };
 
 /// `ConvWgmmaGemm1x1Tf32Fwd`.
@@ -499,6 +539,7 @@ pub static GEMM_1X1_TF32: Wgmma = Wgmma {
     volume: false,
     swap: false,
     grouped: false,
+    gated: false,
 };
 
 /// `ConvWgmmaImplicitGemmTf32Fwd`.
@@ -510,25 +551,27 @@ pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
     volume: false,
     swap: false,
     grouped: false,
+    gated: false,
 };
 
 impl Wgmma {
     /// Whether the kernels multiply x's stages by the gate of a problem fusing `x_scale`
-    /// (`kiln_scale_unit`): FP16 and BF16 2-D dense convolutions whose stages are 128-byte
-    /// rows of x itself (not the narrow-step, 3-D, transposed or grouped kernels, nor x copied
-    /// with padded channels), on tiles of at most [`GATE_MAX_PRODUCTS`] whose rows span at
-    /// most [`GATE_MAX_IMAGES`] images, without stream-K.
+    /// (`kiln_scale_unit`): the gated solvers' objects (FP16 and BF16 2-D dense convolutions
+    /// whose stages are 128-byte rows of x itself, not x copied with padded channels), on
+    /// tiles of at most [`GATE_MAX_PRODUCTS`] whose rows span at most [`GATE_MAX_IMAGES`]
+    /// images, without stream-K.
     fn scales_x(&self, p: &ConvProblem, cfg: &Config) -> bool {
         let pixels = volume(p.output()).max(1);
-        !(self.tf32
-            || self.narrow
-            || self.volume
-            || self.swap
-            || self.grouped
-            || self.pads_channels(p)
-            || cfg.stream_k()
-            || cfg.rows * cfg.cols > GATE_MAX_PRODUCTS
-            || (cfg.rows as u64).div_ceil(pixels) + 1 > GATE_MAX_IMAGES)
+        self.gated
+            && !(self.tf32
+                || self.narrow
+                || self.volume
+                || self.swap
+                || self.grouped
+                || self.pads_channels(p)
+                || cfg.stream_k()
+                || cfg.rows * cfg.cols > GATE_MAX_PRODUCTS
+                || (cfg.rows as u64).div_ceil(pixels) + 1 > GATE_MAX_IMAGES)
     }
 
     /// Whether the solver copies x and w into the workspace with their channels padded to
@@ -540,6 +583,7 @@ impl Wgmma {
     fn pads_channels(&self, p: &ConvProblem) -> bool {
         self.im2col
             && !self.grouped
+            && !self.gated
             && !self.narrow
             && !self.tf32
             && p.groups() == 1
@@ -594,7 +638,18 @@ impl TunableSolver for Wgmma {
         Config::parse(params)
     }
 
+    fn timed_like(&self) -> Option<&'static str> {
+        // A gated object is its plain sibling's with the scaler warps added.
+        GATED_SIBLINGS
+            .iter()
+            .find(|(_, gated)| *gated == self.id)
+            .map(|(plain, _)| *plain)
+    }
+
     fn applicable(&self, p: &ConvProblem, caps: &TargetCaps) -> Result<(), NotApplicable> {
+        if self.gated && !p.fusion().x_scale {
+            return Err("the gated objects take only problems whose x is gated (+gate)");
+        }
         if self.grouped {
             self.group_fits(p)?;
         } else if p.groups() != 1 {
@@ -2049,6 +2104,71 @@ mod tests {
         strided(n, c, k, hw, f, 0, 1)
     }
 
+    /// `p` with its x gated per image and channel (`+gate`).
+    fn gated(p: ConvProblem) -> ConvProblem {
+        p.with_fusion(kiln_format::Fusion {
+            x_scale: true,
+            ..p.fusion()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_gated_objects_are_their_plain_siblings_with_the_scaler_code() {
+        let manifest = crate::embedded::kernel_manifest();
+        let entry = |id: &str| manifest.iter().find(|s| s.id == id).unwrap();
+        for (plain, gated) in GATED_SIBLINGS {
+            let (p, g) = (entry(plain), entry(gated));
+            assert_eq!(g.options, format!("-DKILN_GATED {}", p.options), "{gated}");
+            assert_eq!(g.source, p.source, "{gated}");
+            assert!(
+                g.functions.iter().all(|f| p.functions.contains(f)),
+                "{gated}"
+            );
+            assert_eq!((g.data_types, g.archs), (p.data_types, p.archs), "{gated}");
+            for config in g.params {
+                // A config the plain solver builds, on a tile the gate is built for.
+                assert!(p.params.contains(config), "{gated} [{config}]");
+                let c = Config::parse(config).unwrap();
+                assert!(c.rows * c.cols <= GATE_MAX_PRODUCTS, "{gated} [{config}]");
+            }
+            let solver = crate::solvers::by_id(gated).unwrap();
+            assert_eq!(solver.timed_like(), Some(plain));
+            let sibling = crate::solvers::gated_sibling(crate::solvers::by_id(plain).unwrap());
+            assert_eq!(sibling, Some(solver));
+        }
+    }
+
+    #[test]
+    fn only_the_gated_solvers_take_a_gated_x_and_they_take_nothing_else() {
+        let h100 = crate::solvers::devices::h100();
+        let layers = [nhwc(32, 1152, 192, 7, 1), strided(1, 480, 80, 14, 1, 0, 1)];
+        for plain in layers {
+            let gated_layer = gated(plain);
+            for (plain_id, gated_id) in GATED_SIBLINGS {
+                let (p, g) = (
+                    crate::solvers::by_id(plain_id).unwrap(),
+                    crate::solvers::by_id(gated_id).unwrap(),
+                );
+                let config = g.offered_params(&gated_layer, &h100).next().unwrap();
+                let plan = g.plan(&gated_layer, &h100, config).unwrap();
+                assert!(plan.scales_x, "{gated_id} [{config}]");
+                assert_eq!(
+                    p.plan(&gated_layer, &h100, config).unwrap_err(),
+                    "x scaled per image and channel: this solver does not scale its input"
+                );
+                assert_eq!(
+                    g.plan(&plain, &h100, config).unwrap_err(),
+                    "the gated objects take only problems whose x is gated (+gate)"
+                );
+                assert!(
+                    p.plan(&plain, &h100, config).is_ok(),
+                    "{plain_id} [{config}]"
+                );
+            }
+        }
+    }
+
     /// An NHWC FP16 problem with a square filter, padding and stride.
     fn strided(n: u32, c: u32, k: u32, hw: u32, f: u32, pad: u32, stride: u32) -> ConvProblem {
         ConvProblem::new(ConvSpec {
@@ -2085,6 +2205,8 @@ mod tests {
             tf32(nhwc(8, 256, 64, 28, 1)),
             tf32(strided(8, 128, 128, 28, 3, 1, 1)),
             ndhwc(2, 64, 64, [8, 28, 28], [3, 3, 3], [1, 1, 1]),
+            gated(nhwc(8, 256, 64, 28, 1)),
+            gated(strided(8, 128, 128, 28, 3, 1, 1)),
         ];
         for id in IDS {
             let s = crate::solvers::by_id(id).unwrap();
