@@ -78,33 +78,31 @@ pub fn measure(
     // Fused work the reference solver does not do (a gate on x, a global pool's partial sums)
     // is checked against the CPU reference instead, on its own inputs (sampled outputs on
     // large problems); the timed runs below are the same either way.
-    let cpu_check = match reference_solver.applicable(p, &caps, "") {
-        Ok(()) => None,
-        Err(_) => Some(ProblemCheck::random_within(
-            ctx,
-            p,
-            seed,
-            REFERENCE_BUDGET_MACS,
-        )?),
-    };
-    let reference = match cpu_check {
-        Some(_) => Vec::new(),
-        None => run_once(
+    let check = match reference_solver.applicable(p, &caps, "") {
+        Ok(()) => Check::ReferenceSolver(run_once(
             &Variant {
                 solver: reference_solver,
                 params: "",
             },
             &xs[0],
-        )?,
+        )?),
+        Err(_) => Check::Cpu(Box::new(ProblemCheck::random_within(
+            ctx,
+            p,
+            seed,
+            REFERENCE_BUDGET_MACS,
+        )?)),
     };
 
     let mut out = Vec::new();
     for solver in kiln::solvers::registered() {
         for params in solver.offered_params(p, &caps) {
             let v = Variant { solver, params };
-            let checked = match &cpu_check {
-                Some(check) => check.error(&v),
-                None => run_once(&v, &xs[0]).map(|got| relative_error(&got, &reference)),
+            let checked = match &check {
+                Check::Cpu(cpu) => cpu.error(&v),
+                Check::ReferenceSolver(reference) => {
+                    run_once(&v, &xs[0]).map(|got| relative_error(&got, reference))
+                }
             };
             // TF32 solvers are held to the TF32 tolerance, every other to the type's own,
             // also when the problem allows TF32.
@@ -135,6 +133,14 @@ pub fn measure(
         }
     }
     Ok(out)
+}
+
+/// How a candidate's output is checked.
+enum Check<'a> {
+    /// Against the reference solver's output on the same inputs (its values).
+    ReferenceSolver(Vec<f64>),
+    /// Against the CPU reference, for fused work the reference solver does not do.
+    Cpu(Box<ProblemCheck<'a>>),
 }
 
 #[allow(clippy::too_many_arguments)]
