@@ -740,7 +740,7 @@ pub fn by_id(id: &str) -> Option<SolverRef> {
 }
 
 /// The solver that runs a gated problem (`+gate`) in place of `solver`, which measured its
-/// plain twin: the plain wgmma solvers' gated siblings ([`wgmma::GATED_SIBLINGS`]); `None` for
+/// plain twin: the plain wgmma solvers' gated siblings (`wgmma::GATED_SIBLINGS`); `None` for
 /// a solver without one.
 pub fn gated_sibling(solver: SolverRef) -> Option<SolverRef> {
     let (_, gated) = wgmma::GATED_SIBLINGS
