@@ -556,22 +556,17 @@ pub static IMPLICIT_GEMM_TF32: Wgmma = Wgmma {
 
 impl Wgmma {
     /// Whether the kernels multiply x's stages by the gate of a problem fusing `x_scale`
-    /// (`kiln_scale_unit`): the gated solvers' objects (FP16 and BF16 2-D dense convolutions
-    /// whose stages are 128-byte rows of x itself, not x copied with padded channels), on
-    /// tiles of at most [`GATE_MAX_PRODUCTS`] whose rows span at most [`GATE_MAX_IMAGES`]
-    /// images, without stream-K.
+    /// (`kiln_scale_unit`): the gated solvers' objects (the FP16/BF16 2-D dense 1x1 and im2col
+    /// kernels, which take only such problems and never pad channels), on tiles of at most
+    /// [`GATE_MAX_PRODUCTS`] whose rows span at most [`GATE_MAX_IMAGES`] images, without
+    /// stream-K.
     fn scales_x(&self, p: &ConvProblem, cfg: &Config) -> bool {
         let pixels = volume(p.output()).max(1);
         self.gated
-            && !(self.tf32
-                || self.narrow
-                || self.volume
-                || self.swap
-                || self.grouped
-                || self.pads_channels(p)
-                || cfg.stream_k()
-                || cfg.rows * cfg.cols > GATE_MAX_PRODUCTS
-                || (cfg.rows as u64).div_ceil(pixels) + 1 > GATE_MAX_IMAGES)
+            && !cfg.stream_k()
+            && cfg.rows * cfg.cols <= GATE_MAX_PRODUCTS
+            // A tile's rows may start mid-image: one image more than they fill.
+            && (cfg.rows as u64).div_ceil(pixels) < GATE_MAX_IMAGES
     }
 
     /// Whether the solver copies x and w into the workspace with their channels padded to
@@ -831,7 +826,7 @@ impl TunableSolver for Wgmma {
         // A gated problem's kernel also holds the scaled barriers and the gate slice.
         let scales_x = self.scales_x(p, cfg)
             && shared + gate_shared_bytes(cfg.stages) <= SM90_SHARED_PER_BLOCK;
-        if p.fusion().x_scale && scales_x {
+        if scales_x {
             shared += gate_shared_bytes(cfg.stages);
         }
         let mut plan = LaunchPlan::single_with_shared(
