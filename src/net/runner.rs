@@ -377,7 +377,17 @@ impl<'c> Network<'c> {
     /// Launches every step on `stream`, in order: the graph's work on one stream (the memory
     /// plan allows any order the schedule allows, this one included).
     pub fn enqueue(&self, stream: &Stream) -> Result<(), NetError> {
-        for i in 0..self.steps.len() {
+        self.enqueue_steps(0..self.steps.len(), stream)
+    }
+
+    /// Launches steps `range` on `stream`, in order (a profile times the first `i` steps in
+    /// their place so); the steps past the last are none.
+    pub fn enqueue_steps(
+        &self,
+        range: std::ops::Range<usize>,
+        stream: &Stream,
+    ) -> Result<(), NetError> {
+        for i in range.start..range.end.min(self.steps.len()) {
             self.launch_step(i, stream, self.options.programmatic_launch)?;
         }
         Ok(())
@@ -453,6 +463,13 @@ impl<'c> Network<'c> {
     /// Launches step `i` alone on `stream` (a profile times each step so).
     pub fn enqueue_step(&self, i: usize, stream: &Stream) -> Result<(), NetError> {
         self.launch_step(i, stream, self.options.programmatic_launch)
+    }
+
+    /// Launches step `i` alone on `stream` without programmatic dependent launch: after work
+    /// that is not one of the network's kernels (a profile's L2 eviction), which it must not
+    /// overlap.
+    pub fn enqueue_step_in_order(&self, i: usize, stream: &Stream) -> Result<(), NetError> {
+        self.launch_step(i, stream, false)
     }
 
     /// Launches step `i` on `stream`, with programmatic dependent launch where `programmatic`

@@ -285,19 +285,22 @@ pub fn run(a: &NetRunArgs) -> CliResult {
             // A graph of ten launches of the step, replayed: GPU time only, as in the network's
             // own graph (timing single launches would add the host's launch path to each).
             let (t, _) = time_gpu_only(ctx.device(), 10, 20, |s, _| {
-                net.enqueue_step(i, s).map_err(|e| {
-                    kiln::RunError::Backend(kiln::backend::BackendError::kiln(
-                        "profile",
-                        e.to_string(),
-                    ))
-                })
+                net.enqueue_step(i, s).map_err(profile_error)
             })?;
-            steps.push((t.median_ms, net.step_name(i).unwrap_or_default()));
+            steps.push((t.median_ms, i));
         }
+        let context = if a.profile_in_place {
+            Some(profile_in_place(ctx.device(), &net)?)
+        } else {
+            None
+        };
         let total: f64 = steps.iter().map(|s| s.0).sum();
+        let names: Vec<String> = (0..net.launches())
+            .map(|i| net.step_name(i).unwrap_or_default())
+            .collect();
         let convs: f64 = steps
             .iter()
-            .filter(|s| s.1.contains('['))
+            .filter(|s| names[s.1].contains('['))
             .map(|s| s.0)
             .sum();
         // --verbose lists every launch in network order; else the slowest dozen.
@@ -311,8 +314,24 @@ pub fn run(a: &NetRunArgs) -> CliResult {
             "profile: launches alone sum to {total:.4} ms: convolutions {convs:.4} ms, other operators {:.4} ms; {order}:",
             total - convs
         );
-        for (ms, name) in steps.iter().take(shown) {
-            kiln::outln!("  {ms:.4} ms  {name}");
+        if let Some(context) = &context {
+            let cold: f64 = context.iter().map(|c| c.0).sum();
+            let in_place: f64 = context.iter().map(|c| c.1).sum();
+            kiln::outln!(
+                "  after an L2 eviction they sum to {cold:.4} ms; in their place (one stream) to {in_place:.4} ms"
+            );
+            kiln::outln!("  alone ms  L2-evicted  in place  launch");
+        }
+        for &(ms, i) in steps.iter().take(shown) {
+            match &context {
+                Some(c) => kiln::outln!(
+                    "  {ms:.4}    {:.4}      {:.4}    {}",
+                    c[i].0,
+                    c[i].1,
+                    names[i]
+                ),
+                None => kiln::outln!("  {ms:.4} ms  {}", names[i]),
+            }
         }
     }
     kiln::outln!(
@@ -354,6 +373,43 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         }
     }
     Ok(())
+}
+
+/// A network step's error as the timing harness's.
+fn profile_error(e: kiln::net::NetError) -> kiln::RunError {
+    kiln::RunError::Backend(kiln::backend::BackendError::kiln("profile", e.to_string()))
+}
+
+/// Bytes written before each launch that `--profile-in-place` times with L2 evicted: well over
+/// the L2 of any GPU kiln targets (50 MiB on the H100 and H200).
+const L2_EVICTION_BYTES: u64 = 256 << 20;
+
+/// Each step's time (ms) after an L2 eviction, and in its place: (evicted, in place), in step
+/// order. Evicted: a graph of ten (eviction write, launch in order) pairs less a graph of the
+/// ten writes alone. In place: graphs of the first i steps in order on one stream; step i's time is what
+/// it adds to the graph of the steps before it, so the times sum to the whole one-stream graph.
+fn profile_in_place(
+    device: &kiln::backend::Device,
+    net: &Network,
+) -> Result<Vec<(f64, f64)>, kiln::RunError> {
+    let scratch = device.alloc(L2_EVICTION_BYTES)?;
+    let evict =
+        |s: &kiln::backend::Stream| device.zero_async(&scratch, 0, L2_EVICTION_BYTES / 4, s);
+    let (writes, _) = time_gpu_only(device, 10, 20, |s, _| Ok(evict(s)?))?;
+    let mut times = Vec::with_capacity(net.launches());
+    let mut before = 0.0;
+    for i in 0..net.launches() {
+        let (pair, _) = time_gpu_only(device, 10, 20, |s, _| {
+            evict(s)?;
+            net.enqueue_step_in_order(i, s).map_err(profile_error)
+        })?;
+        let (prefix, _) = time_gpu_only(device, 1, 30, |s, _| {
+            net.enqueue_steps(0..i + 1, s).map_err(profile_error)
+        })?;
+        times.push((pair.median_ms - writes.median_ms, prefix.median_ms - before));
+        before = prefix.median_ms;
+    }
+    Ok(times)
 }
 
 /// Where a row's largest value is (the first, on ties; NaN never wins).
