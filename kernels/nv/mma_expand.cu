@@ -19,11 +19,12 @@
 // the writes in flight.
 //
 // Perf config: KILN_BM (pixels a block, 64 or 128), KILN_KN (output channels a block, a multiple
-// of 8), KILN_CP (C rounded up to 16, 32 or 64: the k16 steps), and a run-time value, blocks an
-// SM (0: a block a pixel tile). Launch: grid (pixel tiles, or fewer blocks that each take tile
-// after tile, ceil(K / KN)), block 128 (four warps, each BM / 4 pixels by all KN channels);
-// dynamic shared memory as src/solvers/expand.rs computes it. Needs groups = 1, a 1x1 filter at
-// stride 1 without padding, C % 8 == 0 and C <= KILN_CP, channels_last, 2-D.
+// of 8, such as 72 or 96 that K = 144 or 96 fills), KILN_CP (C rounded up to 16, 32 or 64: the
+// k16 steps), and a run-time value, blocks an SM (0: a block a pixel tile). Launch: grid (pixel
+// tiles, or fewer blocks that each take tile after tile, ceil(K / KN)), block 128 (four warps,
+// each BM / 4 pixels by all KN channels); dynamic shared memory as src/solvers/expand.rs computes
+// it. Needs groups = 1, a 1x1 filter at stride 1 without padding, C % 8 == 0 and C <= KILN_CP,
+// channels_last, 2-D.
 #include "epilogue.h"
 #include "nv_shared.h"
 
@@ -45,7 +46,11 @@
 static_assert(KILN_BM == 64 || KILN_BM == 128, "BM is 64 or 128");
 static_assert(KILN_KN % 8 == 0, "KN is whole n8 tiles");
 static_assert(KILN_CP == 16 || KILN_CP == 32 || KILN_CP == 64, "CP is 16, 32 or 64");
-static_assert(KILN_THREADS % KILN_OUT_GRANULES == 0, "a thread keeps its output channels");
+static_assert(KILN_OUT_GRANULES <= KILN_THREADS, "a thread stores one vector of a pixel");
+// The epilogue's pixels a pass: where the output vectors do not divide the block (KN = 72 or
+// 96: 9 or 12 of them), the last threads store nothing, rather than a block tile fitting K
+// leaving whole n8 tiles idle (K = 96 on KN = 64 tiles wastes half of its second block).
+#define KILN_ROWS_PER_PASS (KILN_THREADS / KILN_OUT_GRANULES)
 
 // ROWS rows of C channels from src (row r at src + r * C) into shared memory at dst, padded rows,
 // with cp.async; zero past C and past valid_rows. A thread copies one granule column of every
@@ -116,9 +121,9 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 4)
     factors[i] = ep.alpha * (ep.scale ? kiln_ep_f32(ep.scale, kj) : 1.0f);
     factors[KILN_KN + i] = ep.bias ? kiln_ep_f32(ep.bias, kj) : 0.0f;
   }
-  // This thread's 8 output channels.
+  // This thread's 8 output channels (none: a thread past the passes' vectors).
   const kiln_i32 g = tid % KILN_OUT_GRANULES;
-  const kiln_i32 k = k0 + g * 8;
+  const kiln_i32 k = tid < KILN_ROWS_PER_PASS * KILN_OUT_GRANULES ? k0 + g * 8 : a.k;
   const kiln_i32 channels = a.k - k < 8 ? a.k - k : 8;
   const KilnAct act = kiln_act_params(ep.act, ep.act_a);
   // Whole 16-byte vectors where the 8 channels exist and y (and z) hold them aligned.
@@ -199,8 +204,7 @@ extern "C" __global__ void __launch_bounds__(KILN_THREADS, 4)
       *reinterpret_cast<float4*>(bias + j) =
           *reinterpret_cast<const float4*>(factors + KILN_KN + g * 8 + j);
     }
-    for (kiln_i32 row = tid / KILN_OUT_GRANULES; row < KILN_BM;
-         row += KILN_THREADS / KILN_OUT_GRANULES) {
+    for (kiln_i32 row = tid / KILN_OUT_GRANULES; row < KILN_BM; row += KILN_ROWS_PER_PASS) {
       const kiln_i64 p = p0 + row;
       if (p >= pixels) break;
       const float4 lo = *reinterpret_cast<const float4*>(sums + row * KILN_SUM_STRIDE + g * 8);

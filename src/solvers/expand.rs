@@ -27,7 +27,8 @@ pub struct MmaExpand1x1;
 pub struct Config {
     /// Output pixels a block (64 or 128).
     pixels: u32,
-    /// Output channels a block (a multiple of 8 dividing 128 threads' vectors).
+    /// Output channels a block (a multiple of 8: 8-channel vectors, one a thread in the
+    /// epilogue; where they do not divide 128 threads, the last threads store nothing).
     channels: u32,
     /// C rounded up to the k16 steps the object is built for (16, 32 or 64).
     c_padded: u32,
@@ -46,7 +47,6 @@ impl Config {
         (matches!(pixels, 64 | 128)
             && channels > 0
             && channels.is_multiple_of(8)
-            && THREADS.is_multiple_of(channels / 8)
             // A warp's sums: pixels / 64 m16 groups x channels / 8 n8 tiles x 4.
             && pixels / 64 * channels / 8 * 4 <= 64
             && matches!(c_padded, 16 | 32 | 64)
@@ -263,6 +263,29 @@ mod tests {
     }
 
     #[test]
+    fn channel_tiles_that_fit_k_exactly() {
+        let caps = crate::solvers::devices::h100();
+        let s = &MmaExpand1x1;
+        // 16 -> 96 at 112x112, batch 32, on 96-channel tiles: one channel tile (on 64-channel
+        // tiles the second would hold 32 channels); 6272 pixel tiles over 528 looping blocks.
+        let p = expand(16, 96, 112, 32);
+        let plan = s.launch_plan(&p, &caps, "64,96,16,4").unwrap();
+        assert_eq!(plan.kernels[0].grid, [528, 1, 1]);
+        // Factors (96 x 8 bytes), staged rows ((64 + 96) x 48 bytes), sums (64 x 104 floats).
+        assert_eq!(plan.kernels[0].shared_bytes, 768 + 160 * 48 + 64 * 104 * 4);
+        // 24 -> 144 on 72-channel tiles: two, both full.
+        let plan = s
+            .launch_plan(&expand(24, 144, 56, 32), &caps, "64,72,32,0")
+            .unwrap();
+        assert_eq!(plan.kernels[0].grid, [1568, 2, 1]);
+        // Unmeasured, the cost model prefers the tile that K fills.
+        let q = expand(16, 96, 112, 32);
+        let full = s.estimate(&q, &caps, &Config::parse("64,96,16,0").unwrap());
+        let half_idle = s.estimate(&q, &caps, &Config::parse("64,64,16,0").unwrap());
+        assert!(full < half_idle, "{full} vs {half_idle}");
+    }
+
+    #[test]
     fn refuses_what_the_kernel_cannot_run() {
         let caps = crate::solvers::devices::h100();
         let s = &MmaExpand1x1;
@@ -292,9 +315,9 @@ mod tests {
             s.check(&fp32, &caps, "64,64,32,0"),
             Err("FP16 or BF16 only")
         );
-        // Configs the kernel does not build: 96 channels (12 vectors do not divide 128
-        // threads), 128 x 128 (128 sums a thread), a 48-channel k-step.
-        assert!(Config::parse("64,96,32,0").is_none());
+        // Configs the kernel does not build: 100 channels (not whole 8-channel vectors),
+        // 128 x 128 (128 sums a thread), a 48-channel k-step.
+        assert!(Config::parse("64,100,32,0").is_none());
         assert!(Config::parse("128,128,32,0").is_none());
         assert!(Config::parse("64,64,48,0").is_none());
         assert!(Config::parse("64,128,64,0").is_some());
