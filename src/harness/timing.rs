@@ -126,6 +126,54 @@ pub fn time_gpu_only_fitted(
     time_gpu_only(device, calls, replays, work)
 }
 
+/// Bytes an [`L2Eviction`] writes: over twice the L2 of any GPU kiln targets (50 MiB on the
+/// H100 and H200, 40 MiB on the A100), so none of what the work before it read is left there.
+pub const L2_EVICTION_BYTES: u64 = 128 << 20;
+
+/// A device buffer whose zeroing evicts L2, so that work timed after it finds its inputs and
+/// weights in device memory, as a network's layers do (each reads what is not in L2 any more:
+/// its weights, residuals written layers earlier), not in L2 as back-to-back replays of one
+/// launch do.
+pub struct L2Eviction {
+    buffer: crate::backend::DeviceBuffer,
+}
+
+impl L2Eviction {
+    /// Allocates the [`L2_EVICTION_BYTES`] it writes.
+    pub fn new(device: &Device) -> Result<L2Eviction, RunError> {
+        Ok(L2Eviction {
+            buffer: device.alloc(L2_EVICTION_BYTES)?,
+        })
+    }
+
+    /// Zeroes the buffer on `stream`.
+    pub fn enqueue(&self, device: &Device, stream: &Stream) -> Result<(), RunError> {
+        Ok(device.zero_async(&self.buffer, 0, L2_EVICTION_BYTES / 4, stream)?)
+    }
+
+    /// GPU-only time per call of `work` with L2 evicted before each call: [`time_gpu_only`]
+    /// of ten (eviction, call) pairs less that of ten evictions alone. `work` must not overlap
+    /// the eviction before it (no programmatic dependent launch).
+    pub fn time_gpu_only(
+        &self,
+        device: &Device,
+        replays: usize,
+        mut work: impl FnMut(&Stream, usize) -> Result<(), RunError>,
+    ) -> Result<Timing, RunError> {
+        const CALLS: usize = 10;
+        let (alone, _) = time_gpu_only(device, CALLS, replays, |s, _| self.enqueue(device, s))?;
+        let (pairs, _) = time_gpu_only(device, CALLS, replays, |s, i| {
+            self.enqueue(device, s)?;
+            work(s, i)
+        })?;
+        Ok(Timing {
+            median_ms: pairs.median_ms - alone.median_ms,
+            min_ms: pairs.min_ms - alone.min_ms,
+            repeats: pairs.repeats,
+        })
+    }
+}
+
 /// Median and minimum of a set of times (NaN-free input; empty gives NaN).
 pub fn summarize(mut times: Vec<f64>) -> Timing {
     times.sort_by(f64::total_cmp);

@@ -7,7 +7,7 @@
 use kiln::backend::{DeviceBuffer, Stream};
 use kiln::context::{Context, EpilogueArgs};
 use kiln::harness::epilogue::EpilogueInputs;
-use kiln::harness::timing::time_gpu_only_fitted;
+use kiln::harness::timing::{time_gpu_only_fitted, L2Eviction};
 use kiln::harness::verify::{
     download, poison, random_values, relative_error, tolerance, upload, workspace_for,
     ProblemCheck, REFERENCE_BUDGET_MACS,
@@ -34,13 +34,28 @@ pub struct Measurement {
 /// Input copies the timed loop rotates through.
 const ROTATE: usize = 3;
 
+/// How each candidate is timed.
+#[derive(Clone, Copy, Debug)]
+pub struct Timed {
+    /// Timed repeats per candidate.
+    pub repeats: usize,
+    /// L2 evicted before each call ([`L2Eviction`]), as in a network; the context must then
+    /// launch without programmatic dependent launch.
+    pub cold_l2: bool,
+}
+
 /// Measures every applicable (solver, perf config) of `p`.
 pub fn measure(
     ctx: &Context,
     p: &ConvProblem,
-    repeats: usize,
+    timed: Timed,
     seed: u64,
 ) -> Result<Vec<Measurement>, RunError> {
+    let eviction = if timed.cold_l2 {
+        Some(L2Eviction::new(ctx.device())?)
+    } else {
+        None
+    };
     let dtype = p.data_types()[0];
     let [xn, wn, _] = p.element_counts();
     let dev = ctx.device();
@@ -120,7 +135,17 @@ pub fn measure(
                 }
             };
             let time_ms = if ok {
-                time(ctx, p, &v, &xs, &w, &y, &args, repeats)?
+                time(
+                    ctx,
+                    p,
+                    &v,
+                    &xs,
+                    &w,
+                    &y,
+                    &args,
+                    timed.repeats,
+                    eviction.as_ref(),
+                )?
             } else {
                 f64::INFINITY
             };
@@ -153,6 +178,7 @@ fn time(
     y: &DeviceBuffer,
     args: &EpilogueArgs<'_>,
     repeats: usize,
+    eviction: Option<&L2Eviction>,
 ) -> Result<f64, RunError> {
     let inv = ctx.prepare(p, v)?;
     let ws = workspace_for(ctx.device(), &inv)?;
@@ -168,10 +194,16 @@ fn time(
     };
     let launch =
         |s: &Stream, i: usize| ctx.run_fused(&inv, &xs[i % xs.len()], w, y, ws.as_ref(), s, &args);
-    // GPU-only: a graph of back-to-back calls, replayed.
-    Ok(time_gpu_only_fitted(ctx.device(), repeats, launch)?
-        .0
-        .median_ms)
+    // GPU-only: a graph of back-to-back calls, replayed (each after an L2 eviction where
+    // asked).
+    Ok(match eviction {
+        Some(e) => e.time_gpu_only(ctx.device(), repeats, launch)?.median_ms,
+        None => {
+            time_gpu_only_fitted(ctx.device(), repeats, launch)?
+                .0
+                .median_ms
+        }
+    })
 }
 
 /// The fastest measurement of each solver, in first-seen order.

@@ -126,7 +126,7 @@ pub struct NetRunArgs {
     /// times, median per launch) and list the slowest (with --verbose: every launch, in order).
     #[arg(long)]
     pub profile: bool,
-    /// With --profile, time every launch two more ways: alone after a 256 MiB write that
+    /// With --profile, time every launch two more ways: alone after a 128 MiB write that
     /// evicts L2 (so it finds nothing its replays left there), and in its place (graphs of the
     /// network's first launches, in order on one stream, each launch the difference its
     /// graph makes), to find where the network's graph spends more than its launches alone.

@@ -50,6 +50,12 @@ pub struct FindArgs {
     /// Timed repeats per candidate.
     #[arg(long, default_value_t = 10)]
     pub(crate) repeats: usize,
+    /// Time each candidate with L2 evicted before each call (a 128 MiB write, its own time
+    /// subtracted), as a network runs its layers: their weights and earlier activations come
+    /// from device memory, not from L2 as in back-to-back replays. Launches then wait for the
+    /// eviction (no programmatic dependent launch).
+    #[arg(long)]
+    pub(crate) cold_l2: bool,
     /// Measure again problems the find-db already has.
     #[arg(long)]
     force: bool,
@@ -80,6 +86,16 @@ pub struct FindArgs {
     /// (hosts, array tasks) cover the lists once; `kiln-tools db merge` joins their directories.
     #[arg(long, value_parser = crate::shard::Shard::parse, requires = "db_dir")]
     shard: Option<crate::shard::Shard>,
+}
+
+impl FindArgs {
+    /// How each candidate is timed.
+    pub(crate) fn timed(&self) -> crate::tune::Timed {
+        crate::tune::Timed {
+            repeats: self.repeats,
+            cold_l2: self.cold_l2,
+        }
+    }
 }
 
 /// Where `find` takes its measurements from.
@@ -253,7 +269,7 @@ pub fn measure_one(
     key: &str,
     p: &ConvProblem,
     caps: &kiln::solvers::TargetCaps,
-    repeats: usize,
+    timed: crate::tune::Timed,
     i: usize,
 ) -> Result<Outcome, Box<dyn std::error::Error>> {
     // A problem no kiln solver runs (INT8, backward, ...) is skipped, not fatal. A gate on x
@@ -267,7 +283,7 @@ pub fn measure_one(
     }
     Ok(match source {
         Source::Device(ctx) => {
-            Outcome::Measured(crate::tune::measure(ctx, p, repeats, 1 + i as u64)?)
+            Outcome::Measured(crate::tune::measure(ctx, p, timed, 1 + i as u64)?)
         }
         Source::Log(log, _) => {
             let ms = logged_measurements(log, key, p, caps);
@@ -371,6 +387,9 @@ fn open_source(a: &FindArgs) -> Result<Source<'_>, Box<dyn std::error::Error>> {
         if a.tf32 {
             common.push("--tf32".into());
         }
+        if a.cold_l2 {
+            common.push("--cold-l2".into());
+        }
         for s in &mut specs {
             s.extend(common.iter().cloned());
         }
@@ -378,7 +397,14 @@ fn open_source(a: &FindArgs) -> Result<Source<'_>, Box<dyn std::error::Error>> {
     }
     Ok(match &a.from_log {
         Some(f) => Source::Log(read_find_log(f)?, f),
-        None => Source::Device(Box::new(a.device.context()?)),
+        None => {
+            let ctx = a.device.context()?;
+            // A launch after the eviction must not start before the eviction ends.
+            if a.cold_l2 {
+                ctx.set_programmatic_launch(false);
+            }
+            Source::Device(Box::new(ctx))
+        }
     })
 }
 
@@ -542,7 +568,7 @@ pub fn run(a: &FindArgs, write_find_db: bool) -> CliResult {
         _ => {
             for (i, (key, p)) in todo.iter().enumerate() {
                 bar.set_message(key.clone());
-                let outcome = measure_one(&source, key, p, &caps, a.repeats, i)?;
+                let outcome = measure_one(&source, key, p, &caps, a.timed(), i)?;
                 record(i, outcome)?;
             }
         }

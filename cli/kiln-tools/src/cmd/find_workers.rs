@@ -276,7 +276,7 @@ pub fn serve(a: &FindArgs, source: super::find::Source) -> CliResult {
             }
             let p = ConvProblem::from_find_db_key(key).map_err(|e| format!("{key}: {e}"))?;
             let p = super::find::as_measured(a, p);
-            let text = match super::find::measure_one(&source, key, &p, &caps, a.repeats, i)? {
+            let text = match super::find::measure_one(&source, key, &p, &caps, a.timed(), i)? {
                 Outcome::Skipped(why) => format!("skip\t{i}\t{why}\n"),
                 Outcome::Measured(ms) => {
                     let mut t = String::new();

@@ -1,7 +1,7 @@
 //! `kiln net run`: a whole network on the GPU, from its safetensors weights, as one captured
 //! graph; timed GPU-only (graph replays between device events).
 
-use kiln::harness::timing::{time_device, time_gpu_only};
+use kiln::harness::timing::{time_device, time_gpu_only, L2Eviction};
 use kiln::net::{models, Network, Weights};
 use kiln::DataType;
 
@@ -380,33 +380,25 @@ fn profile_error(e: kiln::net::NetError) -> kiln::RunError {
     kiln::RunError::Backend(kiln::backend::BackendError::kiln("profile", e.to_string()))
 }
 
-/// Bytes written before each launch that `--profile-in-place` times with L2 evicted: well over
-/// the L2 of any GPU kiln targets (50 MiB on the H100 and H200).
-const L2_EVICTION_BYTES: u64 = 256 << 20;
-
 /// Each step's time (ms) after an L2 eviction, and in its place: (evicted, in place), in step
-/// order. Evicted: a graph of ten (eviction write, launch in order) pairs less a graph of the
-/// ten writes alone. In place: graphs of the first i steps in order on one stream; step i's time is what
-/// it adds to the graph of the steps before it, so the times sum to the whole one-stream graph.
+/// order. Evicted: [`L2Eviction::time_gpu_only`] of the step launched in order. In place:
+/// graphs of the first i steps in order on one stream; step i's time is what it adds to the
+/// graph of the steps before it, so the times sum to the whole one-stream graph.
 fn profile_in_place(
     device: &kiln::backend::Device,
     net: &Network,
 ) -> Result<Vec<(f64, f64)>, kiln::RunError> {
-    let scratch = device.alloc(L2_EVICTION_BYTES)?;
-    let evict =
-        |s: &kiln::backend::Stream| device.zero_async(&scratch, 0, L2_EVICTION_BYTES / 4, s);
-    let (writes, _) = time_gpu_only(device, 10, 20, |s, _| Ok(evict(s)?))?;
+    let eviction = L2Eviction::new(device)?;
     let mut times = Vec::with_capacity(net.launches());
     let mut before = 0.0;
     for i in 0..net.launches() {
-        let (pair, _) = time_gpu_only(device, 10, 20, |s, _| {
-            evict(s)?;
+        let evicted = eviction.time_gpu_only(device, 20, |s, _| {
             net.enqueue_step_in_order(i, s).map_err(profile_error)
         })?;
         let (prefix, _) = time_gpu_only(device, 1, 30, |s, _| {
             net.enqueue_steps(0..i + 1, s).map_err(profile_error)
         })?;
-        times.push((pair.median_ms - writes.median_ms, prefix.median_ms - before));
+        times.push((evicted.median_ms, prefix.median_ms - before));
         before = prefix.median_ms;
     }
     Ok(times)
