@@ -279,9 +279,8 @@ mod tests {
             .unwrap();
         assert_eq!(plan.kernels[0].grid, [1568, 2, 1]);
         // Unmeasured, the cost model prefers the tile that K fills.
-        let q = expand(16, 96, 112, 32);
-        let full = s.estimate(&q, &caps, &Config::parse("64,96,16,0").unwrap());
-        let half_idle = s.estimate(&q, &caps, &Config::parse("64,64,16,0").unwrap());
+        let full = s.estimate(&p, &caps, &Config::parse("64,96,16,0").unwrap());
+        let half_idle = s.estimate(&p, &caps, &Config::parse("64,64,16,0").unwrap());
         assert!(full < half_idle, "{full} vs {half_idle}");
     }
 
