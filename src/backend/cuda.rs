@@ -4,7 +4,6 @@
 //! and released when the last handle of it is dropped.
 
 use std::ffi::{c_void, CStr, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys;
@@ -170,9 +169,6 @@ pub struct CudaDriver {
     /// Whether kiln retained the device's primary context (released on drop); false for a
     /// caller's context ([`adopt_context`]), which the caller keeps and destroys.
     retained_primary: bool,
-    /// Whether an L2 window was ever set on one of its streams: only then does a launch
-    /// look for one to pass on as a launch attribute (`Driver::set_l2_window`).
-    l2_windows: AtomicBool,
 }
 
 // SAFETY: a CUDA context may be used from any thread once made current there, which every
@@ -197,7 +193,6 @@ pub fn open(rest: &str) -> Result<Device, BackendError> {
         device,
         ctx,
         retained_primary: true,
-        l2_windows: AtomicBool::new(false),
     };
     d.current()?;
     Ok(Device::new(Arc::new(d)))
@@ -245,7 +240,6 @@ pub unsafe fn adopt_context(ctx: Raw) -> Result<Device, BackendError> {
         device,
         ctx,
         retained_primary: false,
-        l2_windows: AtomicBool::new(false),
     })))
 }
 
@@ -253,35 +247,6 @@ impl CudaDriver {
     fn current(&self) -> Result<(), BackendError> {
         // SAFETY: the context is retained for the driver's lifetime.
         check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.ctx) })
-    }
-
-    fn attribute(&self, attribute: sys::CUdevice_attribute) -> Result<i32, BackendError> {
-        let mut value = 0;
-        // SAFETY: valid out-pointer and device.
-        check("cuDeviceGetAttribute", unsafe {
-            sys::cuDeviceGetAttribute(&mut value, attribute, self.device)
-        })?;
-        Ok(value)
-    }
-
-    /// The L2 window set on `stream`, if any (`Driver::set_l2_window`).
-    fn l2_window_of(&self, stream: Raw) -> Result<Option<sys::CUaccessPolicyWindow>, BackendError> {
-        if !self.l2_windows.load(Ordering::Relaxed) {
-            return Ok(None);
-        }
-        // SAFETY: a plain-old-data union, all zeroes is a valid value.
-        let mut value: sys::CUstreamAttrValue = unsafe { std::mem::zeroed() };
-        // SAFETY: the caller passes a null or live stream; valid out-pointer.
-        check("cuStreamGetAttribute", unsafe {
-            sys::cuStreamGetAttribute(
-                stream as sys::CUstream,
-                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
-                &mut value,
-            )
-        })?;
-        // SAFETY: the attribute asked for is the window.
-        let window = unsafe { value.accessPolicyWindow };
-        Ok((window.num_bytes > 0).then_some(window))
     }
 }
 
@@ -570,58 +535,6 @@ impl Driver for CudaDriver {
         Ok(())
     }
 
-    fn set_persisting_l2(&self, bytes: u64) -> Result<u64, BackendError> {
-        self.current()?;
-        let most = self
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE)?;
-        let granted = bytes.min(most.max(0) as u64);
-        if granted == 0 {
-            // SAFETY: plain driver call on the current context.
-            check("cuCtxResetPersistingL2Cache", unsafe {
-                sys::cuCtxResetPersistingL2Cache()
-            })?;
-        }
-        // SAFETY: plain driver call on the current context.
-        check("cuCtxSetLimit", unsafe {
-            sys::cuCtxSetLimit(
-                sys::CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
-                granted as usize,
-            )
-        })?;
-        Ok(granted)
-    }
-
-    unsafe fn set_l2_window(
-        &self,
-        stream: Raw,
-        window: Option<super::L2Window>,
-    ) -> Result<(), BackendError> {
-        self.current()?;
-        // SAFETY: a plain-old-data union, all zeroes is a valid value (and no window).
-        let mut value: sys::CUstreamAttrValue = unsafe { std::mem::zeroed() };
-        if let Some(w) = window {
-            let most = self.attribute(
-                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE,
-            )?;
-            value.accessPolicyWindow = sys::CUaccessPolicyWindow {
-                base_ptr: w.base as *mut c_void,
-                num_bytes: w.bytes.min(most.max(0) as u64) as usize,
-                hitRatio: w.hit_ratio,
-                hitProp: sys::CUaccessProperty::CU_ACCESS_PROPERTY_PERSISTING,
-                missProp: sys::CUaccessProperty::CU_ACCESS_PROPERTY_STREAMING,
-            };
-            self.l2_windows.store(true, Ordering::Relaxed);
-        }
-        // SAFETY: the caller passes a null or live stream; the value outlives the call.
-        check("cuStreamSetAttribute", unsafe {
-            sys::cuStreamSetAttribute(
-                stream as sys::CUstream,
-                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
-                &value,
-            )
-        })
-    }
-
     unsafe fn launch(
         &self,
         function: Raw,
@@ -639,16 +552,8 @@ impl Driver for CudaDriver {
             pad: [0; 4],
             value: sys::CUlaunchAttributeValue { pad: [0; 64] },
         };
-        let mut attributes = [none; 3];
+        let mut attributes = [none; 2];
         let mut count = 0;
-        // A window set on the stream, passed on explicitly so that a captured graph's kernel
-        // nodes keep it.
-        if let Some(window) = self.l2_window_of(stream)? {
-            attributes[count].id =
-                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
-            attributes[count].value.accessPolicyWindow = window;
-            count += 1;
-        }
         if programmatic {
             attributes[count].id =
                 sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;

@@ -275,40 +275,6 @@ pub trait Driver: Send + Sync {
         map: &mut TensorMap,
         address: Raw,
     ) -> Result<(), BackendError>;
-    /// Sets aside up to `bytes` of L2 for persisting lines (CUDA sm_80+: the context's
-    /// persisting-L2 limit, clamped to the device's maximum) and returns the bytes set aside;
-    /// 0 gives the set-aside back and returns persisting lines to normal. Drivers without
-    /// the control set nothing aside and return 0.
-    fn set_persisting_l2(&self, bytes: u64) -> Result<u64, BackendError> {
-        let _ = bytes;
-        Ok(0)
-    }
-    /// Makes the kernels launched on `stream` after this call keep `window`'s lines in the
-    /// set-aside L2 ([`Driver::set_persisting_l2`]); `None` clears it. Drivers without the
-    /// control ignore it.
-    ///
-    /// # Safety
-    /// `stream` is null or a live stream of this device.
-    unsafe fn set_l2_window(
-        &self,
-        stream: Raw,
-        window: Option<L2Window>,
-    ) -> Result<(), BackendError> {
-        let _ = (stream, window);
-        Ok(())
-    }
-}
-
-/// Device memory whose L2 lines kernels keep in the set-aside L2 (CUDA's access policy
-/// window): a `hit_ratio` share of its lines, chosen by address, persists; the rest stream.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct L2Window {
-    /// First byte.
-    pub base: Raw,
-    /// Bytes (the driver clamps it to the device's largest window).
-    pub bytes: u64,
-    /// Share of the lines kept, 0 to 1.
-    pub hit_ratio: f32,
 }
 
 /// What every AMD driver refuses alike (the HIP backend and an emulated GPU): AMD GPUs have
@@ -533,47 +499,6 @@ impl Device {
     /// Free and total device memory, bytes.
     pub fn memory_info(&self) -> Result<(u64, u64), BackendError> {
         self.driver.memory_info()
-    }
-
-    /// Sets aside up to `bytes` of L2 for persisting lines, for the whole context
-    /// ([`Driver::set_persisting_l2`]); returns the bytes set aside (0 where the driver has no
-    /// such control). 0 gives it back.
-    pub fn set_persisting_l2(&self, bytes: u64) -> Result<u64, BackendError> {
-        self.driver.set_persisting_l2(bytes)
-    }
-
-    /// Makes the kernels launched on `stream` after this call keep a `hit_ratio` share of
-    /// `buffer`'s lines in the set-aside L2; `None` clears it ([`Driver::set_l2_window`]).
-    pub fn set_l2_window(
-        &self,
-        stream: &Stream,
-        window: Option<(&DeviceBuffer, f32)>,
-    ) -> Result<(), BackendError> {
-        let window = match window {
-            Some((buffer, hit_ratio)) => {
-                if !buffer.device.same_as(self) {
-                    return Err(BackendError::kiln(
-                        "set_l2_window",
-                        "the buffer belongs to another device",
-                    ));
-                }
-                if !(0.0..=1.0).contains(&hit_ratio) {
-                    return Err(BackendError::kiln(
-                        "set_l2_window",
-                        format!("hit ratio {hit_ratio} is not within 0 to 1"),
-                    ));
-                }
-                Some(L2Window {
-                    base: buffer.raw,
-                    bytes: buffer.bytes,
-                    hit_ratio,
-                })
-            }
-            None => None,
-        };
-        // SAFETY: the stream is null or live (Stream's contract); the window is a hint about
-        // this device's own live buffer.
-        unsafe { self.driver.set_l2_window(stream.0, window) }
     }
 
     /// A stream of this device, destroyed on drop.

@@ -23,7 +23,7 @@ mod schedule;
 pub mod text;
 pub mod weights;
 
-pub use runner::{NetOptions, Network, WeightsInL2, DEFAULT_LANES};
+pub use runner::{NetOptions, Network, DEFAULT_LANES};
 pub use schedule::Schedule;
 
 /// The data type a network runs in, by name (FP16, BF16 or FP32: the types its kernels and

@@ -69,24 +69,6 @@ pub struct NetOptions {
     /// gate's channel multiply becomes the next layer's gate on x ([`crate::Fusion::x_scale`]),
     /// each where a solver takes it (and, for the gate, where it saves time). On by default.
     pub fold_excitation: bool,
-    /// Bytes of L2 to set aside for the weights, so that a run finds them where the last run
-    /// left them rather than in device memory (CUDA sm_80+; clamped to the weights' bytes and
-    /// the device's maximum; other drivers set nothing aside): each convolution marks the
-    /// share of its weights' lines that the set-aside holds persisting ([`WeightsInL2`]). The
-    /// set-aside belongs to the context, so the network built last sets it; dropping the
-    /// network gives it back. 0: off.
-    pub weights_l2_bytes: u64,
-}
-
-/// The L2 a network set aside for its weights ([`NetOptions::weights_l2_bytes`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct WeightsInL2 {
-    /// Bytes set aside.
-    pub set_aside: u64,
-    /// The convolutions' weight bytes.
-    pub weights: u64,
-    /// The share of each convolution's weight lines kept: `set_aside / weights`, at most 1.
-    pub hit_ratio: f32,
 }
 
 impl Default for NetOptions {
@@ -95,7 +77,6 @@ impl Default for NetOptions {
             programmatic_launch: true,
             lanes: DEFAULT_LANES,
             fold_excitation: true,
-            weights_l2_bytes: 0,
         }
     }
 }
@@ -125,44 +106,6 @@ pub struct Network<'c> {
     /// The streams of lanes 1.. (lane 0 is `stream`).
     side_streams: Vec<OwnedStream>,
     options: NetOptions,
-    /// The L2 set aside for the weights, if any.
-    weights_l2: Option<WeightsInL2>,
-}
-
-impl Drop for Network<'_> {
-    fn drop(&mut self) {
-        if self.weights_l2.is_some() {
-            // Nothing to report to on drop; a failure leaves only the set-aside in place.
-            let _ = self.ctx.device().set_persisting_l2(0);
-        }
-    }
-}
-
-/// Sets aside L2 for the weights of `steps`' convolutions, up to `bytes` (0: none).
-fn set_aside_weights_l2(
-    ctx: &Context,
-    steps: &[Step],
-    bytes: u64,
-) -> Result<Option<WeightsInL2>, NetError> {
-    let weights: u64 = steps
-        .iter()
-        .map(|s| match s {
-            Step::Conv { weight, .. } => weight.bytes(),
-            Step::Op { .. } => 0,
-        })
-        .sum();
-    if bytes == 0 || weights == 0 {
-        return Ok(None);
-    }
-    let set_aside = ctx
-        .device()
-        .set_persisting_l2(bytes.min(weights))
-        .map_err(|e| at("weights in L2")(e.into()))?;
-    Ok((set_aside > 0).then(|| WeightsInL2 {
-        set_aside,
-        weights,
-        hit_ratio: (set_aside as f64 / weights as f64).min(1.0) as f32,
-    }))
 }
 
 /// Converts a `crate::RunError` of `node` into a [`NetError`].
@@ -399,7 +342,6 @@ impl<'c> Network<'c> {
         let side_streams = (1..schedule.lanes)
             .map(|_| new_stream())
             .collect::<Result<Vec<_>, _>>()?;
-        let weights_l2 = set_aside_weights_l2(ctx, &steps, options.weights_l2_bytes)?;
         let mut net = Network {
             ctx,
             name: def.name.clone(),
@@ -421,7 +363,6 @@ impl<'c> Network<'c> {
             stream,
             side_streams,
             options,
-            weights_l2,
         };
         // The events a capture records must outlive it.
         let mut events = Vec::new();
@@ -554,15 +495,6 @@ impl<'c> Network<'c> {
                     pool,
                     x_scale,
                 } => {
-                    let device = self.ctx.device();
-                    let window = |w| {
-                        device
-                            .set_l2_window(stream, w)
-                            .map_err(|e| at("weights in L2")(e.into()))
-                    };
-                    if let Some(l2) = &self.weights_l2 {
-                        window(Some((weight, l2.hit_ratio)))?;
-                    }
                     let args = EpilogueArgs {
                         scale: scale.as_ref(),
                         bias: bias.as_ref(),
@@ -586,9 +518,6 @@ impl<'c> Network<'c> {
                             programmatic,
                         )
                         .map_err(at(&inv.problem.find_db_key().to_string()))?;
-                    if self.weights_l2.is_some() {
-                        window(None)?;
-                    }
                 }
                 Step::Op {
                     inv,
@@ -629,12 +558,6 @@ impl<'c> Network<'c> {
             .device()
             .synchronize()
             .map_err(|e| at("graph")(e.into()))
-    }
-
-    /// The L2 set aside for the weights ([`NetOptions::weights_l2_bytes`]); `None` when off
-    /// or where the driver has no such control.
-    pub fn weights_l2(&self) -> Option<WeightsInL2> {
-        self.weights_l2
     }
 
     /// The captured forward pass, to replay or time.

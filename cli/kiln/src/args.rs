@@ -145,11 +145,6 @@ pub struct NetRunArgs {
     /// `kiln::net::NetOptions::fold_excitation`).
     #[arg(long)]
     pub unfolded_excitation: bool,
-    /// MiB of L2 to set aside for the weights, kept there from one run to the next (0: off;
-    /// clamped to the weights and the device's maximum; see
-    /// `kiln::net::NetOptions::weights_l2_bytes`).
-    #[arg(long, value_name = "MIB", default_value_t = 0)]
-    pub weights_l2_mib: u64,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

@@ -223,7 +223,6 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         programmatic_launch: !a.no_pdl,
         lanes: a.lanes,
         fold_excitation: !a.unfolded_excitation,
-        weights_l2_bytes: a.weights_l2_mib.saturating_mul(1 << 20),
     };
     let net = Network::with_options(&ctx, &def, &weights, a.batch, dtype, options)?;
     let build_s = t0.elapsed().as_secs_f64();
@@ -275,14 +274,6 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         human(net.activation_bytes()),
         build_s
     );
-    if let Some(l2) = net.weights_l2() {
-        kiln::outln!(
-            "weights in L2: {} set aside for {} of weights ({:.0}% of each layer's lines kept)",
-            human(l2.set_aside),
-            human(l2.weights),
-            100.0 * l2.hit_ratio
-        );
-    }
     if a.verbose {
         for (key, solver, params) in net.solvers() {
             kiln::outln!("  {key}: {solver} [{params}]");
