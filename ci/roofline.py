@@ -10,7 +10,8 @@ on the device, then what each launch spends beyond that bound.
 Defaults: an H200's HBM3e (4.8 TB/s) and dense FP16 tensor-core peak (989 TFLOP/s). The bound
 is optimistic (no launch latency, every byte once, peak rates), so `beyond` is an upper bound
 on what a better kernel could save; it ranks where to look, it is not a target. Operators
-(pools, multiplies, softmax) are listed with their time only.
+(pools, multiplies, softmax) are listed with their time only. A profile taken with
+`--profile-in-place` is read by its in-place column (what each launch adds to the graph).
 """
 import argparse
 import re
@@ -53,6 +54,8 @@ def main():
     a = ap.parse_args()
     rows = []
     line_re = re.compile(r"^\s+([0-9.]+) ms\s+(\S+)(?:\s+(\S+))?")
+    # With --profile-in-place: alone, after an L2 eviction, in place, then the launch.
+    in_place_re = re.compile(r"^\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)\s+(\S+)(?:\s+(\S+))?")
     in_profile = False
     for line in open(a.profile):
         if line.startswith("profile:"):
@@ -60,7 +63,7 @@ def main():
             continue
         if not in_profile:
             continue
-        mt = line_re.match(line)
+        mt = line_re.match(line) or in_place_re.match(line)
         if not mt:
             if line.strip() and not line.startswith(" "):
                 in_profile = False

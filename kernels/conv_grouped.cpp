@@ -547,17 +547,28 @@ static __device__ KILN_INLINE void kiln_depthwise_nhwc(const kiln_t* __restrict_
   }
 }
 
-extern "C" __global__ void conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x,
-                                                   const kiln_t* __restrict__ w,
-                                                   kiln_t* __restrict__ y, KilnConvArgs a,
-                                                   KilnEpilogue e) {
+// On sm_90, the 16-bit configs four pixels wide with 5x5 or 7x7 filters keep four blocks of 128
+// threads an SM (registers capped at 128 a thread; they spill 48-104 bytes to local memory):
+// so capped, the 5x5 ones ran EfficientNet-B0's 7x7 layers 15-23% faster on an H100, enough
+// warps to hide their loads. The others keep the compiler's choice: capped at 128 or 96
+// registers they gained nothing or lost up to 9%, and other archs and FP32 are unmeasured
+// (benches/runs/2026-12-05-h100-l2-depthwise/).
+#if KILN_DW_S * KILN_PW >= 20 && KILN_DW_ELEM_BYTES == 2 && defined(__CUDACC_RTC__) && \
+    __CUDA_ARCH__ >= 900
+#define KILN_DW_BOUNDS __launch_bounds__(KILN_TX * KILN_TY, 512 / (KILN_TX * KILN_TY))
+#else
+#define KILN_DW_BOUNDS
+#endif
+
+extern "C" __global__ void KILN_DW_BOUNDS
+conv_depthwise_nhwc_fwd(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
+                        kiln_t* __restrict__ y, KilnConvArgs a, KilnEpilogue e) {
   kiln_depthwise_nhwc<false>(x, w, y, a, e);
 }
 
-extern "C" __global__ void conv_depthwise_nhwc_fwd_pool(const kiln_t* __restrict__ x,
-                                                        const kiln_t* __restrict__ w,
-                                                        kiln_t* __restrict__ y, KilnConvArgs a,
-                                                        KilnEpilogue e) {
+extern "C" __global__ void KILN_DW_BOUNDS
+conv_depthwise_nhwc_fwd_pool(const kiln_t* __restrict__ x, const kiln_t* __restrict__ w,
+                             kiln_t* __restrict__ y, KilnConvArgs a, KilnEpilogue e) {
   kiln_depthwise_nhwc<true>(x, w, y, a, e);
 }
 #endif  // KILN_DW_S
