@@ -549,7 +549,7 @@ static __device__ KILN_INLINE void kiln_depthwise_nhwc(const kiln_t* __restrict_
 
 // On sm_90, the 16-bit configs four pixels wide with 5x5 or 7x7 filters keep four blocks of 128
 // threads an SM (registers capped at 128 a thread; they spill 48-104 bytes to local memory):
-// so capped, the 5x5 ones ran EfficientNet-B0's 7x7 layers 15-23% faster on an H100, enough
+// so capped, the 5x5 ones ran EfficientNet-B0's 7x7 layers 15-24% faster on an H100, enough
 // warps to hide their loads. The others keep the compiler's choice: capped at 128 or 96
 // registers they gained nothing or lost up to 9%, and other archs and FP32 are unmeasured
 // (benches/runs/2026-12-05-h100-l2-depthwise/).
