@@ -33,6 +33,11 @@ struct KilnOpArgs {
   kiln_i32 strips;            // global pool finish from a convolution's partial sums: strips
                               // an image's output holds (0: the partials are this file's own)
   kiln_i32 strip_group;       // strips one block of that convolution summed
+  kiln_i32 squeeze;           // squeeze-and-excitation head: the squeeze's channels (S)
+  kiln_i32 squeeze_act;       // its KILN_ACT_* (the excitation's is act)
+  float squeeze_act_a;        // its parameter
+  kiln_i32 out_c;             // the excitation's channels (K): y is n x out_c
+  kiln_i32 parts;             // blocks an image (each one slice of the K outputs)
 };
 
 // Loads and stores of one element. NVIDIA's FP16 conversions are one instruction each; the
@@ -476,5 +481,203 @@ extern "C" __global__ void kiln_global_pool_finish(const kiln_t* __restrict__ wo
     for (kiln_u32 s = 0; s < splits; ++s) t += part[i * splits + s];
     const kiln_u32 n = i / a.c, ch = i % a.c;
     kiln_op_store(y, kiln_op_index(a, n, ch, 0, 0, 1, 1, a.y_ld), kiln_op_act(t * inv, a));
+  }
+}
+
+// A squeeze-and-excitation head in one kernel: the global pool's mean, the squeeze (a 1x1
+// layer C -> S with bias and activation) and the excitation (S -> K, bias, activation) of one
+// image, where a network otherwise runs three launches (a pool finish and two few-pixel dots),
+// each waiting for the last. a is the pool's source: a convolution's FP32 partial sums (mode
+// 1, laid out as kiln_global_pool_finish reads them) or the pooled tensor, n x c (mode 0). b
+// holds the parameters, packed by the host (src/ops.rs, `SqueezeExcite::pack`): the biases b1
+// [S] and b2 [K] in FP32, then W1 [S][C] and W2 [K][S] in the element type, each part 16-byte
+// aligned. y is the gate, n x K. The pooled values and the squeeze's outputs are
+// rounded to the element type, as the unfused layers store them.
+//
+// Each block takes one slice of one image's K outputs (a.parts slices an image). Launched as
+// thread-block clusters (sm_90, the host's choice: then a cluster is an image, its blocks its
+// slices), each block also computes every cluster-size-th squeeze output and reads the others
+// from its peers' shared memory, so that each reads only its share of W1; otherwise (a
+// cluster of one) each block computes the image's whole squeeze itself. Threads in groups of
+// 32 run along C (8 channels a load where C allows), each group a set of squeeze outputs; the
+// 32 lanes' sums meet in shared memory. Then one thread an excitation output, over its row of
+// W2.
+#define KILN_SE_THREADS 256
+#define KILN_SE_GROUPS (KILN_SE_THREADS / 32)
+#define KILN_SE_MAX_C 2048  // src/ops.rs refuses more (SQUEEZE_EXCITE_MAX_C)
+#define KILN_SE_MAX_S 256   // likewise (SQUEEZE_EXCITE_MAX_S)
+#define KILN_SE_OUTPUTS 8   // squeeze outputs a group sums at once
+
+// v as the element type would store it.
+static __device__ KILN_INLINE float kiln_se_round(float v) {
+  kiln_t t;
+  kiln_op_store(&t, 0, v);
+  return kiln_op_load(&t, 0);
+}
+
+static __device__ KILN_INLINE kiln_u32 kiln_se_align16(kiln_u32 bytes) { return (bytes + 15u) & ~15u; }
+
+// The block's rank in its cluster and the cluster's size (0 and 1 without clusters).
+static __device__ KILN_INLINE void kiln_se_cluster(kiln_u32& rank, kiln_u32& ranks) {
+#if defined(__CUDACC_RTC__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(ranks));
+#else
+  rank = 0;
+  ranks = 1;
+#endif
+}
+
+// Every thread of the cluster's blocks: shared-memory writes before it visible to the peers'
+// reads after it. A block barrier without clusters.
+static __device__ KILN_INLINE void kiln_se_cluster_sync(kiln_u32 ranks) {
+#if defined(__CUDACC_RTC__) && __CUDA_ARCH__ >= 900
+  if (ranks > 1) {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    return;
+  }
+#endif
+  __syncthreads();
+}
+
+// The float at `p` (this block's shared memory) in block `rank` of the cluster.
+static __device__ KILN_INLINE float kiln_se_peer(const float* p, kiln_u32 rank) {
+#if defined(__CUDACC_RTC__) && __CUDA_ARCH__ >= 900
+  kiln_u32 local, remote;
+  float v;
+  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(local) : "l"(p));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+#else
+  (void)rank;
+  return *p;
+#endif
+}
+
+extern "C" __global__ void kiln_squeeze_excite(const kiln_t* __restrict__ src, const kiln_t* __restrict__ params,
+                                               kiln_t* __restrict__ y, KilnOpArgs a) {
+  __shared__ float pooled[KILN_SE_MAX_C];
+  __shared__ float red[KILN_SE_MAX_S * 32];
+  __shared__ float squeezed[KILN_SE_MAX_S];
+  const kiln_u32 c = a.c, s = a.squeeze, k = a.out_c, parts = a.parts, tid = threadIdx.x;
+  const char* base = (const char*)params;
+  const float* b1 = (const float*)base;
+  const float* b2 = b1 + s;
+  const kiln_u32 w1_at = kiln_se_align16((s + k) * 4u);
+  const kiln_u32 w2_at = w1_at + kiln_se_align16(s * c * (kiln_u32)sizeof(kiln_t));
+  const kiln_t* w1 = (const kiln_t*)(base + w1_at);
+  const kiln_t* w2 = (const kiln_t*)(base + w2_at);
+  kiln_u32 rank, ranks;
+  kiln_se_cluster(rank, ranks);
+#if defined(__CUDACC_RTC__) && __CUDA_ARCH__ >= 900
+  // The parameters are no kernel's output: the first image's blocks request them into L2
+  // before the wait, each a share, so that their first loads' latency passes under the
+  // previous kernel's tail.
+  if (blockIdx.x < parts) {
+    const kiln_u32 lines = (w2_at + s * k * (kiln_u32)sizeof(kiln_t) + 127u) / 128u;
+    for (kiln_u32 l = blockIdx.x * KILN_SE_THREADS + tid; l < lines; l += parts * KILN_SE_THREADS)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(base + (kiln_u64)l * 128u));
+  }
+#endif
+  kiln_pdl_start();
+  const kiln_u32 group = tid / 32, lane = tid % 32;
+  // This block's squeeze outputs: rank, rank + ranks, ...
+  const kiln_u32 mine = s > rank ? (s - rank + ranks - 1) / ranks : 0;
+  const float inv = 1.0f / ((float)a.in_h * (float)a.in_w);
+  const kiln_u32 span = (k + parts - 1) / parts;
+  for (kiln_u32 blk = blockIdx.x; blk < (kiln_u32)a.n * parts; blk += a.grid_threads / KILN_SE_THREADS) {
+    const kiln_u32 n = blk / parts, part = blk % parts;
+    // The image's pooled channels.
+    for (kiln_u32 ch = tid; ch < c; ch += KILN_SE_THREADS) {
+      if (a.mode == 1) {
+        const kiln_u64 strips = (kiln_u32)a.strips, per = (kiln_u32)a.strip_group, slots = (kiln_u32)a.splits;
+        const kiln_u64 count = ((n + 1) * strips - 1) / per - n * strips / per + 1;
+        float t = 0.0f;
+        for (kiln_u64 q = 0; q < count; ++q) t += ((const float*)src)[(n * slots + q) * c + ch];
+        pooled[ch] = kiln_se_round(t * inv);
+      } else {
+        pooled[ch] = kiln_op_load(src, n * (kiln_u32)a.a_ld + ch);
+      }
+    }
+    __syncthreads();
+    // The squeeze: each group KILN_SE_OUTPUTS outputs at a time, its lanes along C.
+    for (kiln_u32 j0 = group; j0 < mine; j0 += KILN_SE_GROUPS * KILN_SE_OUTPUTS) {
+      float acc[KILN_SE_OUTPUTS];
+#pragma unroll
+      for (int q = 0; q < KILN_SE_OUTPUTS; ++q) acc[q] = 0.0f;
+      if (c % 8 == 0) {
+#pragma unroll 2
+        for (kiln_u32 ch = lane * 8; ch < c; ch += 32 * 8) {
+          float wv[KILN_SE_OUTPUTS][8];
+#pragma unroll
+          for (int q = 0; q < KILN_SE_OUTPUTS; ++q) {
+            const kiln_u32 jl = j0 + q * KILN_SE_GROUPS, j = rank + jl * ranks;
+            if (jl < mine) {
+              kiln_loadv<8>(w1, j * c + ch, wv[q]);
+            } else {
+#pragma unroll
+              for (int e = 0; e < 8; ++e) wv[q][e] = 0.0f;
+            }
+          }
+#pragma unroll
+          for (int q = 0; q < KILN_SE_OUTPUTS; ++q)
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[q] += pooled[ch + e] * wv[q][e];
+        }
+      } else {
+        for (kiln_u32 ch = lane; ch < c; ch += 32) {
+          const float p = pooled[ch];
+#pragma unroll
+          for (int q = 0; q < KILN_SE_OUTPUTS; ++q) {
+            const kiln_u32 jl = j0 + q * KILN_SE_GROUPS, j = rank + jl * ranks;
+            if (jl < mine) acc[q] += p * kiln_op_load(w1, j * c + ch);
+          }
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < KILN_SE_OUTPUTS; ++q) {
+        const kiln_u32 jl = j0 + q * KILN_SE_GROUPS;
+        if (jl < mine) red[jl * 32 + lane] = acc[q];
+      }
+    }
+    __syncthreads();
+    for (kiln_u32 jl = tid; jl < mine; jl += KILN_SE_THREADS) {
+      const kiln_u32 j = rank + jl * ranks;
+      float t = b1[j];
+      for (int l = 0; l < 32; ++l) t += red[jl * 32 + l];
+      if (a.squeeze_act != KILN_ACT_IDENTITY)
+        t = kiln_act_apply(t, kiln_act_params(a.squeeze_act, a.squeeze_act_a));
+      squeezed[j] = kiln_se_round(t);
+    }
+    kiln_se_cluster_sync(ranks);
+    if (ranks > 1) {
+      // The peers' outputs, each from the block that computed it (which overwrites none of
+      // them before the cluster's barrier at the end of this image).
+      for (kiln_u32 j = tid; j < s; j += KILN_SE_THREADS)
+        if (j % ranks != rank) squeezed[j] = kiln_se_peer(&squeezed[j], j % ranks);
+      __syncthreads();
+    }
+    // The excitation: a thread an output of this block's slice, its row of W2 read 8
+    // elements a load where S allows (every load of a row independent: one wait).
+    const kiln_u32 k_end = (part + 1) * span < k ? (part + 1) * span : k;
+    for (kiln_u32 o = part * span + tid; o < k_end; o += KILN_SE_THREADS) {
+      float t = b2[o];
+      if (s % 8 == 0) {
+#pragma unroll 8
+        for (kiln_u32 j = 0; j < s; j += 8) {
+          float wv[8];
+          kiln_loadv<8>(w2, o * s + j, wv);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) t += squeezed[j + e] * wv[e];
+        }
+      } else {
+#pragma unroll 8
+        for (kiln_u32 j = 0; j < s; ++j) t += squeezed[j] * kiln_op_load(w2, o * s + j);
+      }
+      kiln_op_store(y, n * k + o, kiln_op_act(t, a));
+    }
+    // The next image's pass overwrites the shared arrays (the peers' reads included).
+    kiln_se_cluster_sync(ranks);
   }
 }

@@ -580,10 +580,12 @@ impl Context {
             .iter()
             .map(|f| module.function(f))
             .collect::<Result<_, _>>()?;
+        let cluster = op.cluster(self.caps.max_cluster);
         Ok(crate::ops::OpInvoker {
             op: *op,
             functions,
-            args: op.args(),
+            args: op.args_in_clusters(cluster),
+            cluster,
         })
     }
 
@@ -693,7 +695,7 @@ impl Context {
         let y_offset = slice("y", offsets.y, op.y_ld)?;
         check_buffer(&self.device, "a", a, op.a_bytes() + a_offset)?;
         check_buffer(&self.device, "y", y, op.y_elements() * element + y_offset)?;
-        let b_needed = op.b_elements() * element;
+        let b_needed = op.b_bytes();
         let bp = match (b, b_needed) {
             (Some(b), n) if n > 0 => {
                 check_buffer(&self.device, "b", b, n)?;
@@ -727,7 +729,10 @@ impl Context {
                 .clamp(1, 1 << 16) as u32;
             [(ap, wp, 0, op.blocks()), (wp, 0, yp, finish)]
         } else {
-            [(ap, bp, yp, op.blocks()), (0, 0, 0, 0)]
+            [
+                (ap, bp, yp, op.blocks_in_clusters(inv.cluster)),
+                (0, 0, 0, 0),
+            ]
         };
         for (function, &(mut a0, mut b0, mut y0, blocks)) in inv.functions.iter().zip(&launches) {
             let mut args = inv.args;
@@ -755,7 +760,7 @@ impl Context {
                     0,
                     stream,
                     &mut params,
-                    1,
+                    inv.cluster,
                 )
             }?;
         }

@@ -1,7 +1,8 @@
 //! Standalone operators: the work around a network's convolutions that no fused epilogue
 //! absorbs. Max and average pooling (window, stride, padding, ceil mode), global average
 //! pooling, nearest and bilinear resizing (2x upsampling), elementwise copy/add/multiply with
-//! an optional per-(n, c) broadcast (squeeze-and-excitation), and softmax over channels.
+//! an optional per-(n, c) broadcast (squeeze-and-excitation), softmax over channels, and a
+//! squeeze-and-excitation head (pool, squeeze and excitation layers) in one kernel.
 //!
 //! Like MIOpen's pooling, activation and softmax primitives they need no find-db: each is one
 //! memory-bound kernel of `kernels/ops.cpp`, compiled once per data type into every target's
@@ -19,14 +20,31 @@ use kiln_format::{Activation, DataType, Layout};
 pub const SOURCE: &str = "ops.cpp";
 
 /// The kernel file's entry points, in the manifest's order.
-pub const FUNCTIONS: [&str; 6] = [
+pub const FUNCTIONS: [&str; 7] = [
     "kiln_pool2d",
     "kiln_resize",
     "kiln_eltwise",
     "kiln_softmax",
     "kiln_global_pool_partial",
     "kiln_global_pool_finish",
+    "kiln_squeeze_excite",
 ];
+
+/// Most pooled channels a squeeze-and-excitation head takes (`KILN_SE_MAX_C`: the kernel
+/// keeps them in shared memory).
+pub const SQUEEZE_EXCITE_MAX_C: u32 = 2048;
+
+/// Most squeeze channels a squeeze-and-excitation head takes (`KILN_SE_MAX_S`).
+pub const SQUEEZE_EXCITE_MAX_S: u32 = 256;
+
+/// Blocks a squeeze-and-excitation head aims to launch over the whole batch: each block reads
+/// its image's whole squeeze weights, so more blocks an image buy parallelism on the
+/// excitation only, at the cost of reading those weights again.
+const SQUEEZE_EXCITE_BLOCKS: u32 = 64;
+
+/// Bytes of a squeeze-and-excitation head's weights each block of a cluster reads, at most
+/// (about a microsecond of one SM's L2 bandwidth).
+const SQUEEZE_EXCITE_CLUSTER_SHARE: u64 = 32 << 10;
 
 /// Most pixel ranges a global pool sums apart.
 const MAX_SPLITS: u32 = 64;
@@ -124,6 +142,111 @@ pub enum OpKind {
     },
     /// Softmax over the channels of each pixel.
     Softmax,
+    /// A squeeze-and-excitation head: `y = act(W2 s + b2)` with `s = act_s(W1 pooled + b1)`
+    /// and `pooled` the mean of each channel of the input (`a`: the pooled tensor, `n x c x 1 x
+    /// 1`, or a convolution's FP32 partial sums), every product in FP32, `pooled` and `s`
+    /// rounded to the data type as the unfused layers store them. `b` holds the parameters as
+    /// [`SqueezeExcite::pack`] lays them out; `y` is `n x out x 1 x 1`. One kernel where a
+    /// network otherwise launches a pool's finish and two 1x1 layers, each waiting for the last.
+    SqueezeExcite(SqueezeExcite),
+}
+
+/// The shape of a squeeze-and-excitation head ([`OpKind::SqueezeExcite`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqueezeExcite {
+    /// The squeeze's output channels (S).
+    pub squeeze: u32,
+    /// The excitation's output channels (K, the gate's).
+    pub out: u32,
+    /// The squeeze's activation (the excitation's is the problem's).
+    pub squeeze_activation: Activation,
+    /// Its parameter's bits (ReLU6's ceiling, leaky ReLU's slope), as `f32::to_bits`.
+    pub squeeze_param_bits: u32,
+    /// Where the input is a convolution's partial sums, how they lie; `None`: the input is
+    /// the pooled tensor.
+    pub partials: Option<crate::solvers::PoolPartials>,
+}
+
+impl SqueezeExcite {
+    /// The squeeze activation's parameter.
+    pub fn squeeze_param(&self) -> f32 {
+        f32::from_bits(self.squeeze_param_bits)
+    }
+
+    /// Byte offsets of the packed parameters for `c` pooled channels and `element` bytes an
+    /// element: `[b1, b2, W1, W2, end]`, each part 16-byte aligned.
+    fn offsets(&self, c: u32, element: u64) -> [u64; 5] {
+        let align = |v: u64| v.div_ceil(16) * 16;
+        let (s, k, c) = (u64::from(self.squeeze), u64::from(self.out), u64::from(c));
+        let w1 = align((s + k) * 4);
+        let w2 = w1 + align(s * c * element);
+        [0, s * 4, w1, w2, w2 + s * k * element]
+    }
+
+    /// Bytes of the packed parameters ([`SqueezeExcite::pack`]).
+    pub fn params_bytes(&self, c: u32, dtype: DataType) -> u64 {
+        self.offsets(c, dtype.size_bytes() as u64)[4]
+    }
+
+    /// The parameters as the kernel reads them: `b1` (`squeeze`) and `b2` (`out`) in FP32,
+    /// then `w1` (`squeeze x c`, a squeeze layer's `[S][C][1][1]` weights) and `w2` (`out x
+    /// squeeze`, the excitation's) in `dtype`; each part 16-byte aligned. Refuses slices of
+    /// the wrong length, naming the tensor.
+    pub fn pack(
+        &self,
+        c: u32,
+        dtype: DataType,
+        [w1, b1, w2, b2]: [&[f32]; 4],
+    ) -> Result<Vec<u8>, String> {
+        let (s, k, cu) = (self.squeeze as usize, self.out as usize, c as usize);
+        for (name, got, want) in [
+            ("squeeze weights", w1.len(), s * cu),
+            ("squeeze bias", b1.len(), s),
+            ("excitation weights", w2.len(), k * s),
+            ("excitation bias", b2.len(), k),
+        ] {
+            if got != want {
+                return Err(format!("{name}: {got} values, the head needs {want}"));
+            }
+        }
+        let at = self
+            .offsets(c, dtype.size_bytes() as u64)
+            .map(|v| v as usize);
+        let mut out = vec![0u8; at[4]];
+        for (i, v) in b1.iter().chain(b2).enumerate() {
+            out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        let (w1_bytes, _) = crate::elements::encode(dtype, w1);
+        out[at[2]..at[2] + w1_bytes.len()].copy_from_slice(&w1_bytes);
+        let (w2_bytes, _) = crate::elements::encode(dtype, w2);
+        out[at[3]..at[4]].copy_from_slice(&w2_bytes);
+        Ok(out)
+    }
+
+    /// Blocks an image takes: slices of the excitation's outputs. In clusters of `cluster`
+    /// blocks (more than 1), the cluster; else at least 256 outputs a slice and about
+    /// [`SQUEEZE_EXCITE_BLOCKS`] blocks over the batch.
+    fn parts(&self, n: u32, cluster: u32) -> u32 {
+        if cluster > 1 {
+            return cluster;
+        }
+        (SQUEEZE_EXCITE_BLOCKS / n.max(1)).clamp(1, self.out.div_ceil(BLOCK_THREADS))
+    }
+
+    /// The cluster an image's blocks form where the GPU launches clusters of up to
+    /// `max_cluster` blocks (sm_90): enough blocks that each reads at most about
+    /// [`SQUEEZE_EXCITE_CLUSTER_SHARE`] bytes of the two layers' weights (each block then
+    /// computes its share of the squeeze and reads the rest from its peers), a power of two
+    /// up to 8; 1 (no cluster) for heads whose weights are smaller.
+    pub fn cluster(&self, c: u32, dtype: DataType, max_cluster: u32) -> u32 {
+        let weights = u64::from(self.squeeze)
+            * (u64::from(c) + u64::from(self.out))
+            * dtype.size_bytes() as u64;
+        let wanted = weights
+            .div_ceil(SQUEEZE_EXCITE_CLUSTER_SHARE)
+            .next_power_of_two();
+        wanted.min(u64::from(max_cluster.min(8))).max(1) as u32
+    }
 }
 
 /// One operator on one input shape.
@@ -259,6 +382,20 @@ impl OpProblem {
                 if broadcast { "-broadcast" } else { "" }
             ),
             OpKind::Softmax => "softmax".into(),
+            OpKind::SqueezeExcite(se) => format!(
+                "squeeze-excite {}>{}{}>{}{}",
+                self.c,
+                se.squeeze,
+                match se.squeeze_activation {
+                    Activation::Identity => String::new(),
+                    a => format!("+{}", a.name()),
+                },
+                se.out,
+                match se.partials {
+                    Some(p) => format!(" (of {} strips an image, {} a block)", p.strips, p.group),
+                    None => String::new(),
+                }
+            ),
         };
         let act = match self.activation {
             Activation::Identity => String::new(),
@@ -303,7 +440,9 @@ impl OpProblem {
                 };
                 [dim(0), dim(1)]
             }
-            OpKind::GlobalAveragePool | OpKind::GlobalAveragePoolFinish { .. } => [1, 1],
+            OpKind::GlobalAveragePool
+            | OpKind::GlobalAveragePoolFinish { .. }
+            | OpKind::SqueezeExcite(_) => [1, 1],
             OpKind::Resize { out, .. } => out,
             OpKind::Eltwise { .. } | OpKind::Softmax => self.input,
         }
@@ -389,6 +528,57 @@ impl OpProblem {
                 }
             }
             OpKind::GlobalAveragePool => {}
+            OpKind::SqueezeExcite(se) => {
+                if se.squeeze == 0 || se.out == 0 {
+                    return fail(
+                        "the squeeze's and the excitation's channels must be at least 1".into(),
+                    );
+                }
+                if self.c > SQUEEZE_EXCITE_MAX_C || se.squeeze > SQUEEZE_EXCITE_MAX_S {
+                    return fail(format!(
+                        "{} channels squeezed to {}: the head takes at most {SQUEEZE_EXCITE_MAX_C} \
+                         and {SQUEEZE_EXCITE_MAX_S}",
+                        self.c, se.squeeze
+                    ));
+                }
+                if self.a_ld != 0 || self.y_ld != 0 {
+                    return fail("a squeeze-and-excitation head's tensors are dense".into());
+                }
+                if !se.squeeze_param().is_finite() {
+                    return fail("the squeeze activation's parameter must be finite".into());
+                }
+                match se.partials {
+                    Some(p) => {
+                        if p.strips == 0 || p.group == 0 {
+                            return fail(
+                                "the partial sums' strips and group must be at least 1".into(),
+                            );
+                        }
+                        if p.bytes(self.n, self.c) / 4 > i32::MAX as u64 {
+                            return fail("more partial sums than 32-bit indexing reaches".into());
+                        }
+                    }
+                    None if self.input != [1, 1] => {
+                        return fail(format!(
+                            "input {}x{}: without partial sums the head reads the pooled 1x1 map",
+                            self.input[0], self.input[1]
+                        ));
+                    }
+                    None => {}
+                }
+                if u64::from(self.n) * 8 > MAX_BLOCKS {
+                    return fail(format!(
+                        "batch {}: a head takes at most {} images (8 blocks each)",
+                        self.n,
+                        MAX_BLOCKS / 8
+                    ));
+                }
+                let params = se.params_bytes(self.c, self.data_type);
+                let outputs = u64::from(self.n) * u64::from(se.out);
+                if params > i32::MAX as u64 || outputs > i32::MAX as u64 {
+                    return fail("more parameters or outputs than 32-bit indexing reaches".into());
+                }
+            }
             OpKind::GlobalAveragePoolFinish { partials } => {
                 if partials.strips == 0 || partials.group == 0 {
                     return fail("the partial sums' strips and group must be at least 1".into());
@@ -422,18 +612,39 @@ impl OpProblem {
     /// Elements of the input (a's extent: up to its last element, slices included).
     pub fn a_elements(&self) -> u64 {
         match self.kind {
-            OpKind::GlobalAveragePoolFinish { partials } => partials.bytes(self.n, self.c) / 4,
+            OpKind::GlobalAveragePoolFinish { partials }
+            | OpKind::SqueezeExcite(SqueezeExcite {
+                partials: Some(partials),
+                ..
+            }) => partials.bytes(self.n, self.c) / 4,
+            OpKind::SqueezeExcite(_) => u64::from(self.n) * u64::from(self.c),
             _ => self.extent(self.input, self.a_ld),
         }
     }
 
     /// Bytes of the input: its elements in the data type, or FP32 partial sums.
     pub fn a_bytes(&self) -> u64 {
-        let element = match self.kind {
-            OpKind::GlobalAveragePoolFinish { .. } => 4,
+        self.a_elements() * self.a_element_bytes()
+    }
+
+    /// Bytes of one element of the input: the data type's, or 4 for FP32 partial sums.
+    pub fn a_element_bytes(&self) -> u64 {
+        match self.kind {
+            OpKind::GlobalAveragePoolFinish { .. }
+            | OpKind::SqueezeExcite(SqueezeExcite {
+                partials: Some(_), ..
+            }) => 4,
             _ => self.data_type.size_bytes() as u64,
-        };
-        self.a_elements() * element
+        }
+    }
+
+    /// Bytes of the second input `b`: its elements in the data type, or a
+    /// squeeze-and-excitation head's packed parameters.
+    pub fn b_bytes(&self) -> u64 {
+        match self.kind {
+            OpKind::SqueezeExcite(se) => se.params_bytes(self.c, self.data_type),
+            _ => self.b_elements() * self.data_type.size_bytes() as u64,
+        }
     }
 
     /// Elements of the second input `b` (0 when the operator takes none).
@@ -455,7 +666,18 @@ impl OpProblem {
 
     /// Elements of the output's extent.
     pub fn y_elements(&self) -> u64 {
-        self.extent(self.output(), self.y_ld)
+        match self.kind {
+            OpKind::SqueezeExcite(se) => u64::from(self.n) * u64::from(se.out),
+            _ => self.extent(self.output(), self.y_ld),
+        }
+    }
+
+    /// Channels of the output: the input's, or a squeeze-and-excitation head's gate's.
+    pub fn y_channels(&self) -> u32 {
+        match self.kind {
+            OpKind::SqueezeExcite(se) => se.out,
+            _ => self.c,
+        }
     }
 
     /// Elements of a dense tensor of this batch and channels.
@@ -554,6 +776,7 @@ impl OpProblem {
             OpKind::Resize { .. } => &FUNCTIONS[1..2],
             OpKind::Eltwise { .. } => &FUNCTIONS[2..3],
             OpKind::Softmax => &FUNCTIONS[3..4],
+            OpKind::SqueezeExcite(_) => &FUNCTIONS[6..7],
         }
     }
 
@@ -565,12 +788,29 @@ impl OpProblem {
             OpKind::Resize { .. } => FUNCTIONS[1],
             OpKind::Eltwise { .. } => FUNCTIONS[2],
             OpKind::Softmax => FUNCTIONS[3],
+            OpKind::SqueezeExcite(_) => FUNCTIONS[6],
         }
     }
 
     /// The launch: blocks of [`BLOCK_THREADS`] threads (one block per pixel for softmax, one
     /// thread per output element otherwise), at most 65,536 blocks.
     pub fn blocks(&self) -> u32 {
+        self.blocks_in_clusters(1)
+    }
+
+    /// Thread-block clusters the operator launches in on a GPU that takes clusters of up to
+    /// `max_cluster` blocks: a squeeze-and-excitation head's ([`SqueezeExcite::cluster`]);
+    /// 1 (none) for every other operator.
+    pub fn cluster(&self, max_cluster: u32) -> u32 {
+        match self.kind {
+            OpKind::SqueezeExcite(se) => se.cluster(self.c, self.data_type, max_cluster),
+            _ => 1,
+        }
+    }
+
+    /// [`OpProblem::blocks`] launched in clusters of `cluster` blocks
+    /// ([`OpProblem::cluster`]): a multiple of it.
+    pub fn blocks_in_clusters(&self, cluster: u32) -> u32 {
         let [oh, ow] = self.output();
         let work = match self.kind {
             OpKind::Softmax => u64::from(self.n) * u64::from(oh) * u64::from(ow),
@@ -580,6 +820,8 @@ impl OpProblem {
             OpKind::GlobalAveragePoolFinish { .. } => {
                 u64::from(self.n) * u64::from(self.c.div_ceil(32))
             }
+            // Blocks an image, each a slice of its excitation.
+            OpKind::SqueezeExcite(se) => u64::from(self.n) * u64::from(se.parts(self.n, cluster)),
             _ => (self.dense([oh, ow]) / u64::from(self.vector_width()))
                 .div_ceil(u64::from(BLOCK_THREADS)),
         };
@@ -588,6 +830,11 @@ impl OpProblem {
 
     /// The kernel's argument block (of a validated problem).
     pub fn args(&self) -> OpArgs {
+        self.args_in_clusters(1)
+    }
+
+    /// [`OpProblem::args`] for a launch in clusters of `cluster` blocks.
+    pub fn args_in_clusters(&self, cluster: u32) -> OpArgs {
         let [oh, ow] = self.output();
         let ld = |v: u32| if v == 0 { self.c } else { v } as i32;
         let (mut win, mut stride, mut pad, mut mode) = ([1, 1], [1, 1], [0, 0], 0);
@@ -627,7 +874,19 @@ impl OpProblem {
                 b_ld = if broadcast { 0 } else { self.c as i32 };
             }
             OpKind::Softmax => {}
+            OpKind::SqueezeExcite(se) => {
+                win = self.input;
+                if let Some(partials) = se.partials {
+                    mode = 1;
+                    (splits, strips, strip_group) =
+                        (partials.slots(), partials.strips, partials.group);
+                }
+            }
         }
+        let se = match self.kind {
+            OpKind::SqueezeExcite(se) => Some(se),
+            _ => None,
+        };
         OpArgs {
             n: self.n as i32,
             c: self.c as i32,
@@ -648,11 +907,16 @@ impl OpProblem {
             b_ld,
             act: self.activation.code(),
             act_a: self.activation_param,
-            grid_threads: (self.blocks() * BLOCK_THREADS) as i32,
+            grid_threads: (self.blocks_in_clusters(cluster) * BLOCK_THREADS) as i32,
             splits: splits as i32,
             vec: self.vector_width() as i32,
             strips: strips as i32,
             strip_group: strip_group as i32,
+            squeeze: se.map_or(0, |se| se.squeeze as i32),
+            squeeze_act: se.map_or(0, |se| se.squeeze_activation.code()),
+            squeeze_act_a: se.map_or(0.0, |se| se.squeeze_param()),
+            out_c: se.map_or(0, |se| se.out as i32),
+            parts: se.map_or(1, |se| se.parts(self.n, cluster) as i32),
         }
     }
 }
@@ -664,6 +928,8 @@ pub struct OpInvoker {
     /// The entry points, launched in order.
     pub(crate) functions: Vec<crate::backend::Function>,
     pub(crate) args: OpArgs,
+    /// Blocks a thread-block cluster holds (1: no clusters).
+    pub(crate) cluster: u32,
 }
 
 impl OpInvoker {
@@ -756,6 +1022,116 @@ mod tests {
             big.functions(),
             ["kiln_global_pool_partial", "kiln_global_pool_finish"]
         );
+    }
+
+    fn head(c: u32, squeeze: u32, out: u32, n: u32) -> OpProblem {
+        OpProblem::new(
+            OpKind::SqueezeExcite(SqueezeExcite {
+                squeeze,
+                out,
+                squeeze_activation: Activation::Silu,
+                squeeze_param_bits: 0,
+                partials: None,
+            }),
+            n,
+            c,
+            [1, 1],
+            Layout::Nhwc,
+            DataType::Fp16,
+        )
+        .with_activation(Activation::Sigmoid)
+    }
+
+    #[test]
+    fn a_squeeze_and_excitation_head_packs_its_parameters_as_the_kernel_reads_them() {
+        // EfficientNet-B0's last head: 1152 channels squeezed to 48.
+        let p = head(1152, 48, 1152, 32);
+        let OpKind::SqueezeExcite(se) = p.kind else {
+            unreachable!()
+        };
+        assert!(p.validate().is_ok());
+        // b1 and b2 (FP32), then W1 and W2^T (FP16), each 16-byte aligned.
+        assert_eq!(
+            se.offsets(1152, 2),
+            [0, 192, 4800, 4800 + 110_592, 4800 + 2 * 110_592]
+        );
+        assert_eq!(p.b_bytes(), 4800 + 2 * 110_592);
+        let (c, s, k) = (5usize, 3usize, 4usize);
+        let small = SqueezeExcite {
+            squeeze: 3,
+            out: 4,
+            ..se
+        };
+        let w1: Vec<f32> = (0..s * c).map(|i| i as f32).collect();
+        let b1 = [0.5f32, 1.5, 2.5];
+        let w2: Vec<f32> = (0..k * s).map(|i| 100.0 + i as f32).collect();
+        let b2 = [-1.0f32, -2.0, -3.0, -4.0];
+        let bytes = small.pack(5, DataType::Fp32, [&w1, &b1, &w2, &b2]).unwrap();
+        let at = small.offsets(5, 4);
+        assert_eq!(at, [0, 12, 32, 96, 144]);
+        let f = |byte: u64| f32::from_le_bytes(bytes[byte as usize..][..4].try_into().unwrap());
+        assert_eq!((f(4), f(at[1] + 12)), (1.5, -4.0));
+        // W1[j = 2][c = 1] and W2[o = 3][j = 1] as stored.
+        assert_eq!(f(at[2] + (2 * 5 + 1) * 4), 11.0);
+        assert_eq!(f(at[3] + (3 * 3 + 1) * 4), 100.0 + (3 * 3 + 1) as f32);
+        assert_eq!(
+            small.pack(5, DataType::Fp32, [&w1, &b1, &w2[1..], &b2]),
+            Err("excitation weights: 11 values, the head needs 12".into())
+        );
+        // A block an image at N=32 (slices cost the squeeze weights again); five slices of
+        // 1152 outputs at N=1.
+        assert_eq!(
+            (
+                head(1152, 48, 1152, 32).blocks(),
+                head(1152, 48, 1152, 1).blocks()
+            ),
+            (64, 5)
+        );
+        assert_eq!(head(1152, 48, 1152, 1).args().parts, 5);
+        assert_eq!(head(96, 24, 96, 1).blocks(), 1);
+        // On sm_90, clusters of blocks an image, so many that each block reads at most 32 KiB
+        // of the weights: EfficientNet-B0's heads of stages 7, 5 and 4 take 8, 4 and 2, its
+        // small ones none; without clusters (other GPUs) one.
+        let big = head(1152, 48, 1152, 32);
+        let cluster = |c, s, k| head(c, s, k, 32).cluster(8);
+        assert_eq!(
+            (
+                cluster(1152, 48, 1152),
+                cluster(672, 28, 672),
+                cluster(480, 20, 480)
+            ),
+            (8, 4, 2)
+        );
+        assert_eq!((cluster(240, 10, 240), big.cluster(1)), (1, 1));
+        assert_eq!(big.blocks_in_clusters(8), 32 * 8);
+        let args = big.args_in_clusters(8);
+        assert_eq!((args.parts, args.grid_threads), (8, 32 * 8 * 256));
+        // Every image's blocks fit one launch, in whole clusters.
+        let e = head(1152, 48, 1152, 9000).validate().unwrap_err();
+        assert!(e.reason.contains("at most 8192 images"), "{e}");
+    }
+
+    #[test]
+    fn bad_squeeze_and_excitation_heads_are_refused() {
+        let refused = |p: OpProblem, want: &str| {
+            let e = p.validate().unwrap_err();
+            assert!(e.reason.contains(want), "{e}");
+            assert!(e.op.starts_with("squeeze-excite"), "{e}");
+        };
+        refused(head(4096, 48, 4096, 1), "at most 2048 and 256");
+        refused(head(1152, 300, 1152, 1), "at most 2048 and 256");
+        refused(head(1152, 0, 1152, 1), "at least 1");
+        let mut sliced = head(64, 16, 64, 1);
+        sliced.y_ld = 128;
+        refused(sliced, "dense");
+        let mut map = head(64, 16, 64, 1);
+        map.input = [7, 7];
+        refused(map, "reads the pooled 1x1 map");
+        let mut nan = head(64, 16, 64, 1);
+        if let OpKind::SqueezeExcite(se) = &mut nan.kind {
+            se.squeeze_param_bits = f32::NAN.to_bits();
+        }
+        refused(nan, "parameter must be finite");
     }
 
     #[test]

@@ -312,6 +312,10 @@ impl Driver for EmulatedGpu {
 
     unsafe fn destroy_stream(&self, _stream: Raw) {}
 
+    fn captures_graphs(&self) -> bool {
+        false
+    }
+
     unsafe fn begin_capture(&self, _stream: Raw) -> Result<(), BackendError> {
         Err(amd::no_graphs("begin_capture"))
     }

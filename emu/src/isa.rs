@@ -392,6 +392,7 @@ plain_ops! {
     VMovB64 = "v_mov_b64",
     VReadfirstlaneB32 = "v_readfirstlane_b32",
     VReadlaneB32 = "v_readlane_b32",
+    VWritelaneB32 = "v_writelane_b32",
     VAccvgprReadB32 = "v_accvgpr_read_b32",
     VAccvgprWriteB32 = "v_accvgpr_write_b32",
     VCndmaskB32 = "v_cndmask_b32",

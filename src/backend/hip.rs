@@ -438,6 +438,10 @@ impl Driver for HipDriver {
 
     // kiln's HIP backend does not capture graphs (no AMD GPU exists here to test them on);
     // timing falls back to back-to-back launches.
+    fn captures_graphs(&self) -> bool {
+        false
+    }
+
     unsafe fn begin_capture(&self, _stream: Raw) -> Result<(), BackendError> {
         Err(super::amd::no_graphs("begin_capture"))
     }

@@ -241,6 +241,11 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// `stream` came from [`Driver::create_stream`] and is not used afterwards.
     unsafe fn destroy_stream(&self, stream: Raw);
+    /// Whether [`Driver::begin_capture`] can work: false where it refuses every capture (kiln's
+    /// AMD drivers), so that callers launch back to back instead.
+    fn captures_graphs(&self) -> bool {
+        true
+    }
     /// Starts capturing the work enqueued on `stream` (this thread's) into a graph.
     ///
     /// # Safety
@@ -508,6 +513,12 @@ impl Device {
             stream: Stream(raw),
             device: self.clone(),
         })
+    }
+
+    /// Whether this device captures graphs ([`Device::capture`]); AMD devices do not, and
+    /// their work launches back to back.
+    pub fn captures_graphs(&self) -> bool {
+        self.driver.captures_graphs()
     }
 
     /// Captures the work `enqueue` puts on `stream` into a graph that can be replayed (a

@@ -7,8 +7,9 @@ use kiln_format::{Activation, DataType, Layout};
 use super::verify::{compare_special, decode, poisoned, random_values, relative_error, upload};
 use crate::backend::Stream;
 use crate::context::Context;
+use crate::elements::round_to;
 use crate::error::RunError;
-use crate::ops::{EltwiseOp, OpKind, OpProblem, Pool2d, PoolMode, ResizeMode};
+use crate::ops::{EltwiseOp, OpKind, OpProblem, Pool2d, PoolMode, ResizeMode, SqueezeExcite};
 
 /// Where element (n, ch, y, x) of a tensor with `c` channels and `h x w` pixels lies, with
 /// pixels `ld` apart when channels-last (as the kernels index it).
@@ -33,8 +34,13 @@ fn nan_max(acc: f64, v: f64) -> f64 {
 
 /// The operator's output in f64: a buffer of `op.y_elements()` values, NaN where the
 /// operator writes nothing (between the pixels of a channel slice). `a` and `b` are the
-/// inputs as stored (rounded to the data type), in their buffers' layout.
+/// inputs as stored (rounded to the data type), in their buffers' layout; a
+/// squeeze-and-excitation head's `b` is its parameters unpacked, `[w1, b1, w2, b2]` one
+/// after another ([`SqueezeExcite::pack`] names them).
 pub fn reference(op: &OpProblem, a: &[f64], b: Option<&[f64]>) -> Vec<f64> {
+    if let OpKind::SqueezeExcite(se) = op.kind {
+        return squeeze_excite(op, se, a, b.unwrap_or(&[]));
+    }
     let [oh, ow] = op.output();
     let mut y = vec![f64::NAN; op.y_elements() as usize];
     let at = |ch, yy, xx, n| a[index(op.layout, op.c, op.input, op.a_ld, [n, ch, yy, xx])];
@@ -107,11 +113,63 @@ pub fn reference(op: &OpProblem, a: &[f64], b: Option<&[f64]>) -> Vec<f64> {
                                 EltwiseOp::Mul => v * other(),
                             }
                         }
-                        OpKind::Softmax => unreachable!("handled above"),
+                        OpKind::Softmax | OpKind::SqueezeExcite(_) => {
+                            unreachable!("handled above")
+                        }
                     };
                     y[index(op.layout, op.c, [oh, ow], op.y_ld, [n, ch, yy, xx])] = act(v);
                 }
             }
+        }
+    }
+    y
+}
+
+/// A squeeze-and-excitation head's gate, `n x out`: each image's channel means (rounded to the
+/// data type where they come from partial sums, as a pool's finish stores them), the squeeze
+/// (rounded likewise), then the excitation. Sums in f64; each stored value passes through f32,
+/// so what overflows the kernels' FP32 overflows here too.
+fn squeeze_excite(op: &OpProblem, se: SqueezeExcite, a: &[f64], params: &[f64]) -> Vec<f64> {
+    let (c, s, k) = (op.c as usize, se.squeeze as usize, se.out as usize);
+    let dtype = op.data_type;
+    let (w1, rest) = params.split_at(s * c);
+    let (b1, rest) = rest.split_at(s);
+    let (w2, b2) = rest.split_at(k * s);
+    let single = |v: f64| v as f32 as f64;
+    let mut y = vec![f64::NAN; op.n as usize * k];
+    for n in 0..op.n as usize {
+        let pooled: Vec<f64> = (0..c)
+            .map(|ch| match se.partials {
+                Some(p) => {
+                    let (first, last) = p.blocks_of(n as u64);
+                    let slots = p.slots() as usize;
+                    let sum: f64 = (0..=(last - first) as usize)
+                        .map(|q| a[(n * slots + q) * c + ch])
+                        .sum();
+                    round_to(
+                        dtype,
+                        sum / (f64::from(op.input[0]) * f64::from(op.input[1])),
+                    )
+                }
+                None => a[n * c + ch],
+            })
+            .collect();
+        let squeezed: Vec<f64> = (0..s)
+            .map(|j| {
+                let t = b1[j] + (0..c).map(|ch| w1[j * c + ch] * pooled[ch]).sum::<f64>();
+                let t = match se.squeeze_activation {
+                    Activation::Identity => single(t),
+                    act => act.apply(single(t), f64::from(se.squeeze_param())),
+                };
+                round_to(dtype, t)
+            })
+            .collect();
+        for o in 0..k {
+            let t = b2[o] + (0..s).map(|j| w2[o * s + j] * squeezed[j]).sum::<f64>();
+            y[n * k + o] = match op.activation {
+                Activation::Identity => single(t),
+                act => act.apply(single(t), f64::from(op.activation_param)),
+            };
         }
     }
     y
@@ -315,6 +373,31 @@ pub fn problems(dtype: DataType) -> Vec<OpProblem> {
         Layout::Nhwc,
         dtype,
     ));
+    // Squeeze-and-excitation heads: EfficientNet-B0's last (1152 channels from partial sums
+    // spanning two blocks, squeezed to 48) and first (32 to 8) at a batch of 3, MobileNetV3's
+    // ReLU / hard-sigmoid head on a pooled tensor, ragged channels (one at a time), an
+    // excitation wider than one block (slices of it over blocks) at batch 1.
+    use Activation::{ClippedRelu, HardSigmoid, Relu, Sigmoid, Silu};
+    let strips = |strips, group| Some(crate::solvers::PoolPartials { strips, group });
+    // (batch, channels, the pooled map, squeeze, its activation, the partial sums' strips
+    // (none: the pooled tensor), the gate's activation).
+    let heads = [
+        (3, 1152, [7, 7], 48, Silu, strips(14, 32), Sigmoid),
+        (2, 32, [112, 112], 8, Silu, strips(3136, 32), Sigmoid),
+        (3, 96, [1, 1], 24, Relu, None, HardSigmoid),
+        (2, 60, [7, 7], 7, Silu, strips(49, 16), Sigmoid),
+        (1, 600, [1, 1], 20, ClippedRelu, None, Sigmoid),
+    ];
+    for (n, c, map, squeeze, squeeze_activation, partials, act) in heads {
+        let kind = OpKind::SqueezeExcite(SqueezeExcite {
+            squeeze,
+            out: c,
+            squeeze_activation,
+            squeeze_param_bits: squeeze_activation.default_param().to_bits(),
+            partials,
+        });
+        out.push(OpProblem::new(kind, n, c, map, Layout::Nhwc, dtype).with_activation(act));
+    }
     // Channel counts that are not multiples of 8 (one channel per thread in NHWC too).
     let nhwc = |kind, c, hw: [u32; 2]| OpProblem::new(kind, 2, c, hw, Layout::Nhwc, dtype);
     out.push(nhwc(pool(PoolMode::Max, 3, 2, 1, false), 13, [9, 9]));
@@ -383,6 +466,44 @@ pub fn tolerance(dtype: DataType) -> f64 {
     }
 }
 
+/// A squeeze-and-excitation head's random parameters, packed and uploaded, with their values
+/// as stored (`[w1, b1, w2, b2]`, as [`reference()`] takes them). Weights are scaled by their
+/// fan-in's square root, so that sums stay near 1 and the gate is not all 0 or 1.
+fn squeeze_excite_params(
+    ctx: &Context,
+    op: &OpProblem,
+    se: SqueezeExcite,
+    seed: u64,
+) -> Result<(crate::backend::DeviceBuffer, Vec<f64>), RunError> {
+    let (c, s, k) = (op.c as usize, se.squeeze as usize, se.out as usize);
+    let scaled = |n: usize, fan_in: usize, seed: u64| -> Vec<f32> {
+        let f = 1.0 / (fan_in as f32).sqrt();
+        random_values(n, seed).iter().map(|v| v * f).collect()
+    };
+    let (w1, b1) = (scaled(s * c, c, seed), scaled(s, 1, seed ^ 1));
+    let (w2, b2) = (scaled(k * s, s, seed ^ 2), scaled(k, 1, seed ^ 3));
+    let bytes = se
+        .pack(op.c, op.data_type, [&w1, &b1, &w2, &b2])
+        .map_err(|reason| {
+            RunError::Operator(crate::ops::OpError {
+                op: op.describe(),
+                reason,
+            })
+        })?;
+    let buffer = ctx.device().alloc(bytes.len() as u64)?;
+    buffer.upload(&bytes)?;
+    let weight = |v: &f32| round_to(op.data_type, f64::from(*v));
+    let bias = |v: &f32| f64::from(*v);
+    let stored = w1
+        .iter()
+        .map(weight)
+        .chain(b1.iter().map(bias))
+        .chain(w2.iter().map(weight))
+        .chain(b2.iter().map(bias))
+        .collect();
+    Ok((buffer, stored))
+}
+
 /// Runs `op` once on inputs seeded by `seed` (with inf/NaN/subnormal/near-overflow values
 /// when `special`) and checks it against [`reference()`].
 pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<OpCheck, RunError> {
@@ -398,9 +519,9 @@ pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<
     // A channel-slice input is read from the wider tensor's last channels (a split's second
     // half), so the run covers the input's channel offset too.
     let a_offset = op.a_ld.saturating_sub(op.c);
-    // A pool's finishing operator reads FP32 partial sums.
-    let a_type = match op.kind {
-        OpKind::GlobalAveragePoolFinish { .. } => DataType::Fp32,
+    // A pool's finish and a squeeze-and-excitation head may read FP32 partial sums.
+    let a_type = match op.a_element_bytes() {
+        4 => DataType::Fp32,
         _ => dtype,
     };
     let (a, a_vals) = upload(
@@ -408,9 +529,12 @@ pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<
         a_type,
         &values(op.a_elements() + u64::from(a_offset), seed),
     )?;
-    let b = match op.b_elements() {
-        0 => None,
-        n => Some(upload(ctx.device(), dtype, &values(n, seed ^ 0x5bd1))?),
+    let b = match op.kind {
+        OpKind::SqueezeExcite(se) => Some(squeeze_excite_params(ctx, op, se, seed ^ 0x5bd1)?),
+        _ => match op.b_elements() {
+            0 => None,
+            n => Some(upload(ctx.device(), dtype, &values(n, seed ^ 0x5bd1))?),
+        },
     };
     let y = poisoned(ctx.device(), dtype, op.y_elements())?;
     let ws = match op.workspace_bytes() {

@@ -701,6 +701,49 @@ impl NetworkDef {
         folded
     }
 
+    /// The squeeze-and-excitation heads that may run as one kernel
+    /// ([`crate::ops::OpKind::SqueezeExcite`]), as `[pool, squeeze, excitation]` node indices:
+    /// a global average pool (no activation) read only by a 1x1 convolution, stride 1, no
+    /// padding, one group, no residual or gate, whose output only a second such convolution
+    /// reads; neither the pool's nor the squeeze's output is a network output. What the runner
+    /// fuses where the head's sizes and its lanes allow ([`crate::net::NetOptions`]).
+    pub fn excitation_heads(&self) -> Vec<[usize; 3]> {
+        let mut readers: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            for t in node.reads() {
+                readers.entry(t.as_str()).or_default().push(i);
+            }
+        }
+        let is_output = |t: &str| self.outputs.iter().any(|o| o == t);
+        // The one node that reads `t`, where it is a plain 1x1 layer reading it as x.
+        let only_pointwise_reader = |t: &str| -> Option<usize> {
+            let &[j] = readers.get(t).map_or(&[][..], Vec::as_slice) else {
+                return None;
+            };
+            let node = &self.nodes[j];
+            let Op::Conv(c) = &node.op else {
+                return None;
+            };
+            let plain = c.kernel == [1, 1]
+                && c.stride == [1, 1]
+                && c.pad == [0, 0]
+                && c.groups == 1
+                && c.residual.is_none()
+                && c.x_scale.is_none();
+            (plain && node.inputs[0] == t && !is_output(t)).then_some(j)
+        };
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.op == Op::GlobalAvgPool && n.activation == Activation::Identity)
+            .filter_map(|(i, pool)| {
+                let squeeze = only_pointwise_reader(&pool.output)?;
+                let excite = only_pointwise_reader(&self.nodes[squeeze].output)?;
+                Some([i, squeeze, excite])
+            })
+            .collect()
+    }
+
     /// The tensors whose global pool may end from the partial sums of the convolution that
     /// writes them ([`crate::Fusion::pool`]): read by a global-average-pool node, written whole
     /// by a convolution (not a channel slice of a wider tensor, per `is_slice`), and read by
@@ -1125,6 +1168,25 @@ mod tests {
             ],
             outputs: vec!["d".into()],
         }
+    }
+
+    #[test]
+    fn squeeze_and_excitation_heads_are_found_where_nothing_else_reads_them() {
+        let b0 = super::models::efficientnet_b0(1000);
+        let heads = b0.excitation_heads();
+        assert_eq!(heads.len(), 16);
+        for [pool, squeeze, excite] in heads {
+            assert_eq!(b0.nodes[pool].op, Op::GlobalAvgPool);
+            assert!(b0.nodes[squeeze].name.ends_with("fc1"));
+            assert!(b0.nodes[excite].name.ends_with("fc2"));
+        }
+        // ResNet-50's classifier pool feeds a linear layer: no head.
+        assert!(super::models::resnet50(1000).excitation_heads().is_empty());
+        // A squeeze whose output the network also returns stays a layer.
+        let mut shown = b0.clone();
+        let squeeze = shown.nodes[b0.excitation_heads()[0][1]].output.clone();
+        shown.outputs.push(squeeze);
+        assert_eq!(shown.excitation_heads().len(), 15);
     }
 
     #[test]

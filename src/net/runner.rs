@@ -2,7 +2,7 @@
 //! operator, weights uploaded, activation memory allocated as planned, and the whole forward
 //! pass captured into one graph, its independent branches on lanes of their own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use kiln_format::{Activation, DataType};
@@ -69,6 +69,12 @@ pub struct NetOptions {
     /// gate's channel multiply becomes the next layer's gate on x ([`crate::Fusion::x_scale`]),
     /// each where a solver takes it (and, for the gate, where it saves time). On by default.
     pub fold_excitation: bool,
+    /// Run each squeeze-and-excitation head (a global pool, its squeeze and its excitation
+    /// layer: [`NetworkDef::excitation_heads`]) as one kernel
+    /// ([`crate::ops::OpKind::SqueezeExcite`]) where its sizes allow, instead of a pool's
+    /// finish and two 1x1 layers, each launch waiting for the last. Off by default until it is
+    /// timed against the layers it replaces (`benches/pending/README.md`).
+    pub excitation_heads: bool,
 }
 
 impl Default for NetOptions {
@@ -77,6 +83,7 @@ impl Default for NetOptions {
             programmatic_launch: true,
             lanes: DEFAULT_LANES,
             fold_excitation: true,
+            excitation_heads: false,
         }
     }
 }
@@ -207,8 +214,19 @@ impl<'c> Network<'c> {
             pooled.clear();
         }
         let mut pool_sums: HashMap<&str, (usize, PoolPartials)> = HashMap::new();
+        // Squeeze-and-excitation heads run as one kernel, by their pool's node; their two
+        // layers then launch nothing.
+        let heads: HashMap<usize, ExcitationHead> = if options.excitation_heads {
+            excitation_heads(def, &shapes, &schedule, data_type, weights)?
+        } else {
+            HashMap::new()
+        };
+        let absorbed: HashSet<usize> = heads.values().flat_map(|h| [h.squeeze, h.excite]).collect();
         for (index, node) in def.nodes.iter().enumerate() {
             let name = node.name.as_str();
+            if absorbed.contains(&index) {
+                continue;
+            }
             let workspace = &mut workspace[schedule.lane[index]];
             let x = shapes[node.inputs[0].as_str()];
             let y = shapes[node.output.as_str()];
@@ -281,6 +299,52 @@ impl<'c> Network<'c> {
             let summed = (node.op == Op::GlobalAvgPool)
                 .then(|| pool_sums.get(node.inputs[0].as_str()).copied())
                 .flatten();
+            if let Some(head) = heads.get(&index) {
+                if summed.is_none() {
+                    // The pool runs as it is (its input may be a channel slice); the head
+                    // reads its output.
+                    let a = input_slice(&mut p, view_of(&node.inputs[0]));
+                    let inv = ctx.prepare_op(&p).map_err(at(name))?;
+                    *workspace = (*workspace).max(p.workspace_bytes());
+                    steps.push(Step::Op {
+                        inv,
+                        a: buffer_of(&node.inputs[0]),
+                        b: None,
+                        y: buffer_of(&node.output),
+                        offsets: ChannelOffsets { a, y: 0 },
+                    });
+                }
+                let partials = summed;
+                let excite = &def.nodes[head.excite];
+                let mut kind = head.kind;
+                kind.partials = partials.map(|(_, p)| p);
+                let input = if partials.is_some() {
+                    [x.h, x.w]
+                } else {
+                    [1, 1]
+                };
+                let mut se = crate::ops::OpProblem::new(
+                    crate::ops::OpKind::SqueezeExcite(kind),
+                    batch,
+                    x.c,
+                    input,
+                    crate::Layout::Nhwc,
+                    data_type,
+                )
+                .with_activation(excite.activation);
+                se.activation_param = excite.activation.default_param();
+                let inv = ctx.prepare_op(&se).map_err(at(name))?;
+                let params = constants.raw(ctx, name, &head.params)?;
+                steps.push(Step::Op {
+                    inv,
+                    a: partials.map_or(buffer_of(&node.output), |(sums, _)| sums),
+                    b: Some(params),
+                    y: buffer_of(&excite.output),
+                    offsets: ChannelOffsets::default(),
+                });
+                step_node.resize(steps.len(), index);
+                continue;
+            }
             let (a_buffer, a) = match summed {
                 Some((sums, partials)) => {
                     p.kind = crate::ops::OpKind::GlobalAveragePoolFinish { partials };
@@ -364,13 +428,16 @@ impl<'c> Network<'c> {
             side_streams,
             options,
         };
-        // The events a capture records must outlive it.
-        let mut events = Vec::new();
-        let graph = ctx
-            .device()
-            .capture(&net.stream, |s| net.enqueue_lanes(s, &mut events))?;
-        drop(events);
-        net.graph = Some(graph);
+        // Where the driver captures no graphs (AMD), each run launches the steps back to back.
+        if ctx.device().captures_graphs() {
+            // The events a capture records must outlive it.
+            let mut events = Vec::new();
+            let graph = ctx
+                .device()
+                .capture(&net.stream, |s| net.enqueue_lanes(s, &mut events))?;
+            drop(events);
+            net.graph = Some(graph);
+        }
         Ok(net)
     }
 
@@ -544,23 +611,31 @@ impl<'c> Network<'c> {
         Ok(())
     }
 
-    /// Runs the forward pass: the captured graph, on the network's own stream, waiting for
-    /// it to finish.
+    /// Runs the forward pass: the captured graph (where the driver captures none, every
+    /// launch back to back), on the network's own stream, waiting for it to finish.
     pub fn run(&self) -> Result<(), NetError> {
-        let graph = self.graph.as_ref().ok_or_else(|| NetError::Definition {
-            node: self.name.clone(),
-            reason: "the forward pass was not captured".into(),
-        })?;
-        graph
-            .launch(&self.stream)
-            .map_err(|e| at("graph")(e.into()))?;
+        match &self.graph {
+            Some(graph) => graph
+                .launch(&self.stream)
+                .map_err(|e| at("graph")(e.into()))?,
+            None => {
+                let mut events = Vec::new();
+                self.enqueue_lanes(&self.stream, &mut events)?;
+                self.ctx
+                    .device()
+                    .synchronize()
+                    .map_err(|e| at("launches")(e.into()))?;
+                drop(events);
+            }
+        }
         self.ctx
             .device()
             .synchronize()
             .map_err(|e| at("graph")(e.into()))
     }
 
-    /// The captured forward pass, to replay or time.
+    /// The captured forward pass, to replay or time (`None` where the driver captures no
+    /// graphs).
     pub fn graph(&self) -> Option<&Graph> {
         self.graph.as_ref()
     }
@@ -656,6 +731,17 @@ impl Constants {
     /// A buffer of `bytes` the kernels write before they read it; returns its index.
     fn scratch(&mut self, ctx: &Context, node: &str, bytes: u64) -> Result<usize, NetError> {
         let b = ctx.device().alloc(bytes).map_err(|e| at(node)(e.into()))?;
+        self.buffers.push(b);
+        Ok(self.first + self.buffers.len() - 1)
+    }
+
+    /// Uploads `bytes` as they are; returns the buffer's index.
+    fn raw(&mut self, ctx: &Context, node: &str, bytes: &[u8]) -> Result<usize, NetError> {
+        let b = ctx
+            .device()
+            .alloc(bytes.len() as u64)
+            .map_err(|e| at(node)(e.into()))?;
+        b.upload(bytes).map_err(|e| at(node)(e.into()))?;
         self.buffers.push(b);
         Ok(self.first + self.buffers.len() - 1)
     }
@@ -875,6 +961,78 @@ fn node_problem(
         problem = super::with_kept_scale(problem, name)?;
     }
     Ok((super::in_slices(problem, name, slices)?, cw))
+}
+
+/// A squeeze-and-excitation head that runs as one kernel: its two layers' nodes, its shape
+/// (the partial sums filled in where its pool's convolution writes them) and its packed
+/// parameters.
+struct ExcitationHead {
+    squeeze: usize,
+    excite: usize,
+    kind: crate::ops::SqueezeExcite,
+    params: Vec<u8>,
+}
+
+/// The heads of [`NetworkDef::excitation_heads`] that run as one kernel, by their pool's node:
+/// those within the kernel's sizes, whose three nodes share a lane (the head's step stands
+/// for all three), and whose layers' scales fold into their weights.
+fn excitation_heads(
+    def: &NetworkDef,
+    shapes: &HashMap<&str, Shape>,
+    schedule: &Schedule,
+    dtype: DataType,
+    weights: &Weights,
+) -> Result<HashMap<usize, ExcitationHead>, NetError> {
+    let mut out = HashMap::new();
+    for [pool, squeeze, excite] in def.excitation_heads() {
+        let lane = schedule.lane[pool];
+        if schedule.lane[squeeze] != lane || schedule.lane[excite] != lane {
+            continue;
+        }
+        let (a, b) = (&def.nodes[squeeze], &def.nodes[excite]);
+        let (Op::Conv(ca), Op::Conv(cb)) = (&a.op, &b.op) else {
+            continue;
+        };
+        let c = shapes[def.nodes[pool].inputs[0].as_str()].c;
+        if c > crate::ops::SQUEEZE_EXCITE_MAX_C || ca.out > crate::ops::SQUEEZE_EXCITE_MAX_S {
+            continue;
+        }
+        let mut wa = weights.of_conv_node(a, ca, c)?;
+        let mut wb = weights.of_conv_node(b, cb, ca.out)?;
+        if wa.scale.is_some() && !wa.fold_scale(dtype)
+            || wb.scale.is_some() && !wb.fold_scale(dtype)
+        {
+            continue;
+        }
+        let zeros = |n: u32| vec![0.0f32; n as usize];
+        let (ba, bb) = (
+            wa.bias.take().unwrap_or_else(|| zeros(ca.out)),
+            wb.bias.take().unwrap_or_else(|| zeros(cb.out)),
+        );
+        let kind = crate::ops::SqueezeExcite {
+            squeeze: ca.out,
+            out: cb.out,
+            squeeze_activation: a.activation,
+            squeeze_param_bits: a.activation.default_param().to_bits(),
+            partials: None,
+        };
+        let params = kind
+            .pack(c, dtype, [&wa.krsc, &ba, &wb.krsc, &bb])
+            .map_err(|reason| NetError::Definition {
+                node: a.name.clone(),
+                reason,
+            })?;
+        out.insert(
+            pool,
+            ExcitationHead {
+                squeeze,
+                excite,
+                kind,
+                params,
+            },
+        );
+    }
+    Ok(out)
 }
 
 /// Whether convolution `node` should take the squeeze-and-excitation multiply that writes

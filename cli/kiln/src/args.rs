@@ -145,6 +145,10 @@ pub struct NetRunArgs {
     /// `kiln::net::NetOptions::fold_excitation`).
     #[arg(long)]
     pub unfolded_excitation: bool,
+    /// Run each squeeze-and-excitation head (its pool, squeeze and excitation layers) as one
+    /// kernel (`kiln::net::NetOptions::excitation_heads`; off by default until timed).
+    #[arg(long)]
+    pub excitation_heads: bool,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

@@ -164,6 +164,11 @@ pub struct OpArgs {
     pub vec: i32,
     pub strips: i32,
     pub strip_group: i32,
+    pub squeeze: i32,
+    pub squeeze_act: i32,
+    pub squeeze_act_a: f32,
+    pub out_c: i32,
+    pub parts: i32,
 }
 
 /// Mirror of `KilnEpilogue` (`kernels/epilogue.h`): the fused epilogue's run-time values,
@@ -538,7 +543,8 @@ mod tests {
         let ops = include_str!("../../../kernels/ops.cpp");
         let op = fields!(OpArgs: n, c, in_h, in_w, out_h, out_w, win_h, win_w, stride_h,
             stride_w, pad_h, pad_w, mode, channels_last, a_ld, y_ld, b_ld, act, act_a,
-            grid_threads, splits, vec, strips, strip_group);
+            grid_threads, splits, vec, strips, strip_group, squeeze, squeeze_act, squeeze_act_a,
+            out_c, parts);
         check(ops, "KilnOpArgs", &op, size_of::<OpArgs>(), 4).unwrap();
         // A drifted mirror is named.
         let mut moved = pointers;

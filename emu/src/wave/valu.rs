@@ -204,6 +204,13 @@ impl Wave {
                 let lane = (self.sread(src[1], lit)? as usize) % self.lanes;
                 self.swrite(vdst, a[lane])?
             }
+            // One lane of a VGPR set from a scalar, whatever EXEC holds (compilers spill SGPRs
+            // into VGPR lanes so).
+            Op::VWritelaneB32 => {
+                let value = self.sread(src[0], lit)?;
+                let lane = (self.sread(src[1], lit)? as usize) % self.lanes;
+                self.v[vdst as usize * LANES + lane] = value;
+            }
             Op::VAccvgprReadB32 => {
                 let r = (src[0] as usize)
                     .checked_sub(256)

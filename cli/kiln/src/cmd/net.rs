@@ -223,6 +223,7 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         programmatic_launch: !a.no_pdl,
         lanes: a.lanes,
         fold_excitation: !a.unfolded_excitation,
+        excitation_heads: a.excitation_heads,
     };
     let net = Network::with_options(&ctx, &def, &weights, a.batch, dtype, options)?;
     let build_s = t0.elapsed().as_secs_f64();
