@@ -235,7 +235,7 @@ impl SqueezeExcite {
 
     /// The cluster an image's blocks form where the GPU launches clusters of up to
     /// `max_cluster` blocks (sm_90): enough blocks that each reads at most about
-    /// [`SQUEEZE_EXCITE_CLUSTER_SHARE`] bytes of the two layers' weights (each block then
+    /// 32 KiB of the two layers' weights (each block then
     /// computes its share of the squeeze and reads the rest from its peers), a power of two
     /// up to 8; 1 (no cluster) for heads whose weights are smaller.
     pub fn cluster(&self, c: u32, dtype: DataType, max_cluster: u32) -> u32 {
