@@ -1,8 +1,9 @@
 //! A whole network on an emulated GPU: kiln's network runner, which launches back to back where
 //! the driver captures no graphs, runs a small network with a squeeze-and-excitation block on
-//! an emulated gfx90a, once with the block's pool, squeeze and excitation as separate launches
-//! and once as one squeeze-and-excitation head (`NetOptions::excitation_heads`). Both must
-//! agree within FP16's tolerance, and the head must save the launches it stands for.
+//! an emulated gfx90a in FP16, BF16 and FP32, once with the block's pool, squeeze and
+//! excitation as separate launches and once as one squeeze-and-excitation head
+//! (`NetOptions::excitation_heads`). Both must agree to a few units in the last place, and the
+//! head must save the launches it stands for.
 
 use kiln::net::{NetOptions, Network, NetworkDef, Weights};
 use kiln::DataType;
@@ -36,42 +37,48 @@ fn a_squeeze_and_excitation_head_matches_its_layers_on_an_emulated_gpu() {
     let (_gpu, ctx) = conformance::context(target, |g| g, Default::default()).unwrap();
     let batch = 2;
     let image: Vec<f32> = kiln::harness::verify::random_values(batch as usize * 3 * 10 * 10, 5);
-    let (input, _) = kiln::elements::encode(DataType::Fp16, &image);
-    let run = |excitation_heads: bool| {
-        let options = NetOptions {
-            excitation_heads,
-            ..NetOptions::default()
+    for (dtype, tolerance) in [
+        (DataType::Fp16, 2e-3),
+        (DataType::Bf16, 1e-2),
+        (DataType::Fp32, 1e-6),
+    ] {
+        let (input, _) = kiln::elements::encode(dtype, &image);
+        let run = |excitation_heads: bool| {
+            let options = NetOptions {
+                excitation_heads,
+                ..NetOptions::default()
+            };
+            let net = Network::with_options(&ctx, &def, &weights, batch, dtype, options).unwrap();
+            assert!(net.graph().is_none(), "AMD drivers capture no graphs");
+            net.input().upload(&input).unwrap();
+            net.run().unwrap();
+            let out = net.download_outputs().unwrap().remove(0);
+            let values: Vec<f32> = kiln::elements::decode(dtype, &out)
+                .into_iter()
+                .map(|v| v as f32)
+                .collect();
+            (values, net.launches())
         };
-        let net =
-            Network::with_options(&ctx, &def, &weights, batch, DataType::Fp16, options).unwrap();
-        assert!(net.graph().is_none(), "AMD drivers capture no graphs");
-        net.input().upload(&input).unwrap();
-        net.run().unwrap();
-        let out = net.download_outputs().unwrap().remove(0);
-        let values: Vec<f32> = kiln::elements::decode(DataType::Fp16, &out)
-            .into_iter()
-            .map(|v| v as f32)
-            .collect();
-        (values, net.launches())
-    };
-    let (layers, layer_launches) = run(false);
-    let (head, head_launches) = run(true);
-    assert_eq!(layers.len(), batch as usize * 16 * 10 * 10);
-    assert!(layers.iter().all(|v| v.is_finite()));
-    // The pool's finish (or the pool) stays where no convolution sums it; the two 1x1 layers
-    // become the head's one launch.
-    assert_eq!(head_launches + 1, layer_launches, "launches");
-    let scale = layers.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-    let worst = layers
-        .iter()
-        .zip(&head)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f32, f32::max);
-    assert!(scale > 0.1, "outputs of size {scale}");
-    // The head rounds where the layers do; only the order of FP32 sums differs.
-    assert!(
-        worst <= 1e-2 * scale,
-        "worst difference {worst} at scale {scale}"
-    );
-    assert_ne!(layers, vec![0.0; layers.len()]);
+        let (layers, layer_launches) = run(false);
+        let (head, head_launches) = run(true);
+        let what = dtype.name();
+        assert_eq!(layers.len(), batch as usize * 16 * 10 * 10, "{what}");
+        assert!(layers.iter().all(|v| v.is_finite()), "{what}");
+        // The pool's finish (or the pool) stays where no convolution sums it; the two 1x1
+        // layers become the head's one launch.
+        assert_eq!(head_launches + 1, layer_launches, "{what}: launches");
+        let scale = layers.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let worst = layers
+            .iter()
+            .zip(&head)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(scale > 0.1, "{what}: outputs of size {scale}");
+        // The head rounds where the layers do; only the order of FP32 sums differs (here the
+        // 16-bit outputs came out bit for bit the same): a few units in the last place.
+        assert!(
+            worst <= tolerance * scale,
+            "{what}: worst difference {worst} at scale {scale}"
+        );
+    }
 }
