@@ -87,14 +87,7 @@ pub fn reference(op: &OpProblem, a: &[f64], b: Option<&[f64]>) -> Vec<f64> {
                             )
                         }
                         OpKind::GlobalAveragePoolFinish { partials } => {
-                            let (first, last) = partials.blocks_of(u64::from(n));
-                            let row = |s: u64| {
-                                (u64::from(n) * u64::from(partials.slots()) + s) * u64::from(op.c)
-                            };
-                            let sum: f64 = (0..=last - first)
-                                .map(|s| a[(row(s) + u64::from(ch)) as usize])
-                                .sum();
-                            sum / (f64::from(op.input[0]) * f64::from(op.input[1]))
+                            partial_mean(op, partials, a, n, ch)
                         }
                         OpKind::Resize { mode, out } => resize(op, &at, [n, ch, yy, xx], mode, out),
                         OpKind::Eltwise { op: e, broadcast } => {
@@ -125,6 +118,23 @@ pub fn reference(op: &OpProblem, a: &[f64], b: Option<&[f64]>) -> Vec<f64> {
     y
 }
 
+/// Channel `ch`'s mean over image `n` from a convolution's FP32 partial sums `a`, laid out as
+/// `partials` says, over `op.input`'s pixels.
+fn partial_mean(
+    op: &OpProblem,
+    partials: crate::solvers::PoolPartials,
+    a: &[f64],
+    n: u32,
+    ch: u32,
+) -> f64 {
+    let (first, last) = partials.blocks_of(u64::from(n));
+    let row = |s: u64| (u64::from(n) * u64::from(partials.slots()) + s) * u64::from(op.c);
+    let sum: f64 = (0..=last - first)
+        .map(|s| a[(row(s) + u64::from(ch)) as usize])
+        .sum();
+    sum / (f64::from(op.input[0]) * f64::from(op.input[1]))
+}
+
 /// A squeeze-and-excitation head's gate, `n x out`: each image's channel means (rounded to the
 /// data type where they come from partial sums, as a pool's finish stores them), the squeeze
 /// (rounded likewise), then the excitation. Sums in f64; each stored value passes through f32,
@@ -140,17 +150,7 @@ fn squeeze_excite(op: &OpProblem, se: SqueezeExcite, a: &[f64], params: &[f64]) 
     for n in 0..op.n as usize {
         let pooled: Vec<f64> = (0..c)
             .map(|ch| match se.partials {
-                Some(p) => {
-                    let (first, last) = p.blocks_of(n as u64);
-                    let slots = p.slots() as usize;
-                    let sum: f64 = (0..=(last - first) as usize)
-                        .map(|q| a[(n * slots + q) * c + ch])
-                        .sum();
-                    round_to(
-                        dtype,
-                        sum / (f64::from(op.input[0]) * f64::from(op.input[1])),
-                    )
-                }
+                Some(p) => round_to(dtype, partial_mean(op, p, a, n as u32, ch as u32)),
                 None => a[n * c + ch],
             })
             .collect();

@@ -299,82 +299,57 @@ impl<'c> Network<'c> {
             let summed = (node.op == Op::GlobalAvgPool)
                 .then(|| pool_sums.get(node.inputs[0].as_str()).copied())
                 .flatten();
-            if let Some(head) = heads.get(&index) {
-                if summed.is_none() {
-                    // The pool runs as it is (its input may be a channel slice); the head
-                    // reads its output.
-                    let a = input_slice(&mut p, view_of(&node.inputs[0]));
-                    let inv = ctx.prepare_op(&p).map_err(at(name))?;
-                    *workspace = (*workspace).max(p.workspace_bytes());
-                    steps.push(Step::Op {
-                        inv,
-                        a: buffer_of(&node.inputs[0]),
-                        b: None,
-                        y: buffer_of(&node.output),
-                        offsets: ChannelOffsets { a, y: 0 },
-                    });
-                }
-                let partials = summed;
-                let excite = &def.nodes[head.excite];
-                let mut kind = head.kind;
-                kind.partials = partials.map(|(_, p)| p);
-                let input = if partials.is_some() {
-                    [x.h, x.w]
-                } else {
-                    [1, 1]
+            // A squeeze-and-excitation head that reads its convolution's partial sums ends
+            // the pool itself; otherwise the pool runs as it is and the head reads its output.
+            let head = heads.get(&index);
+            if head.is_none() || summed.is_none() {
+                let (a_buffer, a) = match summed {
+                    Some((sums, partials)) => {
+                        p.kind = crate::ops::OpKind::GlobalAveragePoolFinish { partials };
+                        (sums, 0)
+                    }
+                    None => {
+                        let start = match node.op {
+                            Op::Slice { start, .. } => start,
+                            _ => 0,
+                        };
+                        let a = start + input_slice(&mut p, view_of(&node.inputs[0]));
+                        (buffer_of(&node.inputs[0]), a)
+                    }
                 };
-                let mut se = crate::ops::OpProblem::new(
-                    crate::ops::OpKind::SqueezeExcite(kind),
-                    batch,
-                    x.c,
-                    input,
-                    crate::Layout::Nhwc,
-                    data_type,
-                )
-                .with_activation(excite.activation);
-                se.activation_param = excite.activation.default_param();
-                let inv = ctx.prepare_op(&se).map_err(at(name))?;
-                let params = constants.raw(ctx, name, &head.params)?;
+                let y = match view_of(&node.output) {
+                    Some(v) => {
+                        p.y_ld = v.ld;
+                        v.offset
+                    }
+                    None => 0,
+                };
+                let inv = ctx.prepare_op(&p).map_err(at(name))?;
+                *workspace = (*workspace).max(p.workspace_bytes());
                 steps.push(Step::Op {
                     inv,
-                    a: partials.map_or(buffer_of(&node.output), |(sums, _)| sums),
-                    b: Some(params),
-                    y: buffer_of(&excite.output),
-                    offsets: ChannelOffsets::default(),
+                    a: a_buffer,
+                    b: node.inputs.get(1).map(|t| buffer_of(t)),
+                    y: buffer_of(&node.output),
+                    offsets: ChannelOffsets { a, y },
                 });
-                step_node.resize(steps.len(), index);
-                continue;
             }
-            let (a_buffer, a) = match summed {
-                Some((sums, partials)) => {
-                    p.kind = crate::ops::OpKind::GlobalAveragePoolFinish { partials };
-                    (sums, 0)
-                }
-                None => {
-                    let start = match node.op {
-                        Op::Slice { start, .. } => start,
-                        _ => 0,
-                    };
-                    let a = start + input_slice(&mut p, view_of(&node.inputs[0]));
-                    (buffer_of(&node.inputs[0]), a)
-                }
-            };
-            let y = match view_of(&node.output) {
-                Some(v) => {
-                    p.y_ld = v.ld;
-                    v.offset
-                }
-                None => 0,
-            };
-            let inv = ctx.prepare_op(&p).map_err(at(name))?;
-            *workspace = (*workspace).max(p.workspace_bytes());
-            steps.push(Step::Op {
-                inv,
-                a: a_buffer,
-                b: node.inputs.get(1).map(|t| buffer_of(t)),
-                y: buffer_of(&node.output),
-                offsets: ChannelOffsets { a, y },
-            });
+            if let Some(head) = head {
+                let pooled = summed.map_or(buffer_of(&node.output), |(sums, _)| sums);
+                let gate = buffer_of(&def.nodes[head.excite].output);
+                steps.push(head_step(
+                    ctx,
+                    name,
+                    def,
+                    head,
+                    x,
+                    batch,
+                    data_type,
+                    [pooled, gate],
+                    summed.map(|(_, p)| p),
+                    &mut constants,
+                )?);
+            }
             step_node.resize(steps.len(), index);
         }
         let mut buffers = Vec::with_capacity(plan.buffers.len() + constants.buffers.len());
@@ -971,6 +946,50 @@ struct ExcitationHead {
     excite: usize,
     kind: crate::ops::SqueezeExcite,
     params: Vec<u8>,
+}
+
+/// The step of a squeeze-and-excitation head that reads buffer `pooled` (the pool's output,
+/// or its convolution's partial sums where `partials` says how they lie) and writes its gate
+/// into buffer `gate`; errors name the node `name` (the head's pool).
+#[allow(clippy::too_many_arguments)]
+fn head_step(
+    ctx: &Context,
+    name: &str,
+    def: &NetworkDef,
+    head: &ExcitationHead,
+    x: Shape,
+    batch: u32,
+    dtype: DataType,
+    [pooled, gate]: [usize; 2],
+    partials: Option<PoolPartials>,
+    constants: &mut Constants,
+) -> Result<Step, NetError> {
+    let excite = &def.nodes[head.excite];
+    let kind = crate::ops::SqueezeExcite {
+        partials,
+        ..head.kind
+    };
+    let input = if partials.is_some() {
+        [x.h, x.w]
+    } else {
+        [1, 1]
+    };
+    let se = crate::ops::OpProblem::new(
+        crate::ops::OpKind::SqueezeExcite(kind),
+        batch,
+        x.c,
+        input,
+        crate::Layout::Nhwc,
+        dtype,
+    )
+    .with_activation(excite.activation);
+    Ok(Step::Op {
+        inv: ctx.prepare_op(&se).map_err(at(name))?,
+        a: pooled,
+        b: Some(constants.raw(ctx, name, &head.params)?),
+        y: gate,
+        offsets: ChannelOffsets::default(),
+    })
 }
 
 /// The heads of [`NetworkDef::excitation_heads`] that run as one kernel, by their pool's node:
