@@ -1115,6 +1115,16 @@ fn network_commands_name_their_bad_input() {
             Expect::Usage,
         ),
         (
+            "net run excitation heads",
+            run(&["efficientnet_b0", rw, "--excitation-heads"]),
+            Expect::NoDevice,
+        ),
+        (
+            "net run excitation heads with a value",
+            run(&["efficientnet_b0", rw, "--excitation-heads=yes"]),
+            Expect::Usage,
+        ),
+        (
             "net plan a binary definition",
             vec!["net", "plan", &def_binary],
             Expect::Error,
