@@ -34,10 +34,11 @@ struct KilnOpArgs {
                               // an image's output holds (0: the partials are this file's own)
   kiln_i32 strip_group;       // strips one block of that convolution summed
   kiln_i32 squeeze;           // squeeze-and-excitation head: the squeeze's channels (S)
-  kiln_i32 squeeze_act;       // its KILN_ACT_* (the excitation's is act)
+  kiln_i32 squeeze_act;       // its KILN_ACT_* (the excitation's is act); an expansion's
   float squeeze_act_a;        // its parameter
-  kiln_i32 out_c;             // the excitation's channels (K): y is n x out_c
+  kiln_i32 out_c;             // the excitation's channels (K): y is n x out_c; the expansion's
   kiln_i32 parts;             // blocks an image (each one slice of the K outputs)
+  kiln_i32 tile_h, tile_w;    // expansion + depthwise: output pixels a block's tile covers
 };
 
 // Loads and stores of one element. NVIDIA's FP16 conversions are one instruction each; the
@@ -679,5 +680,240 @@ extern "C" __global__ void kiln_squeeze_excite(const kiln_t* __restrict__ src, c
     }
     // The next image's pass overwrites the shared arrays (the peers' reads included).
     kiln_se_cluster_sync(ranks);
+  }
+}
+
+// An inverted residual's expansion and depthwise layer in one kernel: y = act(dw(e) + b2) with
+// e = act_e(W1 x + b1), a 1x1 layer C -> E and a depthwise S x S layer at stride 1 or 2 with
+// "same" padding (S / 2), NHWC. Unfused, the expansion writes e (E channels, 4-6 times x's)
+// and the depthwise layer reads it back: at MobileNetV2's 112x112 and 56x56 stages that
+// tensor's round trip is most of both layers' time. Here a block computes e for its output
+// tile's input patch into shared memory (the patch's halo computed twice, by both
+// neighbours) and runs the depthwise layer from there. e is rounded to the element type, as
+// the unfused expansion stores it; zero outside the image (the depthwise layer's padding).
+// b holds the parameters, packed by the host (src/ops.rs, `ExpandDepthwise::pack`): the
+// biases b1 [E] and b2 [E] in FP32, then W1 [E][C] and W2 [E][S][S] in the element type, each
+// part 16-byte aligned.
+//
+// A block is one image's tile of tile_h x tile_w output pixels and 32 of the E channels
+// (slices fastest, so a tile's blocks read the same input patch out of L2). Threads are 8
+// channel quads x 32 pixel lanes: the expansion takes a lane's pixels (up to 5) x the quad's 4
+// channels, reading each input quad and weight quad once for 4-20 products; the depthwise
+// layer a lane's output pixels x the quad.
+#define KILN_XD_MAX_C 32     // src/ops.rs refuses more (EXPAND_DEPTHWISE_MAX_C)
+#define KILN_XD_SLICE 32     // expanded channels a block
+#define KILN_XD_PIXELS 160   // input-patch pixels a block (EXPAND_DEPTHWISE_PIXELS)
+#define KILN_XD_QUADS (KILN_XD_SLICE / 4)
+#define KILN_XD_LANES (KILN_SE_THREADS / KILN_XD_QUADS)
+#define KILN_XD_PER (KILN_XD_PIXELS / KILN_XD_LANES)
+
+struct __attribute__((aligned(16))) KilnF4 {
+  float v[4];
+};
+struct __attribute__((aligned(4 * sizeof(kiln_t)))) KilnE4 {
+  kiln_t e[4];
+};
+
+// Four consecutive elements (4-element aligned) as FP32, and back.
+static __device__ KILN_INLINE KilnF4 kiln_xd_load4(const kiln_t* p) {
+  const KilnE4 raw = *(const KilnE4*)p;
+  KilnF4 f;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) f.v[k] = kiln_op_load(raw.e, k);
+  return f;
+}
+static __device__ KILN_INLINE void kiln_xd_store4(kiln_t* p, const KilnF4& f) {
+  KilnE4 raw;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) kiln_op_store(raw.e, k, f.v[k]);
+  *(KilnE4*)p = raw;
+}
+
+// The block's shared memory (48,512 bytes: within every target's static limit).
+struct KilnXdShared {
+  KilnF4 xs[KILN_XD_PIXELS * KILN_XD_MAX_C / 4];  // the input patch, [pixel][channel quad]
+  KilnF4 es[KILN_XD_PIXELS * KILN_XD_QUADS];      // its expansion, [pixel][slice quad]
+  KilnF4 w1[KILN_XD_MAX_C * KILN_XD_QUADS];       // [input channel][slice quad]
+  KilnF4 w2[25 * KILN_XD_QUADS];                  // [tap][slice quad], up to 5x5
+  KilnF4 b1[KILN_XD_QUADS], b2[KILN_XD_QUADS];
+};
+
+// p / d for p < 2^16 and 0 < d < 2^16, with m = kiln_xd_magic(d) = ceil(2^32 / d): a multiply
+// and a shift where a 32-bit division is a routine of about 20 instructions (exact: the
+// rounding of m adds less than 2^-16 to p / d, whose fraction is at most 1 - 1/d).
+static __device__ KILN_INLINE kiln_u64 kiln_xd_magic(kiln_u32 d) { return ((1ull << 32) + d - 1) / d; }
+static __device__ KILN_INLINE kiln_u32 kiln_xd_div(kiln_u32 p, kiln_u64 m) { return (kiln_u32)((p * m) >> 32); }
+
+template <int S>
+static __device__ KILN_INLINE void kiln_expand_depthwise_body(const kiln_t* __restrict__ x,
+                                                              const kiln_t* __restrict__ params,
+                                                              kiln_t* __restrict__ y, const KilnOpArgs& a,
+                                                              KilnXdShared& sh) {
+  const kiln_u32 c = a.c, e = a.out_c, stride = a.stride_h, tid = threadIdx.x;
+  const kiln_u32 th = a.tile_h, tw = a.tile_w, cq = c / 4;
+  const kiln_u32 in_tw = (tw - 1) * stride + S, in_px = ((th - 1) * stride + S) * in_tw;
+  const kiln_u64 in_tw_magic = kiln_xd_magic(in_tw), tw_magic = kiln_xd_magic(tw);
+  const kiln_u32 tiles_h = (a.out_h + th - 1) / th, tiles_w = (a.out_w + tw - 1) / tw;
+  const kiln_u32 slices = (e + KILN_XD_SLICE - 1) / KILN_XD_SLICE;
+  const kiln_u32 total = (kiln_u32)a.n * tiles_h * tiles_w * slices;
+  const char* base = (const char*)params;
+  const float* b1 = (const float*)base;
+  const float* b2 = b1 + e;
+  const kiln_u32 w1_at = kiln_se_align16(2u * e * 4u);
+  const kiln_u32 w2_at = w1_at + kiln_se_align16(e * c * (kiln_u32)sizeof(kiln_t));
+  const kiln_t* w1 = (const kiln_t*)(base + w1_at);
+  const kiln_t* w2 = (const kiln_t*)(base + w2_at);
+  // Every phase maps a thread to the same quad of channels and to pixels lane, lane + 32, ...
+  const kiln_u32 quad = tid % KILN_XD_QUADS, lane = tid / KILN_XD_QUADS;
+  const KilnAct act_e = kiln_act_params(a.squeeze_act, a.squeeze_act_a);
+  const KilnAct act = kiln_act_params(a.act, a.act_a);
+  // This lane's patch pixels as rows and columns of the patch (the same in every tile).
+  kiln_u32 prow[KILN_XD_PER], pcol[KILN_XD_PER];
+#pragma unroll
+  for (int j = 0; j < KILN_XD_PER; ++j) {
+    const kiln_u32 p = lane + j * KILN_XD_LANES;
+    prow[j] = kiln_xd_div(p, in_tw_magic);
+    pcol[j] = p - prow[j] * in_tw;
+  }
+  kiln_u32 staged = slices;  // the slice whose weights are in shared memory (none yet)
+  for (kiln_u32 blk = blockIdx.x; blk < total; blk += a.grid_threads / KILN_SE_THREADS) {
+    const kiln_u32 slice = blk % slices;
+    kiln_u32 rest = blk / slices;
+    const kiln_u32 tx = rest % tiles_w;
+    rest /= tiles_w;
+    const kiln_u32 ty = rest % tiles_h, n = rest / tiles_h;
+    const kiln_u32 ch0 = slice * KILN_XD_SLICE;
+    if (slice != staged) {
+      // The slice's weights and biases as FP32, zero past E. They are no kernel's output:
+      // the first pass stages them before the wait for the previous kernel.
+      for (kiln_u32 i = tid; i < c * KILN_XD_QUADS; i += KILN_SE_THREADS) {
+        const kiln_u32 k = i / KILN_XD_QUADS, ch = ch0 + i % KILN_XD_QUADS * 4;
+        KilnF4 w;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) w.v[j] = ch + j < e ? kiln_op_load(w1, (ch + j) * c + k) : 0.0f;
+        sh.w1[i] = w;
+      }
+      for (kiln_u32 i = tid; i < S * S * KILN_XD_QUADS; i += KILN_SE_THREADS) {
+        const kiln_u32 t = i / KILN_XD_QUADS, ch = ch0 + i % KILN_XD_QUADS * 4;
+        KilnF4 w;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) w.v[j] = ch + j < e ? kiln_op_load(w2, (ch + j) * (S * S) + t) : 0.0f;
+        sh.w2[i] = w;
+      }
+      if (tid < KILN_XD_QUADS) {
+        KilnF4 p, q;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const kiln_u32 ch = ch0 + tid * 4 + j;
+          p.v[j] = ch < e ? b1[ch] : 0.0f;
+          q.v[j] = ch < e ? b2[ch] : 0.0f;
+        }
+        sh.b1[tid] = p;
+        sh.b2[tid] = q;
+      }
+      if (staged == slices) kiln_pdl_start();
+      staged = slice;
+    }
+    // The input patch, zero outside the image: this thread's quad of its pixels' channels.
+    const kiln_i32 iy0 = (kiln_i32)(ty * th * stride) - a.pad_h;
+    const kiln_i32 ix0 = (kiln_i32)(tx * tw * stride) - a.pad_w;
+    bool inside[KILN_XD_PER];
+#pragma unroll
+    for (int j = 0; j < KILN_XD_PER; ++j) {
+      const kiln_u32 p = lane + j * KILN_XD_LANES;
+      const kiln_i32 iy = iy0 + (kiln_i32)prow[j], ix = ix0 + (kiln_i32)pcol[j];
+      inside[j] = (kiln_u32)iy < (kiln_u32)a.in_h && (kiln_u32)ix < (kiln_u32)a.in_w;
+      const kiln_t* src =
+          x + ((n * (kiln_u32)a.in_h + (kiln_u32)iy) * (kiln_u32)a.in_w + (kiln_u32)ix) * (kiln_u32)a.a_ld + quad * 4;
+      if (p < in_px && quad < cq) {
+        KilnF4 v = {{0.0f, 0.0f, 0.0f, 0.0f}};
+        if (inside[j]) v = kiln_xd_load4(src);
+        sh.xs[p * (KILN_XD_MAX_C / 4) + quad] = v;
+      }
+    }
+    __syncthreads();
+    // The expansion of this lane's patch pixels, the quad's 4 channels.
+    float acc[KILN_XD_PER * 4];
+#pragma unroll
+    for (int i = 0; i < KILN_XD_PER * 4; ++i) acc[i] = 0.0f;
+    for (kiln_u32 k4 = 0; k4 < cq; ++k4) {
+      KilnF4 w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) w[i] = sh.w1[(k4 * 4 + i) * KILN_XD_QUADS + quad];
+#pragma unroll
+      for (int j = 0; j < KILN_XD_PER; ++j) {
+        const kiln_u32 p = lane + j * KILN_XD_LANES;
+        if (p < in_px) {
+          const KilnF4 xv = sh.xs[p * (KILN_XD_MAX_C / 4) + k4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[j * 4 + q] += xv.v[i] * w[i].v[q];
+        }
+      }
+    }
+    const KilnF4 bias1 = sh.b1[quad];
+#pragma unroll
+    for (int i = 0; i < KILN_XD_PER * 4; ++i) acc[i] += bias1.v[i % 4];
+    kiln_act_each(acc, act_e);
+#pragma unroll
+    for (int j = 0; j < KILN_XD_PER; ++j) {
+      const kiln_u32 p = lane + j * KILN_XD_LANES;
+      if (p < in_px) {
+        KilnF4 o;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) o.v[q] = inside[j] ? kiln_se_round(acc[j * 4 + q]) : 0.0f;
+        sh.es[p * KILN_XD_QUADS + quad] = o;
+      }
+    }
+    __syncthreads();
+    // The depthwise layer: this lane's output pixels of the tile, the quad's channels.
+    const kiln_u32 ch = ch0 + quad * 4;
+    const kiln_u32 oy0 = ty * th, ox0 = tx * tw;
+    const KilnF4 bias2 = sh.b2[quad];
+    for (kiln_u32 o = lane; o < th * tw; o += KILN_XD_LANES) {
+      const kiln_u32 oy = kiln_xd_div(o, tw_magic), ox = o - oy * tw;
+      if (oy0 + oy >= (kiln_u32)a.out_h || ox0 + ox >= (kiln_u32)a.out_w || ch >= e) continue;
+      float r[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int fy = 0; fy < S; ++fy) {
+        const kiln_u32 row = (oy * stride + fy) * in_tw + ox * stride;
+#pragma unroll
+        for (int fx = 0; fx < S; ++fx) {
+          const KilnF4 ev = sh.es[(row + fx) * KILN_XD_QUADS + quad];
+          const KilnF4 wv = sh.w2[(fy * S + fx) * KILN_XD_QUADS + quad];
+#pragma unroll
+          for (int q = 0; q < 4; ++q) r[q] += ev.v[q] * wv.v[q];
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < 4; ++q) r[q] += bias2.v[q];
+      kiln_act_each(r, act);
+      KilnF4 out;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) out.v[q] = r[q];
+      kiln_xd_store4(y + ((n * (kiln_u32)a.out_h + oy0 + oy) * (kiln_u32)a.out_w + ox0 + ox) * (kiln_u32)a.y_ld + ch,
+                     out);
+    }
+    // The next pass overwrites the patch, the expansion and perhaps the weights.
+    __syncthreads();
+  }
+  if (staged == slices) kiln_pdl_start();  // a block with no pass still waits and releases
+}
+
+// NVIDIA: three blocks an SM (at most 80 registers a thread).
+#if defined(__CUDACC_RTC__)
+#define KILN_XD_BOUNDS __launch_bounds__(KILN_SE_THREADS, 3)
+#else
+#define KILN_XD_BOUNDS
+#endif
+
+extern "C" __global__ void KILN_XD_BOUNDS kiln_expand_depthwise(const kiln_t* __restrict__ x, const kiln_t* __restrict__ params,
+                                                 kiln_t* __restrict__ y, KilnOpArgs a) {
+  __shared__ KilnXdShared sh;
+  if (a.win_h == 5) {
+    kiln_expand_depthwise_body<5>(x, params, y, a, sh);
+  } else {
+    kiln_expand_depthwise_body<3>(x, params, y, a, sh);
   }
 }

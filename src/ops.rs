@@ -1,8 +1,9 @@
 //! Standalone operators: the work around a network's convolutions that no fused epilogue
 //! absorbs. Max and average pooling (window, stride, padding, ceil mode), global average
 //! pooling, nearest and bilinear resizing (2x upsampling), elementwise copy/add/multiply with
-//! an optional per-(n, c) broadcast (squeeze-and-excitation), softmax over channels, and a
-//! squeeze-and-excitation head (pool, squeeze and excitation layers) in one kernel.
+//! an optional per-(n, c) broadcast (squeeze-and-excitation), softmax over channels, a
+//! squeeze-and-excitation head (pool, squeeze and excitation layers) in one kernel, and an
+//! inverted residual's expansion and depthwise layer in one kernel.
 //!
 //! Like MIOpen's pooling, activation and softmax primitives they need no find-db: each is one
 //! memory-bound kernel of `kernels/ops.cpp`, compiled once per data type into every target's
@@ -20,7 +21,7 @@ use kiln_format::{Activation, DataType, Layout};
 pub const SOURCE: &str = "ops.cpp";
 
 /// The kernel file's entry points, in the manifest's order.
-pub const FUNCTIONS: [&str; 7] = [
+pub const FUNCTIONS: [&str; 8] = [
     "kiln_pool2d",
     "kiln_resize",
     "kiln_eltwise",
@@ -28,6 +29,7 @@ pub const FUNCTIONS: [&str; 7] = [
     "kiln_global_pool_partial",
     "kiln_global_pool_finish",
     "kiln_squeeze_excite",
+    "kiln_expand_depthwise",
 ];
 
 /// Most pooled channels a squeeze-and-excitation head takes (`KILN_SE_MAX_C`: the kernel
@@ -36,6 +38,14 @@ pub const SQUEEZE_EXCITE_MAX_C: u32 = 2048;
 
 /// Most squeeze channels a squeeze-and-excitation head takes (`KILN_SE_MAX_S`).
 pub const SQUEEZE_EXCITE_MAX_S: u32 = 256;
+
+/// Most input channels an expansion fused with its depthwise layer takes
+/// (`KILN_XD_MAX_C`: the kernel keeps a patch of them in shared memory).
+pub const EXPAND_DEPTHWISE_MAX_C: u32 = 32;
+
+/// Input-patch pixels a block of the fused expansion and depthwise layer holds
+/// (`KILN_XD_PIXELS`): its output tile is as large as its patch fits in these.
+const EXPAND_DEPTHWISE_PIXELS: u32 = 160;
 
 /// Blocks a squeeze-and-excitation head aims to launch over the whole batch: each block reads
 /// its image's whole squeeze weights, so more blocks an image buy parallelism on the
@@ -149,6 +159,140 @@ pub enum OpKind {
     /// [`SqueezeExcite::pack`] lays them out; `y` is `n x out x 1 x 1`. One kernel where a
     /// network otherwise launches a pool's finish and two 1x1 layers, each waiting for the last.
     SqueezeExcite(SqueezeExcite),
+    /// An inverted residual's expansion and depthwise layer: `y = act(dw(e) + b2)` with `e =
+    /// act_e(W1 a + b1)`, a 1x1 layer from the input's `c` channels to `expanded` and a
+    /// depthwise `filter x filter` layer at `stride` with "same" padding (`filter / 2`). `e` is
+    /// rounded to the data type, as the unfused expansion stores it, but never leaves the
+    /// kernel. `b` holds the parameters as [`ExpandDepthwise::pack`] lays them out; `y` is
+    /// `n x expanded x oh x ow`. NHWC, dense tensors.
+    ExpandDepthwise(ExpandDepthwise),
+}
+
+/// The shape of a fused expansion and depthwise layer ([`OpKind::ExpandDepthwise`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpandDepthwise {
+    /// The expansion's output channels (E): the depthwise layer's and the output's.
+    pub expanded: u32,
+    /// The depthwise filter's height and width: 3 or 5.
+    pub filter: u32,
+    /// Its stride on both axes: 1 or 2.
+    pub stride: u32,
+    /// The expansion's activation (the depthwise layer's is the problem's).
+    pub expand_activation: Activation,
+    /// Its parameter's bits (ReLU6's ceiling, leaky ReLU's slope), as `f32::to_bits`.
+    pub expand_param_bits: u32,
+}
+
+impl ExpandDepthwise {
+    /// The expansion activation's parameter.
+    pub fn expand_param(&self) -> f32 {
+        f32::from_bits(self.expand_param_bits)
+    }
+
+    /// Padding on each side: half the filter.
+    pub fn pad(&self) -> u32 {
+        self.filter / 2
+    }
+
+    /// The parameter parts' element counts for `c` input channels: `[b1, b2, W1, W2]`.
+    fn parts(&self, c: u32) -> [u64; 4] {
+        let e = u64::from(self.expanded);
+        let taps = u64::from(self.filter) * u64::from(self.filter);
+        [e, e, e * u64::from(c), e * taps]
+    }
+
+    /// Bytes of the packed parameters ([`ExpandDepthwise::pack`]).
+    pub fn params_bytes(&self, c: u32, dtype: DataType) -> u64 {
+        two_layer_offsets(self.parts(c), dtype.size_bytes() as u64)[4]
+    }
+
+    /// The parameters as the kernel reads them: `b1` and `b2` (`expanded` each) in FP32, then
+    /// `w1` (`expanded x c`, the expansion's `[E][C][1][1]` weights) and `w2` (`expanded x
+    /// filter x filter`, the depthwise layer's `[E][1][S][S]`) in `dtype`; each part 16-byte
+    /// aligned. Refuses slices of the wrong length, naming the tensor.
+    pub fn pack(&self, c: u32, dtype: DataType, layers: [&[f32]; 4]) -> Result<Vec<u8>, String> {
+        let names = [
+            "expansion weights",
+            "expansion bias",
+            "depthwise weights",
+            "depthwise bias",
+        ];
+        pack_two_layers(self.parts(c), names, "layer pair", dtype, layers)
+    }
+
+    /// The output tile `[h, w]` a block covers for an `out` `[h, w]` output: the one whose
+    /// patches sum to the fewest input pixels over the map (each patch at most
+    /// 160, the kernel's shared memory), the larger tile on a tie.
+    pub fn tile(&self, out: [u32; 2]) -> [u32; 2] {
+        let (s, f) = (u64::from(self.stride), u64::from(self.filter));
+        let span = |t: u64| (t - 1) * s + f;
+        let mut best = ([1, 1], u64::MAX);
+        for th in 1..=u64::from(out[0]).min(32) {
+            for tw in 1..=u64::from(out[1]).min(64) {
+                let patch = span(th) * span(tw);
+                if patch > u64::from(EXPAND_DEPTHWISE_PIXELS) {
+                    break;
+                }
+                let tiles = u64::from(out[0]).div_ceil(th) * u64::from(out[1]).div_ceil(tw);
+                let cost = tiles * patch;
+                if cost < best.1 || (cost == best.1 && th * tw > u64::from(best.0[0] * best.0[1])) {
+                    best = ([th as u32, tw as u32], cost);
+                }
+            }
+        }
+        best.0
+    }
+
+    /// Blocks over the whole problem: an image's tiles x slices of 32 expanded channels.
+    fn blocks(&self, n: u32, out: [u32; 2]) -> u64 {
+        let [th, tw] = self.tile(out);
+        u64::from(n)
+            * u64::from(out[0].div_ceil(th))
+            * u64::from(out[1].div_ceil(tw))
+            * u64::from(self.expanded.div_ceil(32))
+    }
+}
+
+/// Byte offsets of two layers' parameters packed as `[b1, b2, W1, W2]` (FP32 biases, weights of
+/// `element` bytes, each part 16-byte aligned) from their element counts: `[b1, b2, W1, W2,
+/// end]`.
+fn two_layer_offsets([b1, b2, w1, w2]: [u64; 4], element: u64) -> [u64; 5] {
+    let align = |v: u64| v.div_ceil(16) * 16;
+    let w1_at = align((b1 + b2) * 4);
+    let w2_at = w1_at + align(w1 * element);
+    [0, b1 * 4, w1_at, w2_at, w2_at + w2 * element]
+}
+
+/// Two layers' parameters (`[w1, b1, w2, b2]`, of the element counts `[b1, b2, W1, W2]` in
+/// `parts`) packed as [`two_layer_offsets`] lays them out; a slice of the wrong length is
+/// refused, named by `names` (in `layers`' order).
+fn pack_two_layers(
+    parts: [u64; 4],
+    names: [&str; 4],
+    what: &str,
+    dtype: DataType,
+    [w1, b1, w2, b2]: [&[f32]; 4],
+) -> Result<Vec<u8>, String> {
+    let wants = [parts[2], parts[0], parts[3], parts[1]];
+    for ((name, got), want) in names
+        .iter()
+        .zip([w1.len(), b1.len(), w2.len(), b2.len()])
+        .zip(wants)
+    {
+        if got as u64 != want {
+            return Err(format!("{name}: {got} values, the {what} needs {want}"));
+        }
+    }
+    let at = two_layer_offsets(parts, dtype.size_bytes() as u64).map(|v| v as usize);
+    let mut out = vec![0u8; at[4]];
+    for (i, v) in b1.iter().chain(b2).enumerate() {
+        out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    let (w1_bytes, _) = crate::elements::encode(dtype, w1);
+    out[at[2]..at[2] + w1_bytes.len()].copy_from_slice(&w1_bytes);
+    let (w2_bytes, _) = crate::elements::encode(dtype, w2);
+    out[at[3]..at[4]].copy_from_slice(&w2_bytes);
+    Ok(out)
 }
 
 /// The shape of a squeeze-and-excitation head ([`OpKind::SqueezeExcite`]).
@@ -173,54 +317,29 @@ impl SqueezeExcite {
         f32::from_bits(self.squeeze_param_bits)
     }
 
-    /// Byte offsets of the packed parameters for `c` pooled channels and `element` bytes an
-    /// element: `[b1, b2, W1, W2, end]`, each part 16-byte aligned.
-    fn offsets(&self, c: u32, element: u64) -> [u64; 5] {
-        let align = |v: u64| v.div_ceil(16) * 16;
-        let (s, k, c) = (u64::from(self.squeeze), u64::from(self.out), u64::from(c));
-        let w1 = align((s + k) * 4);
-        let w2 = w1 + align(s * c * element);
-        [0, s * 4, w1, w2, w2 + s * k * element]
+    /// The parameter parts' element counts for `c` pooled channels: `[b1, b2, W1, W2]`.
+    fn layer_parts(&self, c: u32) -> [u64; 4] {
+        let (s, k) = (u64::from(self.squeeze), u64::from(self.out));
+        [s, k, s * u64::from(c), k * s]
     }
 
     /// Bytes of the packed parameters ([`SqueezeExcite::pack`]).
     pub fn params_bytes(&self, c: u32, dtype: DataType) -> u64 {
-        self.offsets(c, dtype.size_bytes() as u64)[4]
+        two_layer_offsets(self.layer_parts(c), dtype.size_bytes() as u64)[4]
     }
 
     /// The parameters as the kernel reads them: `b1` (`squeeze`) and `b2` (`out`) in FP32,
     /// then `w1` (`squeeze x c`, a squeeze layer's `[S][C][1][1]` weights) and `w2` (`out x
     /// squeeze`, the excitation's) in `dtype`; each part 16-byte aligned. Refuses slices of
     /// the wrong length, naming the tensor.
-    pub fn pack(
-        &self,
-        c: u32,
-        dtype: DataType,
-        [w1, b1, w2, b2]: [&[f32]; 4],
-    ) -> Result<Vec<u8>, String> {
-        let (s, k, cu) = (self.squeeze as usize, self.out as usize, c as usize);
-        for (name, got, want) in [
-            ("squeeze weights", w1.len(), s * cu),
-            ("squeeze bias", b1.len(), s),
-            ("excitation weights", w2.len(), k * s),
-            ("excitation bias", b2.len(), k),
-        ] {
-            if got != want {
-                return Err(format!("{name}: {got} values, the head needs {want}"));
-            }
-        }
-        let at = self
-            .offsets(c, dtype.size_bytes() as u64)
-            .map(|v| v as usize);
-        let mut out = vec![0u8; at[4]];
-        for (i, v) in b1.iter().chain(b2).enumerate() {
-            out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
-        }
-        let (w1_bytes, _) = crate::elements::encode(dtype, w1);
-        out[at[2]..at[2] + w1_bytes.len()].copy_from_slice(&w1_bytes);
-        let (w2_bytes, _) = crate::elements::encode(dtype, w2);
-        out[at[3]..at[4]].copy_from_slice(&w2_bytes);
-        Ok(out)
+    pub fn pack(&self, c: u32, dtype: DataType, layers: [&[f32]; 4]) -> Result<Vec<u8>, String> {
+        let names = [
+            "squeeze weights",
+            "squeeze bias",
+            "excitation weights",
+            "excitation bias",
+        ];
+        pack_two_layers(self.layer_parts(c), names, "head", dtype, layers)
     }
 
     /// Blocks an image takes: slices of the excitation's outputs. In clusters of `cluster`
@@ -396,6 +515,18 @@ impl OpProblem {
                     None => String::new(),
                 }
             ),
+            OpKind::ExpandDepthwise(xd) => format!(
+                "expand-depthwise {}>{}{} dw{}x{} s{}",
+                self.c,
+                xd.expanded,
+                match xd.expand_activation {
+                    Activation::Identity => String::new(),
+                    a => format!("+{}", a.name()),
+                },
+                xd.filter,
+                xd.filter,
+                xd.stride
+            ),
         };
         let act = match self.activation {
             Activation::Identity => String::new(),
@@ -445,6 +576,12 @@ impl OpProblem {
             | OpKind::SqueezeExcite(_) => [1, 1],
             OpKind::Resize { out, .. } => out,
             OpKind::Eltwise { .. } | OpKind::Softmax => self.input,
+            OpKind::ExpandDepthwise(xd) => self.input.map(|v| {
+                let span = u64::from(v) + 2 * u64::from(xd.pad());
+                let out =
+                    span.saturating_sub(u64::from(xd.filter)) / u64::from(xd.stride.max(1)) + 1;
+                u32::try_from(out).unwrap_or(u32::MAX)
+            }),
         }
     }
 
@@ -579,6 +716,44 @@ impl OpProblem {
                     return fail("more parameters or outputs than 32-bit indexing reaches".into());
                 }
             }
+            OpKind::ExpandDepthwise(xd) => {
+                if !self.layout.channels_last() || self.a_ld != 0 || self.y_ld != 0 {
+                    return fail(
+                        "an expansion with its depthwise layer takes dense NHWC tensors".into(),
+                    );
+                }
+                if !self.c.is_multiple_of(4) || self.c > EXPAND_DEPTHWISE_MAX_C {
+                    return fail(format!(
+                        "{} input channels: the fused expansion takes a multiple of 4, at most \
+                         {EXPAND_DEPTHWISE_MAX_C}",
+                        self.c
+                    ));
+                }
+                if xd.expanded == 0 || !xd.expanded.is_multiple_of(4) {
+                    return fail(format!(
+                        "{} expanded channels: a multiple of 4, at least 4",
+                        xd.expanded
+                    ));
+                }
+                if !matches!(xd.filter, 3 | 5) || !matches!(xd.stride, 1 | 2) {
+                    return fail(format!(
+                        "depthwise {}x{} at stride {}: the fused layer takes 3x3 or 5x5 at \
+                         stride 1 or 2",
+                        xd.filter, xd.filter, xd.stride
+                    ));
+                }
+                if !xd.expand_param().is_finite() {
+                    return fail("the expansion activation's parameter must be finite".into());
+                }
+                let [oh, ow] = self.output();
+                let y = u64::from(self.n) * u64::from(oh) * u64::from(ow) * u64::from(xd.expanded);
+                let params = xd.params_bytes(self.c, self.data_type);
+                if y > i32::MAX as u64 || params > i32::MAX as u64 {
+                    return fail(format!(
+                        "an output of {y} elements: the kernel indexes at most 2^31 - 1"
+                    ));
+                }
+            }
             OpKind::GlobalAveragePoolFinish { partials } => {
                 if partials.strips == 0 || partials.group == 0 {
                     return fail("the partial sums' strips and group must be at least 1".into());
@@ -643,6 +818,7 @@ impl OpProblem {
     pub fn b_bytes(&self) -> u64 {
         match self.kind {
             OpKind::SqueezeExcite(se) => se.params_bytes(self.c, self.data_type),
+            OpKind::ExpandDepthwise(xd) => xd.params_bytes(self.c, self.data_type),
             _ => self.b_elements() * self.data_type.size_bytes() as u64,
         }
     }
@@ -668,6 +844,10 @@ impl OpProblem {
     pub fn y_elements(&self) -> u64 {
         match self.kind {
             OpKind::SqueezeExcite(se) => u64::from(self.n) * u64::from(se.out),
+            OpKind::ExpandDepthwise(xd) => {
+                let [oh, ow] = self.output();
+                u64::from(self.n) * u64::from(oh) * u64::from(ow) * u64::from(xd.expanded)
+            }
             _ => self.extent(self.output(), self.y_ld),
         }
     }
@@ -676,6 +856,7 @@ impl OpProblem {
     pub fn y_channels(&self) -> u32 {
         match self.kind {
             OpKind::SqueezeExcite(se) => se.out,
+            OpKind::ExpandDepthwise(xd) => xd.expanded,
             _ => self.c,
         }
     }
@@ -777,6 +958,7 @@ impl OpProblem {
             OpKind::Eltwise { .. } => &FUNCTIONS[2..3],
             OpKind::Softmax => &FUNCTIONS[3..4],
             OpKind::SqueezeExcite(_) => &FUNCTIONS[6..7],
+            OpKind::ExpandDepthwise(_) => &FUNCTIONS[7..8],
         }
     }
 
@@ -789,6 +971,7 @@ impl OpProblem {
             OpKind::Eltwise { .. } => FUNCTIONS[2],
             OpKind::Softmax => FUNCTIONS[3],
             OpKind::SqueezeExcite(_) => FUNCTIONS[6],
+            OpKind::ExpandDepthwise(_) => FUNCTIONS[7],
         }
     }
 
@@ -822,6 +1005,8 @@ impl OpProblem {
             }
             // Blocks an image, each a slice of its excitation.
             OpKind::SqueezeExcite(se) => u64::from(self.n) * u64::from(se.parts(self.n, cluster)),
+            // A block a tile and 32 expanded channels.
+            OpKind::ExpandDepthwise(xd) => xd.blocks(self.n, [oh, ow]),
             _ => (self.dense([oh, ow]) / u64::from(self.vector_width()))
                 .div_ceil(u64::from(BLOCK_THREADS)),
         };
@@ -874,6 +1059,9 @@ impl OpProblem {
                 b_ld = if broadcast { 0 } else { self.c as i32 };
             }
             OpKind::Softmax => {}
+            OpKind::ExpandDepthwise(xd) => {
+                (win, stride, pad) = ([xd.filter; 2], [xd.stride; 2], [xd.pad(); 2]);
+            }
             OpKind::SqueezeExcite(se) => {
                 win = self.input;
                 if let Some(partials) = se.partials {
@@ -886,6 +1074,17 @@ impl OpProblem {
         let se = match self.kind {
             OpKind::SqueezeExcite(se) => Some(se),
             _ => None,
+        };
+        let xd = match self.kind {
+            OpKind::ExpandDepthwise(xd) => Some(xd),
+            _ => None,
+        };
+        let tile = xd.map_or([0, 0], |xd| xd.tile([oh, ow]));
+        // The fused layer's inner activation travels in the squeeze's fields.
+        let (inner_act, inner_param) = match (se, xd) {
+            (Some(se), _) => (se.squeeze_activation.code(), se.squeeze_param()),
+            (_, Some(xd)) => (xd.expand_activation.code(), xd.expand_param()),
+            _ => (0, 0.0),
         };
         OpArgs {
             n: self.n as i32,
@@ -903,7 +1102,7 @@ impl OpProblem {
             mode,
             channels_last: self.layout.channels_last() as i32,
             a_ld: ld(self.a_ld),
-            y_ld: ld(self.y_ld),
+            y_ld: xd.map_or(ld(self.y_ld), |xd| xd.expanded as i32),
             b_ld,
             act: self.activation.code(),
             act_a: self.activation_param,
@@ -913,10 +1112,12 @@ impl OpProblem {
             strips: strips as i32,
             strip_group: strip_group as i32,
             squeeze: se.map_or(0, |se| se.squeeze as i32),
-            squeeze_act: se.map_or(0, |se| se.squeeze_activation.code()),
-            squeeze_act_a: se.map_or(0.0, |se| se.squeeze_param()),
-            out_c: se.map_or(0, |se| se.out as i32),
+            squeeze_act: inner_act,
+            squeeze_act_a: inner_param,
+            out_c: se.map_or(xd.map_or(0, |xd| xd.expanded as i32), |se| se.out as i32),
             parts: se.map_or(1, |se| se.parts(self.n, cluster) as i32),
+            tile_h: tile[0] as i32,
+            tile_w: tile[1] as i32,
         }
     }
 }
@@ -1052,7 +1253,7 @@ mod tests {
         assert!(p.validate().is_ok());
         // b1 and b2 (FP32), then W1 and W2^T (FP16), each 16-byte aligned.
         assert_eq!(
-            se.offsets(1152, 2),
+            two_layer_offsets(se.layer_parts(1152), 2),
             [0, 192, 4800, 4800 + 110_592, 4800 + 2 * 110_592]
         );
         assert_eq!(p.b_bytes(), 4800 + 2 * 110_592);
@@ -1067,7 +1268,7 @@ mod tests {
         let w2: Vec<f32> = (0..k * s).map(|i| 100.0 + i as f32).collect();
         let b2 = [-1.0f32, -2.0, -3.0, -4.0];
         let bytes = small.pack(5, DataType::Fp32, [&w1, &b1, &w2, &b2]).unwrap();
-        let at = small.offsets(5, 4);
+        let at = two_layer_offsets(small.layer_parts(5), 4);
         assert_eq!(at, [0, 12, 32, 96, 144]);
         let f = |byte: u64| f32::from_le_bytes(bytes[byte as usize..][..4].try_into().unwrap());
         assert_eq!((f(4), f(at[1] + 12)), (1.5, -4.0));
@@ -1222,5 +1423,82 @@ mod tests {
         p.c = 8;
         p.layout = Layout::Nchw;
         assert_eq!(p.vector_width(), 1);
+    }
+
+    fn fused(c: u32, map: u32, expanded: u32, filter: u32, stride: u32, n: u32) -> OpProblem {
+        OpProblem::new(
+            OpKind::ExpandDepthwise(ExpandDepthwise {
+                expanded,
+                filter,
+                stride,
+                expand_activation: Activation::ClippedRelu,
+                expand_param_bits: 6f32.to_bits(),
+            }),
+            n,
+            c,
+            [map, map],
+            Layout::Nhwc,
+            DataType::Fp16,
+        )
+        .with_activation(Activation::ClippedRelu)
+    }
+
+    #[test]
+    fn a_fused_expansion_tiles_its_output_and_packs_both_layers() {
+        // MobileNetV2's first expansion at N=32: 56x56 outputs in 4 x 8 tiles (9 x 17 = 153
+        // patch pixels), 14 x 7 tiles an image, 3 slices of 32 of the 96 channels.
+        let p = fused(16, 112, 96, 3, 2, 32);
+        assert!(p.validate().is_ok());
+        let OpKind::ExpandDepthwise(xd) = p.kind else {
+            unreachable!()
+        };
+        assert_eq!(p.output(), [56, 56]);
+        assert_eq!(xd.tile([56, 56]), [4, 8]);
+        assert_eq!(p.blocks(), 32 * 14 * 7 * 3);
+        assert_eq!((p.y_elements(), p.y_channels()), (32 * 56 * 56 * 96, 96));
+        let a = p.args();
+        assert_eq!(
+            (a.tile_h, a.tile_w, a.y_ld, a.out_c, a.win_h, a.stride_h, a.pad_h),
+            (4, 8, 96, 96, 3, 2, 1)
+        );
+        assert_eq!(
+            (a.squeeze_act, a.squeeze_act_a),
+            (Activation::ClippedRelu.code(), 6.0)
+        );
+        // Stride 1: 8 x 14 tiles divide a 56x56 map (10 x 16 = 160 patch pixels, the most).
+        let s1 = fused(24, 56, 144, 3, 1, 32);
+        let OpKind::ExpandDepthwise(xd1) = s1.kind else {
+            unreachable!()
+        };
+        assert_eq!(xd1.tile(s1.output()), [8, 14]);
+        // Biases (FP32), then W1 [E][C] and W2 [E][3][3] (FP16), each 16-byte aligned.
+        let (c, e) = (4usize, 8usize);
+        let small = ExpandDepthwise { expanded: 8, ..xd };
+        let w1: Vec<f32> = (0..e * c).map(|i| i as f32).collect();
+        let b1: Vec<f32> = (0..e).map(|i| 0.5 + i as f32).collect();
+        let w2: Vec<f32> = (0..e * 9).map(|i| 100.0 + i as f32).collect();
+        let b2: Vec<f32> = (0..e).map(|i| -(i as f32)).collect();
+        let bytes = small.pack(4, DataType::Fp32, [&w1, &b1, &w2, &b2]).unwrap();
+        let at = two_layer_offsets(small.parts(4), 4);
+        assert_eq!(at, [0, 32, 64, 192, 480]);
+        assert_eq!(bytes.len(), 480);
+        let f = |byte: u64| f32::from_le_bytes(bytes[byte as usize..][..4].try_into().unwrap());
+        assert_eq!((f(4), f(at[1] + 28)), (1.5, -7.0));
+        assert_eq!(f(at[2] + (5 * 4 + 3) * 4), 23.0);
+        assert_eq!(f(at[3] + (7 * 9 + 8) * 4), 100.0 + 71.0);
+        assert_eq!(
+            small.pack(4, DataType::Fp32, [&w1, &b1, &w2[1..], &b2]),
+            Err("depthwise weights: 71 values, the layer pair needs 72".into())
+        );
+        // What the kernel does not take is named.
+        let refused = |p: OpProblem| p.validate().unwrap_err().reason;
+        assert!(refused(fused(40, 8, 96, 3, 1, 1)).contains("at most 32"));
+        assert!(refused(fused(16, 8, 98, 3, 1, 1)).contains("98 expanded channels"));
+        assert!(refused(fused(16, 8, 96, 7, 1, 1)).contains("7x7 at stride 1"));
+        assert!(refused(fused(16, 8, 96, 3, 3, 1)).contains("stride 3"));
+        let mut sliced = fused(16, 8, 96, 3, 1, 1);
+        sliced.y_ld = 128;
+        assert!(refused(sliced).contains("dense NHWC"));
+        assert!(refused(fused(16, 1 << 12, 96, 3, 1, 2)).contains("2^31"));
     }
 }

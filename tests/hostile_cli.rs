@@ -1125,6 +1125,16 @@ fn network_commands_name_their_bad_input() {
             Expect::Usage,
         ),
         (
+            "net run fused expansions",
+            run(&["mobilenet_v2", rw, "--fused-expansions"]),
+            Expect::NoDevice,
+        ),
+        (
+            "net run fused expansions with a value",
+            run(&["mobilenet_v2", rw, "--fused-expansions=yes"]),
+            Expect::Usage,
+        ),
+        (
             "net plan a binary definition",
             vec!["net", "plan", &def_binary],
             Expect::Error,

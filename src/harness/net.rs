@@ -160,6 +160,7 @@ mod tests {
                         },
                         residual: None,
                         x_scale: None,
+                        expand: None,
                     }),
                     inputs: vec!["x".into()],
                     output: "c".into(),

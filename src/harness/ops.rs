@@ -9,7 +9,9 @@ use crate::backend::Stream;
 use crate::context::Context;
 use crate::elements::round_to;
 use crate::error::RunError;
-use crate::ops::{EltwiseOp, OpKind, OpProblem, Pool2d, PoolMode, ResizeMode, SqueezeExcite};
+use crate::ops::{
+    EltwiseOp, ExpandDepthwise, OpKind, OpProblem, Pool2d, PoolMode, ResizeMode, SqueezeExcite,
+};
 
 /// Where element (n, ch, y, x) of a tensor with `c` channels and `h x w` pixels lies, with
 /// pixels `ld` apart when channels-last (as the kernels index it).
@@ -35,11 +37,14 @@ fn nan_max(acc: f64, v: f64) -> f64 {
 /// The operator's output in f64: a buffer of `op.y_elements()` values, NaN where the
 /// operator writes nothing (between the pixels of a channel slice). `a` and `b` are the
 /// inputs as stored (rounded to the data type), in their buffers' layout; a
-/// squeeze-and-excitation head's `b` is its parameters unpacked, `[w1, b1, w2, b2]` one
-/// after another ([`SqueezeExcite::pack`] names them).
+/// squeeze-and-excitation head's (or a fused expansion's) `b` is its parameters unpacked,
+/// `[w1, b1, w2, b2]` one after another ([`SqueezeExcite::pack`] and
+/// [`ExpandDepthwise::pack`] name them).
 pub fn reference(op: &OpProblem, a: &[f64], b: Option<&[f64]>) -> Vec<f64> {
-    if let OpKind::SqueezeExcite(se) = op.kind {
-        return squeeze_excite(op, se, a, b.unwrap_or(&[]));
+    match op.kind {
+        OpKind::SqueezeExcite(se) => return squeeze_excite(op, se, a, b.unwrap_or(&[])),
+        OpKind::ExpandDepthwise(xd) => return expand_depthwise(op, xd, a, b.unwrap_or(&[])),
+        _ => {}
     }
     let [oh, ow] = op.output();
     let mut y = vec![f64::NAN; op.y_elements() as usize];
@@ -106,7 +111,7 @@ pub fn reference(op: &OpProblem, a: &[f64], b: Option<&[f64]>) -> Vec<f64> {
                                 EltwiseOp::Mul => v * other(),
                             }
                         }
-                        OpKind::Softmax | OpKind::SqueezeExcite(_) => {
+                        OpKind::Softmax | OpKind::SqueezeExcite(_) | OpKind::ExpandDepthwise(_) => {
                             unreachable!("handled above")
                         }
                     };
@@ -170,6 +175,61 @@ fn squeeze_excite(op: &OpProblem, se: SqueezeExcite, a: &[f64], params: &[f64]) 
                 Activation::Identity => single(t),
                 act => act.apply(single(t), f64::from(op.activation_param)),
             };
+        }
+    }
+    y
+}
+
+/// A fused expansion and depthwise layer's output, NHWC: the expansion of every input pixel
+/// (rounded to the data type, as the unfused layer stores it), then the depthwise layer over
+/// it with zero padding. Sums in f64; stored values pass through f32.
+fn expand_depthwise(op: &OpProblem, xd: ExpandDepthwise, a: &[f64], params: &[f64]) -> Vec<f64> {
+    let (c, e, f) = (op.c as usize, xd.expanded as usize, xd.filter as usize);
+    let [h, w] = op.input.map(|v| v as usize);
+    let [oh, ow] = op.output().map(|v| v as usize);
+    let (stride, pad) = (xd.stride as usize, xd.pad() as i64);
+    let (w1, rest) = params.split_at(e * c);
+    let (b1, rest) = rest.split_at(e);
+    let (w2, b2) = rest.split_at(e * f * f);
+    let single = |v: f64| v as f32 as f64;
+    let act = |v: f64, a: Activation, param: f32| match a {
+        Activation::Identity => single(v),
+        a => a.apply(single(v), f64::from(param)),
+    };
+    let mut y = vec![f64::NAN; op.y_elements() as usize];
+    for n in 0..op.n as usize {
+        let pixel = |yy: usize, xx: usize| (n * h + yy) * w + xx;
+        let expanded: Vec<f64> = (0..h * w * e)
+            .map(|i| {
+                let (p, k) = (i / e, i % e);
+                let t = b1[k]
+                    + (0..c)
+                        .map(|ch| w1[k * c + ch] * a[pixel(p / w, p % w) * c + ch])
+                        .sum::<f64>();
+                round_to(
+                    op.data_type,
+                    act(t, xd.expand_activation, xd.expand_param()),
+                )
+            })
+            .collect();
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for k in 0..e {
+                    let mut t = b2[k];
+                    for fy in 0..f {
+                        for fx in 0..f {
+                            let iy = (oy * stride + fy) as i64 - pad;
+                            let ix = (ox * stride + fx) as i64 - pad;
+                            if (0..h as i64).contains(&iy) && (0..w as i64).contains(&ix) {
+                                let p = iy as usize * w + ix as usize;
+                                t += w2[(k * f + fy) * f + fx] * expanded[p * e + k];
+                            }
+                        }
+                    }
+                    y[((n * oh + oy) * ow + ox) * e + k] =
+                        act(t, op.activation, op.activation_param);
+                }
+            }
         }
     }
     y
@@ -398,6 +458,28 @@ pub fn problems(dtype: DataType) -> Vec<OpProblem> {
         });
         out.push(OpProblem::new(kind, n, c, map, Layout::Nhwc, dtype).with_activation(act));
     }
+    // Expansions fused with their depthwise layer: MobileNetV2's first (16 -> 96, 3x3 stride
+    // 2, ReLU6 both) on a small map whose tiles do not divide it, its stride-1 form (24 ->
+    // 144), EfficientNet's 5x5 stride 2 with SiLU, a ragged slice (E = 36: a slice of 32 and
+    // one of 4) on one image, and the widest input (32 channels).
+    // (batch, input channels, map, expanded, filter, stride, activation of both).
+    let fused = [
+        (2, 16, [13, 17], 96, 3, 2, ClippedRelu),
+        (2, 24, [11, 9], 144, 3, 1, ClippedRelu),
+        (1, 16, [15, 10], 96, 5, 2, Silu),
+        (1, 8, [6, 7], 36, 5, 1, Relu),
+        (3, 32, [7, 7], 64, 3, 1, ClippedRelu),
+    ];
+    for (n, c, map, expanded, filter, stride, act) in fused {
+        let kind = OpKind::ExpandDepthwise(ExpandDepthwise {
+            expanded,
+            filter,
+            stride,
+            expand_activation: act,
+            expand_param_bits: act.default_param().to_bits(),
+        });
+        out.push(OpProblem::new(kind, n, c, map, Layout::Nhwc, dtype).with_activation(act));
+    }
     // Channel counts that are not multiples of 8 (one channel per thread in NHWC too).
     let nhwc = |kind, c, hw: [u32; 2]| OpProblem::new(kind, 2, c, hw, Layout::Nhwc, dtype);
     out.push(nhwc(pool(PoolMode::Max, 3, 2, 1, false), 13, [9, 9]));
@@ -466,30 +548,46 @@ pub fn tolerance(dtype: DataType) -> f64 {
     }
 }
 
-/// A squeeze-and-excitation head's random parameters, packed and uploaded, with their values
-/// as stored (`[w1, b1, w2, b2]`, as [`reference()`] takes them). Weights are scaled by their
-/// fan-in's square root, so that sums stay near 1 and the gate is not all 0 or 1.
-fn squeeze_excite_params(
+/// Random parameters of a two-layer operator (a squeeze-and-excitation head, a fused expansion
+/// and depthwise layer), packed and uploaded, with their values as stored (`[w1, b1, w2, b2]`,
+/// as [`reference()`] takes them); `None` for other operators. Weights are scaled by their
+/// fan-in's square root, so that sums stay near 1 (and a gate is not all 0 or 1).
+fn two_layer_params(
     ctx: &Context,
     op: &OpProblem,
-    se: SqueezeExcite,
     seed: u64,
-) -> Result<(crate::backend::DeviceBuffer, Vec<f64>), RunError> {
-    let (c, s, k) = (op.c as usize, se.squeeze as usize, se.out as usize);
+) -> Result<Option<(crate::backend::DeviceBuffer, Vec<f64>)>, RunError> {
+    let c = op.c as usize;
+    // Each layer's (outputs, fan-in).
+    let [(s, fan1), (k, fan2)] = match op.kind {
+        OpKind::SqueezeExcite(se) => [
+            (se.squeeze as usize, c),
+            (se.out as usize, se.squeeze as usize),
+        ],
+        OpKind::ExpandDepthwise(xd) => {
+            let taps = (xd.filter * xd.filter) as usize;
+            [(xd.expanded as usize, c), (xd.expanded as usize, taps)]
+        }
+        _ => return Ok(None),
+    };
     let scaled = |n: usize, fan_in: usize, seed: u64| -> Vec<f32> {
         let f = 1.0 / (fan_in as f32).sqrt();
         random_values(n, seed).iter().map(|v| v * f).collect()
     };
-    let (w1, b1) = (scaled(s * c, c, seed), scaled(s, 1, seed ^ 1));
-    let (w2, b2) = (scaled(k * s, s, seed ^ 2), scaled(k, 1, seed ^ 3));
-    let bytes = se
-        .pack(op.c, op.data_type, [&w1, &b1, &w2, &b2])
-        .map_err(|reason| {
-            RunError::Operator(crate::ops::OpError {
-                op: op.describe(),
-                reason,
-            })
-        })?;
+    let (w1, b1) = (scaled(s * fan1, fan1, seed), scaled(s, 1, seed ^ 1));
+    let (w2, b2) = (scaled(k * fan2, fan2, seed ^ 2), scaled(k, 1, seed ^ 3));
+    let layers = [w1.as_slice(), &b1, &w2, &b2];
+    let packed = match op.kind {
+        OpKind::SqueezeExcite(se) => se.pack(op.c, op.data_type, layers),
+        OpKind::ExpandDepthwise(xd) => xd.pack(op.c, op.data_type, layers),
+        _ => unreachable!("matched above"),
+    };
+    let bytes = packed.map_err(|reason| {
+        RunError::Operator(crate::ops::OpError {
+            op: op.describe(),
+            reason,
+        })
+    })?;
     let buffer = ctx.device().alloc(bytes.len() as u64)?;
     buffer.upload(&bytes)?;
     let weight = |v: &f32| round_to(op.data_type, f64::from(*v));
@@ -501,7 +599,7 @@ fn squeeze_excite_params(
         .chain(w2.iter().map(weight))
         .chain(b2.iter().map(bias))
         .collect();
-    Ok((buffer, stored))
+    Ok(Some((buffer, stored)))
 }
 
 /// Runs `op` once on inputs seeded by `seed` (with inf/NaN/subnormal/near-overflow values
@@ -529,9 +627,9 @@ pub fn check(ctx: &Context, op: &OpProblem, seed: u64, special: bool) -> Result<
         a_type,
         &values(op.a_elements() + u64::from(a_offset), seed),
     )?;
-    let b = match op.kind {
-        OpKind::SqueezeExcite(se) => Some(squeeze_excite_params(ctx, op, se, seed ^ 0x5bd1)?),
-        _ => match op.b_elements() {
+    let b = match two_layer_params(ctx, op, seed ^ 0x5bd1)? {
+        Some(params) => Some(params),
+        None => match op.b_elements() {
             0 => None,
             n => Some(upload(ctx.device(), dtype, &values(n, seed ^ 0x5bd1))?),
         },

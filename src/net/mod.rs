@@ -103,6 +103,10 @@ pub struct Conv {
     /// the convolution: a squeeze-and-excitation gate folded in
     /// ([`NetworkDef::fold_channel_muls`]).
     pub x_scale: Option<String>,
+    /// A depthwise layer only: the 1x1 expansion node folded in before it
+    /// ([`NetworkDef::fold_expansions`]). The layer then reads the expansion's input, and the
+    /// expansion's output (the layer's input as written in the definition) is never stored.
+    pub expand: Option<Box<Node>>,
 }
 
 /// What a node computes.
@@ -240,7 +244,55 @@ fn bad(node: &str, reason: String) -> NetError {
     }
 }
 
+/// The input a depthwise layer with the expansion `e` folded in sees, from the expansion's
+/// input `x`: `e`'s output channels on `x`'s map. `e` must be a plain 1x1 layer (errors
+/// name `node`, the depthwise layer).
+fn expanded_input(e: &Node, x: Shape, node: &str) -> Result<Shape, NetError> {
+    match &e.op {
+        Op::Conv(c) if c.is_pointwise() && c.groups == 1 && c.out > 0 => {
+            Ok(Shape { c: c.out, ..x })
+        }
+        _ => Err(bad(
+            node,
+            format!(
+                "the expansion {} folded in is not a 1x1 layer at stride 1 without padding",
+                e.name
+            ),
+        )),
+    }
+}
+
+impl Conv {
+    /// A 1x1 filter at stride 1 without padding, with no residual, gate or folded expansion.
+    pub fn is_pointwise(&self) -> bool {
+        self.kernel == [1, 1]
+            && self.stride == [1, 1]
+            && self.pad == [0, 0]
+            && self.residual.is_none()
+            && self.x_scale.is_none()
+            && self.expand.is_none()
+    }
+}
+
 impl Node {
+    /// The node as the definition wrote it: a depthwise layer with a folded expansion
+    /// ([`NetworkDef::fold_expansions`]) is the expansion's node and then the layer reading
+    /// its output; any other node is itself.
+    pub fn unfolded(&self) -> Vec<Node> {
+        let Op::Conv(c) = &self.op else {
+            return vec![self.clone()];
+        };
+        let Some(e) = &c.expand else {
+            return vec![self.clone()];
+        };
+        let mut layer = self.clone();
+        if let Op::Conv(c) = &mut layer.op {
+            c.expand = None;
+        }
+        layer.inputs[0] = e.output.clone();
+        vec![(**e).clone(), layer]
+    }
+
     /// The tensors the node reads: its inputs and a convolution's residual and gate.
     pub fn reads(&self) -> impl Iterator<Item = &String> {
         let (residual, gate) = match &self.op {
@@ -291,7 +343,10 @@ impl NetworkDef {
             let out = match &node.op {
                 Op::Conv(c) => {
                     arity(1)?;
-                    let x = ins[0];
+                    let x = match c.expand.as_deref() {
+                        None => ins[0],
+                        Some(e) => expanded_input(e, ins[0], name)?,
+                    };
                     if c.groups == 0 || x.c % c.groups != 0 || c.out % c.groups != 0 {
                         return Err(bad(
                             name,
@@ -649,6 +704,7 @@ impl NetworkDef {
                 norm: bias.clone().map_or(Norm::None, Norm::Bias),
                 residual: None,
                 x_scale: None,
+                expand: None,
             }),
             _ => None,
         }
@@ -661,6 +717,63 @@ impl NetworkDef {
     /// node goes; the convolution reads `t` with `x_scale` `s`. The result computes the same
     /// tensors, each product rounded as the multiply would store it.
     pub fn fold_channel_muls(&self, folds: impl Fn(&Node) -> bool) -> NetworkDef {
+        self.fold_into_readers(|node, reader| {
+            if node.op != Op::ChannelMul || node.activation != Activation::Identity {
+                return None;
+            }
+            let Op::Conv(c) = &reader.op else {
+                return None;
+            };
+            if reader.inputs[0] != node.output || c.x_scale.is_some() || !folds(reader) {
+                return None;
+            }
+            let mut folded = reader.clone();
+            if let Op::Conv(c) = &mut folded.op {
+                c.x_scale = Some(node.inputs[1].clone());
+            }
+            folded.inputs[0] = node.inputs[0].clone();
+            Some(folded)
+        })
+    }
+
+    /// `self` with each inverted residual's expansion folded into the depthwise layer that
+    /// reads its output, where `folds(expansion, depthwise)` says so: a plain 1x1 layer (one
+    /// group, no residual or gate), its output not a network output and read only by a
+    /// depthwise layer (groups = channels, no residual or gate) as its input. The expansion's
+    /// node goes; the depthwise layer reads its input, the expansion in its
+    /// [`Conv::expand`]. What the runner runs as one kernel
+    /// ([`crate::ops::OpKind::ExpandDepthwise`]).
+    pub fn fold_expansions(&self, folds: impl Fn(&Node, &Node) -> bool) -> NetworkDef {
+        self.fold_into_readers(|node, reader| {
+            let (Op::Conv(e), Op::Conv(d)) = (&node.op, &reader.op) else {
+                return None;
+            };
+            let depthwise = d.groups == e.out
+                && d.out == e.out
+                && d.residual.is_none()
+                && d.x_scale.is_none()
+                && d.expand.is_none();
+            if !e.is_pointwise()
+                || e.groups != 1
+                || !depthwise
+                || reader.inputs[0] != node.output
+                || !folds(node, reader)
+            {
+                return None;
+            }
+            let mut folded = reader.clone();
+            if let Op::Conv(d) = &mut folded.op {
+                d.expand = Some(Box::new(node.clone()));
+            }
+            folded.inputs[0] = node.inputs[0].clone();
+            Some(folded)
+        })
+    }
+
+    /// `self` with each node whose output only one node reads (and that is no network
+    /// output) folded into that reader where `fold(node, reader)` gives the reader as it
+    /// becomes: the node goes, its reader is replaced.
+    fn fold_into_readers(&self, fold: impl Fn(&Node, &Node) -> Option<Node>) -> NetworkDef {
         let mut reads: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, node) in self.nodes.iter().enumerate() {
             for t in node.reads() {
@@ -671,27 +784,16 @@ impl NetworkDef {
         let mut gone = vec![false; self.nodes.len()];
         for (i, node) in self.nodes.iter().enumerate() {
             let out = node.output.as_str();
-            if node.op != Op::ChannelMul
-                || node.activation != Activation::Identity
-                || self.outputs.iter().any(|o| o == out)
-            {
+            if self.outputs.iter().any(|o| o == out) {
                 continue;
             }
             let &[j] = reads.get(out).map_or(&[][..], Vec::as_slice) else {
                 continue;
             };
-            let reader = &self.nodes[j];
-            let Op::Conv(c) = &reader.op else {
-                continue;
-            };
-            if reader.inputs[0] != out || c.x_scale.is_some() || !folds(reader) {
-                continue;
+            if let Some(reader) = fold(node, &self.nodes[j]) {
+                folded.nodes[j] = reader;
+                gone[i] = true;
             }
-            if let Op::Conv(c) = &mut folded.nodes[j].op {
-                c.x_scale = Some(node.inputs[1].clone());
-            }
-            folded.nodes[j].inputs[0] = node.inputs[0].clone();
-            gone[i] = true;
         }
         let mut index = 0;
         folded.nodes.retain(|_| {
@@ -724,12 +826,7 @@ impl NetworkDef {
             let Op::Conv(c) = &node.op else {
                 return None;
             };
-            let plain = c.kernel == [1, 1]
-                && c.stride == [1, 1]
-                && c.pad == [0, 0]
-                && c.groups == 1
-                && c.residual.is_none()
-                && c.x_scale.is_none();
+            let plain = c.is_pointwise() && c.groups == 1;
             (plain && node.inputs[0] == t && !is_output(t)).then_some(j)
         };
         self.nodes
@@ -1149,6 +1246,7 @@ mod tests {
                 norm: Norm::None,
                 residual: residual.map(String::from),
                 x_scale: None,
+                expand: None,
             }),
             inputs: vec![input.into()],
             output: name.into(),
@@ -1187,6 +1285,52 @@ mod tests {
         let squeeze = shown.nodes[b0.excitation_heads()[0][1]].output.clone();
         shown.outputs.push(squeeze);
         assert_eq!(shown.excitation_heads().len(), 15);
+    }
+
+    #[test]
+    fn expansions_fold_into_their_depthwise_layers_and_unfold_as_written() {
+        let v2 = super::models::mobilenet_v2(1000);
+        let all = v2.fold_expansions(|_, _| true);
+        // Sixteen of MobileNetV2's seventeen inverted residuals expand (the first does not).
+        assert_eq!(v2.nodes.len() - all.nodes.len(), 16);
+        assert_eq!(
+            all.shapes().unwrap()[v2.outputs[0].as_str()],
+            v2.shapes().unwrap()[v2.outputs[0].as_str()]
+        );
+        let folded: Vec<&Node> = all
+            .nodes
+            .iter()
+            .filter(|n| matches!(&n.op, Op::Conv(c) if c.expand.is_some()))
+            .collect();
+        assert_eq!(folded.len(), 16);
+        // The layer reads the expansion's input, and the text form is the definition's.
+        let first = folded[0];
+        let Op::Conv(c) = &first.op else {
+            unreachable!()
+        };
+        let e = c.expand.as_deref().unwrap();
+        assert_eq!(first.inputs[0], e.inputs[0]);
+        assert_eq!(all.to_text().unwrap(), v2.to_text().unwrap());
+        // The predicate decides each pair; ResNet-50 has no depthwise layer to fold into.
+        let some = v2.fold_expansions(|e, _| e.name.contains("features.2."));
+        assert_eq!(v2.nodes.len() - some.nodes.len(), 1);
+        let r50 = super::models::resnet50(1000);
+        assert_eq!(
+            r50.fold_expansions(|_, _| true).nodes.len(),
+            r50.nodes.len()
+        );
+        // An expansion that is no 1x1 layer is named.
+        let mut broken = all.clone();
+        let at = all.nodes.iter().position(|n| n.name == first.name).unwrap();
+        if let Op::Conv(c) = &mut broken.nodes[at].op {
+            if let Some(e) = &mut c.expand {
+                if let Op::Conv(ec) = &mut e.op {
+                    ec.kernel = [3, 3];
+                }
+            }
+        }
+        let err = broken.shapes().unwrap_err().to_string();
+        assert!(err.contains("is not a 1x1 layer"), "{err}");
     }
 
     #[test]

@@ -72,9 +72,18 @@ pub struct NetOptions {
     /// Run each squeeze-and-excitation head (a global pool, its squeeze and its excitation
     /// layer: [`NetworkDef::excitation_heads`]) as one kernel
     /// ([`crate::ops::OpKind::SqueezeExcite`]) where its sizes allow, instead of a pool's
-    /// finish and two 1x1 layers, each launch waiting for the last. Off by default until it is
-    /// timed against the layers it replaces (`benches/pending/README.md`).
+    /// finish and two 1x1 layers, each launch waiting for the last. Off by default: on an H100
+    /// it ran EfficientNet-B0 1.6% slower at N=1 and 2.4% at N=32
+    /// (`benches/runs/2026-12-06-h100-fused-expansion/`).
     pub excitation_heads: bool,
+    /// Run each inverted residual's expansion and the depthwise layer that reads it
+    /// ([`NetworkDef::fold_expansions`]) as one kernel ([`crate::ops::OpKind::ExpandDepthwise`])
+    /// where its sizes allow (at most 32 input channels, a 3x3 or 5x5 depthwise layer at stride
+    /// 1 or 2, dense tensors, no global pool of the depthwise output) and both layers' scales
+    /// fold into their weights: the expanded tensor is then never written to memory (half of
+    /// MobileNetV2's activation memory). Off by default: on an H100 it ran MobileNetV2 2.4%
+    /// faster at N=1 but 25% slower at N=32 (`benches/runs/2026-12-06-h100-fused-expansion/`).
+    pub fused_expansions: bool,
 }
 
 impl Default for NetOptions {
@@ -84,6 +93,7 @@ impl Default for NetOptions {
             lanes: DEFAULT_LANES,
             fold_excitation: true,
             excitation_heads: false,
+            fused_expansions: false,
         }
     }
 }
@@ -188,6 +198,29 @@ impl<'c> Network<'c> {
                     && gate_folds(ctx, node, &shapes, &views, batch, data_type, weights)
             })
         };
+        // Each expansion the fused kernel takes folded into its depthwise layer.
+        let folded = if options.fused_expansions {
+            let shapes = folded.shapes()?;
+            let views = folded.concat_views()?;
+            let pooled: HashSet<&str> = folded
+                .nodes
+                .iter()
+                .filter(|n| n.op == Op::GlobalAvgPool)
+                .map(|n| n.inputs[0].as_str())
+                .collect();
+            folded.fold_expansions(|e, d| {
+                let x = e.inputs[0].as_str();
+                let dense = !views.contains_key(x) && !views.contains_key(d.output.as_str());
+                dense
+                    && !pooled.contains(d.output.as_str())
+                    && matches!(
+                        expansion_params(e, d, shapes[x].c, data_type, weights),
+                        Ok(Some(_))
+                    )
+            })
+        } else {
+            folded
+        };
         let def = &folded;
         let shapes = def.shapes()?;
         let schedule = Schedule::plan(def, options.lanes)?;
@@ -231,6 +264,23 @@ impl<'c> Network<'c> {
             let x = shapes[node.inputs[0].as_str()];
             let y = shapes[node.output.as_str()];
             let conv = NetworkDef::as_conv(node);
+            if let Some(e) = conv.as_ref().and_then(|c| c.expand.as_deref()) {
+                let buffers = [buffer_of(&node.inputs[0]), buffer_of(&node.output)];
+                let step = expansion_step(
+                    ctx,
+                    e,
+                    node,
+                    x,
+                    batch,
+                    data_type,
+                    weights,
+                    buffers,
+                    &mut constants,
+                )?;
+                steps.push(step);
+                step_node.resize(steps.len(), index);
+                continue;
+            }
             if let Some(c) = conv {
                 let buffers = [buffer_of(&node.inputs[0]), buffer_of(&node.output)];
                 let residual = c.residual.as_deref().map(buffer_of);
@@ -988,6 +1038,102 @@ fn head_step(
         a: pooled,
         b: Some(constants.raw(ctx, name, &head.params)?),
         y: gate,
+        offsets: ChannelOffsets::default(),
+    })
+}
+
+/// The fused kernel's shape and packed parameters for expansion node `e` (reading `c`
+/// channels) and depthwise node `d`; `None` where the kernel does not take them (its sizes,
+/// or a scale that does not fold into its weights).
+fn expansion_params(
+    e: &super::Node,
+    d: &super::Node,
+    c: u32,
+    dtype: DataType,
+    weights: &Weights,
+) -> Result<Option<(crate::ops::ExpandDepthwise, Vec<u8>)>, NetError> {
+    let (Op::Conv(ec), Op::Conv(dc)) = (&e.op, &d.op) else {
+        return Ok(None);
+    };
+    let [f, _] = dc.kernel;
+    let kind = crate::ops::ExpandDepthwise {
+        expanded: ec.out,
+        filter: f,
+        stride: dc.stride[0],
+        expand_activation: e.activation,
+        expand_param_bits: e.activation.default_param().to_bits(),
+    };
+    let fits = dc.kernel == [f, f]
+        && dc.stride == [kind.stride; 2]
+        && dc.pad == [kind.pad(); 2]
+        && crate::ops::OpProblem::new(
+            crate::ops::OpKind::ExpandDepthwise(kind),
+            1,
+            c,
+            [f, f],
+            crate::Layout::Nhwc,
+            dtype,
+        )
+        .validate()
+        .is_ok();
+    if !fits {
+        return Ok(None);
+    }
+    let mut we = weights.of_conv_node(e, ec, c)?;
+    let mut wd = weights.of_conv_node(d, dc, ec.out)?;
+    if we.scale.is_some() && !we.fold_scale(dtype) || wd.scale.is_some() && !wd.fold_scale(dtype) {
+        return Ok(None);
+    }
+    let zeros = || vec![0.0f32; ec.out as usize];
+    let (be, bd) = (
+        we.bias.take().unwrap_or_else(zeros),
+        wd.bias.take().unwrap_or_else(zeros),
+    );
+    let params = kind
+        .pack(c, dtype, [&we.krsc, &be, &wd.krsc, &bd])
+        .map_err(|reason| NetError::Definition {
+            node: d.name.clone(),
+            reason,
+        })?;
+    Ok(Some((kind, params)))
+}
+
+/// The step of depthwise node `d` with the expansion `e` folded in
+/// ([`NetworkDef::fold_expansions`]): one [`crate::ops::OpKind::ExpandDepthwise`] launch from
+/// buffer `xb` (the expansion's input, shape `x`) to `yb`.
+#[allow(clippy::too_many_arguments)]
+fn expansion_step(
+    ctx: &Context,
+    e: &super::Node,
+    d: &super::Node,
+    x: Shape,
+    batch: u32,
+    dtype: DataType,
+    weights: &Weights,
+    [xb, yb]: [usize; 2],
+    constants: &mut Constants,
+) -> Result<Step, NetError> {
+    let name = d.name.as_str();
+    let Some((kind, params)) = expansion_params(e, d, x.c, dtype, weights)? else {
+        return Err(NetError::Definition {
+            node: name.into(),
+            reason: format!("the fused kernel does not take the expansion {}", e.name),
+        });
+    };
+    let p = crate::ops::OpProblem::new(
+        crate::ops::OpKind::ExpandDepthwise(kind),
+        batch,
+        x.c,
+        [x.h, x.w],
+        crate::Layout::Nhwc,
+        dtype,
+    )
+    .with_activation(d.activation);
+    Ok(Step::Op {
+        inv: ctx.prepare_op(&p).map_err(at(name))?,
+        a: xb,
+        b: Some(constants.raw(ctx, name, &params)?),
+        y: yb,
         offsets: ChannelOffsets::default(),
     })
 }

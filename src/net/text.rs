@@ -102,7 +102,8 @@ impl NetworkDef {
             "{HEADER}\nname {}\ninput {} {}\n",
             self.name, self.input.0, self.input.1
         );
-        for node in &self.nodes {
+        // A folded expansion is written as the node it was.
+        for node in self.nodes.iter().flat_map(Node::unfolded) {
             name_ok("node", &node.name)?;
             for t in node.inputs.iter().chain([&node.output]) {
                 name_ok("tensor", t)?;
@@ -363,6 +364,7 @@ fn parse_node(words: &[&str]) -> Result<Node, String> {
                 norm,
                 residual: get("residual").map(|r| tensor("residual", r)).transpose()?,
                 x_scale: get("x-scale").map(|g| tensor("x-scale", g)).transpose()?,
+                expand: None,
             })
         }
         "linear" => Op::Linear {

@@ -714,6 +714,7 @@ pub fn import(bytes: &[u8], name: &str) -> Result<Imported, String> {
                         norm,
                         residual: None,
                         x_scale: None,
+                        expand: None,
                     }),
                     vec![x],
                     output,

@@ -146,9 +146,14 @@ pub struct NetRunArgs {
     #[arg(long)]
     pub unfolded_excitation: bool,
     /// Run each squeeze-and-excitation head (its pool, squeeze and excitation layers) as one
-    /// kernel (`kiln::net::NetOptions::excitation_heads`; off by default until timed).
+    /// kernel (`kiln::net::NetOptions::excitation_heads`; off by default: slower on an H100).
     #[arg(long)]
     pub excitation_heads: bool,
+    /// Run each inverted residual's expansion with its depthwise layer as one kernel, the
+    /// expanded tensor never stored (`kiln::net::NetOptions::fused_expansions`; off by default:
+    /// slower at N=32 on an H100).
+    #[arg(long)]
+    pub fused_expansions: bool,
     #[command(flatten)]
     pub device: DeviceArgs,
 }

@@ -169,6 +169,8 @@ pub struct OpArgs {
     pub squeeze_act_a: f32,
     pub out_c: i32,
     pub parts: i32,
+    pub tile_h: i32,
+    pub tile_w: i32,
 }
 
 /// Mirror of `KilnEpilogue` (`kernels/epilogue.h`): the fused epilogue's run-time values,
@@ -544,7 +546,7 @@ mod tests {
         let op = fields!(OpArgs: n, c, in_h, in_w, out_h, out_w, win_h, win_w, stride_h,
             stride_w, pad_h, pad_w, mode, channels_last, a_ld, y_ld, b_ld, act, act_a,
             grid_threads, splits, vec, strips, strip_group, squeeze, squeeze_act, squeeze_act_a,
-            out_c, parts);
+            out_c, parts, tile_h, tile_w);
         check(ops, "KilnOpArgs", &op, size_of::<OpArgs>(), 4).unwrap();
         // A drifted mirror is named.
         let mut moved = pointers;

@@ -828,12 +828,22 @@ impl Wave {
         };
         let mut srcs = [[0u64; LANES]; 3];
         for i in 0..n {
-            if src[i] < 256 && !(src[i] <= 101 && src[i].is_multiple_of(2)) {
+            let pair = src[i] >= 256 || (src[i] <= 101 && src[i].is_multiple_of(2));
+            // An inline constant (integer 128-208, float 240-248) whose low half both results
+            // select: its 32-bit value there (what the high half of one would hold is moot).
+            let inline = matches!(src[i], 128..=208 | 240..=248);
+            if pair {
+                srcs[i] = self.vread64(src[i], 0)?;
+            } else if inline && !op_sel[i] && !op_sel_hi[i] {
+                let low = self.vread(src[i], 0)?;
+                for (s, v) in srcs[i].iter_mut().zip(low) {
+                    *s = u64::from(v);
+                }
+            } else {
                 return Err(Self::unsupported(
                     "a packed FP32 source that is not a register pair",
                 ));
             }
-            srcs[i] = self.vread64(src[i], 0)?;
         }
         let half = |x: u64, hi: bool| if hi { (x >> 32) as u32 } else { x as u32 };
         let mut out = [0u64; LANES];

@@ -224,6 +224,7 @@ pub fn run(a: &NetRunArgs) -> CliResult {
         lanes: a.lanes,
         fold_excitation: !a.unfolded_excitation,
         excitation_heads: a.excitation_heads,
+        fused_expansions: a.fused_expansions,
     };
     let net = Network::with_options(&ctx, &def, &weights, a.batch, dtype, options)?;
     let build_s = t0.elapsed().as_secs_f64();
