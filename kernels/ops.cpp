@@ -738,6 +738,30 @@ struct KilnXdShared {
   KilnF4 b1[KILN_XD_QUADS], b2[KILN_XD_QUADS];
 };
 
+// NVIDIA sm_80+ in FP16 and BF16 takes the expansion's products on tensor cores (mma.sync
+// m16n8k16, FP32 sums): a warp an m16 tile of patch pixels by the slice's 32 channels. The patch
+// and the slice's W1 rows then lie in shared memory as elements, rows of 32 channels padded by 16
+// bytes (so the eight rows of a fragment fall in distinct banks), zero past C. On CUDA cores the
+// products took most of the kernel's issue slots (4 outputs x 4 inputs a thread per step).
+#if defined(__CUDACC_RTC__) && __CUDA_ARCH__ >= 800 && (defined(KILN_DTYPE_FP16) || defined(KILN_DTYPE_BF16))
+#define KILN_XD_MMA 1
+#define KILN_XD_ROW_BYTES (KILN_XD_MAX_C * 2 + 16)
+static __device__ KILN_INLINE void kiln_xd_mma(float (&d)[4], const kiln_u32 (&a)[4], kiln_u32 b0, kiln_u32 b1) {
+#if defined(KILN_DTYPE_FP16)
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+static __device__ KILN_INLINE kiln_u32 kiln_xd_word(const unsigned char* p) { return *(const kiln_u32*)p; }
+#else
+#define KILN_XD_MMA 0
+#endif
+
 // p / d for p < 2^16 and 0 < d < 2^16, with m = kiln_xd_magic(d) = ceil(2^32 / d): a multiply
 // and a shift where a 32-bit division is a routine of about 20 instructions (exact: the
 // rounding of m adds less than 2^-16 to p / d, whose fraction is at most 1 - 1/d).
@@ -786,6 +810,15 @@ static __device__ KILN_INLINE void kiln_expand_depthwise_body(const kiln_t* __re
     if (slice != staged) {
       // The slice's weights and biases as FP32, zero past E. They are no kernel's output:
       // the first pass stages them before the wait for the previous kernel.
+#if KILN_XD_MMA
+      // [slice channel][input channel] as elements, zero past C and E.
+      for (kiln_u32 i = tid; i < KILN_XD_SLICE * KILN_XD_MAX_C; i += KILN_SE_THREADS) {
+        const kiln_u32 nn = i / KILN_XD_MAX_C, k = i % KILN_XD_MAX_C;
+        const kiln_t zero = {};
+        *(kiln_t*)((unsigned char*)sh.w1 + nn * KILN_XD_ROW_BYTES + k * 2) =
+            k < c && ch0 + nn < e ? w1[(ch0 + nn) * c + k] : zero;
+      }
+#else
       for (kiln_u32 i = tid; i < c * KILN_XD_QUADS; i += KILN_SE_THREADS) {
         const kiln_u32 k = i / KILN_XD_QUADS, ch = ch0 + i % KILN_XD_QUADS * 4;
         KilnF4 w;
@@ -793,6 +826,7 @@ static __device__ KILN_INLINE void kiln_expand_depthwise_body(const kiln_t* __re
         for (int j = 0; j < 4; ++j) w.v[j] = ch + j < e ? kiln_op_load(w1, (ch + j) * c + k) : 0.0f;
         sh.w1[i] = w;
       }
+#endif
       for (kiln_u32 i = tid; i < S * S * KILN_XD_QUADS; i += KILN_SE_THREADS) {
         const kiln_u32 t = i / KILN_XD_QUADS, ch = ch0 + i % KILN_XD_QUADS * 4;
         KilnF4 w;
@@ -825,13 +859,75 @@ static __device__ KILN_INLINE void kiln_expand_depthwise_body(const kiln_t* __re
       inside[j] = (kiln_u32)iy < (kiln_u32)a.in_h && (kiln_u32)ix < (kiln_u32)a.in_w;
       const kiln_t* src =
           x + ((n * (kiln_u32)a.in_h + (kiln_u32)iy) * (kiln_u32)a.in_w + (kiln_u32)ix) * (kiln_u32)a.a_ld + quad * 4;
+#if KILN_XD_MMA
+      // The elements as they are, every quad of the row (zero past C: the k16 steps read them).
+      if (p < in_px) {
+        KilnE4 v = {};
+        if (inside[j] && quad < cq) v = *(const KilnE4*)src;
+        *(KilnE4*)((unsigned char*)sh.xs + p * KILN_XD_ROW_BYTES + quad * 8) = v;
+      }
+#else
       if (p < in_px && quad < cq) {
         KilnF4 v = {{0.0f, 0.0f, 0.0f, 0.0f}};
         if (inside[j]) v = kiln_xd_load4(src);
         sh.xs[p * (KILN_XD_MAX_C / 4) + quad] = v;
       }
+#endif
     }
     __syncthreads();
+#if KILN_XD_MMA
+    {
+      // Warp w takes the patch's m16 tiles w, w + 8, ...: rows g and g + 8 of a tile, the
+      // channel pairs 2t of each n8 tile (the accumulator's layout).
+      const kiln_u32 warp = tid / 32, g = tid % 32 / 4, t = tid % 4;
+      const kiln_u32 ksteps = (c + 15) / 16;
+      const unsigned char* xb = (const unsigned char*)sh.xs;
+      const unsigned char* wb = (const unsigned char*)sh.w1;
+      const float* b1f = (const float*)sh.b1;
+      float* esf = (float*)sh.es;
+      for (kiln_u32 mt = warp; mt * 16 < in_px; mt += KILN_SE_THREADS / 32) {
+        float d[4][4];
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) d[nt][q] = 0.0f;
+        for (kiln_u32 ks = 0; ks < ksteps; ++ks) {
+          const unsigned char* r0 = xb + (mt * 16 + g) * KILN_XD_ROW_BYTES + ks * 32 + t * 4;
+          const kiln_u32 af[4] = {kiln_xd_word(r0), kiln_xd_word(r0 + 8 * KILN_XD_ROW_BYTES), kiln_xd_word(r0 + 16),
+                                  kiln_xd_word(r0 + 8 * KILN_XD_ROW_BYTES + 16)};
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) {
+            const unsigned char* b = wb + (nt * 8 + g) * KILN_XD_ROW_BYTES + ks * 32 + t * 4;
+            kiln_xd_mma(d[nt], af, kiln_xd_word(b), kiln_xd_word(b + 16));
+          }
+        }
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const kiln_u32 p = mt * 16 + g + half * 8;
+          if (p >= in_px) continue;
+          const kiln_u32 row = kiln_xd_div(p, in_tw_magic), col = p - row * in_tw;
+          const kiln_i32 iy = iy0 + (kiln_i32)row, ix = ix0 + (kiln_i32)col;
+          const bool in = (kiln_u32)iy < (kiln_u32)a.in_h && (kiln_u32)ix < (kiln_u32)a.in_w;
+          float v[8];
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) {
+            v[nt * 2] = d[nt][half * 2] + b1f[nt * 8 + t * 2];
+            v[nt * 2 + 1] = d[nt][half * 2 + 1] + b1f[nt * 8 + t * 2 + 1];
+          }
+          kiln_act_each(v, act_e);
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) {
+            float2 o;
+            o.x = in ? kiln_se_round(v[nt * 2]) : 0.0f;
+            o.y = in ? kiln_se_round(v[nt * 2 + 1]) : 0.0f;
+            *(float2*)(esf + p * KILN_XD_SLICE + nt * 8 + t * 2) = o;
+          }
+        }
+      }
+    }
+    // Every warp's expansion in place before any thread's depthwise taps read it.
+    __syncthreads();
+#else
     // The expansion of this lane's patch pixels, the quad's 4 channels.
     float acc[KILN_XD_PER * 4];
 #pragma unroll
@@ -867,6 +963,7 @@ static __device__ KILN_INLINE void kiln_expand_depthwise_body(const kiln_t* __re
       }
     }
     __syncthreads();
+#endif
     // The depthwise layer: this lane's output pixels of the tile, the quad's channels.
     const kiln_u32 ch = ch0 + quad * 4;
     const kiln_u32 oy0 = ty * th, ox0 = tx * tw;

@@ -81,8 +81,8 @@ pub struct NetOptions {
     /// where its sizes allow (at most 32 input channels, a 3x3 or 5x5 depthwise layer at stride
     /// 1 or 2, dense tensors, no global pool of the depthwise output) and both layers' scales
     /// fold into their weights: the expanded tensor is then never written to memory (half of
-    /// MobileNetV2's activation memory). Off by default: on an H100 it ran MobileNetV2 5.9%
-    /// slower at N=1 and 51% at N=32 (`benches/runs/2026-12-06-h100-fused-expansion/`).
+    /// MobileNetV2's activation memory). Off by default: on an H100 it ran MobileNetV2 2.3%
+    /// faster at N=1 but 26% slower at N=32 (`benches/runs/2026-12-06-h100-fused-expansion/`).
     pub fused_expansions: bool,
 }
 

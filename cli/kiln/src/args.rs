@@ -151,7 +151,7 @@ pub struct NetRunArgs {
     pub excitation_heads: bool,
     /// Run each inverted residual's expansion with its depthwise layer as one kernel, the
     /// expanded tensor never stored (`kiln::net::NetOptions::fused_expansions`; off by default:
-    /// slower on an H100).
+    /// slower at N=32 on an H100).
     #[arg(long)]
     pub fused_expansions: bool,
     #[command(flatten)]
